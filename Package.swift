@@ -1,0 +1,121 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every Tapedeck target shares: Swift 6 language mode (strict concurrency) and
+/// imports that are internal unless a file says `public import`.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Tapedeck",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tapedeck", targets: ["tapedeck"]),
+        .library(name: "TapedeckCore", targets: ["TapedeckCore"]),
+        .library(name: "TapedeckNull", targets: ["TapedeckNull"]),
+        .library(name: "TapedeckWAV", targets: ["TapedeckWAV"]),
+        .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
+        .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
+        .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
+        .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // Models and ports.
+        .target(
+            name: "TapedeckCore",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // C shims.
+        .systemLibrary(
+            name: "CSndfile",
+            pkgConfig: "sndfile",
+            providers: [.apt(["libsndfile1-dev"])]
+        ),
+
+        // Backends: one plugin module each, importing only Core and its own shim.
+        .target(
+            name: "TapedeckNull",
+            dependencies: ["TapedeckCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckWAV",
+            dependencies: ["TapedeckCore", "CSndfile"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckDirectoryStorage",
+            dependencies: ["TapedeckCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+
+        // Presentation: observable objects that own every mutation.
+        .target(
+            name: "TapedeckApp",
+            dependencies: ["TapedeckCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // Composition root.
+        .target(
+            name: "TapedeckAssembly",
+            dependencies: [
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckDirectoryStorage",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The command-line front end.
+        .executableTarget(
+            name: "tapedeck",
+            dependencies: [
+                "TapedeckAssembly", "TapedeckApp", "TapedeckCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Test kit shipped beside the API: conformance suites and test doubles.
+        .target(
+            name: "TapedeckTesting",
+            dependencies: ["TapedeckCore"],
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(name: "TapedeckCoreTests", dependencies: ["TapedeckCore", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckNullTests", dependencies: ["TapedeckNull", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckWAVTests", dependencies: ["TapedeckWAV", "TapedeckNull", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TapedeckDirectoryStorageTests",
+            dependencies: ["TapedeckDirectoryStorage", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "TapedeckAppTests", dependencies: ["TapedeckApp", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TapedeckAssemblyTests",
+            dependencies: ["TapedeckAssembly", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "tapedeckTests",
+            dependencies: ["TapedeckTesting", "TapedeckCore"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,133 @@
+public import Observation
+public import TapedeckCore
+public import Logging
+import Foundation
+
+/// The library as the app sees it: every session and take, refreshed after each change.
+///
+/// Runs on the main actor. Storage calls run on a background queue and are awaited; the
+/// published ``sessions`` always hold the last good state, and failures are logged and rethrown.
+@MainActor
+@Observable
+public final class SessionStore {
+    /// The store this object mutates.
+    public let storage: any TakeStorage
+    @ObservationIgnored private let logger: Logger
+
+    /// Every session with its takes, as of the last successful refresh.
+    public private(set) var sessions: [Session] = []
+    /// The last failure, for display.
+    public private(set) var lastError: TapedeckError?
+
+    public init(storage: any TakeStorage, logger: Logger) {
+        self.storage = storage
+        self.logger = logger
+    }
+
+    /// Repairs takes left in `recording` by a process that died, then loads the sessions.
+    ///
+    /// For each such take, `encoders` (by encoding name) repair the file: its length is trusted,
+    /// not its header. The take becomes `recovered`; a take with no audio byte is removed.
+    /// - Returns: the recovered takes.
+    /// - Thread: main actor; the work runs on a background queue.
+    @discardableResult
+    public func open(recoveringWith encoders: [any AudioEncoder]) async throws -> [Take] {
+        let storage = self.storage
+        let logger = self.logger
+        let recovered = try await perform {
+            var recovered: [Take] = []
+            for interrupted in try storage.interruptedTakes() {
+                var repaired: RepairResult?
+                if let url = interrupted.fileURL {
+                    guard let encoder = encoders.first(where: { $0.name == interrupted.take.encoding }) else {
+                        logger.error("Take \"\(interrupted.take.name)\" was written by the \(interrupted.take.encoding) encoder, which this build does not have; it was left as it is.")
+                        continue
+                    }
+                    do {
+                        repaired = try encoder.repair(fileAt: url)
+                    } catch {
+                        logger.error("Could not repair \(url.path): \(error). It was left as it is; run `tapedeck doctor`.")
+                        continue
+                    }
+                }
+                if let take = try storage.completeRecovery(of: interrupted.take, repaired: repaired) {
+                    logger.notice("Recovered take \"\(take.name)\" (\(String(format: "%.3f", take.seconds)) s) left by a recording that did not finish.")
+                    recovered.append(take)
+                }
+            }
+            return recovered
+        }
+        try await refresh()
+        return recovered
+    }
+
+    /// Reloads ``sessions`` from storage.
+    /// - Thread: main actor; the read runs on a background queue.
+    public func refresh() async throws {
+        let storage = self.storage
+        sessions = try await perform { try storage.sessions() }
+    }
+
+    /// Resolves a user's reference to a session or take. - Thread: main actor; never blocks.
+    public func resolve(_ reference: String) throws -> TakeReference {
+        do { return try TakeReference.resolve(reference, in: sessions) } catch let e as TapedeckError { lastError = e; throw e }
+    }
+
+    /// The session named `name` (creating it), or with `nil` the most recently active session
+    /// (creating "Session N" when there is none).
+    /// - Thread: main actor; storage work runs on a background queue.
+    public func sessionForRecording(named name: String?) async throws -> Session {
+        if let name {
+            if let s = sessions.first(where: { $0.name == name }) { return s }
+            return try await createSession(named: name)
+        }
+        let latest = sessions.max { a, b in
+            (a.takes.map(\.createdAt).max() ?? a.createdAt) < (b.takes.map(\.createdAt).max() ?? b.createdAt)
+        }
+        if let latest { return latest }
+        return try await createSession(named: nil)
+    }
+
+    /// Creates a session (with `nil`, the next default name).
+    public func createSession(named name: String?) async throws -> Session {
+        let storage = self.storage
+        let s = try await perform { try storage.createSession(named: name) }
+        try await refresh()
+        return s
+    }
+
+    /// Renames a session or take.
+    public func rename(_ reference: TakeReference, to name: String) async throws {
+        let storage = self.storage
+        switch reference {
+        case .session(let s): _ = try await perform { try storage.renameSession(s.id, to: name) }
+        case .take(let t, _): _ = try await perform { try storage.renameTake(t.id, to: name) }
+        }
+        try await refresh()
+    }
+
+    /// Deletes a session (with all its takes) or a take: rows first, then audio.
+    public func delete(_ reference: TakeReference) async throws {
+        let storage = self.storage
+        switch reference {
+        case .session(let s): try await perform { try storage.deleteSession(s.id) }
+        case .take(let t, _): try await perform { try storage.deleteTake(t.id) }
+        }
+        try await refresh()
+    }
+
+    /// Runs storage work off the main actor, logging and keeping the failure.
+    func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        do {
+            return try await BlockingWork.run(body)
+        } catch let error as TapedeckError {
+            lastError = error
+            logger.debug("Storage operation failed: \(error.message)")
+            throw error
+        } catch {
+            let e = TapedeckError(.io, "The library failed: \(error).")
+            lastError = e
+            throw e
+        }
+    }
+}

@@ -1,0 +1,64 @@
+public import Observation
+public import TapedeckCore
+public import Logging
+import Foundation
+
+/// Plays takes through the playback backend, decoding with whichever decoder reads the take's encoding.
+///
+/// Runs on the main actor; decoding and the device run on their own threads.
+@MainActor
+@Observable
+public final class TakePlayer {
+    @ObservationIgnored private let playback: any PlaybackBackend
+    @ObservationIgnored private let decoders: [any AudioDecoder]
+    @ObservationIgnored private let store: SessionStore
+    @ObservationIgnored private let logger: Logger
+    @ObservationIgnored private var engine: PlaybackEngine?
+
+    /// The take playing now.
+    public private(set) var current: Take?
+    /// Frames played of the current take.
+    public private(set) var playedFrames: Int64 = 0
+
+    public init(playback: any PlaybackBackend, decoders: [any AudioDecoder], store: SessionStore, logger: Logger) {
+        self.playback = playback
+        self.decoders = decoders
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Stops playback at the next period. - Thread: main actor. Never blocks.
+    public func stop() { engine?.stop() }
+
+    /// Plays `take` to the end (or until ``stop()``) and drains the device.
+    /// - Throws: `.unsupportedFormat` when no decoder reads the take, `.notFound` when its audio is missing.
+    /// - Thread: main actor; suspends while playing.
+    public func play(_ take: Take) async throws -> PlaybackResult {
+        guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
+            throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(take.encoding) takes. Run `tapedeck backends` to see the decoders.")
+        }
+        let url = try store.storage.audioURL(for: take)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw TapedeckError(.notFound, "The audio file of take \"\(take.name)\" is missing (\(url.path)). Run `tapedeck doctor` to check the library.")
+        }
+        let engine = PlaybackEngine(backend: playback, logger: logger)
+        self.engine = engine
+        current = take
+        let poll = Task { @MainActor [weak self] in
+            while !Task.isCancelled, let self {
+                self.playedFrames = engine.playedFrames
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer {
+            poll.cancel()
+            self.engine = nil
+        }
+        let result = try await engine.play { try decoder.openReader(at: url) }
+        playedFrames = result.frames
+        if result.underrunFrames > 0 {
+            logger.warning("Playback ran dry \(result.underrunFrames) frames' worth; silence was played in the gaps.")
+        }
+        return result
+    }
+}

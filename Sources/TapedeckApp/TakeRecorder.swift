@@ -1,0 +1,185 @@
+public import Observation
+public import TapedeckCore
+public import Logging
+public import Foundation
+
+/// How recordings are made: format, period, hand-off buffer and checkpoint interval.
+public struct RecordingSettings: Sendable, Hashable {
+    public var format: AudioFormat
+    public var periodFrames: Int
+    public var bufferSeconds: Double
+    public var checkpointInterval: Duration
+
+    public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
+                checkpointInterval: Duration = .seconds(1)) {
+        self.format = format
+        self.periodFrames = periodFrames
+        self.bufferSeconds = bufferSeconds
+        self.checkpointInterval = checkpointInterval
+    }
+}
+
+/// What a finished recording produced, for the final report.
+public struct RecordingReport: Sendable, Hashable {
+    public var take: Take
+    public var session: Session
+    public var fileURL: URL
+    public var end: RecordingEnd
+    public var wallSeconds: Double
+    /// A sentence on how the recording ended, e.g. why it was interrupted.
+    public var summary: String
+}
+
+/// Records takes: opens the capture device, commits the take's row, runs the
+/// ``RecordingEngine`` and finishes the take in storage.
+///
+/// Runs on the main actor; the device and writer run on their own threads. The observable
+/// properties update about ten times a second while recording, for meters.
+@MainActor
+@Observable
+public final class TakeRecorder {
+    /// Where the recorder is.
+    public enum Phase: Sendable, Hashable {
+        case idle, opening, recording, finishing, finished
+    }
+
+    @ObservationIgnored private let capture: any CaptureBackend
+    @ObservationIgnored private let encoder: any AudioEncoder
+    @ObservationIgnored private let store: SessionStore
+    @ObservationIgnored private let logger: Logger
+    @ObservationIgnored public let settings: RecordingSettings
+    @ObservationIgnored private var engine: RecordingEngine?
+    @ObservationIgnored private var stopRequested = false
+
+    public private(set) var phase: Phase = .idle
+    /// Frames recorded so far.
+    public private(set) var frames: Int64 = 0
+    /// Per-channel peaks (0...1) over the last update interval.
+    public private(set) var peaks: [Float] = []
+    /// Gaps filled with silence so far.
+    public private(set) var overrunCount = 0
+    /// The format negotiated with the device.
+    public private(set) var format: AudioFormat?
+
+    public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
+                settings: RecordingSettings, logger: Logger) {
+        self.capture = capture
+        self.encoder = encoder
+        self.store = store
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Seconds recorded so far.
+    public var seconds: Double { format.map { $0.seconds(forFrames: frames) } ?? 0 }
+
+    /// Asks the recording to stop; the device is drained and the take finalized.
+    /// - Thread: main actor. Never blocks.
+    public func stop() {
+        stopRequested = true
+        engine?.stop()
+    }
+
+    /// Records one take.
+    ///
+    /// The device is opened first (a missing device fails before anything is written), then the
+    /// take's row is committed, then audio flows until `duration` frames, ``stop()``, device loss
+    /// or a write failure. In every case the captured audio is kept and the file finalized.
+    /// - Parameters:
+    ///   - sessionName: the session to record into (created if missing); `nil` for the most recent.
+    ///   - takeName: the take's display name; `nil` for "Take N".
+    ///   - duration: the exact length in frames; `nil` to record until ``stop()``.
+    /// - Thread: main actor; suspends while recording.
+    public func record(sessionName: String?, takeName: String?, duration: Int64?) async throws -> RecordingReport {
+        try encoder.validate(settings.format)
+        phase = .opening
+        defer { if phase != .finished { phase = .idle } }
+        let session = try await store.sessionForRecording(named: sessionName)
+        let request = RecordingRequest(format: settings.format, periodFrames: settings.periodFrames,
+                                       bufferSeconds: settings.bufferSeconds, frameLimit: duration,
+                                       checkpointInterval: settings.checkpointInterval)
+        let engine = RecordingEngine(backend: capture, request: request, logger: logger)
+        let negotiated = try await engine.open()
+        if negotiated != settings.format {
+            logger.warning("The device records \(negotiated), not the requested \(settings.format).")
+        }
+        format = negotiated
+        peaks = Array(repeating: 0, count: negotiated.channels)
+
+        let storage = store.storage
+        let encoder = self.encoder
+        let pending: PendingTake
+        do {
+            pending = try await store.perform {
+                try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
+                                      fileExtension: encoder.fileExtension, startDate: Date())
+            }
+        } catch {
+            engine.close()
+            throw error
+        }
+        self.engine = engine
+        if stopRequested { engine.stop() }
+        phase = .recording
+
+        let meter = Task { @MainActor [weak self] in
+            while !Task.isCancelled, let self, self.phase == .recording {
+                self.apply(engine.takeProgress())
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { meter.cancel() }
+
+        let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
+                                    takeNumber: pending.take.number, startDate: pending.take.createdAt)
+        let url = pending.fileURL
+        let result: RecordingResult
+        do {
+            result = try await engine.record { format in
+                try encoder.makeWriter(at: url, format: format, metadata: metadata)
+            }
+        } catch {
+            // No audio was written: remove the row (and any empty file) so nothing half-made remains.
+            _ = try? await store.perform {
+                try? FileManager.default.removeItem(at: url)
+                return try storage.completeRecovery(of: pending.take, repaired: nil)
+            }
+            try? await store.refresh()
+            throw error
+        }
+        phase = .finishing
+        apply(engine.takeProgress())
+        frames = result.frames
+
+        let state: TakeState
+        let summary: String
+        switch result.end {
+        case .reachedDuration:
+            state = .complete
+            summary = "Recorded the requested length."
+        case .stopped:
+            state = .complete
+            summary = "Stopped on request; everything captured was kept."
+        case .deviceLost(let e):
+            state = .interrupted
+            summary = "\(e.message) Everything captured before that was kept."
+        case .writeFailed(let e):
+            state = .truncated
+            summary = "\(e.message) Everything written before that was kept."
+        }
+        let take = try await store.perform {
+            try storage.finishTake(pending, frames: result.frames, state: state, overruns: result.overruns)
+        }
+        try await store.refresh()
+        phase = .finished
+        self.engine = nil
+        return RecordingReport(take: take, session: session, fileURL: try storage.audioURL(for: take),
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary)
+    }
+
+    private func apply(_ progress: RecordingProgress) {
+        frames = progress.frames
+        peaks = progress.peaks
+        overrunCount = progress.overrunCount
+    }
+}

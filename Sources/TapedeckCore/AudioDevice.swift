@@ -1,0 +1,21 @@
+/// A device or endpoint a backend can capture from or play to.
+public struct AudioDevice: Sendable, Hashable, Codable {
+    /// The name to put in the config, e.g. `hw:CARD=USB,DEV=0` or `default`.
+    public var name: String
+    /// A human description.
+    public var description: String
+    /// Whether it can capture.
+    public var canCapture: Bool
+    /// Whether it can play.
+    public var canPlay: Bool
+    /// Whether the backend considers it the default.
+    public var isDefault: Bool
+
+    public init(name: String, description: String, canCapture: Bool, canPlay: Bool, isDefault: Bool) {
+        self.name = name
+        self.description = description
+        self.canCapture = canCapture
+        self.canPlay = canPlay
+        self.isDefault = isDefault
+    }
+}

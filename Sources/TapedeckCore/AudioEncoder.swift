@@ -1,0 +1,77 @@
+public import Foundation
+
+/// What an encoder may record about a take inside its file.
+public struct TakeMetadata: Sendable, Hashable {
+    public var takeName: String
+    public var sessionName: String
+    public var takeNumber: Int
+    public var startDate: Date
+    public var notes: String
+
+    public init(takeName: String, sessionName: String, takeNumber: Int, startDate: Date, notes: String = "") {
+        self.takeName = takeName
+        self.sessionName = sessionName
+        self.takeNumber = takeNumber
+        self.startDate = startDate
+        self.notes = notes
+    }
+}
+
+/// What repairing an interrupted file found.
+public struct RepairResult: Sendable, Hashable {
+    /// Whole frames of audio the file really holds.
+    public var frames: Int64
+    /// The file's format as read from its header.
+    public var format: AudioFormat
+    /// Whether the header had to be changed.
+    public var headerRepaired: Bool
+
+    public init(frames: Int64, format: AudioFormat, headerRepaired: Bool) {
+        self.frames = frames
+        self.format = format
+        self.headerRepaired = headerRepaired
+    }
+}
+
+/// An encoder plugin: turns frames into a file format.
+public protocol AudioEncoder: Sendable {
+    /// The plugin name, e.g. `wav`; stored with each take as its encoding.
+    var name: String { get }
+    /// The file extension without the dot, e.g. `wav`.
+    var fileExtension: String { get }
+
+    /// Checks that this encoder can store `format`.
+    /// - Throws: ``TapedeckError`` `.unsupportedFormat` saying what to choose instead.
+    func validate(_ format: AudioFormat) throws
+
+    /// Creates the file at `url` (which must not exist) and writes its header.
+    ///
+    /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
+    func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter
+
+    /// Repairs a file whose writer never finished (the process died): trusts the file's length,
+    /// not its header, drops a partial last frame and rewrites the header to match.
+    ///
+    /// - Thread: any. Blocks on disk I/O.
+    func repair(fileAt url: URL) throws -> RepairResult
+}
+
+/// Writes one take's file. Single owner, not `Sendable`: created, used and finished on one thread.
+public protocol TakeWriter: AnyObject {
+    /// Appends interleaved frames in the writer's format.
+    /// - Thread: the owning writer thread. Blocks on disk I/O.
+    func write(_ buffer: UnsafeRawPointer, frames: Int) throws
+
+    /// Brings the header up to date with what was written and `fdatasync`s the file, so a crash
+    /// after it loses nothing written before it.
+    /// - Thread: the owning writer thread. Blocks on disk I/O.
+    func checkpoint() throws
+
+    /// Finalizes the header, `fsync`s and closes the file.
+    /// - Thread: the owning writer thread. Blocks on disk I/O.
+    /// - Returns: frames in the file.
+    func finish() throws -> Int64
+
+    /// Closes the file without finalizing (after a failure); the file is left for repair.
+    func abandon()
+}

@@ -1,0 +1,71 @@
+/// What a capture stream reports after one blocking read.
+public struct CaptureRead: Sendable, Hashable {
+    /// Frames written into the buffer.
+    public var frames: Int
+    /// Frames the device says it lost just before these (an xrun), to be filled with silence.
+    public var lostFramesBefore: Int64
+
+    public init(frames: Int, lostFramesBefore: Int64 = 0) {
+        self.frames = frames
+        self.lostFramesBefore = lostFramesBefore
+    }
+}
+
+/// Options for opening a capture stream.
+public struct CaptureOptions: Sendable, Hashable {
+    /// Frames per period: the unit of one blocking read.
+    public var periodFrames: Int
+
+    public init(periodFrames: Int) {
+        self.periodFrames = periodFrames
+    }
+}
+
+/// A capture backend: a plugin that lists devices and opens capture streams.
+///
+/// Backends are values made by a ``CapturePlugin`` from settings; they hold configuration,
+/// not device handles, and so are `Sendable`.
+public protocol CaptureBackend: Sendable {
+    /// The plugin name this backend was made from, e.g. `null`.
+    var name: String { get }
+
+    /// Lists the devices this backend can capture from.
+    /// - Thread: any. May block briefly while the audio system is queried.
+    func devices() throws -> [AudioDevice]
+
+    /// Opens a capture stream in the requested format.
+    ///
+    /// - Thread: must be called on the thread that will read the stream (device handles are not
+    ///   thread-safe). May block while the device opens.
+    /// - Throws: ``TapedeckError`` `.deviceUnavailable` naming the device and what to do, or
+    ///   `.unsupportedFormat` naming what the device can do instead.
+    func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream
+}
+
+/// An open capture stream. Owned by one device thread; not `Sendable`.
+public protocol CaptureStream: AnyObject {
+    /// The format actually negotiated with the device (equal to the requested one, or the open failed).
+    var format: AudioFormat { get }
+    /// Frames per period as negotiated.
+    var periodFrames: Int { get }
+    /// Whether the stream is driven by a real clock. A real-time stream cannot wait: when the
+    /// hand-off buffer is full its frames are dropped and counted as an overrun. A stream that is
+    /// not real time (an unpaced generator) is made to wait instead.
+    var isRealTime: Bool { get }
+
+    /// Blocks until up to `maxFrames` frames are captured into `buffer`.
+    ///
+    /// - Thread: the device thread only. Blocks for about one period. Must not allocate.
+    /// - Throws: ``TapedeckError`` `.deviceLost` when the device or server went away.
+    func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead
+
+    /// Called once after the last ``read(into:maxFrames:)`` when recording is stopped by the user:
+    /// returns frames the device already captured but not yet delivered, without waiting for
+    /// another full period. Returns 0 frames when nothing is pending.
+    ///
+    /// - Thread: the device thread only. Must not block for longer than one period.
+    func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead
+
+    /// Closes the device. Called once, on the device thread.
+    func close()
+}

@@ -1,0 +1,58 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file-system steps that make a change survive power loss, with errors that say what failed.
+public enum Durability {
+    /// `fsync`s a directory so that entries created, renamed or removed in it are durable.
+    /// - Thread: any. Blocks on disk I/O.
+    public static func syncDirectory(_ url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the folder \(url.path) to sync it") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the folder \(url.path)") }
+    }
+
+    /// `fsync`s a file by path.
+    /// - Thread: any. Blocks on disk I/O.
+    public static func syncFile(_ url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(url.path) to sync it") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \(url.path)") }
+    }
+
+    /// Renames `source` to `destination` (same file system; replaces nothing: fails if the
+    /// destination exists) and syncs the destination's folder.
+    /// - Thread: any. Blocks on disk I/O.
+    public static func moveIntoPlace(_ source: URL, _ destination: URL) throws {
+        if access(destination.path, F_OK) == 0 {
+            throw TapedeckError(.alreadyExists, "Could not move \(source.lastPathComponent) into place: \(destination.path) exists already.")
+        }
+        guard rename(source.path, destination.path) == 0 else {
+            throw TapedeckError.system(errno, while: "rename \(source.path) to \(destination.path)")
+        }
+        try syncDirectory(destination.deletingLastPathComponent())
+    }
+
+    /// Creates a directory (and missing parents) with mode 0777 less the umask; syncs its parent.
+    /// - Thread: any. Blocks on disk I/O.
+    public static func makeDirectory(_ url: URL) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) {
+            guard isDir.boolValue else {
+                throw TapedeckError(.io, "\(url.path) exists but is not a folder. Move it away or choose another library path.")
+            }
+            return
+        }
+        let parent = url.deletingLastPathComponent()
+        if parent.path != url.path { try makeDirectory(parent) }
+        guard mkdir(url.path, 0o777) == 0 || errno == EEXIST else {
+            throw TapedeckError.system(errno, while: "create the folder \(url.path)")
+        }
+        try syncDirectory(parent)
+    }
+}

@@ -1,0 +1,43 @@
+/// Options for opening a playback stream.
+public struct PlaybackOptions: Sendable, Hashable {
+    /// Frames per period: the unit of one blocking write.
+    public var periodFrames: Int
+
+    public init(periodFrames: Int) {
+        self.periodFrames = periodFrames
+    }
+}
+
+/// A playback backend: a plugin that lists devices and opens playback streams.
+public protocol PlaybackBackend: Sendable {
+    /// The plugin name this backend was made from, e.g. `null`.
+    var name: String { get }
+
+    /// Lists the devices this backend can play to.
+    /// - Thread: any. May block briefly.
+    func devices() throws -> [AudioDevice]
+
+    /// Opens a playback stream.
+    /// - Thread: the thread that will write the stream. May block while the device opens.
+    func openPlaybackStream(format: AudioFormat, options: PlaybackOptions) throws -> any PlaybackStream
+}
+
+/// An open playback stream. Owned by one device thread; not `Sendable`.
+public protocol PlaybackStream: AnyObject {
+    /// The format negotiated with the device.
+    var format: AudioFormat { get }
+    /// Frames per period as negotiated.
+    var periodFrames: Int { get }
+
+    /// Blocks until `frames` frames from `buffer` are queued to the device.
+    /// - Thread: the device thread only. Blocks for about one period.
+    /// - Returns: frames of silence the device played because data came late (underruns).
+    func write(_ buffer: UnsafeRawPointer, frames: Int) throws -> Int64
+
+    /// Blocks until everything written has been played.
+    /// - Thread: the device thread only.
+    func drain() throws
+
+    /// Closes the device. Called once, on the device thread.
+    func close()
+}

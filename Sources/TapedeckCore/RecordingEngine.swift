@@ -1,0 +1,377 @@
+import Foundation
+public import Logging
+import Synchronization
+
+/// What to record: the format, period, hand-off buffer, length and checkpoint interval.
+public struct RecordingRequest: Sendable, Hashable {
+    public var format: AudioFormat
+    /// Frames per device read.
+    public var periodFrames: Int
+    /// Seconds of audio the hand-off buffer between device and writer holds.
+    public var bufferSeconds: Double
+    /// Stop after exactly this many frames; `nil` records until ``RecordingEngine/stop()``.
+    public var frameLimit: Int64?
+    /// How often the header is updated and the file synced.
+    public var checkpointInterval: Duration
+
+    public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
+                frameLimit: Int64? = nil, checkpointInterval: Duration = .seconds(1)) {
+        self.format = format
+        self.periodFrames = periodFrames
+        self.bufferSeconds = bufferSeconds
+        self.frameLimit = frameLimit
+        self.checkpointInterval = checkpointInterval
+    }
+}
+
+/// A snapshot of a recording in progress.
+public struct RecordingProgress: Sendable, Hashable {
+    /// Frames in the take so far, gaps included.
+    public var frames: Int64 = 0
+    /// Per-channel peaks since the previous snapshot was taken, 0...1.
+    public var peaks: [Float] = []
+    /// Gaps filled with silence so far.
+    public var overrunCount: Int = 0
+    /// Frames of silence inserted so far.
+    public var overrunFrames: Int64 = 0
+
+    public init() {}
+}
+
+/// Why a recording ended.
+public enum RecordingEnd: Sendable, Hashable {
+    /// The requested frame count was reached.
+    case reachedDuration
+    /// ``RecordingEngine/stop()`` was called (a signal or the user); captured audio was drained.
+    case stopped
+    /// The device or server went away; everything captured before was kept.
+    case deviceLost(TapedeckError)
+    /// Writing failed (e.g. disk full); everything written before was kept.
+    case writeFailed(TapedeckError)
+}
+
+/// The outcome of a recording whose file was created.
+public struct RecordingResult: Sendable, Hashable {
+    /// Frames in the finished file.
+    public var frames: Int64
+    /// Gaps filled with silence.
+    public var overruns: [OverrunEvent]
+    public var end: RecordingEnd
+    /// Seconds from the first read to the end of capture.
+    public var wallSeconds: Double
+}
+
+/// Runs one recording: a device thread that owns the capture stream and a writer thread that
+/// owns the take writer, joined by a bounded ``SlotRing``.
+///
+/// The device thread never awaits, allocates, logs or touches the disk inside its loop. When the
+/// ring is full, a real-time stream's frames are dropped and the gap is counted, timestamped and
+/// filled with silence by the writer, so the take's timeline stays true.
+///
+/// Use it once: ``open()``, then ``record(makeWriter:)`` (or ``close()``), with ``stop()`` from any thread.
+public final class RecordingEngine: @unchecked Sendable {
+    private let backend: any CaptureBackend
+    private let request: RecordingRequest
+    private let logger: Logger
+
+    private let stopFlag = Atomic<Bool>(false)
+    private let deviceFinished = Atomic<Bool>(false)
+    private let startGate = DispatchSemaphore(value: 0)
+    private let deviceDone = DispatchSemaphore(value: 0)
+    private let dataSignal = DispatchSemaphore(value: 0)
+    private let spaceSignal = DispatchSemaphore(value: 0)
+
+    private struct Shared {
+        var ring: SlotRing?
+        var format: AudioFormat?
+        var cancelled = false
+        var deviceEnd: RecordingEnd = .stopped
+        var captureStart: ContinuousClock.Instant?
+        var captureEnd: ContinuousClock.Instant?
+        var progress = RecordingProgress()
+    }
+    private let shared = Mutex(Shared())
+
+    /// Creates an engine; nothing is opened until ``open()``.
+    public init(backend: any CaptureBackend, request: RecordingRequest, logger: Logger) {
+        self.backend = backend
+        self.request = request
+        self.logger = logger
+    }
+
+    /// Opens the capture stream on a new device thread and returns the negotiated format.
+    /// - Thread: any; suspends (does not block the caller's thread) until the device is open.
+    public func open() async throws -> AudioFormat {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<AudioFormat, any Error>) in
+            let thread = Thread { [self] in self.deviceThreadMain(opened: cont) }
+            thread.name = "tapedeck-capture"
+            thread.qualityOfService = .userInteractive
+            thread.start()
+        }
+    }
+
+    /// Closes an opened stream that will not be recorded.
+    /// - Thread: any. Does not wait for the device to close.
+    public func close() {
+        shared.withLock { $0.cancelled = true }
+        startGate.signal()
+    }
+
+    /// Asks the recording to stop: the device is drained and the file finalized.
+    /// - Thread: any, including a signal-handling queue. Never blocks.
+    public func stop() {
+        stopFlag.store(true, ordering: .releasing)
+        dataSignal.signal()
+    }
+
+    /// The latest progress; taking it resets the peak levels.
+    /// - Thread: any. Takes a lock the writer thread holds only briefly; never the device thread.
+    public func takeProgress() -> RecordingProgress {
+        shared.withLock { s in
+            let p = s.progress
+            s.progress.peaks = Array(repeating: 0, count: p.peaks.count)
+            return p
+        }
+    }
+
+    /// Records until the frame limit, ``stop()``, device loss or a write failure.
+    ///
+    /// `makeWriter` is called on the writer thread, which then owns the writer. If it throws,
+    /// the device is closed and the error is rethrown: no audio was written.
+    /// - Thread: any; suspends until the file is finished and synced.
+    public func record(makeWriter: @escaping @Sendable (AudioFormat) throws -> any TakeWriter) async throws -> RecordingResult {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<RecordingResult, any Error>) in
+            let thread = Thread { [self] in cont.resume(with: self.writerThreadMain(makeWriter: makeWriter)) }
+            thread.name = "tapedeck-writer"
+            thread.start()
+        }
+    }
+
+    // MARK: device thread
+
+    private func deviceThreadMain(opened: CheckedContinuation<AudioFormat, any Error>) {
+        let stream: any CaptureStream
+        do {
+            stream = try backend.openCaptureStream(format: request.format, options: CaptureOptions(periodFrames: request.periodFrames))
+        } catch {
+            deviceFinished.store(true, ordering: .releasing)
+            deviceDone.signal()
+            opened.resume(throwing: error)
+            return
+        }
+        let format = stream.format
+        let slotFrames = max(stream.periodFrames, 1)
+        let slots = max(4, Int((request.bufferSeconds * Double(format.sampleRate)) / Double(slotFrames)))
+        let ring = SlotRing(slotCount: slots, slotFrames: slotFrames, bytesPerFrame: format.bytesPerFrame)
+        shared.withLock {
+            $0.ring = ring
+            $0.format = format
+            $0.progress.peaks = Array(repeating: 0, count: format.channels)
+        }
+        opened.resume(returning: format)
+
+        startGate.wait()
+        if shared.withLock({ $0.cancelled }) {
+            stream.close()
+            deviceFinished.store(true, ordering: .releasing)
+            deviceDone.signal()
+            return
+        }
+        let start = ContinuousClock.now
+        shared.withLock { $0.captureStart = start }
+        let end = captureLoop(stream: stream, ring: ring)
+        let finish = ContinuousClock.now
+        stream.close()
+        shared.withLock {
+            $0.deviceEnd = end
+            $0.captureEnd = finish
+        }
+        deviceFinished.store(true, ordering: .releasing)
+        dataSignal.signal()
+        deviceDone.signal()
+    }
+
+    /// The real-time loop. No allocation, locking, logging or disk I/O inside the `while`.
+    private func captureLoop(stream: any CaptureStream, ring: SlotRing) -> RecordingEnd {
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
+        defer { scratch.deallocate() }
+        let limit = request.frameLimit
+        var timeline: Int64 = 0
+        var bufferGap: Int64 = 0
+        var deviceGap: Int64 = 0
+        var end: RecordingEnd = .stopped
+        do {
+            while true {
+                if stopFlag.load(ordering: .acquiring) {
+                    // Drain what the device already holds, then stop.
+                    var rounds = 0
+                    while rounds < ring.slotCount {
+                        rounds += 1
+                        let target = ring.producerSlot()
+                        let r = try stream.drain(into: target.map(ring.pointer) ?? scratch, maxFrames: ring.slotFrames)
+                        if r.frames == 0 && r.lostFramesBefore == 0 { break }
+                        if let slot = target {
+                            ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
+                            bufferGap = 0
+                            deviceGap = 0
+                            dataSignal.signal()
+                        } else {
+                            bufferGap += Int64(r.frames)
+                            deviceGap += r.lostFramesBefore
+                        }
+                    }
+                    end = .stopped
+                    break
+                }
+                if let limit, timeline >= limit {
+                    end = .reachedDuration
+                    break
+                }
+                guard let slot = ring.producerSlot() else {
+                    if stream.isRealTime {
+                        let r = try stream.read(into: scratch, maxFrames: ring.slotFrames)
+                        bufferGap += Int64(r.frames)
+                        deviceGap += r.lostFramesBefore
+                        timeline += Int64(r.frames) + r.lostFramesBefore
+                    } else {
+                        _ = spaceSignal.wait(timeout: .now() + .milliseconds(50))
+                    }
+                    continue
+                }
+                let r = try stream.read(into: ring.pointer(slot), maxFrames: ring.slotFrames)
+                ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
+                timeline += Int64(r.frames) + r.lostFramesBefore
+                bufferGap = 0
+                deviceGap = 0
+                dataSignal.signal()
+            }
+        } catch let error as TapedeckError {
+            end = .deviceLost(error)
+        } catch {
+            end = .deviceLost(TapedeckError(.deviceLost, "The capture device failed: \(error)."))
+        }
+        // A gap still pending at the end is handed over once there is room, so the timeline stays true.
+        if bufferGap > 0 || deviceGap > 0 {
+            for _ in 0..<200 {
+                if let slot = ring.producerSlot() {
+                    ring.publish(slot, frames: 0, bufferGap: bufferGap, deviceGap: deviceGap)
+                    dataSignal.signal()
+                    break
+                }
+                _ = spaceSignal.wait(timeout: .now() + .milliseconds(10))
+            }
+        }
+        return end
+    }
+
+    // MARK: writer thread
+
+    private func writerThreadMain(makeWriter: @Sendable (AudioFormat) throws -> any TakeWriter) -> Result<RecordingResult, any Error> {
+        guard let (ring, format) = shared.withLock({ s in s.ring.map { ($0, s.format!) } }) else {
+            return .failure(TapedeckError(.internalError, "record(makeWriter:) was called before open() succeeded."))
+        }
+        let writer: any TakeWriter
+        do {
+            writer = try makeWriter(format)
+        } catch {
+            close()
+            deviceDone.wait()
+            return .failure(error)
+        }
+        startGate.signal()
+
+        let limit = request.frameLimit
+        let silence = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
+        silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
+        defer { silence.deallocate() }
+        var position: Int64 = 0
+        var overruns: [OverrunEvent] = []
+        var failure: TapedeckError?
+        var peaks = Array(repeating: Float(0), count: format.channels)
+        var lastCheckpoint = ContinuousClock.now
+
+        func writeSilence(_ frames: Int64) throws {
+            var left = frames
+            while left > 0 {
+                let n = Int(min(left, Int64(ring.slotFrames)))
+                try writer.write(silence, frames: n)
+                left -= Int64(n)
+            }
+        }
+
+        while true {
+            if let s = ring.consumerSlot() {
+                if failure == nil {
+                    do {
+                        for (gap, cause) in [(s.bufferGap, "buffer"), (s.deviceGap, "device")] where gap > 0 {
+                            let g = limit.map { min(gap, $0 - position) } ?? gap
+                            guard g > 0 else { continue }
+                            overruns.append(OverrunEvent(frame: position, frames: g, date: Date(), cause: cause))
+                            try writeSilence(g)
+                            position += g
+                        }
+                        var n = Int64(s.frames)
+                        if let limit { n = max(0, min(n, limit - position)) }
+                        if n > 0 {
+                            let p = ring.pointer(s.slot)
+                            try writer.write(p, frames: Int(n))
+                            LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks)
+                            position += n
+                        }
+                        if ContinuousClock.now - lastCheckpoint >= request.checkpointInterval {
+                            try writer.checkpoint()
+                            lastCheckpoint = ContinuousClock.now
+                        }
+                    } catch {
+                        failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
+                        stopFlag.store(true, ordering: .releasing)
+                    }
+                }
+                ring.release()
+                spaceSignal.signal()
+                let (pos, count, gapFrames) = (position, overruns.count, overruns.reduce(0) { $0 + $1.frames })
+                shared.withLock { st in
+                    st.progress.frames = pos
+                    st.progress.overrunCount = count
+                    st.progress.overrunFrames = gapFrames
+                    for c in 0..<min(peaks.count, st.progress.peaks.count) where peaks[c] > st.progress.peaks[c] {
+                        st.progress.peaks[c] = peaks[c]
+                    }
+                }
+                for c in peaks.indices { peaks[c] = 0 }
+                if let limit, position >= limit { stopFlag.store(true, ordering: .releasing) }
+                continue
+            }
+            if deviceFinished.load(ordering: .acquiring) && ring.count == 0 { break }
+            _ = dataSignal.wait(timeout: .now() + .milliseconds(100))
+        }
+        deviceDone.wait()
+
+        var frames = position
+        do {
+            frames = try writer.finish()
+        } catch {
+            writer.abandon()
+            if failure == nil {
+                failure = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).")
+            }
+        }
+        let (deviceEnd, start, stop) = shared.withLock { ($0.deviceEnd, $0.captureStart, $0.captureEnd) }
+        let wall = (start.flatMap { s in stop.map { s.duration(to: $0) } }) ?? .zero
+        let end: RecordingEnd
+        if let failure {
+            end = .writeFailed(failure)
+        } else if case .deviceLost = deviceEnd {
+            end = deviceEnd
+        } else if let limit, position >= limit {
+            end = .reachedDuration
+        } else {
+            end = deviceEnd
+        }
+        if !overruns.isEmpty {
+            logger.warning("Recording had \(overruns.count) overrun(s); \(overruns.reduce(0) { $0 + $1.frames }) frames were filled with silence.")
+        }
+        let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds))
+    }
+}

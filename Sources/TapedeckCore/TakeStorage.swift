@@ -1,0 +1,86 @@
+public import Foundation
+
+/// A take being recorded: its catalog row is committed (state `recording`) and its audio goes to
+/// ``fileURL`` until ``TakeStorage/finishTake(_:frames:state:overruns:)``.
+public struct PendingTake: Sendable, Hashable {
+    /// The take as committed, in state `recording`.
+    public var take: Take
+    /// The session it belongs to.
+    public var session: Session
+    /// Where the writer must create the audio file.
+    public var fileURL: URL
+
+    public init(take: Take, session: Session, fileURL: URL) {
+        self.take = take
+        self.session = session
+        self.fileURL = fileURL
+    }
+}
+
+/// An interrupted take found when a library is opened, with the file to repair.
+public struct InterruptedTake: Sendable, Hashable {
+    public var take: Take
+    /// The audio file as it was left; `nil` when no audio byte was ever written.
+    public var fileURL: URL?
+
+    public init(take: Take, fileURL: URL?) {
+        self.take = take
+        self.fileURL = fileURL
+    }
+}
+
+/// Where sessions, takes and their audio live.
+///
+/// Every implementation keeps one promise: a take's catalog entry and its audio never drift
+/// apart. Rows are committed in state `recording` before the first audio byte; finishing renames
+/// the synced file into place, syncs the directory and only then commits `complete`; deleting
+/// removes the row first and the file second.
+///
+/// Stores are `Sendable` and safe to call from any thread. Every method may block on disk I/O
+/// or on another process's lock (bounded by the store's busy timeout).
+public protocol TakeStorage: Sendable {
+    /// The library's root folder.
+    var rootURL: URL { get }
+
+    /// Every session with its takes, oldest session first, takes in recording order.
+    func sessions() throws -> [Session]
+
+    /// Creates a session. With `name == nil`, the next free default name ("Session 1", …).
+    func createSession(named name: String?) throws -> Session
+
+    /// Commits a take row in state `recording` and returns where its audio goes.
+    /// With `name == nil`, the next free default name in the session ("Take 1", …).
+    func beginTake(in sessionID: String, named name: String?, format: AudioFormat,
+                   encoding: String, fileExtension: String, startDate: Date) throws -> PendingTake
+
+    /// Moves the finished, synced file into place, syncs the folder, then commits the row with
+    /// its final state, frames and overruns.
+    func finishTake(_ pending: PendingTake, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take
+
+    /// Renames a session (display name only).
+    func renameSession(_ id: String, to name: String) throws -> Session
+    /// Renames a take (display name only).
+    func renameTake(_ id: String, to name: String) throws -> Take
+
+    /// Deletes a session's rows, then its audio.
+    func deleteSession(_ id: String) throws
+    /// Deletes a take's row, then its audio.
+    func deleteTake(_ id: String) throws
+
+    /// Takes left in state `recording` by a process that is no longer running.
+    func interruptedTakes() throws -> [InterruptedTake]
+
+    /// Records the outcome of repairing an interrupted take: moves its file into place and marks
+    /// it `recovered` with the real frame count, or removes the row when no audio exists.
+    func completeRecovery(of take: Take, repaired: RepairResult?) throws -> Take?
+
+    /// The absolute URL of a take's audio file, confined beneath ``rootURL``.
+    func audioURL(for take: Take) throws -> URL
+}
+
+extension TakeStorage {
+    /// Finds a session by id.
+    public func session(id: String) throws -> Session? {
+        try sessions().first { $0.id == id }
+    }
+}

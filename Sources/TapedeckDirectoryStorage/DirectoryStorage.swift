@@ -1,0 +1,318 @@
+public import Foundation
+import GRDB
+public import TapedeckCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A library folder: `catalog.sqlite` at the root and one folder per session under `sessions/`.
+///
+/// Audio goes to a hidden pending file (`.ID.pending.EXT`) beside its final name while it is
+/// recorded; a lock file held with `flock` for the whole recording tells other processes the take
+/// is live, so only takes whose process died are recovered.
+///
+/// Thread-safe; every method may block on disk I/O or the catalog's busy timeout.
+public final class DirectoryStorage: TakeStorage {
+    public let rootURL: URL
+    private let catalog: Catalog
+    /// Lock files of takes this process is recording, by take id.
+    private let liveLocks = Mutex<[String: Int32]>([:])
+
+    /// Opens (creating if needed) the library at `rootURL`.
+    /// - Parameter busyTimeout: how long to wait for another process holding the catalog.
+    /// - Thread: any. Blocks on disk I/O.
+    public init(rootURL: URL, busyTimeout: TimeInterval = 10) throws {
+        let root = rootURL.standardizedFileURL
+        try Durability.makeDirectory(root)
+        try Durability.makeDirectory(root.appendingPathComponent("sessions"))
+        self.rootURL = root.resolvingSymlinksInPath()
+        catalog = try Catalog(url: self.rootURL.appendingPathComponent("catalog.sqlite"), busyTimeout: busyTimeout)
+    }
+
+    deinit {
+        for fd in liveLocks.withLock({ Array($0.values) }) { close(fd) }
+    }
+
+    // MARK: reading
+
+    public func sessions() throws -> [Session] {
+        try catalog.read { db in
+            let takes = try Row.fetchAll(db, sql: "SELECT * FROM take ORDER BY number, createdAt").map(Catalog.take(from:))
+            let byID = Dictionary(grouping: takes, by: \.sessionID)
+            return try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid").map { row in
+                var s = Catalog.session(from: row).0
+                s.takes = byID[s.id] ?? []
+                return s
+            }
+        }
+    }
+
+    public func audioURL(for take: Take) throws -> URL {
+        try confined(take.file)
+    }
+
+    // MARK: sessions
+
+    public func createSession(named name: String?) throws -> Session {
+        let id = UUID().uuidString.lowercased()
+        let created = Date()
+        let chosen = try name.map { try NameRules.validate($0, what: "session") }
+        // The folder is made first: a folder with no row is harmless, a row with no folder is not.
+        let provisional = NameRules.slug(chosen ?? "session", fallback: "session") + "-" + String(id.prefix(8))
+        let folder = "sessions/" + provisional
+        try Durability.makeDirectory(try confined(folder))
+        return try catalog.write { db in
+            let existing = try String.fetchAll(db, sql: "SELECT name FROM session")
+            let finalName: String
+            if let chosen {
+                guard !existing.contains(chosen) else {
+                    throw TapedeckError(.alreadyExists, "A session named \"\(chosen)\" exists already. Choose another name, or record into it with --session.")
+                }
+                finalName = chosen
+            } else {
+                var n = 1
+                while existing.contains("Session \(n)") { n += 1 }
+                finalName = "Session \(n)"
+            }
+            try db.execute(sql: "INSERT INTO session (id, name, createdAt, folder) VALUES (?, ?, ?, ?)",
+                           arguments: [id, finalName, created.timeIntervalSince1970, folder])
+            return Session(id: id, name: finalName, createdAt: created)
+        }
+    }
+
+    public func renameSession(_ id: String, to name: String) throws -> Session {
+        let name = try NameRules.validate(name, what: "session")
+        try catalog.write { db in
+            guard try Row.fetchOne(db, sql: "SELECT id FROM session WHERE id = ?", arguments: [id]) != nil else {
+                throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
+            }
+            if try Row.fetchOne(db, sql: "SELECT id FROM session WHERE name = ? AND id <> ?", arguments: [name, id]) != nil {
+                throw TapedeckError(.alreadyExists, "A session named \"\(name)\" exists already. Choose another name.")
+            }
+            try db.execute(sql: "UPDATE session SET name = ? WHERE id = ?", arguments: [name, id])
+        }
+        guard let s = try session(id: id) else { throw TapedeckError(.notFound, "The session \(id) vanished while being renamed.") }
+        return s
+    }
+
+    public func deleteSession(_ id: String) throws {
+        let (folder, files) = try catalog.write { db -> (String, [String]) in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ?", arguments: [id]) else {
+                throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
+            }
+            let files = try Row.fetchAll(db, sql: "SELECT file, pendingFile FROM take WHERE sessionId = ?", arguments: [id])
+                .flatMap { r -> [String] in [r["file"], r["pendingFile"]].compactMap { $0 } }
+            if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM take WHERE sessionId = ? AND state = 'recording'", arguments: [id]) ?? 0 > 0 {
+                throw TapedeckError(.busy, "The session is being recorded into. Stop that recording first, then delete the session.")
+            }
+            try db.execute(sql: "DELETE FROM take WHERE sessionId = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM session WHERE id = ?", arguments: [id])
+            return (Catalog.session(from: row).folder, files)
+        }
+        // Rows are gone; now the audio. A failure here leaves orphan files, never rows without audio.
+        for file in files { try removeIfPresent(try confined(file)) }
+        let folderURL = try confined(folder)
+        _ = rmdir(folderURL.path)
+        try Durability.syncDirectory(folderURL.deletingLastPathComponent())
+    }
+
+    // MARK: takes
+
+    public func beginTake(in sessionID: String, named name: String?, format: AudioFormat,
+                          encoding: String, fileExtension: String, startDate: Date) throws -> PendingTake {
+        let chosen = try name.map { try NameRules.validate($0, what: "take") }
+        let id = UUID().uuidString.lowercased()
+        guard let sessionRow = try catalog.read({ try Row.fetchOne($0, sql: "SELECT * FROM session WHERE id = ?", arguments: [sessionID]) }) else {
+            throw TapedeckError(.notFound, "No session has the id \(sessionID). Run `tapedeck list` to see the sessions.")
+        }
+        let (session, folder) = Catalog.session(from: sessionRow)
+        let folderURL = try confined(folder)
+        try Durability.makeDirectory(folderURL)
+        let ext = NameRules.slug(fileExtension, fallback: "audio")
+        let pending = "\(folder)/.\(id).pending.\(ext)"
+        // Hold the take's lock before its row exists, so no other process ever sees it unlocked while live.
+        let lockURL = try confined("\(folder)/.\(id).lock")
+        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+        guard lockFD >= 0 else { throw TapedeckError.system(errno, while: "create the lock file \(lockURL.path)") }
+        guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
+            close(lockFD)
+            throw TapedeckError(.busy, "Could not lock \(lockURL.path). Try again.")
+        }
+        do {
+            let take = try catalog.write { db -> Take in
+                let used = try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ?", arguments: [sessionID])
+                let number = (try Int.fetchOne(db, sql: "SELECT MAX(number) FROM take WHERE sessionId = ?", arguments: [sessionID]) ?? 0) + 1
+                let finalName: String
+                if let chosen {
+                    guard !used.contains(chosen) else {
+                        throw TapedeckError(.alreadyExists, "Session \"\(session.name)\" has a take named \"\(chosen)\" already. Choose another name with --name.")
+                    }
+                    finalName = chosen
+                } else {
+                    var n = number
+                    while used.contains("Take \(n)") { n += 1 }
+                    finalName = "Take \(n)"
+                }
+                let file = String(format: "%@/%03d-%@-%@.%@", folder, number, NameRules.slug(finalName, fallback: "take"), String(id.prefix(8)), ext)
+                let take = Take(id: id, sessionID: sessionID, name: finalName, number: number, createdAt: startDate,
+                                state: .recording, format: format, encoding: encoding, file: file, frames: 0)
+                try db.execute(sql: """
+                    INSERT INTO take (id, sessionId, name, number, createdAt, state, sampleRate, channels, sampleFormat,
+                                      encoding, file, pendingFile, frames, overruns, notes)
+                    VALUES (?, ?, ?, ?, ?, 'recording', ?, ?, ?, ?, ?, ?, 0, '[]', '')
+                    """, arguments: [id, sessionID, finalName, number, startDate.timeIntervalSince1970, format.sampleRate,
+                                     format.channels, format.sampleFormat.rawValue, encoding, file, pending])
+                return take
+            }
+            liveLocks.withLock { $0[id] = lockFD }
+            return PendingTake(take: take, session: session, fileURL: try confined(pending))
+        } catch {
+            close(lockFD)
+            unlink(lockURL.path)
+            throw error
+        }
+    }
+
+    public func finishTake(_ pending: PendingTake, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take {
+        let finalURL = try confined(pending.take.file)
+        if FileManager.default.fileExists(atPath: pending.fileURL.path) {
+            try Durability.moveIntoPlace(pending.fileURL, finalURL)
+        }
+        let overrunsJSON = Catalog.encode(overruns)
+        try catalog.write { db in
+            try db.execute(sql: "UPDATE take SET state = ?, frames = ?, overruns = ?, pendingFile = NULL WHERE id = ?",
+                           arguments: [state.rawValue, frames, overrunsJSON, pending.take.id])
+        }
+        releaseLock(takeID: pending.take.id, folderOf: pending.take.file)
+        var take = pending.take
+        take.state = state
+        take.frames = frames
+        take.overruns = overruns
+        return take
+    }
+
+    public func renameTake(_ id: String, to name: String) throws -> Take {
+        let name = try NameRules.validate(name, what: "take")
+        return try catalog.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
+                throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
+            }
+            var take = Catalog.take(from: row)
+            if try Row.fetchOne(db, sql: "SELECT id FROM take WHERE sessionId = ? AND name = ? AND id <> ?",
+                                arguments: [take.sessionID, name, id]) != nil {
+                throw TapedeckError(.alreadyExists, "This session has a take named \"\(name)\" already. Choose another name.")
+            }
+            try db.execute(sql: "UPDATE take SET name = ? WHERE id = ?", arguments: [name, id])
+            take.name = name
+            return take
+        }
+    }
+
+    public func deleteTake(_ id: String) throws {
+        let take = try catalog.write { db -> Take in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
+                throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
+            }
+            let take = Catalog.take(from: row)
+            guard take.state != .recording else {
+                throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded. Stop that recording first, then delete it.")
+            }
+            try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
+            return take
+        }
+        let url = try confined(take.file)
+        try removeIfPresent(url)
+        try Durability.syncDirectory(url.deletingLastPathComponent())
+    }
+
+    // MARK: recovery
+
+    public func interruptedTakes() throws -> [InterruptedTake] {
+        let rows = try catalog.read { try Row.fetchAll($0, sql: "SELECT * FROM take WHERE state = 'recording' ORDER BY createdAt") }
+        var result: [InterruptedTake] = []
+        for row in rows {
+            let take = Catalog.take(from: row)
+            guard !isLive(take) else { continue }
+            let pending: String? = row["pendingFile"]
+            let candidates = [pending, take.file].compactMap { $0 }
+            let url = try candidates.map { try confined($0) }.first { FileManager.default.fileExists(atPath: $0.path) }
+            result.append(InterruptedTake(take: take, fileURL: url))
+        }
+        return result
+    }
+
+    public func completeRecovery(of take: Take, repaired: RepairResult?) throws -> Take? {
+        let finalURL = try confined(take.file)
+        guard let repaired else {
+            try catalog.write { db in try db.execute(sql: "DELETE FROM take WHERE id = ? AND state = 'recording'", arguments: [take.id]) }
+            releaseLock(takeID: take.id, folderOf: take.file)
+            return nil
+        }
+        let pendingRow = try catalog.read { try String.fetchOne($0, sql: "SELECT pendingFile FROM take WHERE id = ?", arguments: [take.id]) }
+        if let pendingRow, case let pendingURL = try confined(pendingRow), FileManager.default.fileExists(atPath: pendingURL.path) {
+            try Durability.syncFile(pendingURL)
+            try Durability.moveIntoPlace(pendingURL, finalURL)
+        }
+        try catalog.write { db in
+            try db.execute(sql: """
+                UPDATE take SET state = 'recovered', frames = ?, sampleRate = ?, channels = ?, sampleFormat = ?, pendingFile = NULL
+                WHERE id = ?
+                """, arguments: [repaired.frames, repaired.format.sampleRate, repaired.format.channels,
+                                 repaired.format.sampleFormat.rawValue, take.id])
+        }
+        releaseLock(takeID: take.id, folderOf: take.file)
+        var t = take
+        t.state = .recovered
+        t.frames = repaired.frames
+        t.format = repaired.format
+        return t
+    }
+
+    // MARK: helpers
+
+    /// Whether another live process (or this one) holds the take's lock.
+    private func isLive(_ take: Take) -> Bool {
+        if liveLocks.withLock({ $0[take.id] != nil }) { return true }
+        guard let folder = take.file.split(separator: "/").dropLast().joined(separator: "/") as String?,
+              let url = try? confined("\(folder)/.\(take.id).lock") else { return false }
+        let fd = open(url.path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return false
+        }
+        return true
+    }
+
+    private func releaseLock(takeID: String, folderOf file: String) {
+        let folder = file.split(separator: "/").dropLast().joined(separator: "/")
+        if let url = try? confined("\(folder)/.\(takeID).lock") { unlink(url.path) }
+        if let fd = liveLocks.withLock({ $0.removeValue(forKey: takeID) }) { close(fd) }
+    }
+
+    private func removeIfPresent(_ url: URL) throws {
+        if unlink(url.path) != 0 && errno != ENOENT {
+            throw TapedeckError.system(errno, while: "remove \(url.path)")
+        }
+    }
+
+    /// Resolves a library-relative path, refusing anything that would leave the library:
+    /// absolute paths, `..` components, or a symbolic link on the way.
+    func confined(_ relative: String) throws -> URL {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: true)
+        guard !relative.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." || $0.contains("\0") }) else {
+            throw TapedeckError(.corruptFile, "The catalog names the path \"\(relative)\", which lies outside the library. Run `tapedeck doctor`.")
+        }
+        var url = rootURL
+        for part in parts {
+            url.appendPathComponent(String(part))
+            var st = stat()
+            if lstat(url.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK {
+                throw TapedeckError(.io, "\(url.path) is a symbolic link; Tapedeck does not follow links inside the library. Remove the link.")
+            }
+        }
+        return url
+    }
+}

@@ -1,0 +1,102 @@
+public import TapedeckCore
+
+/// Faults the null capture can inject, for tests of the overrun and device-loss paths.
+public struct NullFaults: Sendable, Hashable {
+    /// At this frame the "device" reports an xrun that lost ``overrunFrames`` frames.
+    public var overrunAtFrame: Int64?
+    /// Frames lost by the injected xrun.
+    public var overrunFrames: Int64
+    /// At this frame the "device" disappears (reads throw `.deviceLost`).
+    public var deviceLossAtFrame: Int64?
+
+    public init(overrunAtFrame: Int64? = nil, overrunFrames: Int64 = 1024, deviceLossAtFrame: Int64? = nil) {
+        self.overrunAtFrame = overrunAtFrame
+        self.overrunFrames = overrunFrames
+        self.deviceLossAtFrame = deviceLossAtFrame
+    }
+}
+
+/// Capture with no audio system: a ``NullSignal``, paced by a ``PacingClock`` or unpaced.
+public struct NullCaptureBackend: CaptureBackend {
+    public let name = "null"
+    public var signal: NullSignal
+    /// `nil` means unpaced: frames are produced as fast as they are taken.
+    public var clock: (any PacingClock)?
+    public var faults: NullFaults
+
+    public init(signal: NullSignal, clock: (any PacingClock)? = MonotonicPacingClock(), faults: NullFaults = NullFaults()) {
+        self.signal = signal
+        self.clock = clock
+        self.faults = faults
+    }
+
+    public func devices() throws -> [AudioDevice] {
+        [AudioDevice(name: "null", description: "Generated \(signal) signal, no audio hardware", canCapture: true, canPlay: false, isDefault: true)]
+    }
+
+    public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {
+        try format.validate()
+        return NullCaptureStream(format: format, periodFrames: max(1, options.periodFrames), signal: signal, clock: clock, faults: faults)
+    }
+}
+
+final class NullCaptureStream: CaptureStream {
+    let format: AudioFormat
+    let periodFrames: Int
+    let signal: NullSignal
+    let clock: (any PacingClock)?
+    let faults: NullFaults
+    /// Frames of the signal consumed so far (delivered or lost).
+    private var position: Int64 = 0
+    private var startNanos: UInt64?
+    private var overrunInjected = false
+
+    init(format: AudioFormat, periodFrames: Int, signal: NullSignal, clock: (any PacingClock)?, faults: NullFaults) {
+        self.format = format
+        self.periodFrames = periodFrames
+        self.signal = signal
+        self.clock = clock
+        self.faults = faults
+    }
+
+    var isRealTime: Bool { clock != nil }
+
+    private func nanos(forFrames frames: Int64) -> UInt64 {
+        UInt64(frames) * 1_000_000_000 / UInt64(format.sampleRate)
+    }
+
+    func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        if let loss = faults.deviceLossAtFrame, position >= loss {
+            throw TapedeckError(.deviceLost, "The null capture device was removed at frame \(loss) (an injected fault).")
+        }
+        var n = Int64(min(maxFrames, periodFrames))
+        if let loss = faults.deviceLossAtFrame { n = min(n, max(loss - position, 0)) }
+        var lost: Int64 = 0
+        if let at = faults.overrunAtFrame, !overrunInjected, position + n > at {
+            overrunInjected = true
+            lost = faults.overrunFrames
+        }
+        if let clock {
+            let start = startNanos ?? clock.nowNanoseconds()
+            startNanos = start
+            clock.sleep(untilNanoseconds: start + nanos(forFrames: position + lost + n))
+        }
+        position += lost
+        signal.render(into: buffer, startFrame: position, frames: Int(n), format: format)
+        position += n
+        return CaptureRead(frames: Int(n), lostFramesBefore: lost)
+    }
+
+    func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        guard let clock, let start = startNanos else { return CaptureRead(frames: 0) }
+        let elapsed = clock.nowNanoseconds() &- start
+        let due = Int64(elapsed / 1_000) * Int64(format.sampleRate) / 1_000_000
+        var n = max(0, min(due - position, Int64(maxFrames)))
+        if let loss = faults.deviceLossAtFrame { n = min(n, max(loss - position, 0)) }
+        signal.render(into: buffer, startFrame: position, frames: Int(n), format: format)
+        position += n
+        return CaptureRead(frames: Int(n))
+    }
+
+    func close() {}
+}
