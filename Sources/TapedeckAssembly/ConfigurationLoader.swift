@@ -1,0 +1,208 @@
+public import Foundation
+import TapedeckCore
+import Configuration
+
+/// Finds, reads, layers and validates the configuration.
+///
+/// Precedence: flags (`--set KEY=VALUE`) > environment (`TAPEDECK_CAPTURE_BACKEND=null`) > the
+/// config file > built-in defaults. Layers are read through swift-configuration's `ConfigReader`;
+/// every value, whatever its layer, is checked by the declaration of the host or plugin that owns
+/// it, and every error names where the bad value came from.
+public struct ConfigurationLoader: Sendable {
+    /// Environment variables that are not settings but are read by Tapedeck.
+    public static let reservedVariables: Set<String> = ["TAPEDECK_CONFIG", "TAPEDECK_LOG_LEVEL"]
+
+    public var catalog: PluginCatalog
+    public var environment: [String: String]
+
+    public init(catalog: PluginCatalog, environment: [String: String]) {
+        self.catalog = catalog
+        self.environment = environment
+    }
+
+    /// The config file to use: `explicitPath` (`--config`), `$TAPEDECK_CONFIG`,
+    /// `$XDG_CONFIG_HOME/tapedeck/config.yaml` (`~/.config/…`), `/etc/tapedeck/config.yaml`; `nil` if none exists.
+    /// - Thread: any. Blocks briefly on file-system checks.
+    public func locate(explicitPath: String?) -> URL? {
+        if let explicitPath { return URL(fileURLWithPath: explicitPath) }
+        if let env = environment["TAPEDECK_CONFIG"], !env.isEmpty { return URL(fileURLWithPath: env) }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let xdg = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config"
+        for candidate in [xdg + "/tapedeck/config.yaml", "/etc/tapedeck/config.yaml"]
+        where FileManager.default.isReadableFile(atPath: candidate) {
+            return URL(fileURLWithPath: candidate)
+        }
+        return nil
+    }
+
+    /// Locates, reads and resolves the configuration.
+    /// - Thread: any. Blocks on disk I/O.
+    public func load(explicitPath: String?, flags: [String: String]) throws -> TapedeckConfiguration {
+        let file = try locate(explicitPath: explicitPath).map(ConfigFile.load)
+        return try resolve(file: file, flags: flags)
+    }
+
+    /// Resolves the layers into a validated configuration.
+    /// - Throws: ``TapedeckError`` `.configuration` naming the source, key path and accepted values.
+    public func resolve(file: ConfigFile?, flags: [String: String]) throws -> TapedeckConfiguration {
+        if let file { try validateStructure(of: file) }
+        for key in flags.keys { try validateKey(key, origin: "--set \(key)") }
+        try validateEnvironment()
+
+        let envSettings = environment.filter { $0.key.hasPrefix("TAPEDECK_") && !Self.reservedVariables.contains($0.key) }
+        let reader = ConfigReader(providers: [
+            InMemoryProvider(name: "flags", values: Self.values(flags)),
+            EnvironmentVariablesProvider(environmentVariables: envSettings).prefixKeys(with: "tapedeck"),
+            InMemoryProvider(name: file?.name ?? "no file", values: Self.values(file?.entries.mapValues(\.value) ?? [:])),
+        ])
+
+        var settings: [String: ResolvedSetting] = [:]
+        func source(of key: String) -> ConfigSource {
+            if flags[key] != nil { return .flag }
+            let variable = Self.environmentName(for: key)
+            if envSettings[variable] != nil { return .environment(variable: variable) }
+            if let entry = file?.entries[key] { return .file(path: file!.name, line: entry.line) }
+            return .builtIn
+        }
+        func describe(_ src: ConfigSource, _ key: String) -> String {
+            switch src {
+            case .flag: "--set \(key)"
+            case .environment(let v): "environment variable \(v)"
+            case .file(let path, let line): line.map { "\(path):\($0)" } ?? path
+            case .builtIn: "built-in default"
+            }
+        }
+        func resolveDeclarations(_ decls: [SettingDeclaration], prefix: String) throws -> PluginSettings {
+            var values: [String: SettingValue] = [:]
+            for d in decls {
+                let key = prefix + "." + d.key
+                let src = source(of: key)
+                let text = reader.string(forKey: ConfigKey(key)) ?? d.defaultValue
+                switch d.parse(text) {
+                case .success(let v):
+                    values[d.key] = v
+                    settings[key] = ResolvedSetting(value: v, source: src)
+                case .failure(let p):
+                    throw TapedeckError(.configuration, "\(describe(src, key)): \(key): \(p.reason).")
+                }
+            }
+            return PluginSettings(values)
+        }
+        func selection(_ section: HostSettings.Section) throws -> RoleSelection {
+            guard let selector = section.selector, let role = section.role else {
+                return RoleSelection(plugin: nil, settings: PluginSettings())
+            }
+            let key = section.name + "." + selector
+            let src = source(of: key)
+            let chosen = reader.string(forKey: ConfigKey(key)) ?? HostSettings.defaultSelections[section.name] ?? ""
+            guard !chosen.isEmpty else { return RoleSelection(plugin: nil, settings: PluginSettings()) }
+            let entries = catalog.entries(for: role)
+            let known = entries.map(\.name).sorted()
+            guard let entry = entries.first(where: { $0.name == chosen }) else {
+                throw TapedeckError(.configuration,
+                    "\(describe(src, key)): \(key): unknown \(role == .encoder ? "encoder" : "backend") \"\(chosen)\"\(Suggestion.phrase(chosen, known)). Known: \(known.joined(separator: ", ")).")
+            }
+            settings[key] = ResolvedSetting(value: .string(chosen), source: src)
+            return RoleSelection(plugin: chosen, settings: try resolveDeclarations(entry.settings, prefix: section.name + "." + chosen))
+        }
+
+        var host: [String: PluginSettings] = [:]
+        var roles: [String: RoleSelection] = [:]
+        for section in HostSettings.sections {
+            host[section.name] = try resolveDeclarations(section.settings, prefix: section.name)
+            roles[section.name] = try selection(section)
+        }
+        let f = host["format"]!
+        let format = AudioFormat(sampleRate: f.int("sample-rate")!, channels: f.int("channels")!,
+                                 sampleFormat: SampleFormat(rawValue: f.string("sample-format")!)!)
+        return TapedeckConfiguration(
+            file: file?.name,
+            capture: roles["capture"]!, playback: roles["playback"]!, encoder: roles["encoder"]!, storage: roles["storage"]!,
+            format: format,
+            capturePeriodFrames: host["capture"]!.int("period-frames")!,
+            captureBufferSeconds: host["capture"]!.double("buffer-seconds")!,
+            playbackPeriodFrames: host["playback"]!.int("period-frames")!,
+            checkpointSeconds: host["storage"]!.double("checkpoint-seconds")!,
+            settings: settings)
+    }
+
+    // MARK: validation of key paths
+
+    /// Every key path a file may contain, for suggestions.
+    func knownKeys() -> [String] {
+        var keys: [String] = []
+        for section in HostSettings.sections {
+            keys += section.settings.map { section.name + "." + $0.key }
+            if let selector = section.selector, let role = section.role {
+                keys.append(section.name + "." + selector)
+                for entry in catalog.entries(for: role) {
+                    keys += entry.settings.map { "\(section.name).\(entry.name).\($0.key)" }
+                }
+            }
+        }
+        return keys
+    }
+
+    private func validateStructure(of file: ConfigFile) throws {
+        for key in file.entries.keys.sorted() { try validateKey(key, origin: file.location(of: key)) }
+        for key in file.sections.keys.sorted() { try validateSection(key, origin: file.location(of: key)) }
+    }
+
+    private func validateSection(_ path: String, origin: String) throws {
+        let parts = path.split(separator: ".").map(String.init)
+        guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else {
+            throw unknownKey(path, origin: origin)
+        }
+        if parts.count == 1 { return }
+        guard parts.count == 2, let role = section.role, catalog.entries(for: role).contains(where: { $0.name == parts[1] }) else {
+            throw unknownKey(path, origin: origin)
+        }
+        _ = section
+    }
+
+    private func validateKey(_ path: String, origin: String) throws {
+        guard knownKeys().contains(path) else { throw unknownKey(path, origin: origin) }
+    }
+
+    private func unknownKey(_ path: String, origin: String) -> TapedeckError {
+        let keys = knownKeys()
+        let parts = path.split(separator: ".").map(String.init)
+        if parts.count >= 2, let section = HostSettings.sections.first(where: { $0.name == parts[0] }), let role = section.role,
+           parts.count == 3 || !catalog.entries(for: role).contains(where: { $0.name == parts[1] }) {
+            let plugins = catalog.entries(for: role).map(\.name)
+            if parts.count == 3, !plugins.contains(parts[1]) {
+                return TapedeckError(.configuration,
+                    "\(origin): \(path): \"\(parts[1])\" is not a \(role.rawValue) plugin\(Suggestion.phrase(parts[1], plugins)). Known: \(plugins.sorted().joined(separator: ", ")).")
+            }
+        }
+        let siblings = keys.filter { $0.split(separator: ".").dropLast().joined(separator: ".") == parts.dropLast().joined(separator: ".") }
+        let guess = Suggestion.closest(to: path, in: keys).map { " (did you mean \"\($0)\"?)" } ?? ""
+        let accepted = siblings.isEmpty
+            ? "Sections: " + HostSettings.sections.map(\.name).joined(separator: ", ")
+            : "Accepted here: " + siblings.map { String($0.split(separator: ".").last!) }.sorted().joined(separator: ", ")
+        return TapedeckError(.configuration, "\(origin): \(path): unknown setting\(guess). \(accepted).")
+    }
+
+    private func validateEnvironment() throws {
+        let names = Dictionary(knownKeys().map { (Self.environmentName(for: $0), $0) }, uniquingKeysWith: { a, _ in a })
+        for variable in environment.keys.sorted() where variable.hasPrefix("TAPEDECK_") && !Self.reservedVariables.contains(variable) {
+            guard names[variable] == nil else { continue }
+            let guess = Suggestion.closest(to: variable, in: Array(names.keys)).map { " (did you mean \($0)?)" } ?? ""
+            throw TapedeckError(.configuration,
+                "environment variable \(variable): not a Tapedeck setting\(guess). Unset it, or see `tapedeck backends` for the settings.")
+        }
+    }
+
+    // MARK: helpers
+
+    /// `capture.null.overrun-at-frame` → `TAPEDECK_CAPTURE_NULL_OVERRUN_AT_FRAME`.
+    public static func environmentName(for key: String) -> String {
+        "TAPEDECK_" + key.split(separator: ".").map { part in
+            String(part.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        }.joined(separator: "_")
+    }
+
+    private static func values(_ dict: [String: String]) -> [AbsoluteConfigKey: ConfigValue] {
+        Dictionary(uniqueKeysWithValues: dict.map { (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue(.string($0.value), isSecret: false)) })
+    }
+}

@@ -1,0 +1,50 @@
+public import TapedeckCore
+
+/// Where an effective setting came from.
+public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
+    case flag
+    case environment(variable: String)
+    case file(path: String, line: Int?)
+    case builtIn
+
+    public var description: String {
+        switch self {
+        case .flag: "flag"
+        case .environment(let v): "environment \(v)"
+        case .file(let path, let line): line.map { "\(path):\($0)" } ?? path
+        case .builtIn: "default"
+        }
+    }
+}
+
+/// One effective setting and its source.
+public struct ResolvedSetting: Sendable, Hashable {
+    public var value: SettingValue
+    public var source: ConfigSource
+}
+
+/// Which plugin fills a role, and its validated settings.
+public struct RoleSelection: Sendable, Hashable {
+    /// The plugin's config name; `nil` when the role is not configured.
+    public var plugin: String?
+    public var settings: PluginSettings
+}
+
+/// The resolved configuration: flags over environment over file over built-in defaults,
+/// validated against what the host and each plugin declare.
+public struct TapedeckConfiguration: Sendable, Hashable {
+    /// The config file used, if any.
+    public var file: String?
+    public var capture: RoleSelection
+    public var playback: RoleSelection
+    public var encoder: RoleSelection
+    public var storage: RoleSelection
+    /// The recording format (`format.*`).
+    public var format: AudioFormat
+    public var capturePeriodFrames: Int
+    public var captureBufferSeconds: Double
+    public var playbackPeriodFrames: Int
+    public var checkpointSeconds: Double
+    /// Every effective key (dotted path) with its value and source.
+    public var settings: [String: ResolvedSetting]
+}

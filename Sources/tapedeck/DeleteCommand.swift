@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckCore
+
+struct DeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete a session (with all its takes) or a take, audio included.",
+        discussion: "Asks for confirmation on a terminal; elsewhere --yes is required.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "SESSION, SESSION/TAKE, or a short id.")
+    var reference: String
+
+    @Flag(name: .shortAndLong, help: "Delete without asking.")
+    var yes = false
+
+    @MainActor
+    mutating func run() async throws {
+        try await reportingErrors {
+            let studio = try await global.makeStudio()
+            let target = try studio.store.resolve(reference)
+            let what: String = switch target {
+            case .session(let s): "session \"\(s.name)\" and its \(s.takes.count) take(s)"
+            case .take(let t, let s): "take \"\(s.name)/\(t.name)\""
+            }
+            if !yes {
+                guard Terminal.stdinIsTerminal else {
+                    throw TapedeckError(.confirmationRequired, "Refusing to delete \(what) without confirmation. Add --yes to delete it.")
+                }
+                FileHandle.standardError.write(Data("Delete \(what)? This removes the audio. [y/N] ".utf8))
+                guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                    print("Nothing was deleted.")
+                    return
+                }
+            }
+            try await studio.store.delete(target)
+            print("Deleted \(what).")
+        }
+    }
+}

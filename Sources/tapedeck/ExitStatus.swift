@@ -1,0 +1,50 @@
+import ArgumentParser
+import TapedeckCore
+import Foundation
+
+/// Tapedeck's exit codes (documented in the README). Failures use the BSD `sysexits` values.
+enum ExitStatus {
+    static let ok: Int32 = 0
+    /// The take was saved, but parts of it are silence filling overruns.
+    static let savedWithOverruns: Int32 = 3
+    /// The take was saved, but the device or server was lost mid-take.
+    static let savedInterrupted: Int32 = 4
+    /// The take was saved, but writing failed (e.g. disk full) mid-take.
+    static let savedTruncated: Int32 = 5
+    static let usage: Int32 = 64
+    static let dataError: Int32 = 65
+    static let notFound: Int32 = 66
+    static let unavailable: Int32 = 69
+    static let software: Int32 = 70
+    static let cannotCreate: Int32 = 73
+    static let ioError: Int32 = 74
+    static let busy: Int32 = 75
+    static let config: Int32 = 78
+
+    static let summary = "0 ok; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error."
+
+    static func code(for error: TapedeckError) -> Int32 {
+        switch error.code {
+        case .invalidArgument, .confirmationRequired: usage
+        case .unsupportedFormat: dataError
+        case .notFound: notFound
+        case .deviceUnavailable, .deviceLost: unavailable
+        case .alreadyExists: cannotCreate
+        case .io, .diskFull, .corruptFile: ioError
+        case .busy: busy
+        case .configuration: config
+        default: software
+        }
+    }
+}
+
+/// Runs a command body, turning a ``TapedeckError`` into one line on stderr and its exit code.
+@MainActor
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as TapedeckError {
+        Terminal.printError(error.message)
+        throw ExitCode(ExitStatus.code(for: error))
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TapedeckAssembly
+import TapedeckCore
+
+/// Options every command takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "The config file (default: $TAPEDECK_CONFIG, then $XDG_CONFIG_HOME/tapedeck/config.yaml, then /etc/tapedeck/config.yaml).")
+    var config: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("Override one setting, e.g. --set format.channels=1 (repeatable; beats environment and file).", valueName: "key=value"))
+    var settings: [String] = []
+
+    @Option(name: .long, help: "Log level on stderr: trace, debug, info, notice, warning, error (default notice, or $TAPEDECK_LOG_LEVEL).")
+    var logLevel: String?
+
+    /// `--set` pairs as a dictionary.
+    func flagSettings() throws -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in settings {
+            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+                throw TapedeckError(.invalidArgument, "--set \(pair): expected KEY=VALUE, e.g. --set format.channels=1.")
+            }
+            out[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        return out
+    }
+
+    func makeLogger() throws -> Logger {
+        let text = logLevel ?? ProcessInfo.processInfo.environment["TAPEDECK_LOG_LEVEL"] ?? "notice"
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw TapedeckError(.invalidArgument, "Unknown log level \"\(text)\". Use trace, debug, info, notice, warning or error.")
+        }
+        var logger = Logger(label: "tapedeck") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = level
+        return logger
+    }
+
+    /// Loads the configuration and assembles the graph, then opens the library (recovering
+    /// interrupted takes).
+    @MainActor
+    func makeStudio() async throws -> Studio {
+        let environment = ProcessInfo.processInfo.environment
+        let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
+        let configuration = try loader.load(explicitPath: config, flags: try flagSettings())
+        let studio = try Studio(configuration: configuration, catalog: .builtIn, logger: try makeLogger(), environment: environment)
+        try await studio.openLibrary()
+        return studio
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import TapedeckCore
+import TapedeckApp
+
+/// The stable JSON shapes printed with `--json`.
+struct FormatJSON: Encodable {
+    var sampleRate: Int
+    var channels: Int
+    var sampleFormat: String
+    init(_ f: AudioFormat) {
+        sampleRate = f.sampleRate
+        channels = f.channels
+        sampleFormat = f.sampleFormat.rawValue
+    }
+}
+
+struct TakeJSON: Encodable {
+    var id: String
+    var shortID: String
+    var session: String
+    var sessionID: String
+    var name: String
+    var number: Int
+    var state: String
+    var frames: Int64
+    var seconds: Double
+    var format: FormatJSON
+    var encoding: String
+    var path: String
+    var bytes: Int64?
+    var createdAt: Date
+    var overruns: Int
+    var overrunFrames: Int64
+    var overrunEvents: [OverrunEvent]
+    var notes: String
+
+    init(_ take: Take, session: Session, url: URL?) {
+        id = take.id
+        shortID = take.shortID
+        self.session = session.name
+        sessionID = session.id
+        name = take.name
+        number = take.number
+        state = take.state.rawValue
+        frames = take.frames
+        seconds = take.seconds
+        format = FormatJSON(take.format)
+        encoding = take.encoding
+        path = url?.path ?? ""
+        bytes = url.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int64 }
+        createdAt = take.createdAt
+        overruns = take.overruns.count
+        overrunFrames = take.overruns.reduce(0) { $0 + $1.frames }
+        overrunEvents = take.overruns
+        notes = take.notes
+    }
+}
+
+struct SessionJSON: Encodable {
+    var id: String
+    var shortID: String
+    var name: String
+    var createdAt: Date
+    var takes: [TakeJSON]
+}
+
+struct RecordReportJSON: Encodable {
+    var take: TakeJSON
+    var end: String
+    var message: String
+    var wallSeconds: Double
+    var exitStatus: Int32
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckCore
+
+struct PlayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Play a take through the configured playback backend.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "SESSION/TAKE or a short id from `tapedeck list`.")
+    var take: String
+
+    @MainActor
+    mutating func run() async throws {
+        try await reportingErrors {
+            let studio = try await global.makeStudio()
+            guard case .take(let t, let session) = try studio.store.resolve(take) else {
+                throw TapedeckError(.invalidArgument, "\"\(take)\" is a session. Name a take as SESSION/TAKE or by its id.")
+            }
+            let player = try studio.makePlayer()
+            let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in Task { @MainActor in player.stop() } }
+            defer { signals.cancel() }
+            let progress = Terminal.stdoutIsTerminal ? Task { @MainActor in
+                while !Task.isCancelled {
+                    Terminal.status("▶ \(session.name)/\(t.name)  \(Terminal.clock(t.format.seconds(forFrames: player.playedFrames))) / \(Terminal.clock(t.seconds))")
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            } : nil
+            let result = try await player.play(t)
+            progress?.cancel()
+            if progress != nil { Terminal.endStatus() }
+            if Terminal.stdoutIsTerminal {
+                print("Played \(session.name)/\(t.name): \(Terminal.clock(t.format.seconds(forFrames: result.frames)))\(result.stopped ? " (stopped)" : "")")
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Observation
+import TapedeckApp
+import TapedeckAssembly
+import TapedeckCore
+
+struct RecordCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Record a take from the configured capture backend.",
+        discussion: """
+            Without --session, records into the most recently used session (creating "Session 1" if there is none). \
+            Stops at --duration (exact to the frame), or on Ctrl-C, SIGTERM or SIGHUP; in every case the captured audio \
+            is drained and the file finalized.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "The session to record into (created if it does not exist).")
+    var session: String?
+
+    @Option(help: "The take's name (default: Take N).")
+    var name: String?
+
+    @Option(help: "How long to record, e.g. 5s, 2m, 1h, 1m30s (default: until Ctrl-C).")
+    var duration: String?
+
+    @Flag(help: "Print the final report as JSON.")
+    var json = false
+
+    @MainActor
+    mutating func run() async throws {
+        try await reportingErrors {
+            let seconds = try duration.map(DurationParser.seconds)
+            let studio = try await global.makeStudio()
+            let recorder = try studio.makeRecorder()
+            let frames = seconds.map { Int64(($0 * Double(recorder.settings.format.sampleRate)).rounded()) }
+            let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
+                Task { @MainActor in recorder.stop() }
+            }
+            defer { signals.cancel() }
+            let meter = Terminal.stdoutIsTerminal && !json ? Task { await Self.showMeter(recorder) } : nil
+            let report: RecordingReport
+            do {
+                report = try await recorder.record(sessionName: session, takeName: name, duration: frames)
+            } catch {
+                meter?.cancel()
+                if meter != nil { Terminal.endStatus() }
+                throw error
+            }
+            meter?.cancel()
+            if meter != nil { Terminal.endStatus() }
+            let status = Self.exitStatus(report)
+            if json {
+                try Terminal.printJSON(RecordReportJSON(
+                    take: TakeJSON(report.take, session: report.session, url: report.fileURL),
+                    end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status))
+            } else {
+                let t = report.take
+                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.frames) frames, \(t.format), \(t.encoding), \(t.state.rawValue)")
+                print("  \(report.fileURL.path)")
+                if !t.overruns.isEmpty {
+                    print("  \(t.overruns.count) overrun(s): \(t.overruns.reduce(0) { $0 + $1.frames }) frames were filled with silence.")
+                }
+            }
+            if status != ExitStatus.ok {
+                Terminal.printError(report.summary + (report.take.overruns.isEmpty ? "" : " The take has \(report.take.overruns.count) overrun(s)."))
+                throw ExitCode(status)
+            }
+        }
+    }
+
+    static func exitStatus(_ report: RecordingReport) -> Int32 {
+        switch report.end {
+        case .deviceLost: ExitStatus.savedInterrupted
+        case .writeFailed: ExitStatus.savedTruncated
+        case .reachedDuration, .stopped: report.take.overruns.isEmpty ? ExitStatus.ok : ExitStatus.savedWithOverruns
+        }
+    }
+
+    static func endName(_ end: RecordingEnd) -> String {
+        switch end {
+        case .reachedDuration: "duration"
+        case .stopped: "stopped"
+        case .deviceLost: "device-lost"
+        case .writeFailed: "write-failed"
+        }
+    }
+
+    /// Redraws the meter line whenever the recorder's observable state changes.
+    @MainActor
+    static func showMeter(_ recorder: TakeRecorder) async {
+        let states = Observations { (recorder.phase, recorder.seconds, recorder.peaks, recorder.overrunCount) }
+        for await (phase, seconds, peaks, overruns) in states {
+            if Task.isCancelled { break }
+            guard phase == .recording else { continue }
+            let bars = peaks.enumerated().map { "\($0.offset + 1) \(Terminal.meter($0.element, width: peaks.count > 2 ? 8 : 20))" }
+            Terminal.status("● \(Terminal.clock(seconds))  \(bars.joined(separator: "  "))  overruns \(overruns)")
+        }
+    }
+}

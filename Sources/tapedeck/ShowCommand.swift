@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckCore
+
+struct ShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show one take (SESSION/TAKE or id) or session in detail.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "SESSION/TAKE, SESSION, or a short id from `tapedeck list`.")
+    var reference: String
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    @MainActor
+    mutating func run() async throws {
+        try await reportingErrors {
+            let studio = try await global.makeStudio()
+            let storage = studio.store.storage
+            switch try studio.store.resolve(reference) {
+            case .take(let take, let session):
+                let t = TakeJSON(take, session: session, url: try? storage.audioURL(for: take))
+                if json { return try Terminal.printJSON(t) }
+                print("""
+                    Take:      \(t.name)  [\(t.shortID)]  (number \(t.number))
+                    Session:   \(t.session)
+                    State:     \(t.state)
+                    Duration:  \(Terminal.clock(t.seconds))  (\(t.frames) frames)
+                    Format:    \(t.format.sampleRate) Hz, \(t.format.channels) ch, \(t.format.sampleFormat), \(t.encoding)
+                    File:      \(t.path)  (\(t.bytes.map(Terminal.bytes) ?? "missing"))
+                    Recorded:  \(Terminal.date(t.createdAt))
+                    Overruns:  \(t.overruns)\(t.overruns > 0 ? " (\(t.overrunFrames) frames of silence)" : "")
+                    """)
+                for e in take.overruns {
+                    print("  at \(Terminal.clock(take.format.seconds(forFrames: e.frame))): \(e.frames) frames (\(e.cause))")
+                }
+            case .session(let s):
+                let model = SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
+                                        takes: s.takes.map { TakeJSON($0, session: s, url: try? storage.audioURL(for: $0)) })
+                if json { return try Terminal.printJSON(model) }
+                let total = s.takes.reduce(0.0) { $0 + $1.seconds }
+                print("Session:   \(s.name)  [\(s.shortID)]\nCreated:   \(Terminal.date(s.createdAt))\nTakes:     \(s.takes.count), \(Terminal.clock(total)) in all")
+                for t in model.takes { print("  \(t.shortID)  \(t.name)  \(Terminal.clock(t.seconds))  \(t.state)") }
+            }
+        }
+    }
+}

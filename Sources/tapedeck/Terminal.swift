@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Output helpers: results go to stdout, messages and meters to stderr.
+enum Terminal {
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+    static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data("tapedeck: \(message)\n".utf8))
+    }
+
+    static func status(_ line: String) {
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+    }
+
+    static func endStatus() {
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+
+    static func printJSON<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        FileHandle.standardOutput.write(try encoder.encode(value))
+        FileHandle.standardOutput.write(Data("\n".utf8))
+    }
+
+    static func clock(_ seconds: Double) -> String {
+        let ms = Int((seconds * 1000).rounded())
+        let h = ms / 3_600_000, m = (ms / 60_000) % 60, s = (ms / 1000) % 60, frac = ms % 1000
+        return h > 0 ? String(format: "%d:%02d:%02d.%03d", h, m, s, frac) : String(format: "%d:%02d.%03d", m, s, frac)
+    }
+
+    static func bytes(_ n: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var v = Double(n), i = 0
+        while v >= 1000 && i < units.count - 1 { v /= 1000; i += 1 }
+        return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
+    }
+
+    static func date(_ d: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return f.string(from: d)
+    }
+
+    /// A bar of `width` cells for a peak level 0...1, on a dBFS scale from -60 to 0.
+    static func meter(_ peak: Float, width: Int = 20) -> String {
+        let db = peak > 0 ? 20 * log10(Double(peak)) : -120
+        let filled = max(0, min(width, Int(((db + 60) / 60 * Double(width)).rounded())))
+        let label = peak > 0 ? String(format: "%5.1f", db) : " -inf"
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] " + label
+    }
+}
