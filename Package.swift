@@ -115,6 +115,7 @@ let package = Package(
         .testTarget(
             name: "tapedeckTests",
             dependencies: ["TapedeckTesting", "TapedeckCore"],
+            exclude: ["verify_wav.py"],
             swiftSettings: swiftSettings
         ),
     ]

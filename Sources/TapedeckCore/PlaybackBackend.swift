@@ -28,6 +28,9 @@ public protocol PlaybackStream: AnyObject {
     var format: AudioFormat { get }
     /// Frames per period as negotiated.
     var periodFrames: Int { get }
+    /// Whether the stream consumes audio on a real clock. A real-time stream that runs dry is
+    /// fed counted silence; a stream that is not real time (a file, a test sink) is made to wait.
+    var isRealTime: Bool { get }
 
     /// Blocks until `frames` frames from `buffer` are queued to the device.
     /// - Thread: the device thread only. Blocks for about one period.

@@ -129,7 +129,11 @@ public final class PlaybackEngine: @unchecked Sendable {
                 if ring.count == 0 { break }
                 continue
             }
-            // The feeder fell behind: keep the device fed with counted silence.
+            // The ring is empty. Give the feeder up to half a period (a real device still holds
+            // queued audio meanwhile); after that a real-time device is fed counted silence.
+            let halfPeriod = Int(500_000_000.0 * Double(ring.slotFrames) / Double(format.sampleRate))
+            if dataSignal.wait(timeout: .now() + .nanoseconds(halfPeriod)) == .success || !stream.isRealTime { continue }
+            if ring.consumerSlot() != nil || feederDone.load(ordering: .acquiring) { continue }
             underrun += Int64(ring.slotFrames)
             underrun += try stream.write(silence, frames: ring.slotFrames)
         }

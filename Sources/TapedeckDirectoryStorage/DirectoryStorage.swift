@@ -87,7 +87,8 @@ public final class DirectoryStorage: TakeStorage {
             guard try Row.fetchOne(db, sql: "SELECT id FROM session WHERE id = ?", arguments: [id]) != nil else {
                 throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
             }
-            if try Row.fetchOne(db, sql: "SELECT id FROM session WHERE name = ? AND id <> ?", arguments: [name, id]) != nil {
+            // Names are compared as Swift compares text: canonically equivalent spellings are one name.
+            if try String.fetchAll(db, sql: "SELECT name FROM session WHERE id <> ?", arguments: [id]).contains(name) {
                 throw TapedeckError(.alreadyExists, "A session named \"\(name)\" exists already. Choose another name.")
             }
             try db.execute(sql: "UPDATE session SET name = ? WHERE id = ?", arguments: [name, id])
@@ -199,8 +200,8 @@ public final class DirectoryStorage: TakeStorage {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
             var take = Catalog.take(from: row)
-            if try Row.fetchOne(db, sql: "SELECT id FROM take WHERE sessionId = ? AND name = ? AND id <> ?",
-                                arguments: [take.sessionID, name, id]) != nil {
+            if try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ? AND id <> ?",
+                                   arguments: [take.sessionID, id]).contains(name) {
                 throw TapedeckError(.alreadyExists, "This session has a take named \"\(name)\" already. Choose another name.")
             }
             try db.execute(sql: "UPDATE take SET name = ? WHERE id = ?", arguments: [name, id])

@@ -39,6 +39,7 @@ final class NullPlaybackStream: PlaybackStream {
     let clock: (any PacingClock)?
     let counter: NullPlaybackCounter
     private var written: Int64 = 0
+    var isRealTime: Bool { clock != nil }
     private var startNanos: UInt64?
 
     init(format: AudioFormat, periodFrames: Int, clock: (any PacingClock)?, counter: NullPlaybackCounter) {

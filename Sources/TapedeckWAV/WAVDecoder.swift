@@ -1,0 +1,26 @@
+public import Foundation
+public import TapedeckCore
+
+/// Reads WAV files (and anything else libsndfile reads) back as frames.
+///
+/// Frames are delivered packed little-endian in the file's own sample format where Tapedeck has
+/// it (16-, 24-, 32-bit PCM and 32-bit float), so WAV round trips are bit-exact; narrower integer
+/// encodings are widened to s16, and double or perceptual encodings delivered as f32.
+public struct WAVDecoder: AudioDecoder {
+    /// `wav`. Thread: any; does not block.
+    public var name: String { "wav" }
+    /// `["wav"]`. Thread: any; does not block.
+    public var encodings: Set<String> { ["wav"] }
+
+    /// Creates the decoder.
+    /// - Thread: any. Does not block.
+    public init() {}
+
+    /// Opens the file at `url` for reading.
+    /// - Thread: the thread that will read it. Blocks on disk I/O.
+    /// - Throws: ``TapedeckError`` `.notFound` if there is no such file; `.corruptFile` naming the
+    ///   file and libsndfile's reason if it cannot be read as audio.
+    public func openReader(at url: URL) throws -> any TakeReader {
+        try WAVTakeReader(path: url.path)
+    }
+}

@@ -1,0 +1,118 @@
+import CSndfile
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads one audio file through libsndfile. Single owner, not `Sendable`.
+final class WAVTakeReader: TakeReader {
+    /// Frames read per libsndfile call; bounds the scratch buffer.
+    static let chunkFrames = 4096
+
+    let format: AudioFormat
+    let frameCount: Int64
+    let path: String
+
+    private var fd: Int32
+    private var handle: OpaquePointer?
+    private var intScratch: [Int32] = []
+    private var floatScratch: [Float] = []
+
+    /// Opens `path`.
+    /// - Thread: the thread that will read it. Blocks on disk I/O.
+    /// - Throws: `.notFound` if missing; `.corruptFile` if libsndfile cannot read it.
+    init(path: String) throws {
+        self.path = path
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
+        var info = SF_INFO()
+        guard let handle = sf_open_fd(fd, Int32(SFM_READ), &info, 0 /* closed by us */) else {
+            let reason = Sndfile.errorString(nil)
+            closeDescriptor(fd)
+            throw TapedeckError(.corruptFile,
+                "\(path) cannot be read as audio: \(reason). The file is damaged or not a WAV file.")
+        }
+        guard info.channels > 0, info.samplerate > 0 else {
+            sf_close(handle)
+            closeDescriptor(fd)
+            throw TapedeckError(.corruptFile, "\(path) declares \(info.channels) channels at \(info.samplerate) Hz.")
+        }
+        self.handle = handle
+        format = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels),
+                             sampleFormat: Sndfile.sampleFormat(forFileFormat: info.format))
+        frameCount = max(0, info.frames)
+        let samples = Self.chunkFrames * format.channels
+        if format.sampleFormat.isFloat {
+            floatScratch = [Float](repeating: 0, count: samples)
+        } else {
+            intScratch = [Int32](repeating: 0, count: samples)
+        }
+    }
+
+    deinit { close() }
+
+    /// Reads up to `maxFrames` interleaved frames into `buffer`, packed little-endian in ``format``;
+    /// returns 0 at the end.
+    /// - Thread: the owning thread. Blocks on disk I/O.
+    /// - Throws: `.corruptFile` if libsndfile reports an error part way.
+    func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> Int {
+        guard let handle, maxFrames > 0 else { return 0 }
+        let channels = format.channels
+        var total = 0
+        while total < maxFrames {
+            let want = min(maxFrames - total, Self.chunkFrames)
+            let out = buffer + total * format.bytesPerFrame
+            let got: Int
+            switch format.sampleFormat {
+            case .f32:
+                got = Int(floatScratch.withUnsafeMutableBufferPointer { sf_readf_float(handle, $0.baseAddress, sf_count_t(want)) })
+                for i in 0..<(got * channels) {
+                    out.storeBytes(of: floatScratch[i].bitPattern.littleEndian, toByteOffset: i * 4, as: UInt32.self)
+                }
+            case .s16, .s24, .s32:
+                got = Int(intScratch.withUnsafeMutableBufferPointer { sf_readf_int(handle, $0.baseAddress, sf_count_t(want)) })
+                store(count: got * channels, into: out)
+            }
+            total += max(0, got)
+            if got < want {
+                if sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
+                    throw TapedeckError(.corruptFile, "Could not read \(path): \(Sndfile.errorString(handle)).")
+                }
+                break
+            }
+        }
+        return total
+    }
+
+    /// Converts libsndfile's left-justified 32-bit integers to the packed output width.
+    private func store(count: Int, into out: UnsafeMutableRawPointer) {
+        switch format.sampleFormat {
+        case .s16:
+            for i in 0..<count {
+                out.storeBytes(of: Int16(truncatingIfNeeded: intScratch[i] >> 16).littleEndian, toByteOffset: i * 2, as: Int16.self)
+            }
+        case .s24:
+            for i in 0..<count { Sample24.store(intScratch[i] >> 8, out, index: i) }
+        case .s32:
+            for i in 0..<count { out.storeBytes(of: intScratch[i].littleEndian, toByteOffset: i * 4, as: Int32.self) }
+        case .f32:
+            break
+        }
+    }
+
+    /// Closes the file. Safe to call twice.
+    /// - Thread: the owning thread. Does not block noticeably.
+    func close() {
+        if let handle { sf_close(handle) }
+        handle = nil
+        if fd >= 0 { closeDescriptor(fd) }
+        fd = -1
+    }
+}
+
+/// Closes a descriptor (the reader's own `close()` hides the C function inside the class).
+private func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
+}

@@ -1,0 +1,147 @@
+import CSndfile
+import Foundation
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes one take's WAV file through libsndfile (RF64 with automatic downgrade to RIFF).
+///
+/// Single owner, not `Sendable`: create, use and finish it on one thread. The file is opened by
+/// Tapedeck with `O_EXCL` (never overwritten; mode 0666 minus the umask) and handed to libsndfile,
+/// which does not close it, so the writer can normalize the header and `fsync` after libsndfile
+/// is done.
+final class WAVTakeWriter: TakeWriter {
+    /// The format frames are expected in.
+    let format: AudioFormat
+    /// The file's path.
+    let path: String
+    /// Whole frames written so far.
+    private(set) var framesWritten: Int64 = 0
+
+    private var fd: Int32
+    private var handle: OpaquePointer?
+
+    /// Creates the file at `path` and writes its header.
+    /// - Thread: the writer thread that will own it. Blocks on disk I/O.
+    /// - Throws: ``TapedeckError`` `.alreadyExists` if the file exists; an I/O error otherwise.
+    init(path: String, format: AudioFormat, metadata: TakeMetadata) throws {
+        self.format = format
+        self.path = path
+        // O_RDWR rather than O_WRONLY: the header is read back to normalize it after libsndfile.
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard fd >= 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw TapedeckError(.alreadyExists,
+                    "\(path) exists already. Tapedeck never overwrites a take; choose another name or remove the file.",
+                    systemCode: code)
+            }
+            throw TapedeckError.system(code, while: "create \(path)")
+        }
+        var info = SF_INFO()
+        info.samplerate = Int32(format.sampleRate)
+        info.channels = Int32(format.channels)
+        info.format = Int32(SF_FORMAT_RF64) | Sndfile.subtype(for: format.sampleFormat)
+        guard let handle = sf_open_fd(fd, Int32(SFM_WRITE), &info, 0 /* libsndfile must not close fd */) else {
+            let reason = Sndfile.errorString(nil)
+            close(fd)
+            unlink(path)
+            throw TapedeckError(.io, "Could not start the WAV file \(path): \(reason).")
+        }
+        self.handle = handle
+        _ = sf_command(handle, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, Int32(SF_TRUE))
+        if format.sampleFormat.isFloat {
+            _ = sf_command(handle, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
+        }
+        set(SF_STR_TITLE, metadata.takeName)
+        set(SF_STR_ALBUM, metadata.sessionName)
+        set(SF_STR_TRACKNUMBER, String(metadata.takeNumber))
+        set(SF_STR_DATE, metadata.startDate.ISO8601Format())
+        set(SF_STR_COMMENT, metadata.notes)
+        set(SF_STR_SOFTWARE, "Tapedeck")
+    }
+
+    deinit { abandon() }
+
+    private func set(_ field: Int, _ value: String) {
+        guard let handle, !value.isEmpty else { return }
+        _ = sf_set_string(handle, Int32(field), value)
+    }
+
+    /// Appends `frames` interleaved frames, packed little-endian in ``format``.
+    /// - Thread: the owning writer thread. Blocks on disk I/O.
+    /// - Throws: ``TapedeckError`` `.diskFull` for ENOSPC/EDQUOT, `.io` for other failures; after a
+    ///   failure the writer should be abandoned.
+    func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
+        guard let handle else {
+            throw TapedeckError(.internalError, "Wrote to the WAV writer for \(path) after it was closed.")
+        }
+        guard frames > 0 else { return }
+        let bytes = frames * format.bytesPerFrame
+        errno = 0
+        let written = sf_write_raw(handle, buffer, sf_count_t(bytes))
+        let code = errno
+        framesWritten += written / Int64(format.bytesPerFrame)
+        guard written == sf_count_t(bytes) else { throw failure(handle, errno: code, while: "write audio to \(path)") }
+    }
+
+    /// Brings the header up to date (normalized, as ``finish()`` leaves it) and `fdatasync`s, so a
+    /// crash after it loses nothing written before it.
+    /// - Thread: the owning writer thread. Blocks on disk I/O.
+    func checkpoint() throws {
+        guard let handle else { return }
+        errno = 0
+        _ = sf_command(handle, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+        let code = errno
+        if sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
+            throw failure(handle, errno: code, while: "update the header of \(path)")
+        }
+        let file = RawFile(fd: fd, path: path)
+        try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
+        guard fdatasync(fd) == 0 else { throw TapedeckError.system(errno, while: "flush \(path) to disk") }
+    }
+
+    /// Finalizes and normalizes the header, `fsync`s and closes the file.
+    /// - Thread: the owning writer thread. Blocks on disk I/O.
+    /// - Returns: frames in the file.
+    func finish() throws -> Int64 {
+        guard let handle else {
+            throw TapedeckError(.internalError, "Finished the WAV writer for \(path) twice.")
+        }
+        self.handle = nil
+        let fd = self.fd
+        self.fd = -1
+        defer { close(fd) }
+        errno = 0
+        let status = sf_close(handle)
+        let code = errno
+        if status != 0 {
+            if code != 0 && status == Int32(SF_ERR_SYSTEM) { throw TapedeckError.system(code, while: "finish \(path)") }
+            throw TapedeckError(.io, "Could not finish \(path): \(Sndfile.errorString(code: status)). The take can be repaired.")
+        }
+        let file = RawFile(fd: fd, path: path)
+        try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
+        try file.sync()
+        return framesWritten
+    }
+
+    /// Closes the file without syncing it (after a failure); the file is left for repair.
+    /// libsndfile may still write its header while closing; repair does not rely on it.
+    /// - Thread: the owning writer thread. May block briefly on disk I/O.
+    func abandon() {
+        if let handle { _ = sf_close(handle) }
+        handle = nil
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    private func failure(_ handle: OpaquePointer, errno code: Int32, while action: String) -> TapedeckError {
+        if sf_error(handle) == Int32(SF_ERR_SYSTEM) && code != 0 {
+            return TapedeckError.system(code, while: action)
+        }
+        return TapedeckError(.io, "Could not \(action): \(Sndfile.errorString(handle)).")
+    }
+}

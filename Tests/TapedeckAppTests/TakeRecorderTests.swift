@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import TapedeckApp
+import TapedeckCore
+import TapedeckTesting
+import Testing
+
+@MainActor
+@Suite("App layer")
+struct TakeRecorderTests {
+    let format = AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16)
+    let logger = Logger(label: "test")
+
+    func makeRecorder(_ script: [ScriptedCaptureBackend.Step], store: SessionStore) -> TakeRecorder {
+        TakeRecorder(capture: ScriptedCaptureBackend(script: script), encoder: RawPCMEncoder(format: format), store: store,
+                     settings: RecordingSettings(format: format, periodFrames: 256), logger: logger)
+    }
+
+    @Test("recording makes Session 1 / Take 1 with exactly the requested frames, then Take 2 in the same session")
+    func recordTwice() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let first = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: 12_345)
+        #expect(first.session.name == "Session 1" && first.take.name == "Take 1")
+        #expect(first.take.state == .complete && first.take.frames == 12_345)
+        let bytes = try [UInt8](Data(contentsOf: first.fileURL))
+        #expect(bytes.count == 12_345 * format.bytesPerFrame)
+        #expect(TestSignal.firstCounterMismatch(in: bytes, format: format) == nil)
+        let second = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: 100)
+        #expect(second.session.id == first.session.id && second.take.name == "Take 2")
+        #expect(store.sessions.count == 1 && store.sessions[0].takes.count == 2)
+    }
+
+    @Test("device loss gives an interrupted take with the audio captured so far")
+    func interrupted() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let report = try await makeRecorder([.frames(4_000), .fail], store: store).record(sessionName: "Gig", takeName: "Encore", duration: nil)
+        #expect(report.take.state == .interrupted && report.take.frames == 4_000)
+        #expect(report.summary.contains("Everything captured before that was kept"))
+        #expect(store.sessions.first?.name == "Gig")
+    }
+
+    @Test("stop() drains and completes the take")
+    func stop() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let recorder = TakeRecorder(capture: ScriptedCaptureBackend(script: [.frames(Int.max)], realTime: false),
+                                    encoder: RawPCMEncoder(format: format), store: store,
+                                    settings: RecordingSettings(format: format, periodFrames: 256, bufferSeconds: 0.1), logger: logger)
+        Task { @MainActor in
+            try await Task.sleep(for: .milliseconds(200))
+            recorder.stop()
+        }
+        let report = try await recorder.record(sessionName: nil, takeName: nil, duration: nil)
+        #expect(report.take.state == .complete)
+        #expect(report.take.frames > 0)
+        #expect(try Data(contentsOf: report.fileURL).count == Int(report.take.frames) * format.bytesPerFrame)
+    }
+
+    @Test("a failing device open leaves no take behind")
+    func openFailure() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let recorder = TakeRecorder(capture: ScriptedCaptureBackend(script: []), encoder: RawPCMEncoder(format: format), store: store,
+                                    settings: RecordingSettings(format: AudioFormat(sampleRate: 1, channels: 1, sampleFormat: .s16)), logger: logger)
+        await #expect(throws: TapedeckError.self) { _ = try await recorder.record(sessionName: "S", takeName: nil, duration: 10) }
+        #expect(store.sessions.allSatisfy { $0.takes.isEmpty })
+    }
+
+    @Test("takes are resolved by SESSION/TAKE, by short id, and names containing / are found")
+    func references() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let a = try await makeRecorder([.frames(1_000)], store: store).record(sessionName: "A/B", takeName: "C/D", duration: 10)
+        guard case .take(let t, let s) = try store.resolve("A/B/C/D") else { Issue.record("not a take"); return }
+        #expect(t.id == a.take.id && s.name == "A/B")
+        guard case .take(let byID, _) = try store.resolve(a.take.shortID) else { Issue.record("not a take"); return }
+        #expect(byID.id == a.take.id)
+        guard case .session = try store.resolve("A/B") else { Issue.record("not a session"); return }
+        #expect(throws: TapedeckError.self) { try store.resolve("A/B/nope") }
+    }
+
+    @Test("rename and delete go through the store and refresh the published sessions")
+    func renameDelete() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let r = try await makeRecorder([.frames(1_000)], store: store).record(sessionName: nil, takeName: nil, duration: 10)
+        try await store.rename(.take(r.take, in: r.session), to: "Keeper")
+        #expect(store.sessions[0].takes[0].name == "Keeper")
+        try await store.delete(.session(r.session))
+        #expect(store.sessions.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: r.fileURL.path))
+    }
+
+    @Test("the player plays a recorded take through the decoder")
+    func play() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let r = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: 5_000)
+        let playback = CollectingPlaybackBackend()
+        let player = TakePlayer(playback: playback, decoders: [RawPCMEncoder(format: format)], store: store, logger: logger)
+        let result = try await player.play(r.take)
+        #expect(result.frames == 5_000)
+        #expect(firstDifference(playback.collected, try [UInt8](Data(contentsOf: r.fileURL))) == nil)
+    }
+}

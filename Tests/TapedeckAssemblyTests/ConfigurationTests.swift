@@ -1,0 +1,139 @@
+import Foundation
+import Logging
+import TapedeckAssembly
+import TapedeckCore
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    let loader = ConfigurationLoader(catalog: .builtIn, environment: [:])
+
+    func resolve(_ yaml: String?, env: [String: String] = [:], flags: [String: String] = [:]) throws -> TapedeckConfiguration {
+        let file = try yaml.map { try ConfigFile.parse($0, name: "test.yaml") }
+        return try ConfigurationLoader(catalog: .builtIn, environment: env).resolve(file: file, flags: flags)
+    }
+
+    func message(_ body: () throws -> Void) -> String {
+        do {
+            try body()
+            return "no error"
+        } catch let e as TapedeckError {
+            #expect(e.code == .configuration)
+            return e.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("built-in defaults: directory storage, WAV, 48 kHz stereo s16, and no capture backend")
+    func defaults() throws {
+        let c = try resolve(nil)
+        #expect(c.storage.plugin == "directory" && c.encoder.plugin == "wav")
+        #expect(c.capture.plugin == nil && c.playback.plugin == nil)
+        #expect(c.format == AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16))
+        #expect(c.checkpointSeconds == 1)
+        #expect(c.settings["format.channels"]?.source == .builtIn)
+    }
+
+    @Test("precedence: flag over environment over file over default, with each source recorded")
+    func precedence() throws {
+        let yaml = """
+            capture:
+              backend: null
+              null:
+                frequency: 1000
+            format:
+              channels: 1
+              sample-rate: 44100
+            """
+        let fileOnly = try resolve(yaml)
+        #expect(fileOnly.format.channels == 1)
+        #expect(fileOnly.settings["format.channels"]?.source == .file(path: "test.yaml", line: 6))
+        let env = ["TAPEDECK_FORMAT_CHANNELS": "4", "TAPEDECK_CAPTURE_NULL_FREQUENCY": "220"]
+        let withEnv = try resolve(yaml, env: env)
+        #expect(withEnv.format.channels == 4)
+        #expect(withEnv.capture.settings.double("frequency") == 220)
+        #expect(withEnv.settings["format.channels"]?.source == .environment(variable: "TAPEDECK_FORMAT_CHANNELS"))
+        let withFlag = try resolve(yaml, env: env, flags: ["format.channels": "8"])
+        #expect(withFlag.format.channels == 8)
+        #expect(withFlag.settings["format.channels"]?.source == .flag)
+        #expect(withFlag.format.sampleRate == 44_100)
+        #expect(withFlag.settings["format.sample-format"]?.source == .builtIn)
+    }
+
+    @Test("an unknown backend names the source line, suggests the closest, and lists the known ones")
+    func unknownBackend() {
+        let m = message { _ = try resolve("capture:\n  backend: nul\n") }
+        #expect(m == "test.yaml:2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: null.")
+    }
+
+    @Test("unknown keys, wrong types, out-of-range values and unknown environment variables are errors that say what is accepted")
+    func errors() {
+        #expect(message { _ = try resolve("format:\n  chanels: 2\n") }.contains("test.yaml:2: format.chanels: unknown setting (did you mean \"format.channels\"?)"))
+        #expect(message { _ = try resolve("capturr:\n  backend: null\n") }.contains("capturr.backend: unknown setting (did you mean \"capture.backend\"?). Sections: capture, playback, format, encoder, storage."))
+        #expect(message { _ = try resolve("format:\n  channels: two\n") } == "test.yaml:2: format.channels: expected an integer from 1 to 32, got \"two\".")
+        #expect(message { _ = try resolve("format:\n  sample-rate: 1000\n") }.contains("out of range"))
+        #expect(message { _ = try resolve("format:\n  sample-format: s8\n") }.contains("one of: s16, s24, s32, f32"))
+        #expect(message { _ = try resolve("capture:\n  backend: null\n  null:\n    signl: sine\n") }.contains("capture.null.signl: unknown setting"))
+        #expect(message { _ = try resolve("capture:\n  alsa:\n    device: hw:0\n") }.contains("capture.alsa"))
+        #expect(message { _ = try resolve(nil, env: ["TAPEDECK_FORMAT_CHANELS": "2"]) }.contains("TAPEDECK_FORMAT_CHANELS: not a Tapedeck setting (did you mean TAPEDECK_FORMAT_CHANNELS?)"))
+        #expect(message { _ = try resolve(nil, env: ["TAPEDECK_FORMAT_CHANNELS": "99"]) }.hasPrefix("environment variable TAPEDECK_FORMAT_CHANNELS: format.channels:"))
+        #expect(message { _ = try resolve(nil, flags: ["format.nope": "1"]) }.hasPrefix("--set format.nope: format.nope: unknown setting"))
+        #expect(message { _ = try resolve("format: [1, 2]\n") }.contains("a list is not accepted"))
+        #expect(message { _ = try resolve("format:\n  channels: 1\n  channels: 2\n") }.contains("duplicated key(s): 'channels'"))
+        #expect(message { _ = try resolve("capture: {backend: null\n") }.contains("not valid YAML"))
+    }
+
+    @Test("the reserved variables are not settings and do not trip validation")
+    func reserved() throws {
+        _ = try resolve(nil, env: ["TAPEDECK_CONFIG": "/x", "TAPEDECK_LOG_LEVEL": "debug"])
+    }
+
+    @Test("a missing or unreadable config file is a clear error")
+    func unreadable() throws {
+        let m = message { _ = try loader.load(explicitPath: "/nonexistent/tapedeck.yaml", flags: [:]) }
+        #expect(m.contains("Cannot read the config file /nonexistent/tapedeck.yaml: no such file"))
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let binary = dir.appendingPathComponent("bad.yaml")
+        try Data([0xFF, 0xFE, 0x00, 0x81]).write(to: binary)
+        #expect(message { _ = try loader.load(explicitPath: binary.path, flags: [:]) }.contains("not readable UTF-8"))
+    }
+
+    @Test("file lookup order: --config, $TAPEDECK_CONFIG, $XDG_CONFIG_HOME/tapedeck/config.yaml")
+    func lookup() throws {
+        let xdg = FileManager.default.temporaryDirectory.appendingPathComponent("xdg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: xdg.appendingPathComponent("tapedeck"), withIntermediateDirectories: true)
+        try Data("format:\n  channels: 1\n".utf8).write(to: xdg.appendingPathComponent("tapedeck/config.yaml"))
+        let env = ["XDG_CONFIG_HOME": xdg.path]
+        #expect(ConfigurationLoader(catalog: .builtIn, environment: env).locate(explicitPath: nil)?.path == xdg.path + "/tapedeck/config.yaml")
+        #expect(ConfigurationLoader(catalog: .builtIn, environment: env.merging(["TAPEDECK_CONFIG": "/a.yaml"]) { $1 }).locate(explicitPath: nil)?.path == "/a.yaml")
+        #expect(ConfigurationLoader(catalog: .builtIn, environment: env).locate(explicitPath: "/b.yaml")?.path == "/b.yaml")
+    }
+
+    @Test("every file in Configuration/ resolves against the built-in catalog")
+    func shippedFiles() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Configuration")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".yaml") }
+        #expect(files.contains("ci.yaml") && files.contains("tapedeck.yaml"))
+        for name in files {
+            _ = try loader.resolve(file: try ConfigFile.load(dir.appendingPathComponent(name)), flags: [:])
+        }
+    }
+
+    @MainActor
+    @Test("Studio assembles the graph from an in-memory configuration, and refuses to record with no capture backend")
+    func studio() async throws {
+        let lib = FileManager.default.temporaryDirectory.appendingPathComponent("studio-\(UUID().uuidString)")
+        let config = try resolve("storage:\n  directory:\n    path: \(lib.path)\n")
+        let studio = try Studio(configuration: config, catalog: .builtIn, logger: Logger(label: "t"), environment: [:])
+        try await studio.openLibrary()
+        #expect(studio.store.storage.rootURL.path.hasSuffix(lib.lastPathComponent))
+        #expect(studio.encoder.name == "wav")
+        let error = #expect(throws: TapedeckError.self) { _ = try studio.makeRecorder() }
+        #expect(error?.message.contains("No capture backend is configured") == true)
+        let withNull = try resolve("capture:\n  backend: null\nstorage:\n  directory:\n    path: \(lib.path)\n")
+        _ = try Studio(configuration: withNull, catalog: .builtIn, logger: Logger(label: "t"), environment: [:]).makeRecorder()
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import TapedeckCore
+import TapedeckTesting
+import Testing
+
+@Suite("Formats, settings and errors")
+struct ModelTests {
+    @Test("formats outside the supported ranges are refused with the range")
+    func formatRanges() throws {
+        try AudioFormat(sampleRate: 8000, channels: 1, sampleFormat: .s16).validate()
+        try AudioFormat(sampleRate: 192_000, channels: 32, sampleFormat: .f32).validate()
+        #expect(throws: TapedeckError.self) { try AudioFormat(sampleRate: 7999, channels: 1, sampleFormat: .s16).validate() }
+        #expect(throws: TapedeckError.self) { try AudioFormat(sampleRate: 48000, channels: 33, sampleFormat: .s16).validate() }
+        #expect(AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: .s24).bytesPerFrame == 6)
+    }
+
+    @Test("settings are parsed by their declarations and refuse bad values with what is accepted")
+    func settings() throws {
+        let decls = [
+            SettingDeclaration("n", .int(1...10), default: "5", help: ""),
+            SettingDeclaration("on", .bool, default: "false", help: ""),
+            SettingDeclaration("kind", .choice(["a", "b"]), default: "a", help: ""),
+            SettingDeclaration("x", .double(0...1), default: "0.5", help: ""),
+        ]
+        let s = try PluginSettings.resolving(decls, overrides: ["n": "7", "on": "yes"])
+        #expect(s.int("n") == 7 && s.bool("on") == true && s.string("kind") == "a" && s.double("x") == 0.5)
+        for (key, value, fragment) in [("n", "11", "out of range"), ("n", "seven", "integer"), ("on", "maybe", "true or false"),
+                                       ("kind", "c", "one of: a, b"), ("x", "nan", "number")] {
+            let error = #expect(throws: TapedeckError.self) { try PluginSettings.resolving(decls, overrides: [key: value], section: "p") }
+            #expect(error?.message.contains(fragment) == true, "\(error?.message ?? "")")
+            #expect(error?.message.hasPrefix("p.\(key):") == true)
+        }
+        #expect(throws: TapedeckError.self) { try PluginSettings.resolving(decls, overrides: ["nope": "1"]) }
+    }
+
+    @Test("ENOSPC becomes diskFull with advice")
+    func systemErrors() {
+        let e = TapedeckError.system(28, while: "write x")
+        #expect(e.code == .diskFull && e.systemCode == 28)
+        #expect(e.message.contains("Free some space"))
+    }
+
+    @Test("24-bit samples round-trip through the packed representation")
+    func sample24() {
+        var buf = [UInt8](repeating: 0, count: 12)
+        buf.withUnsafeMutableBytes { p in
+            for (i, v) in [Int32(-8_388_608), 8_388_607, -1, 0].enumerated() { Sample24.store(v, p.baseAddress!, index: i) }
+        }
+        let back = buf.withUnsafeBytes { p in (0..<4).map { Sample24.load(p.baseAddress!, index: $0) } }
+        #expect(back == [-8_388_608, 8_388_607, -1, 0])
+    }
+
+    @Test("peaks are per channel and scaled to full scale")
+    func peaks() {
+        let format = AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: .s16)
+        let samples: [Int16] = [16384, -32768, -8192, 100]
+        var peaks: [Float] = []
+        samples.withUnsafeBytes { LevelMeter.accumulatePeaks($0.baseAddress!, frames: 2, format: format, into: &peaks) }
+        #expect(peaks == [0.5, 1.0])
+    }
+}

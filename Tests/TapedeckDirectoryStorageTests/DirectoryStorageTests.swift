@@ -1,0 +1,86 @@
+import Foundation
+import GRDB
+@testable import TapedeckDirectoryStorage
+import TapedeckCore
+import TapedeckTesting
+import Testing
+
+@Suite("Directory storage")
+struct DirectoryStorageTests {
+    func tempRoot() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-dir-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("the storage conformance suite passes")
+    func conformance() throws {
+        try StorageConformance.run(make: { try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib")) },
+                                   reopen: { try DirectoryStorage(rootURL: $0) })
+    }
+
+    @Test("the in-memory test store passes the same suite")
+    func inMemoryConformance() throws {
+        try StorageConformance.run(make: { try InMemoryStorage() }, reopen: nil)
+    }
+
+    @Test("the catalog is SQLite in WAL mode and passes its integrity check")
+    func catalogFile() throws {
+        let root = try tempRoot()
+        let store = try DirectoryStorage(rootURL: root)
+        _ = try store.createSession(named: nil)
+        let db = try DatabaseQueue(path: root.appendingPathComponent("catalog.sqlite").path)
+        #expect(try db.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
+        #expect(try db.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
+    @Test("a symbolic link inside the library is never followed out of it")
+    func symlinkConfinement() throws {
+        let root = try tempRoot()
+        let outside = try tempRoot()
+        let store = try DirectoryStorage(rootURL: root.appendingPathComponent("lib"))
+        let session = try store.createSession(named: "S")
+        let pending = try store.beginTake(in: session.id, named: nil, format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        let folder = pending.fileURL.deletingLastPathComponent()
+        // Replace the session folder with a link to a folder outside the library.
+        try FileManager.default.removeItem(at: folder)
+        try FileManager.default.createSymbolicLink(at: folder, withDestinationURL: outside)
+        #expect(throws: TapedeckError.self) { _ = try store.finishTake(pending, frames: 0, state: .complete, overruns: []) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+    }
+
+    @Test("a catalog path that leaves the library is refused")
+    func confinedPaths() throws {
+        let store = try DirectoryStorage(rootURL: try tempRoot())
+        for path in ["/etc/passwd", "../x", "sessions/../../x", "a/./b"] {
+            #expect(throws: TapedeckError.self) { _ = try store.confined(path) }
+        }
+        #expect(try store.confined("sessions/a/b.wav").path.hasPrefix(store.rootURL.path))
+    }
+
+    @Test("a second process's live recording is not recovered; a dead one's is")
+    func liveLocks() throws {
+        let root = try tempRoot()
+        let writer = try DirectoryStorage(rootURL: root)
+        let s = try writer.createSession(named: nil)
+        let p = try writer.beginTake(in: s.id, named: nil, format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        try Data(count: 64).write(to: p.fileURL)
+        // Another handle on the same library (as another process would have) sees the take as live.
+        // flock locks belong to open file descriptions, so a second open in this process models that.
+        let other = try DirectoryStorage(rootURL: root)
+        #expect(try other.interruptedTakes().isEmpty)
+        _ = try writer.finishTake(p, frames: 16, state: .complete, overruns: [])
+        #expect(try other.sessions()[0].takes[0].state == .complete)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: p.fileURL.deletingLastPathComponent().path).filter { $0.hasSuffix(".lock") }.isEmpty)
+    }
+
+    @Test("names are validated: control characters and empty names are refused, long names are kept")
+    func names() throws {
+        #expect(throws: TapedeckError.self) { try NameRules.validate("a\u{0}b", what: "take") }
+        #expect(throws: TapedeckError.self) { try NameRules.validate(String(repeating: "x", count: 1025), what: "take") }
+        #expect(try NameRules.validate(String(repeating: "ü", count: 150), what: "take").utf8.count == 300)
+        #expect(NameRules.slug("../../etc/passwd", fallback: "t") == "etc-passwd")
+        #expect(NameRules.slug("🎙️", fallback: "take") == "take")
+        #expect(NameRules.slug("-rf", fallback: "t") == "rf")
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+
+/// Runs the built `tapedeck` binary against a temporary library with `Configuration/ci.yaml`.
+struct CLIHarness {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The `tapedeck` executable next to the test bundle.
+    static var binary: URL {
+        get throws {
+            var dir = Bundle.main.bundleURL
+            for _ in 0..<4 {
+                let candidate = dir.appendingPathComponent("tapedeck")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                dir.deleteLastPathComponent()
+            }
+            let fallback = packageRoot.appendingPathComponent(".build/debug/tapedeck")
+            guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+                throw CLIError("The tapedeck binary was not built; run `swift build` first.")
+            }
+            return fallback
+        }
+    }
+
+    struct CLIError: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    let library: URL
+    let config: String
+    var extraEnvironment: [String: String] = [:]
+
+    init(config: String = "ci.yaml") throws {
+        library = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
+        self.config = Self.packageRoot.appendingPathComponent("Configuration/\(config)").path
+    }
+
+    var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TAPEDECK_") }
+        env["TAPEDECK_STORAGE_DIRECTORY_PATH"] = library.path
+        env["TAPEDECK_CONFIG"] = config
+        for (k, v) in extraEnvironment { env[k] = v }
+        return env
+    }
+
+    /// Starts `tapedeck ARGS` and returns the process (stdout and stderr to files).
+    func start(_ args: [String]) throws -> (Process, URL, URL) {
+        let p = Process()
+        p.executableURL = try Self.binary
+        p.arguments = args
+        p.environment = environment
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString)")
+        let err = FileManager.default.temporaryDirectory.appendingPathComponent("err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        p.standardError = try FileHandle(forWritingTo: err)
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return (p, out, err)
+    }
+
+    @discardableResult
+    func run(_ args: String...) throws -> Result { try run(args) }
+
+    func run(_ args: [String]) throws -> Result {
+        let (p, out, err) = try start(args)
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
+                      stderr: try String(contentsOf: err, encoding: .utf8))
+    }
+
+    func listJSON() throws -> [[String: Any]] {
+        let r = try run("list", "--json")
+        #expect(r.status == 0, "list failed: \(r.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
+    }
+
+    func takes() throws -> [[String: Any]] {
+        try listJSON().flatMap { ($0["takes"] as? [[String: Any]]) ?? [] }
+    }
+
+    /// Runs a tool (sox, python3, …) and returns its status and output.
+    static func tool(_ name: String, _ args: [String]) throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [name] + args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    /// Waits until `condition` holds, polling every 20 ms, up to `timeout` seconds.
+    static func wait(timeout: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return condition()
+    }
+}

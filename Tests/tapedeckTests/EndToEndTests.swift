@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Drives the built `tapedeck` binary the way a user does, on the null backend.
+@Suite("tapedeck end to end", .serialized)
+struct EndToEndTests {
+    static let verifier = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/verify_wav.py").path
+
+    func verify(_ path: String, _ signal: String) throws -> (frames: Int, firstBad: Int, headerOK: Bool) {
+        let r = try CLIHarness.tool("python3", [Self.verifier, path, signal])
+        #expect(r.status == 0, "python's wave refused \(path): \(r.stderr)")
+        let f = r.stdout.split(separator: " ").map(String.init)
+        return (Int(f[0]) ?? -1, Int(f[3]) ?? -2, f.last?.hasPrefix("header-ok") == true)
+    }
+
+    @Test("record 2 s, list, show, play, rename and delete; sox and python's wave read the same samples as the null signal")
+    func mainJob() throws {
+        let cli = try CLIHarness()
+        let rec = try cli.run("record", "--duration", "2s", "--json")
+        #expect(rec.status == 0, "record failed: \(rec.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(rec.stdout.utf8)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["frames"] as? Int == 96_000)
+        #expect(take["state"] as? String == "complete")
+        #expect(take["session"] as? String == "Session 1" && take["name"] as? String == "Take 1")
+        let path = try #require(take["path"] as? String)
+        #expect(path.hasPrefix(cli.library.path))
+
+        let listed = try cli.takes()
+        #expect(listed.count == 1)
+        #expect(listed.first?["seconds"] as? Double == 2.0)
+
+        // Two independent readers: python's wave and sox.
+        let py = try verify(path, "sine440")
+        #expect(py.frames == 96_000 && py.firstBad == -1 && py.headerOK)
+        let soxi = try CLIHarness.tool("soxi", ["-s", path])
+        #expect(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "96000", "\(soxi.stderr)")
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString).raw").path
+        let sox = try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw])
+        #expect(sox.status == 0 && sox.stderr.isEmpty, "sox: \(sox.stderr)")
+        let decoded = try Data(contentsOf: URL(fileURLWithPath: raw))
+        let wavPayload = try Data(contentsOf: URL(fileURLWithPath: path)).suffix(decoded.count)
+        #expect(decoded.count == 96_000 * 4 && decoded.elementsEqual(wavPayload))
+
+        let show = try cli.run("show", "Session 1/Take 1", "--json")
+        #expect(show.status == 0 && show.stdout.contains("\"frames\" : 96000"))
+        let start = Date()
+        #expect(try cli.run("play", "Session 1/Take 1").status == 0)
+        #expect(Date().timeIntervalSince(start) >= 1.9, "null playback is paced like a real device")
+
+        #expect(try cli.run("rename", "Session 1/Take 1", "Opening").status == 0)
+        #expect(try cli.run("rename", "Session 1", "Rehearsal").status == 0)
+        #expect(try cli.takes().first?["name"] as? String == "Opening")
+        #expect(try cli.run("show", "Rehearsal/Opening").status == 0)
+        let id = try #require(try cli.takes().first?["shortID"] as? String)
+        #expect(try cli.run("delete", id, "--yes").status == 0)
+        #expect(try cli.takes().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test("SIGKILL mid-take: the next command lists it recovered, its header matches, its audio is the signal's prefix")
+    func sigkillRecovery() throws {
+        let cli = try CLIHarness()
+        let (p, _, _) = try cli.start(["record", "--name", "doomed", "--set", "capture.null.signal=counter"])
+        let sessions = cli.library.appendingPathComponent("sessions")
+        func pendingBytes() -> Int {
+            let folders = (try? FileManager.default.contentsOfDirectory(at: sessions, includingPropertiesForKeys: nil)) ?? []
+            return folders.flatMap { (try? FileManager.default.contentsOfDirectory(at: $0, includingPropertiesForKeys: [.fileSizeKey])) ?? [] }
+                .filter { $0.lastPathComponent.contains(".pending.") }
+                .compactMap { try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
+        }
+        // Wait for 1.5 s of audio (48 kHz stereo s16) on disk, then kill 0.7 s later.
+        #expect(CLIHarness.wait(timeout: 10) { pendingBytes() >= 288_000 })
+        let seen = Date()
+        Thread.sleep(forTimeInterval: 0.7)
+        let capturedAtLeast = 1.5 + Date().timeIntervalSince(seen)
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+
+        let takes = try cli.takes()
+        let take = try #require(takes.first)
+        #expect(take["state"] as? String == "recovered")
+        let path = try #require(take["path"] as? String)
+        let seconds = try #require(take["seconds"] as? Double)
+        // Lost at most one checkpoint interval (1 s) plus one period (1024 frames).
+        #expect(seconds >= capturedAtLeast - 1.0 - 1024.0 / 48_000 - 0.1, "recovered \(seconds) s of at least \(capturedAtLeast) s")
+        let py = try verify(path, "counter")
+        #expect(py.frames == take["frames"] as? Int)
+        #expect(py.firstBad == -1, "the recovered audio is the counter's prefix")
+        #expect(py.headerOK)
+        let soxi = try CLIHarness.tool("soxi", ["-s", path])
+        #expect(soxi.stderr.isEmpty && Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == py.frames)
+        // Nothing is left pending, and the recovered take plays.
+        #expect(pendingBytes() == 0)
+        #expect(try cli.run("play", "--set", "playback.null.paced=false", take["shortID"] as! String).status == 0)
+    }
+
+    @Test("SIGINT, SIGTERM and SIGHUP each end a recording cleanly with no audio lost", arguments: [SIGINT, SIGTERM, SIGHUP])
+    func stopSignals(signal: Int32) throws {
+        let cli = try CLIHarness()
+        let (p, out, _) = try cli.start(["record", "--json", "--set", "capture.null.signal=counter"])
+        #expect(CLIHarness.wait(timeout: 10) {
+            (try? FileManager.default.subpathsOfDirectory(atPath: cli.library.path).contains { $0.contains(".pending.") }) == true
+        })
+        Thread.sleep(forTimeInterval: 1.2)
+        kill(p.processIdentifier, signal)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["state"] as? String == "complete")
+        #expect(report["end"] as? String == "stopped")
+        let seconds = try #require(take["seconds"] as? Double)
+        let wall = try #require(report["wallSeconds"] as? Double)
+        #expect(abs(seconds - wall) <= 1024.0 / 48_000 + 0.02, "recorded \(seconds) s over \(wall) s of wall time")
+        let py = try verify(try #require(take["path"] as? String), "counter")
+        #expect(py.firstBad == -1 && py.headerOK && py.frames == take["frames"] as? Int)
+    }
+
+    @Test("an injected overrun and a device loss show in the take, the report and the exit status")
+    func faultsReported() throws {
+        let cli = try CLIHarness()
+        let r = try cli.run("record", "--duration", "1s", "--json", "--set", "capture.null.overrun-at-frame=4800")
+        #expect(r.status == 3, "\(r.stderr)")
+        #expect(r.stdout.contains("\"overruns\" : 1"))
+        let lost = try cli.run("record", "--duration", "3s", "--set", "capture.null.device-loss-at-frame=24000")
+        #expect(lost.status == 4, "\(lost.stderr)")
+        #expect(lost.stderr.contains("removed at frame 24000"))
+        let states = try cli.takes().map { $0["state"] as? String }
+        #expect(states == ["complete", "interrupted"])
+        #expect(try cli.takes().last?["frames"] as? Int == 24_000)
+    }
+
+    @Test("bad input gets one line that says what to do, and a documented exit code")
+    func badInput() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "--duration", "0.2s", "--session", "a/../../b", "--name", "../x/.. /y").status == 0)
+        let take = try #require(try cli.takes().first)
+        #expect(take["session"] as? String == "a/../../b" && take["name"] as? String == "../x/.. /y")
+        #expect((take["path"] as? String)?.hasPrefix(cli.library.path + "/sessions/") == true)
+
+        let missing = try cli.run("show", "Nope/Take 9")
+        #expect(missing.status == 66 && missing.stderr.contains("tapedeck list"))
+        let noYes = try cli.run("delete", "a/../../b")
+        #expect(noYes.status == 64 && noYes.stderr.contains("--yes"))
+        let badDuration = try cli.run("record", "--duration", "soon")
+        #expect(badDuration.status == 64 && badDuration.stderr.contains("5s, 2m, 1h"))
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let typo = dir.appendingPathComponent("typo.yaml")
+        try Data("capture:\n  backend: nul\n".utf8).write(to: typo)
+        let unknown = try cli.run("list", "--config", typo.path)
+        #expect(unknown.status == 78)
+        #expect(unknown.stderr == "tapedeck: \(typo.path):2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: null.\n")
+        let unreadable = try cli.run("list", "--config", dir.appendingPathComponent("absent.yaml").path)
+        #expect(unreadable.status == 78 && unreadable.stderr.contains("no such file"))
+        // Every error is one line.
+        for r in [missing, noYes, badDuration, unknown, unreadable] {
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        }
+        // Nothing was deleted by any of that.
+        #expect(try cli.takes().count == 1)
+    }
+
+    @Test("backends --json lists the compiled-in plugins with their settings")
+    func backends() throws {
+        let r = try CLIHarness().run("backends", "--json")
+        #expect(r.status == 0)
+        let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
+        let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }
+        #expect(names == ["capture:null", "playback:null", "encoder:wav", "decoder:wav", "storage:directory"])
+        let nullCapture = try #require(plugins.first)
+        let keys = (nullCapture["settings"] as? [[String: Any]])?.compactMap { $0["configKey"] as? String } ?? []
+        #expect(keys.contains("capture.null.signal"))
+    }
+}
