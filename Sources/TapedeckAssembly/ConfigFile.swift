@@ -39,8 +39,10 @@ public struct ConfigFile: Sendable, Hashable {
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw TapedeckError(.configuration, "\(name):\(Self.describe(error))")
         } catch {
-            throw TapedeckError(.configuration, "\(name): not valid YAML: \(error). Fix the file; `tapedeck config check` shows what is wrong.")
+            throw TapedeckError(.configuration, "\(name): not valid YAML (\(error)). Fix the YAML syntax.")
         }
         var file = ConfigFile(name: name, entries: [:], sections: [:])
         guard let root else { return file }
@@ -72,6 +74,21 @@ public struct ConfigFile: Sendable, Hashable {
             case .alias:
                 throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): YAML aliases are not accepted; write the value out.")
             }
+        }
+    }
+
+    /// `LINE: not valid YAML: problem` in one line, from Yams' multi-line description.
+    static func describe(_ error: YamlError) -> String {
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            let what = [context?.text, problem].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ", ")
+            return "\(mark.line): not valid YAML: \(what). Fix the syntax on that line."
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            return "\(context.mark.line): \(duplicates.joined(separator: ", ")) given twice in one section. Keep one of them."
+        default:
+            let first = "\(error)".split(separator: "\n").first.map(String.init) ?? "\(error)"
+            return " not valid YAML: \(first). Fix the file's syntax."
         }
     }
 
