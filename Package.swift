@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TapedeckCore", targets: ["TapedeckCore"]),
         .library(name: "TapedeckNull", targets: ["TapedeckNull"]),
         .library(name: "TapedeckWAV", targets: ["TapedeckWAV"]),
+        .library(name: "TapedeckFLAC", targets: ["TapedeckFLAC"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
@@ -44,6 +45,12 @@ let package = Package(
             providers: [.apt(["libsndfile1-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CFLAC",
+            pkgConfig: "flac",
+            providers: [.apt(["libflac-dev"])]
+        ),
+
         // Backends: one plugin module each, importing only Core and its own shim.
         .target(
             name: "TapedeckNull",
@@ -53,6 +60,11 @@ let package = Package(
         .target(
             name: "TapedeckWAV",
             dependencies: ["TapedeckCore", "CSndfile"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckFLAC",
+            dependencies: ["TapedeckCore", "CFLAC"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -72,7 +84,7 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckDirectoryStorage",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckDirectoryStorage",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -101,6 +113,11 @@ let package = Package(
         .testTarget(name: "TapedeckCoreTests", dependencies: ["TapedeckCore", "TapedeckTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckNullTests", dependencies: ["TapedeckNull", "TapedeckTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckWAVTests", dependencies: ["TapedeckWAV", "TapedeckNull", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TapedeckFLACTests",
+            dependencies: ["TapedeckFLAC", "TapedeckWAV", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TapedeckDirectoryStorageTests",
             dependencies: ["TapedeckDirectoryStorage", "TapedeckTesting"],

@@ -32,7 +32,8 @@ public enum BackendConformance {
         let stopping = RecordingEngine(backend: backend, request: RecordingRequest(format: format, periodFrames: 256), logger: logger)
         _ = try await stopping.open()
         let timer = Task {
-            try await Task.sleep(for: .milliseconds(300))
+            // Stop once audio is flowing, however loaded the machine is.
+            while stopping.takeProgress().frames < 4_096 { try await Task.sleep(for: .milliseconds(10)) }
             stopping.stop()
         }
         let stopped = try await stopping.record { MemoryTakeWriter(sink: stopSink, format: $0) }

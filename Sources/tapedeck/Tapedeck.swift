@@ -1,4 +1,5 @@
 import ArgumentParser
+import TapedeckCore
 
 @main
 struct Tapedeck: AsyncParsableCommand {
@@ -9,7 +10,7 @@ struct Tapedeck: AsyncParsableCommand {
             Backends are chosen per machine in a YAML config file (--config, $TAPEDECK_CONFIG, \
             $XDG_CONFIG_HOME/tapedeck/config.yaml, /etc/tapedeck/config.yaml). Exit codes: \(ExitStatus.summary)
             """,
-        version: "0.1.0",
+        version: TapedeckVersion.string,
         subcommands: [
             RecordCommand.self, ListCommand.self, ShowCommand.self, PlayCommand.self,
             RenameCommand.self, DeleteCommand.self, BackendsCommand.self,

@@ -49,7 +49,8 @@ struct TakeRecorderTests {
                                     encoder: RawPCMEncoder(format: format), store: store,
                                     settings: RecordingSettings(format: format, periodFrames: 256, bufferSeconds: 0.1), logger: logger)
         Task { @MainActor in
-            try await Task.sleep(for: .milliseconds(200))
+            // Stop once audio is flowing (a stop before that rightly records nothing).
+            while recorder.frames < 10_000 { try await Task.sleep(for: .milliseconds(10)) }
             recorder.stop()
         }
         let report = try await recorder.record(sessionName: nil, takeName: nil, duration: nil)

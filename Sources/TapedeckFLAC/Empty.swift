@@ -1,0 +1,1 @@
+// The FLAC plugin; see FLACPlugin.swift.
