@@ -38,7 +38,11 @@ public final class SessionStore {
             var recovered: [Take] = []
             for interrupted in try storage.interruptedTakes() {
                 var repaired: RepairResult?
-                if let url = interrupted.fileURL {
+                let size = interrupted.fileURL.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int } ?? 0
+                if let url = interrupted.fileURL, size == 0 {
+                    // Created but never written: there is no audio to keep.
+                    try? FileManager.default.removeItem(at: url)
+                } else if let url = interrupted.fileURL {
                     guard let encoder = encoders.first(where: { $0.name == interrupted.take.encoding }) else {
                         logger.error("Take \"\(interrupted.take.name)\" was written by the \(interrupted.take.encoding) encoder, which this build does not have; it was left as it is.")
                         continue
@@ -89,6 +93,7 @@ public final class SessionStore {
     }
 
     /// Creates a session (with `nil`, the next default name).
+    /// - Thread: main actor; storage work runs on a background queue.
     public func createSession(named name: String?) async throws -> Session {
         let storage = self.storage
         let s = try await perform { try storage.createSession(named: name) }
@@ -97,6 +102,7 @@ public final class SessionStore {
     }
 
     /// Renames a session or take.
+    /// - Thread: main actor; storage work runs on a background queue.
     public func rename(_ reference: TakeReference, to name: String) async throws {
         let storage = self.storage
         switch reference {
@@ -107,6 +113,7 @@ public final class SessionStore {
     }
 
     /// Deletes a session (with all its takes) or a take: rows first, then audio.
+    /// - Thread: main actor; storage work runs on a background queue.
     public func delete(_ reference: TakeReference) async throws {
         let storage = self.storage
         switch reference {

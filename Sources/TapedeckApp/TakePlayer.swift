@@ -14,14 +14,18 @@ public final class TakePlayer {
     @ObservationIgnored private let store: SessionStore
     @ObservationIgnored private let logger: Logger
     @ObservationIgnored private var engine: PlaybackEngine?
+    @ObservationIgnored private let periodFrames: Int
 
     /// The take playing now.
     public private(set) var current: Take?
     /// Frames played of the current take.
     public private(set) var playedFrames: Int64 = 0
 
-    public init(playback: any PlaybackBackend, decoders: [any AudioDecoder], store: SessionStore, logger: Logger) {
+    /// - Parameter periodFrames: frames per device write (`playback.period-frames`).
+    public init(playback: any PlaybackBackend, decoders: [any AudioDecoder], store: SessionStore,
+                periodFrames: Int = 1024, logger: Logger) {
         self.playback = playback
+        self.periodFrames = periodFrames
         self.decoders = decoders
         self.store = store
         self.logger = logger
@@ -41,7 +45,7 @@ public final class TakePlayer {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw TapedeckError(.notFound, "The audio file of take \"\(take.name)\" is missing (\(url.path)). Run `tapedeck doctor` to check the library.")
         }
-        let engine = PlaybackEngine(backend: playback, logger: logger)
+        let engine = PlaybackEngine(backend: playback, periodFrames: periodFrames, logger: logger)
         self.engine = engine
         current = take
         let poll = Task { @MainActor [weak self] in

@@ -19,6 +19,21 @@ public struct RecordingSettings: Sendable, Hashable {
     }
 }
 
+/// How long to record.
+public enum RecordingLength: Sendable, Hashable {
+    /// Exactly this many frames.
+    case frames(Int64)
+    /// This many seconds, converted to frames at the rate the device negotiated.
+    case seconds(Double)
+
+    func frames(at rate: Int) -> Int64 {
+        switch self {
+        case .frames(let n): n
+        case .seconds(let s): Int64((s * Double(rate)).rounded())
+        }
+    }
+}
+
 /// What a finished recording produced, for the final report.
 public struct RecordingReport: Sendable, Hashable {
     public var take: Take
@@ -88,20 +103,36 @@ public final class TakeRecorder {
     /// - Parameters:
     ///   - sessionName: the session to record into (created if missing); `nil` for the most recent.
     ///   - takeName: the take's display name; `nil` for "Take N".
-    ///   - duration: the exact length in frames; `nil` to record until ``stop()``.
+    ///   - duration: the exact length; `nil` to record until ``stop()``.
+    /// - Throws: `.cancelled` when ``stop()`` came before the device delivered anything (no take is made).
     /// - Thread: main actor; suspends while recording.
-    public func record(sessionName: String?, takeName: String?, duration: Int64?) async throws -> RecordingReport {
+    public func record(sessionName: String?, takeName: String?, duration: RecordingLength?) async throws -> RecordingReport {
         try encoder.validate(settings.format)
+        stopRequested = false
         phase = .opening
         defer { if phase != .finished { phase = .idle } }
         let session = try await store.sessionForRecording(named: sessionName)
         let request = RecordingRequest(format: settings.format, periodFrames: settings.periodFrames,
-                                       bufferSeconds: settings.bufferSeconds, frameLimit: duration,
+                                       bufferSeconds: settings.bufferSeconds,
+                                       frameLimit: duration?.frames(at: settings.format.sampleRate),
                                        checkpointInterval: settings.checkpointInterval)
-        let engine = RecordingEngine(backend: capture, request: request, logger: logger)
-        let negotiated = try await engine.open()
+        let probe = RecordingEngine(backend: capture, request: request, logger: logger)
+        let negotiated = try await probe.open()
+        var engine = probe
         if negotiated != settings.format {
             logger.warning("The device records \(negotiated), not the requested \(settings.format).")
+            if let duration, negotiated.sampleRate != settings.format.sampleRate {
+                // Count the requested length at the rate the device really runs at.
+                probe.close()
+                var adjusted = request
+                adjusted.frameLimit = duration.frames(at: negotiated.sampleRate)
+                engine = RecordingEngine(backend: capture, request: adjusted, logger: logger)
+                _ = try await engine.open()
+            }
+        }
+        if stopRequested {
+            engine.close()
+            throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
         }
         format = negotiated
         peaks = Array(repeating: 0, count: negotiated.channels)
@@ -133,10 +164,13 @@ public final class TakeRecorder {
         let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
                                     takeNumber: pending.take.number, startDate: pending.take.createdAt)
         let url = pending.fileURL
-        let result: RecordingResult
+        var result: RecordingResult
         do {
             result = try await engine.record { format in
-                try encoder.makeWriter(at: url, format: format, metadata: metadata)
+                let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
+                // The new file's name must survive a power cut as surely as its checkpoints.
+                try Durability.syncDirectory(url.deletingLastPathComponent())
+                return writer
             }
         } catch {
             // No audio was written: remove the row (and any empty file) so nothing half-made remains.
@@ -149,6 +183,12 @@ public final class TakeRecorder {
         }
         phase = .finishing
         apply(engine.takeProgress())
+        if case .writeFailed = result.end {
+            // The writer may not have finalized its header: trust the file's real length instead.
+            if let repaired = try? await store.perform({ try encoder.repair(fileAt: url) }) {
+                result.frames = repaired.frames
+            }
+        }
         frames = result.frames
 
         let state: TakeState
@@ -167,8 +207,9 @@ public final class TakeRecorder {
             state = .truncated
             summary = "\(e.message) Everything written before that was kept."
         }
+        let (finalFrames, overruns) = (result.frames, result.overruns)
         let take = try await store.perform {
-            try storage.finishTake(pending, frames: result.frames, state: state, overruns: result.overruns)
+            try storage.finishTake(pending, frames: finalFrames, state: state, overruns: overruns)
         }
         try await store.refresh()
         phase = .finished

@@ -35,6 +35,7 @@ public struct ConfigFile: Sendable, Hashable {
 
     /// Parses YAML text. An empty document is a file with no settings.
     /// - Throws: ``TapedeckError`` `.configuration` with the line of the problem.
+    /// - Thread: any. Never blocks.
     public static func parse(_ text: String, name: String) throws -> ConfigFile {
         let root: Node?
         do {

@@ -44,6 +44,7 @@ public struct ConfigurationLoader: Sendable {
 
     /// Resolves the layers into a validated configuration.
     /// - Throws: ``TapedeckError`` `.configuration` naming the source, key path and accepted values.
+    /// - Thread: any. Never blocks (the file was read already).
     public func resolve(file: ConfigFile?, flags: [String: String]) throws -> TapedeckConfiguration {
         if let file { try validateStructure(of: file) }
         for key in flags.keys { try validateKey(key, origin: "--set \(key)") }
@@ -77,7 +78,8 @@ public struct ConfigurationLoader: Sendable {
             for d in decls {
                 let key = prefix + "." + d.key
                 let src = source(of: key)
-                let text = reader.string(forKey: ConfigKey(key)) ?? d.defaultValue
+                var text = reader.string(forKey: ConfigKey(key)) ?? d.defaultValue
+                if d.type == .path { text = Self.absolutePath(text, source: src) }
                 switch d.parse(text) {
                 case .success(let v):
                     values[d.key] = v
@@ -111,10 +113,33 @@ public struct ConfigurationLoader: Sendable {
         for section in HostSettings.sections {
             host[section.name] = try resolveDeclarations(section.settings, prefix: section.name)
             roles[section.name] = try selection(section)
+            // A section for a plugin that is not selected is still checked: a typo there would
+            // otherwise surface only on the day that plugin is chosen.
+            if let role = section.role {
+                for entry in catalog.entries(for: role) where entry.name != roles[section.name]?.plugin {
+                    let prefix = section.name + "." + entry.name + "."
+                    let present = (file?.entries.keys.contains { $0.hasPrefix(prefix) } ?? false)
+                        || flags.keys.contains { $0.hasPrefix(prefix) }
+                        || envSettings.keys.contains { $0.hasPrefix(Self.environmentName(for: prefix + "x").dropLast()) }
+                    if present {
+                        let saved = settings
+                        _ = try resolveDeclarations(entry.settings, prefix: section.name + "." + entry.name)
+                        settings = saved
+                    }
+                }
+            }
         }
         let f = host["format"]!
         let format = AudioFormat(sampleRate: f.int("sample-rate")!, channels: f.int("channels")!,
                                  sampleFormat: SampleFormat(rawValue: f.string("sample-format")!)!)
+        // The hand-off buffer is allocated up front: keep it within reason for small machines.
+        let bufferSeconds = host["capture"]!.double("buffer-seconds")!
+        let bufferBytes = bufferSeconds * Double(format.bytesPerSecond)
+        if bufferBytes > Double(Self.maxBufferBytes) {
+            let most = Double(Self.maxBufferBytes) / Double(format.bytesPerSecond)
+            throw TapedeckError(.configuration,
+                "\(describe(source(of: "capture.buffer-seconds"), "capture.buffer-seconds")): capture.buffer-seconds: \(bufferSeconds) s at \(format) needs \(Int(bufferBytes / 1_048_576)) MiB of memory. Use at most \(String(format: "%.1f", most)) s for this format.")
+        }
         return TapedeckConfiguration(
             file: file?.name,
             capture: roles["capture"]!, playback: roles["playback"]!, encoder: roles["encoder"]!, storage: roles["storage"]!,
@@ -194,6 +219,22 @@ public struct ConfigurationLoader: Sendable {
     }
 
     // MARK: helpers
+
+    /// The largest capture hand-off buffer accepted, in bytes.
+    public static let maxBufferBytes = 256 * 1_048_576
+
+    /// `~` expanded; relative paths resolved against the config file's folder (for values from
+    /// the file) or the working directory (environment and flags). Empty stays empty.
+    static func absolutePath(_ text: String, source: ConfigSource) -> String {
+        guard !text.isEmpty else { return text }
+        let expanded = (text as NSString).expandingTildeInPath
+        if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
+        let base: URL = switch source {
+        case .file(let path, _): URL(fileURLWithPath: path).deletingLastPathComponent()
+        default: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        }
+        return base.appendingPathComponent(expanded).standardizedFileURL.path
+    }
 
     /// `capture.null.overrun-at-frame` → `TAPEDECK_CAPTURE_NULL_OVERRUN_AT_FRAME`.
     public static func environmentName(for key: String) -> String {

@@ -1,6 +1,7 @@
 public import TapedeckCore
 import TapedeckNull
 import TapedeckWAV
+import TapedeckFLAC
 import TapedeckDirectoryStorage
 
 /// The plugins a build of Tapedeck can assemble, by role. A plain value: tests pass their own.
@@ -24,11 +25,12 @@ public struct PluginCatalog: Sendable {
     public static let builtIn = PluginCatalog(
         capture: [NullPlugin.capture],
         playback: [NullPlugin.playback],
-        encoders: [WAVPlugin.encoder],
-        decoders: [WAVPlugin.decoder],
+        encoders: [WAVPlugin.encoder, FLACPlugin.encoder],
+        decoders: [WAVPlugin.decoder, FLACPlugin.decoder],
         storage: [DirectoryStoragePlugin.storage])
 
     /// Name, summary and settings of every plugin in a role, for listings and validation.
+    /// - Thread: any. Never blocks.
     public func entries(for role: PluginRole) -> [PluginEntry] {
         switch role {
         case .capture: capture.map { PluginEntry(role: role, name: $0.name, summary: $0.summary, settings: $0.settings) }

@@ -60,6 +60,7 @@ public final class Studio {
 
     /// The configured capture backend.
     /// - Throws: `.configuration` when `capture.backend` is not set (never a silent null fallback).
+    /// - Thread: main actor. May block briefly while the plugin is made.
     public func makeCaptureBackend() throws -> any CaptureBackend {
         guard let name = configuration.capture.plugin, let plugin = catalog.capture.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
@@ -70,6 +71,7 @@ public final class Studio {
 
     /// The configured playback backend.
     /// - Throws: `.configuration` when `playback.backend` is not set.
+    /// - Thread: main actor. May block briefly while the plugin is made.
     public func makePlaybackBackend() throws -> any PlaybackBackend {
         guard let name = configuration.playback.plugin, let plugin = catalog.playback.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
@@ -79,6 +81,7 @@ public final class Studio {
     }
 
     /// A recorder wired to the configured capture backend, encoder and store.
+    /// - Thread: main actor. May block briefly while the plugin is made.
     public func makeRecorder() throws -> TakeRecorder {
         let settings = RecordingSettings(
             format: configuration.format, periodFrames: configuration.capturePeriodFrames,
@@ -87,8 +90,45 @@ public final class Studio {
         return TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder, store: store, settings: settings, logger: logger)
     }
 
+    /// An encoder by plugin name, with its configured settings (when it is the configured
+    /// encoder) overridden by `overrides`, validated against the plugin's declarations.
+    /// - Returns: the encoder and its effective settings as text, for reports.
+    /// - Throws: `.invalidArgument` for an unknown encoder or a setting it does not accept.
+    /// - Thread: main actor. Never blocks for long.
+    public func makeEncoder(named name: String, overrides: [String: String]) throws -> (any AudioEncoder, [String: String]) {
+        guard let plugin = catalog.encoders.first(where: { $0.name == name }) else {
+            throw TapedeckError(.invalidArgument,
+                "Unknown format \"\(name)\". Formats in this build: \(catalog.encoders.map(\.name).joined(separator: ", ")).")
+        }
+        var texts: [String: String] = [:]
+        if name == configuration.encoder.plugin {
+            for (k, v) in configuration.encoder.settings.values { texts[k] = v.description }
+        }
+        for (k, v) in overrides {
+            guard plugin.settings.contains(where: { $0.key == k }) else {
+                throw TapedeckError(.invalidArgument, "The \(name) format has no \(k) setting. Its settings: \(plugin.settings.map(\.key).joined(separator: ", ")).")
+            }
+            texts[k] = v
+        }
+        let settings: PluginSettings
+        do {
+            settings = try PluginSettings.resolving(plugin.settings, overrides: texts, section: "encoder.\(name)")
+        } catch let e as TapedeckError {
+            throw TapedeckError(.invalidArgument, e.message)
+        }
+        let effective = settings.values.mapValues(\.description)
+        return (try plugin.make(settings, context), effective)
+    }
+
+    /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
+    public func makeExporter() -> TakeExporter {
+        TakeExporter(decoders: decoders, store: store, logger: logger)
+    }
+
     /// A player wired to the configured playback backend and every decoder.
+    /// - Thread: main actor. May block briefly while the plugin is made.
     public func makePlayer() throws -> TakePlayer {
-        TakePlayer(playback: try makePlaybackBackend(), decoders: decoders, store: store, logger: logger)
+        TakePlayer(playback: try makePlaybackBackend(), decoders: decoders, store: store,
+                   periodFrames: configuration.playbackPeriodFrames, logger: logger)
     }
 }

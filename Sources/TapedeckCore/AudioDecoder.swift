@@ -25,5 +25,6 @@ public protocol TakeReader: AnyObject {
     func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> Int
 
     /// Closes the file.
+    /// - Thread: the owning thread. Never blocks for long.
     func close()
 }

@@ -49,11 +49,40 @@ public protocol AudioEncoder: Sendable {
     /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
     func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter
 
+    /// Creates the file at `url` (which must not exist) and writes its header, using the machine
+    /// as `options` allow (an encoder may verify or encode on threads of its own when given more
+    /// than one). The default ignores `options`.
+    ///
+    /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
+    func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter
+
     /// Repairs a file whose writer never finished (the process died): trusts the file's length,
     /// not its header, drops a partial last frame and rewrites the header to match.
     ///
     /// - Thread: any. Blocks on disk I/O.
     func repair(fileAt url: URL) throws -> RepairResult
+}
+
+/// How a writer may use the machine.
+public struct WriterOptions: Sendable, Hashable {
+    /// Threads the writer may keep busy: 1 means only the calling thread; more lets an encoder
+    /// verify or encode on threads of its own (an export with cores to spare).
+    public var threads: Int
+
+    public init(threads: Int = 1) {
+        self.threads = max(1, threads)
+    }
+}
+
+extension AudioEncoder {
+    public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter {
+        try makeWriter(at: url, format: format, metadata: metadata)
+    }
+}
+
+extension TakeWriter {
+    /// Writers that do not verify their output say so with `nil`.
+    public var verification: String? { nil }
 }
 
 /// Writes one take's file. Single owner, not `Sendable`: created, used and finished on one thread.
@@ -67,11 +96,17 @@ public protocol TakeWriter: AnyObject {
     /// - Thread: the owning writer thread. Blocks on disk I/O.
     func checkpoint() throws
 
-    /// Finalizes the header, `fsync`s and closes the file.
+    /// Finalizes the header, `fsync`s and closes the file. An encoder that verifies its output
+    /// throws here when the file does not decode to exactly what was written.
     /// - Thread: the owning writer thread. Blocks on disk I/O.
     /// - Returns: frames in the file.
     func finish() throws -> Int64
 
+    /// After ``finish()``: how the file was checked, in words for reports, e.g.
+    /// "every frame decoded and compared; MD5 matches". `nil` when the writer does not verify.
+    var verification: String? { get }
+
     /// Closes the file without finalizing (after a failure); the file is left for repair.
+    /// - Thread: the owning writer thread. May block briefly on close.
     func abandon()
 }

@@ -25,15 +25,19 @@ public enum Durability {
         guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \(url.path)") }
     }
 
-    /// Renames `source` to `destination` (same file system; replaces nothing: fails if the
-    /// destination exists) and syncs the destination's folder.
+    /// Moves `source` to `destination` on the same file system without ever replacing an existing
+    /// file (a hard link, which fails if the destination exists, then removal of the old name),
+    /// and syncs the destination's folder.
     /// - Thread: any. Blocks on disk I/O.
     public static func moveIntoPlace(_ source: URL, _ destination: URL) throws {
-        if access(destination.path, F_OK) == 0 {
-            throw TapedeckError(.alreadyExists, "Could not move \(source.lastPathComponent) into place: \(destination.path) exists already.")
+        guard link(source.path, destination.path) == 0 else {
+            if errno == EEXIST {
+                throw TapedeckError(.alreadyExists, "Could not move \(source.lastPathComponent) into place: \(destination.path) exists already.")
+            }
+            throw TapedeckError.system(errno, while: "move \(source.path) to \(destination.path)")
         }
-        guard rename(source.path, destination.path) == 0 else {
-            throw TapedeckError.system(errno, while: "rename \(source.path) to \(destination.path)")
+        guard unlink(source.path) == 0 else {
+            throw TapedeckError.system(errno, while: "remove the old name \(source.path)")
         }
         try syncDirectory(destination.deletingLastPathComponent())
     }

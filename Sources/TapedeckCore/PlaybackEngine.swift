@@ -14,7 +14,7 @@ public struct PlaybackResult: Sendable, Hashable {
 
 /// Plays one take: a feeder thread decodes into a bounded ``SlotRing``; a device thread owns
 /// the playback stream and pulls from the ring, playing silence (counted) when it runs dry.
-public final class PlaybackEngine: @unchecked Sendable {
+public final class PlaybackEngine: Sendable {
     private let backend: any PlaybackBackend
     private let periodFrames: Int
     private let bufferSeconds: Double
@@ -56,7 +56,7 @@ public final class PlaybackEngine: @unchecked Sendable {
         }
     }
 
-    private final class Outcome: @unchecked Sendable {
+    private final class Outcome: Sendable {
         let lock = Mutex<Result<PlaybackResult, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
     }
@@ -64,6 +64,14 @@ public final class PlaybackEngine: @unchecked Sendable {
     private func feederMain(openReader: () throws -> any TakeReader, done: CheckedContinuation<PlaybackResult, any Error>) {
         let reader: any TakeReader
         do { reader = try openReader() } catch { done.resume(throwing: error); return }
+        do {
+            // Never size buffers from a header that has not been checked.
+            try reader.format.validate()
+        } catch {
+            reader.close()
+            done.resume(throwing: error)
+            return
+        }
         defer { reader.close() }
         let format = reader.format
         let slotFrames = max(periodFrames, 64)

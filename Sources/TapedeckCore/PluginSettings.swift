@@ -3,6 +3,9 @@ import Foundation
 /// The type of one plugin setting, as declared by the plugin.
 public enum SettingType: Sendable, Hashable {
     case string
+    /// A file-system path. `~` is expanded; a relative path in a config file is taken relative
+    /// to that file's folder, elsewhere (environment, flags) relative to the working directory.
+    case path
     case bool
     /// An integer within a closed range.
     case int(ClosedRange<Int>)
@@ -15,6 +18,7 @@ public enum SettingType: Sendable, Hashable {
     public var summary: String {
         switch self {
         case .string: "string"
+        case .path: "path"
         case .bool: "bool"
         case .int(let r): "integer \(r.lowerBound)...\(r.upperBound)"
         case .double(let r): "number \(r.lowerBound)...\(r.upperBound)"
@@ -58,10 +62,11 @@ public struct SettingDeclaration: Sendable, Hashable {
     }
 
     /// Parses a textual value (from YAML, the environment or a flag) against this declaration.
-    /// - Returns: the value, or `nil` with `problem` set to what is accepted.
+    /// - Returns: the value, or a ``SettingProblem`` saying what is accepted.
+    /// - Thread: any. Never blocks.
     public func parse(_ text: String) -> Result<SettingValue, SettingProblem> {
         switch type {
-        case .string:
+        case .string, .path:
             return .success(.string(text))
         case .bool:
             switch text.lowercased() {
@@ -110,6 +115,7 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// Settings made of each declaration's default, overridden by `overrides` (parsed against it).
     /// - Throws: ``TapedeckError`` `.configuration` for an unknown key or a bad value.
+    /// - Thread: any. Never blocks.
     public static func resolving(_ declarations: [SettingDeclaration], overrides: [String: String] = [:],
                                  section: String = "") throws -> PluginSettings {
         var values: [String: SettingValue] = [:]

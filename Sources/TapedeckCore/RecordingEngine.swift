@@ -69,7 +69,7 @@ public struct RecordingResult: Sendable, Hashable {
 /// filled with silence by the writer, so the take's timeline stays true.
 ///
 /// Use it once: ``open()``, then ``record(makeWriter:)`` (or ``close()``), with ``stop()`` from any thread.
-public final class RecordingEngine: @unchecked Sendable {
+public final class RecordingEngine: Sendable {
     private let backend: any CaptureBackend
     private let request: RecordingRequest
     private let logger: Logger
@@ -203,22 +203,16 @@ public final class RecordingEngine: @unchecked Sendable {
         do {
             while true {
                 if stopFlag.load(ordering: .acquiring) {
-                    // Drain what the device already holds, then stop.
-                    var rounds = 0
-                    while rounds < ring.slotCount {
-                        rounds += 1
-                        let target = ring.producerSlot()
-                        let r = try stream.drain(into: target.map(ring.pointer) ?? scratch, maxFrames: ring.slotFrames)
+                    // Drain what the device already holds, then stop. There is no real-time
+                    // deadline any more, so wait for room rather than drop captured frames.
+                    for _ in 0..<ring.slotCount {
+                        let slot = waitForSlot(ring)
+                        let r = try stream.drain(into: ring.pointer(slot), maxFrames: ring.slotFrames)
                         if r.frames == 0 && r.lostFramesBefore == 0 { break }
-                        if let slot = target {
-                            ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
-                            bufferGap = 0
-                            deviceGap = 0
-                            dataSignal.signal()
-                        } else {
-                            bufferGap += Int64(r.frames)
-                            deviceGap += r.lostFramesBefore
-                        }
+                        ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
+                        bufferGap = 0
+                        deviceGap = 0
+                        dataSignal.signal()
                     }
                     end = .stopped
                     break
@@ -252,16 +246,19 @@ public final class RecordingEngine: @unchecked Sendable {
         }
         // A gap still pending at the end is handed over once there is room, so the timeline stays true.
         if bufferGap > 0 || deviceGap > 0 {
-            for _ in 0..<200 {
-                if let slot = ring.producerSlot() {
-                    ring.publish(slot, frames: 0, bufferGap: bufferGap, deviceGap: deviceGap)
-                    dataSignal.signal()
-                    break
-                }
-                _ = spaceSignal.wait(timeout: .now() + .milliseconds(10))
-            }
+            ring.publish(waitForSlot(ring), frames: 0, bufferGap: bufferGap, deviceGap: deviceGap)
+            dataSignal.signal()
         }
         return end
+    }
+
+    /// Waits for a free slot. Only used once capture has ended (the writer always frees slots,
+    /// even after a write failure, so this returns).
+    private func waitForSlot(_ ring: SlotRing) -> Int {
+        while true {
+            if let slot = ring.producerSlot() { return slot }
+            _ = spaceSignal.wait(timeout: .now() + .milliseconds(50))
+        }
     }
 
     // MARK: writer thread

@@ -40,41 +40,53 @@ public struct InterruptedTake: Sendable, Hashable {
 /// or on another process's lock (bounded by the store's busy timeout).
 public protocol TakeStorage: Sendable {
     /// The library's root folder.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     var rootURL: URL { get }
 
     /// Every session with its takes, oldest session first, takes in recording order.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func sessions() throws -> [Session]
 
     /// Creates a session. With `name == nil`, the next free default name ("Session 1", …).
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func createSession(named name: String?) throws -> Session
 
     /// Commits a take row in state `recording` and returns where its audio goes.
     /// With `name == nil`, the next free default name in the session ("Take 1", …).
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func beginTake(in sessionID: String, named name: String?, format: AudioFormat,
                    encoding: String, fileExtension: String, startDate: Date) throws -> PendingTake
 
     /// Moves the finished, synced file into place, syncs the folder, then commits the row with
     /// its final state, frames and overruns.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func finishTake(_ pending: PendingTake, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take
 
     /// Renames a session (display name only).
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func renameSession(_ id: String, to name: String) throws -> Session
     /// Renames a take (display name only).
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func renameTake(_ id: String, to name: String) throws -> Take
 
     /// Deletes a session's rows, then its audio.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func deleteSession(_ id: String) throws
     /// Deletes a take's row, then its audio.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func deleteTake(_ id: String) throws
 
     /// Takes left in state `recording` by a process that is no longer running.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func interruptedTakes() throws -> [InterruptedTake]
 
     /// Records the outcome of repairing an interrupted take: moves its file into place and marks
     /// it `recovered` with the real frame count, or removes the row when no audio exists.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func completeRecovery(of take: Take, repaired: RepairResult?) throws -> Take?
 
     /// The absolute URL of a take's audio file, confined beneath ``rootURL``.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func audioURL(for take: Take) throws -> URL
 }
 

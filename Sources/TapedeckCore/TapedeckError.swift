@@ -42,6 +42,8 @@ public struct TapedeckError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let busy = Code(rawValue: "busy")
         /// The operation needs a confirmation that was not given.
         public static let confirmationRequired = Code(rawValue: "confirmation-required")
+        /// The user stopped the operation before it produced anything.
+        public static let cancelled = Code(rawValue: "cancelled")
         /// An internal invariant failed; a bug in Tapedeck.
         public static let internalError = Code(rawValue: "internal")
     }

@@ -12,7 +12,9 @@ import Glibc
 /// recorded; a lock file held with `flock` for the whole recording tells other processes the take
 /// is live, so only takes whose process died are recovered.
 ///
-/// Thread-safe; every method may block on disk I/O or the catalog's busy timeout.
+/// Thread-safe: every method may be called from any thread and may block on disk I/O or on
+/// another process holding the catalog (up to the busy timeout). Methods are documented on
+/// ``TakeStorage``.
 public final class DirectoryStorage: TakeStorage {
     public let rootURL: URL
     private let catalog: Catalog
@@ -98,21 +100,24 @@ public final class DirectoryStorage: TakeStorage {
     }
 
     public func deleteSession(_ id: String) throws {
-        let (folder, files) = try catalog.write { db -> (String, [String]) in
+        let (folder, files, takeIDs) = try catalog.write { db -> (String, [String], [String]) in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
             }
             let files = try Row.fetchAll(db, sql: "SELECT file, pendingFile FROM take WHERE sessionId = ?", arguments: [id])
                 .flatMap { r -> [String] in [r["file"], r["pendingFile"]].compactMap { $0 } }
-            if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM take WHERE sessionId = ? AND state = 'recording'", arguments: [id]) ?? 0 > 0 {
+            let recording = try Row.fetchAll(db, sql: "SELECT * FROM take WHERE sessionId = ? AND state = 'recording'", arguments: [id])
+            if recording.map(Catalog.take(from:)).contains(where: isLive) {
                 throw TapedeckError(.busy, "The session is being recorded into. Stop that recording first, then delete the session.")
             }
+            let takeIDs = try String.fetchAll(db, sql: "SELECT id FROM take WHERE sessionId = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM take WHERE sessionId = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM session WHERE id = ?", arguments: [id])
-            return (Catalog.session(from: row).folder, files)
+            return (Catalog.session(from: row).folder, files, takeIDs)
         }
         // Rows are gone; now the audio. A failure here leaves orphan files, never rows without audio.
         for file in files { try removeIfPresent(try confined(file)) }
+        for takeID in takeIDs { releaseLock(takeID: takeID, folderOf: folder + "/x") }
         let folderURL = try confined(folder)
         _ = rmdir(folderURL.path)
         try Durability.syncDirectory(folderURL.deletingLastPathComponent())
@@ -134,7 +139,7 @@ public final class DirectoryStorage: TakeStorage {
         let pending = "\(folder)/.\(id).pending.\(ext)"
         // Hold the take's lock before its row exists, so no other process ever sees it unlocked while live.
         let lockURL = try confined("\(folder)/.\(id).lock")
-        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
         guard lockFD >= 0 else { throw TapedeckError.system(errno, while: "create the lock file \(lockURL.path)") }
         guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             close(lockFD)
@@ -179,6 +184,8 @@ public final class DirectoryStorage: TakeStorage {
         let finalURL = try confined(pending.take.file)
         if FileManager.default.fileExists(atPath: pending.fileURL.path) {
             try Durability.moveIntoPlace(pending.fileURL, finalURL)
+        } else if !FileManager.default.fileExists(atPath: finalURL.path) {
+            throw TapedeckError(.notFound, "The audio of take \"\(pending.take.name)\" is missing (\(pending.fileURL.path)); the take was not marked finished. Run `tapedeck doctor`.")
         }
         let overrunsJSON = Catalog.encode(overruns)
         try catalog.write { db in
@@ -211,19 +218,21 @@ public final class DirectoryStorage: TakeStorage {
     }
 
     public func deleteTake(_ id: String) throws {
-        let take = try catalog.write { db -> Take in
+        let (take, pending) = try catalog.write { db -> (Take, String?) in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
             let take = Catalog.take(from: row)
-            guard take.state != .recording else {
+            guard take.state != .recording || !isLive(take) else {
                 throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded. Stop that recording first, then delete it.")
             }
             try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
-            return take
+            return (take, row["pendingFile"])
         }
         let url = try confined(take.file)
         try removeIfPresent(url)
+        if let pending { try removeIfPresent(try confined(pending)) }
+        releaseLock(takeID: take.id, folderOf: take.file)
         try Durability.syncDirectory(url.deletingLastPathComponent())
     }
 
@@ -234,7 +243,15 @@ public final class DirectoryStorage: TakeStorage {
         var result: [InterruptedTake] = []
         for row in rows {
             let take = Catalog.take(from: row)
-            guard !isLive(take) else { continue }
+            // Hold the take's lock from here until its recovery is committed, so neither the
+            // recording process nor another recovering process can race this one.
+            guard let lockFD = acquireLock(of: take) else { continue }
+            let state = try catalog.read { try String.fetchOne($0, sql: "SELECT state FROM take WHERE id = ?", arguments: [take.id]) }
+            guard state == TakeState.recording.rawValue else {
+                close(lockFD)
+                continue
+            }
+            liveLocks.withLock { $0[take.id] = lockFD }
             let pending: String? = row["pendingFile"]
             let candidates = [pending, take.file].compactMap { $0 }
             let url = try candidates.map { try confined($0) }.first { FileManager.default.fileExists(atPath: $0.path) }
@@ -245,6 +262,9 @@ public final class DirectoryStorage: TakeStorage {
 
     public func completeRecovery(of take: Take, repaired: RepairResult?) throws -> Take? {
         let finalURL = try confined(take.file)
+        guard liveLocks.withLock({ $0[take.id] != nil }) else {
+            throw TapedeckError(.busy, "Take \"\(take.name)\" was not claimed for recovery by this process. Open the library again.")
+        }
         guard let repaired else {
             try catalog.write { db in try db.execute(sql: "DELETE FROM take WHERE id = ? AND state = 'recording'", arguments: [take.id]) }
             releaseLock(takeID: take.id, folderOf: take.file)
@@ -255,12 +275,17 @@ public final class DirectoryStorage: TakeStorage {
             try Durability.syncFile(pendingURL)
             try Durability.moveIntoPlace(pendingURL, finalURL)
         }
-        try catalog.write { db in
+        let changed = try catalog.write { db -> Int in
             try db.execute(sql: """
                 UPDATE take SET state = 'recovered', frames = ?, sampleRate = ?, channels = ?, sampleFormat = ?, pendingFile = NULL
-                WHERE id = ?
+                WHERE id = ? AND state = 'recording'
                 """, arguments: [repaired.frames, repaired.format.sampleRate, repaired.format.channels,
                                  repaired.format.sampleFormat.rawValue, take.id])
+            return db.changesCount
+        }
+        guard changed == 1 else {
+            releaseLock(takeID: take.id, folderOf: take.file)
+            throw TapedeckError(.busy, "Take \"\(take.name)\" changed while it was being recovered; it was left as it is.")
         }
         releaseLock(takeID: take.id, folderOf: take.file)
         var t = take
@@ -272,19 +297,26 @@ public final class DirectoryStorage: TakeStorage {
 
     // MARK: helpers
 
-    /// Whether another live process (or this one) holds the take's lock.
+    /// Whether a live process (this one included) holds the take's lock.
     private func isLive(_ take: Take) -> Bool {
         if liveLocks.withLock({ $0[take.id] != nil }) { return true }
-        guard let folder = take.file.split(separator: "/").dropLast().joined(separator: "/") as String?,
-              let url = try? confined("\(folder)/.\(take.id).lock") else { return false }
-        let fd = open(url.path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-            flock(fd, LOCK_UN)
-            return false
+        guard let fd = acquireLock(of: take) else { return true }
+        close(fd)
+        return false
+    }
+
+    /// Takes the lock of a take that no live process holds, creating the lock file if it is gone.
+    /// - Returns: the locked descriptor, or `nil` when a live process holds the lock.
+    private func acquireLock(of take: Take) -> Int32? {
+        let folder = take.file.split(separator: "/").dropLast().joined(separator: "/")
+        guard let url = try? confined("\(folder)/.\(take.id).lock") else { return nil }
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
         }
-        return true
+        return fd
     }
 
     private func releaseLock(takeID: String, folderOf file: String) {

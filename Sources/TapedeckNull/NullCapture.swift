@@ -30,10 +30,12 @@ public struct NullCaptureBackend: CaptureBackend {
         self.faults = faults
     }
 
+    /// The one null device. - Thread: any; never blocks.
     public func devices() throws -> [AudioDevice] {
         [AudioDevice(name: "null", description: "Generated \(signal) signal, no audio hardware", canCapture: true, canPlay: false, isDefault: true)]
     }
 
+    /// A stream of the signal in `format`. - Thread: the device thread; never blocks.
     public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {
         try format.validate()
         return NullCaptureStream(format: format, periodFrames: max(1, options.periodFrames), signal: signal, clock: clock, faults: faults)

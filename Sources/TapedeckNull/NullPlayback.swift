@@ -14,10 +14,12 @@ public struct NullPlaybackBackend: PlaybackBackend {
         self.counter = counter
     }
 
+    /// The one null device. - Thread: any; never blocks.
     public func devices() throws -> [AudioDevice] {
         [AudioDevice(name: "null", description: "Discards audio at the device's pace", canCapture: false, canPlay: true, isDefault: true)]
     }
 
+    /// A stream that consumes audio at the clock's pace. - Thread: the device thread; never blocks.
     public func openPlaybackStream(format: AudioFormat, options: PlaybackOptions) throws -> any PlaybackStream {
         try format.validate()
         return NullPlaybackStream(format: format, periodFrames: max(1, options.periodFrames), clock: clock, counter: counter)

@@ -23,6 +23,7 @@ public enum NullSignal: Sendable, Hashable {
 
     /// The sample at `frame`, `channel` as an integer of the format's width, or as a float
     /// bit-for-bit equal to what ``render(into:startFrame:frames:format:)`` writes for f32.
+    /// - Thread: any. Never blocks or allocates.
     public func sample(frame: Int64, channel: Int, format: AudioFormat) -> Double {
         switch self {
         case .silence:

@@ -44,7 +44,7 @@ public struct WAVEncoder: AudioEncoder {
     ///   has no `fmt ` or `data` chunk; `.unsupportedFormat` for encodings Tapedeck does not write.
     public func repair(fileAt url: URL) throws -> RepairResult {
         let path = url.path
-        let fd = open(path, O_RDWR | O_CLOEXEC)
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) for repair") }
         defer { close(fd) }
         return try WAVRepair.repair(RawFile(fd: fd, path: path))

@@ -136,7 +136,8 @@ struct WAVHeader {
                 + "Tapedeck can repair only 16-, 24- and 32-bit integer PCM and 32-bit float WAV files.")
         }
         let format = AudioFormat(sampleRate: fmt.sampleRate, channels: fmt.channels, sampleFormat: sampleFormat)
-        guard fmt.channels > 0, fmt.sampleRate > 0, fmt.blockAlign == format.bytesPerFrame else {
+        guard AudioFormat.sampleRateRange.contains(fmt.sampleRate), AudioFormat.channelRange.contains(fmt.channels),
+              fmt.blockAlign == format.bytesPerFrame else {
             throw TapedeckError(.corruptFile,
                 "\(path) has a contradictory 'fmt ' chunk (\(fmt.channels) channels, block size \(fmt.blockAlign)). "
                 + "The file is damaged; it cannot be repaired.")

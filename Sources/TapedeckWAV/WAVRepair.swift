@@ -98,6 +98,12 @@ enum WAVRepair {
     /// Patches only the container; the caller writes the sizes.
     /// - Returns: whether the file was converted.
     static func convertToRF64(_ header: inout WAVHeader, file: RawFile) throws -> Bool {
+        if header.ds64 != nil {
+            // A conversion interrupted after `ds64` was laid out but before the magic changed.
+            try file.write(Array("RF64".utf8), at: 0)
+            header = try WAVHeader.read(from: file)
+            return header.container == .rf64
+        }
         guard header.junk != nil, header.fmtChunk.size <= 256 else { return false }
         let fmtTotal = Int64(8 + header.fmtChunk.size + (header.fmtChunk.size & 1))
         let room = header.dataChunk.offset - 12 - 36 - fmtTotal

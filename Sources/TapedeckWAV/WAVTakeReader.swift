@@ -25,7 +25,7 @@ final class WAVTakeReader: TakeReader {
     /// - Throws: `.notFound` if missing; `.corruptFile` if libsndfile cannot read it.
     init(path: String) throws {
         self.path = path
-        fd = open(path, O_RDONLY | O_CLOEXEC)
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
         var info = SF_INFO()
         guard let handle = sf_open_fd(fd, Int32(SFM_READ), &info, 0 /* closed by us */) else {
@@ -39,9 +39,17 @@ final class WAVTakeReader: TakeReader {
             closeDescriptor(fd)
             throw TapedeckError(.corruptFile, "\(path) declares \(info.channels) channels at \(info.samplerate) Hz.")
         }
+        let format = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels),
+                                 sampleFormat: Sndfile.sampleFormat(forFileFormat: info.format))
+        do {
+            try format.validate()
+        } catch let e as TapedeckError {
+            sf_close(handle)
+            closeDescriptor(fd)
+            throw TapedeckError(.corruptFile, "\(path) cannot be played: \(e.message)")
+        }
         self.handle = handle
-        format = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels),
-                             sampleFormat: Sndfile.sampleFormat(forFileFormat: info.format))
+        self.format = format
         frameCount = max(0, info.frames)
         let samples = Self.chunkFrames * format.channels
         if format.sampleFormat.isFloat {

@@ -31,7 +31,7 @@ final class WAVTakeWriter: TakeWriter {
         self.format = format
         self.path = path
         // O_RDWR rather than O_WRONLY: the header is read back to normalize it after libsndfile.
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
         guard fd >= 0 else {
             let code = errno
             if code == EEXIST {

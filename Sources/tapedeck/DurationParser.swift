@@ -7,7 +7,7 @@ enum DurationParser {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces).lowercased())
         guard !rest.isEmpty else { throw invalid(text) }
         if let plain = Double(rest) {
-            guard plain > 0, plain.isFinite else { throw invalid(text) }
+            guard plain > 0, plain.isFinite, plain < 366 * 86400 else { throw invalid(text) }
             return plain
         }
         var total = 0.0
@@ -24,7 +24,7 @@ enum DurationParser {
     }
 
     private static func invalid(_ text: String) -> TapedeckError {
-        TapedeckError(.invalidArgument, "--duration \(text): not a duration. Use e.g. 5s, 2m, 1h, 1m30s or 250ms.")
+        TapedeckError(.invalidArgument, "--duration \(text): not a duration. Use e.g. 5s, 2m, 1h, 1m30s or 250ms (at most a year).")
     }
 }
 

@@ -21,7 +21,10 @@ enum ExitStatus {
     static let busy: Int32 = 75
     static let config: Int32 = 78
 
-    static let summary = "0 ok; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error."
+    /// Stopped before anything was recorded, or stopped again while stopping.
+    static let cancelled: Int32 = 130
+
+    static let summary = "0 ok; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error; 130 stopped before anything was recorded."
 
     static func code(for error: TapedeckError) -> Int32 {
         switch error.code {
@@ -33,6 +36,7 @@ enum ExitStatus {
         case .io, .diskFull, .corruptFile: ioError
         case .busy: busy
         case .configuration: config
+        case .cancelled: cancelled
         default: software
         }
     }
@@ -46,5 +50,10 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as TapedeckError {
         Terminal.printError(error.message)
         throw ExitCode(ExitStatus.code(for: error))
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        Terminal.printError("Unexpected error: \(error). This is a bug in Tapedeck; please report it.")
+        throw ExitCode(ExitStatus.software)
     }
 }

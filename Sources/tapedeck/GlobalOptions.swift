@@ -41,6 +41,9 @@ struct GlobalOptions: ParsableArguments {
     /// interrupted takes).
     @MainActor
     func makeStudio() async throws -> Studio {
+        // Writing to a closed pipe must be an error to handle, never a signal that kills a
+        // recording before it is finalized.
+        signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
         let configuration = try loader.load(explicitPath: config, flags: try flagSettings())

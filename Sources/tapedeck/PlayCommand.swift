@@ -23,7 +23,7 @@ struct PlayCommand: AsyncParsableCommand {
             let player = try studio.makePlayer()
             let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in Task { @MainActor in player.stop() } }
             defer { signals.cancel() }
-            let progress = Terminal.stdoutIsTerminal ? Task { @MainActor in
+            let progress = Terminal.showsProgress ? Task { @MainActor in
                 while !Task.isCancelled {
                     Terminal.status("▶ \(session.name)/\(t.name)  \(Terminal.clock(t.format.seconds(forFrames: player.playedFrames))) / \(Terminal.clock(t.seconds))")
                     try? await Task.sleep(for: .milliseconds(100))

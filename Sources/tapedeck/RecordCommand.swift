@@ -36,15 +36,14 @@ struct RecordCommand: AsyncParsableCommand {
             let seconds = try duration.map(DurationParser.seconds)
             let studio = try await global.makeStudio()
             let recorder = try studio.makeRecorder()
-            let frames = seconds.map { Int64(($0 * Double(recorder.settings.format.sampleRate)).rounded()) }
             let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
                 Task { @MainActor in recorder.stop() }
             }
             defer { signals.cancel() }
-            let meter = Terminal.stdoutIsTerminal && !json ? Task { await Self.showMeter(recorder) } : nil
+            let meter = Terminal.showsProgress && !json ? Task { await Self.showMeter(recorder) } : nil
             let report: RecordingReport
             do {
-                report = try await recorder.record(sessionName: session, takeName: name, duration: frames)
+                report = try await recorder.record(sessionName: session, takeName: name, duration: seconds.map(RecordingLength.seconds))
             } catch {
                 meter?.cancel()
                 if meter != nil { Terminal.endStatus() }

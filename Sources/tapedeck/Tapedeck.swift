@@ -3,6 +3,7 @@ import TapedeckCore
 
 @main
 struct Tapedeck: AsyncParsableCommand {
+
     static let configuration = CommandConfiguration(
         commandName: "tapedeck",
         abstract: "Record audio takes into sessions, play them back, and manage the library.",
@@ -13,6 +14,6 @@ struct Tapedeck: AsyncParsableCommand {
         version: TapedeckVersion.string,
         subcommands: [
             RecordCommand.self, ListCommand.self, ShowCommand.self, PlayCommand.self,
-            RenameCommand.self, DeleteCommand.self, BackendsCommand.self,
+            ExportCommand.self, RenameCommand.self, DeleteCommand.self, BackendsCommand.self,
         ])
 }

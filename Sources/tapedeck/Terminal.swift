@@ -7,17 +7,32 @@ import Glibc
 enum Terminal {
     static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
     static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+    /// Meters and progress bars go to stderr, and only when it is a terminal.
+    static var showsProgress: Bool { isatty(STDERR_FILENO) == 1 }
 
     static func printError(_ message: String) {
-        FileHandle.standardError.write(Data("tapedeck: \(message)\n".utf8))
+        writeStderr("tapedeck: \(message)\n")
     }
 
     static func status(_ line: String) {
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+        writeStderr("\r\u{1B}[K\(line)")
     }
 
     static func endStatus() {
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        writeStderr("\r\u{1B}[K")
+    }
+
+    /// Writes to stderr with write(2), ignoring failures: a terminal that hung up must never
+    /// stop a recording from finalizing.
+    static func writeStderr(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
     }
 
     static func printJSON<T: Encodable>(_ value: T) throws {

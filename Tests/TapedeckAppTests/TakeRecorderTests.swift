@@ -20,13 +20,13 @@ struct TakeRecorderTests {
     func recordTwice() async throws {
         let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
         try await store.open(recoveringWith: [])
-        let first = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: 12_345)
+        let first = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(12_345))
         #expect(first.session.name == "Session 1" && first.take.name == "Take 1")
         #expect(first.take.state == .complete && first.take.frames == 12_345)
         let bytes = try [UInt8](Data(contentsOf: first.fileURL))
         #expect(bytes.count == 12_345 * format.bytesPerFrame)
         #expect(TestSignal.firstCounterMismatch(in: bytes, format: format) == nil)
-        let second = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: 100)
+        let second = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(100))
         #expect(second.session.id == first.session.id && second.take.name == "Take 2")
         #expect(store.sessions.count == 1 && store.sessions[0].takes.count == 2)
     }
@@ -65,7 +65,7 @@ struct TakeRecorderTests {
         try await store.open(recoveringWith: [])
         let recorder = TakeRecorder(capture: ScriptedCaptureBackend(script: []), encoder: RawPCMEncoder(format: format), store: store,
                                     settings: RecordingSettings(format: AudioFormat(sampleRate: 1, channels: 1, sampleFormat: .s16)), logger: logger)
-        await #expect(throws: TapedeckError.self) { _ = try await recorder.record(sessionName: "S", takeName: nil, duration: 10) }
+        await #expect(throws: TapedeckError.self) { _ = try await recorder.record(sessionName: "S", takeName: nil, duration: .frames(10)) }
         #expect(store.sessions.allSatisfy { $0.takes.isEmpty })
     }
 
@@ -73,7 +73,7 @@ struct TakeRecorderTests {
     func references() async throws {
         let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
         try await store.open(recoveringWith: [])
-        let a = try await makeRecorder([.frames(1_000)], store: store).record(sessionName: "A/B", takeName: "C/D", duration: 10)
+        let a = try await makeRecorder([.frames(1_000)], store: store).record(sessionName: "A/B", takeName: "C/D", duration: .frames(10))
         guard case .take(let t, let s) = try store.resolve("A/B/C/D") else { Issue.record("not a take"); return }
         #expect(t.id == a.take.id && s.name == "A/B")
         guard case .take(let byID, _) = try store.resolve(a.take.shortID) else { Issue.record("not a take"); return }
@@ -86,7 +86,7 @@ struct TakeRecorderTests {
     func renameDelete() async throws {
         let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
         try await store.open(recoveringWith: [])
-        let r = try await makeRecorder([.frames(1_000)], store: store).record(sessionName: nil, takeName: nil, duration: 10)
+        let r = try await makeRecorder([.frames(1_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(10))
         try await store.rename(.take(r.take, in: r.session), to: "Keeper")
         #expect(store.sessions[0].takes[0].name == "Keeper")
         try await store.delete(.session(r.session))
@@ -98,11 +98,46 @@ struct TakeRecorderTests {
     func play() async throws {
         let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
         try await store.open(recoveringWith: [])
-        let r = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: 5_000)
+        let r = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(5_000))
         let playback = CollectingPlaybackBackend()
         let player = TakePlayer(playback: playback, decoders: [RawPCMEncoder(format: format)], store: store, logger: logger)
         let result = try await player.play(r.take)
         #expect(result.frames == 5_000)
         #expect(firstDifference(playback.collected, try [UInt8](Data(contentsOf: r.fileURL))) == nil)
+    }
+}
+
+@MainActor
+@Suite("Review regressions")
+struct ReviewRegressionTests {
+    let format = AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16)
+    let logger = Logger(label: "test")
+
+    @Test("a stop that comes before recording begins makes no take and says so")
+    func stopBeforeStart() async throws {
+        let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
+        try await store.open(recoveringWith: [])
+        let recorder = TakeRecorder(capture: ScriptedCaptureBackend(script: [.frames(Int.max)]), encoder: RawPCMEncoder(format: format),
+                                    store: store, settings: RecordingSettings(format: format), logger: logger)
+        let task = Task { @MainActor in try await recorder.record(sessionName: "S", takeName: nil, duration: nil) }
+        while recorder.phase != .opening { await Task.yield() }
+        recorder.stop()
+        let error = await #expect(throws: TapedeckError.self) { _ = try await task.value }
+        #expect(error?.code == .cancelled)
+        #expect(store.sessions.allSatisfy { $0.takes.isEmpty })
+    }
+
+    @Test("a name that is also an id prefix is ambiguous, never silently the id")
+    func nameVersusID() throws {
+        let take = Take(id: "cafe1234-0000-0000-0000-000000000000", sessionID: "s2", name: "Take 1", number: 1, createdAt: Date(),
+                        state: .complete, format: format, encoding: "raw", file: "x", frames: 1)
+        let sessions = [
+            Session(id: "11111111-0000-0000-0000-000000000000", name: "cafe", createdAt: Date()),
+            Session(id: "s2", name: "Other", createdAt: Date(), takes: [take]),
+        ]
+        let error = #expect(throws: TapedeckError.self) { try TakeReference.resolve("cafe", in: sessions) }
+        #expect(error?.message.contains("could mean") == true)
+        guard case .take = try TakeReference.resolve("cafe1", in: sessions) else { Issue.record("expected the take"); return }
+        guard case .session = try TakeReference.resolve("1111", in: sessions) else { Issue.record("expected the session"); return }
     }
 }

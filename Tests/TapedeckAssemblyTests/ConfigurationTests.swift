@@ -85,6 +85,29 @@ struct ConfigurationTests {
         #expect(syntax.hasPrefix("test.yaml:2: not valid YAML:") && !syntax.contains("\n"), "\(syntax)")
     }
 
+    @Test("a capture buffer too large for memory is refused, naming the key and the limit")
+    func bufferLimit() {
+        let m = message { _ = try resolve("capture:\n  buffer-seconds: 60\nformat:\n  sample-rate: 192000\n  channels: 32\n  sample-format: f32\n") }
+        #expect(m.hasPrefix("test.yaml:2: capture.buffer-seconds: 60.0 s at 192000 Hz, 32 ch, f32 needs"), "\(m)")
+    }
+
+    @Test("relative paths in a file are relative to the file; from the environment, to the working directory")
+    func relativePaths() throws {
+        let file = try ConfigFile.parse("storage:\n  directory:\n    path: lib\n", name: "/etc/tapedeck/config.yaml")
+        let c = try loader.resolve(file: file, flags: [:])
+        #expect(c.storage.settings.string("path") == "/etc/tapedeck/lib")
+        let env = try resolve(nil, env: ["TAPEDECK_STORAGE_DIRECTORY_PATH": "lib2"])
+        #expect(env.storage.settings.string("path") == FileManager.default.currentDirectoryPath + "/lib2")
+        let home = try resolve(nil, flags: ["storage.directory.path": "~/x"])
+        #expect(home.storage.settings.string("path") == NSHomeDirectory() + "/x")
+    }
+
+    @Test("settings of a plugin that is not selected are still checked")
+    func unselectedPlugin() {
+        #expect(message { _ = try resolve("capture:\n  null:\n    level: 5\n") }.contains("capture.null.level: 5.0 is out of range"))
+        #expect(message { _ = try resolve(nil, flags: ["capture.null.signal": "bogus"]) }.contains("unknown value \"bogus\""))
+    }
+
     @Test("the reserved variables are not settings and do not trip validation")
     func reserved() throws {
         _ = try resolve(nil, env: ["TAPEDECK_CONFIG": "/x", "TAPEDECK_LOG_LEVEL": "debug"])

@@ -84,3 +84,53 @@ struct DirectoryStorageTests {
         #expect(NameRules.slug("-rf", fallback: "t") == "rf")
     }
 }
+
+@Suite("Directory storage review regressions")
+struct DirectoryStorageRegressionTests {
+    func tempRoot() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-reg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("finishing a take whose audio is missing commits nothing")
+    func finishWithoutAudio() throws {
+        let store = try DirectoryStorage(rootURL: try tempRoot())
+        let s = try store.createSession(named: nil)
+        let p = try store.beginTake(in: s.id, named: nil, format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        #expect(throws: TapedeckError.self) { _ = try store.finishTake(p, frames: 10, state: .complete, overruns: []) }
+        #expect(try store.sessions()[0].takes[0].state == .recording)
+    }
+
+    @Test("a recording whose process died can be deleted; a live one cannot")
+    func deleteDeadRecording() throws {
+        let root = try tempRoot()
+        var writer: DirectoryStorage? = try DirectoryStorage(rootURL: root)
+        let s = try writer!.createSession(named: nil)
+        let p = try writer!.beginTake(in: s.id, named: nil, format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        try Data(count: 64).write(to: p.fileURL)
+        let other = try DirectoryStorage(rootURL: root)
+        #expect(throws: TapedeckError.self) { try other.deleteTake(p.take.id) }
+        writer = nil
+        try other.deleteTake(p.take.id)
+        #expect(try other.sessions()[0].takes.isEmpty)
+        let left = try FileManager.default.contentsOfDirectory(atPath: p.fileURL.deletingLastPathComponent().path)
+        #expect(left.isEmpty, "pending audio and lock removed: \(left)")
+    }
+
+    @Test("recovery never touches a take that finished meanwhile, and only the claiming process may complete it")
+    func recoveryClaims() throws {
+        let root = try tempRoot()
+        let a = try DirectoryStorage(rootURL: root)
+        let s = try a.createSession(named: nil)
+        let p = try a.beginTake(in: s.id, named: nil, format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        try Data(count: 64).write(to: p.fileURL)
+        _ = try a.finishTake(p, frames: 16, state: .complete, overruns: [])
+        let b = try DirectoryStorage(rootURL: root)
+        #expect(try b.interruptedTakes().isEmpty)
+        #expect(throws: TapedeckError.self) {
+            _ = try b.completeRecovery(of: p.take, repaired: RepairResult(frames: 1, format: .cdStereo, headerRepaired: true))
+        }
+        #expect(try b.sessions()[0].takes[0].state == .complete)
+    }
+}

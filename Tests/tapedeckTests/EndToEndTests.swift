@@ -172,7 +172,7 @@ struct EndToEndTests {
         #expect(r.status == 0)
         let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }
-        #expect(names == ["capture:null", "playback:null", "encoder:wav", "decoder:wav", "storage:directory"])
+        #expect(names == ["capture:null", "playback:null", "encoder:wav", "encoder:flac", "decoder:wav", "decoder:flac", "storage:directory"])
         let nullCapture = try #require(plugins.first)
         let keys = (nullCapture["settings"] as? [[String: Any]])?.compactMap { $0["configKey"] as? String } ?? []
         #expect(keys.contains("capture.null.signal"))

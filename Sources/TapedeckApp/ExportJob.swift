@@ -1,0 +1,171 @@
+public import TapedeckCore
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One take to export.
+public struct ExportItem: Sendable, Hashable {
+    public var take: Take
+    public var session: Session
+    public init(take: Take, session: Session) {
+        self.take = take
+        self.session = session
+    }
+}
+
+/// What one finished export produced.
+public struct ExportReport: Sendable, Hashable, Codable {
+    public var takeID: String
+    public var session: String
+    public var take: String
+    public var source: String
+    public var output: String
+    public var format: String
+    /// The encoder's settings, e.g. `level=5`.
+    public var settings: [String: String]
+    public var sampleFormat: String
+    public var seconds: Double
+    public var frames: Int64
+    public var bytes: Int64
+    /// Output size over the size of the same audio as uncompressed PCM.
+    public var compressionRatio: Double
+    /// How the output was checked.
+    public var verification: String
+    public var wallSeconds: Double
+}
+
+/// Frames done of one export, readable from any thread.
+public final class ExportProgress: Sendable {
+    private let done = Atomic<Int64>(0)
+    /// Frames of the source.
+    public let totalFrames: Int64
+    public let sampleRate: Int
+    init(totalFrames: Int64, sampleRate: Int) {
+        self.totalFrames = totalFrames
+        self.sampleRate = sampleRate
+    }
+    /// Frames exported so far. - Thread: any; never blocks.
+    public var framesDone: Int64 { done.load(ordering: .relaxed) }
+    func add(_ n: Int) { done.add(Int64(n), ordering: .relaxed) }
+}
+
+/// The blocking work of one export, run on a thread of its own.
+struct ExportJob {
+    let item: ExportItem
+    let sourceURL: URL
+    let target: URL
+    let decoder: any AudioDecoder
+    let encoder: any AudioEncoder
+    let encoderSettings: [String: String]
+    let sampleFormat: SampleFormat?
+    let force: Bool
+    let threads: Int
+    let progress: ExportProgress
+
+    /// Decodes, encodes into a temporary file beside the target, verifies, and moves it into
+    /// place (never replacing an existing file unless `force`). On failure nothing remains under
+    /// the target name and the temporary file is removed.
+    /// - Thread: a dedicated export thread. Blocks on disk I/O and CPU.
+    func run() throws -> ExportReport {
+        let started = ContinuousClock.now
+        guard item.take.state != .recording else {
+            throw TapedeckError(.busy, "Take \"\(item.session.name)/\(item.take.name)\" is still being recorded. Export it when the recording has finished.")
+        }
+        guard FileManager.default.fileExists(atPath: sourceURL.path) else {
+            throw TapedeckError(.notFound, "The audio file of take \"\(item.session.name)/\(item.take.name)\" is missing (\(sourceURL.path)). Run `tapedeck doctor` to check the library.")
+        }
+        if !force, FileManager.default.fileExists(atPath: target.path) {
+            throw TapedeckError(.alreadyExists, "\(target.path) exists already. Use --force to replace it, or --output to export elsewhere.")
+        }
+        let reader = try decoder.openReader(at: sourceURL)
+        defer { reader.close() }
+        let converter = sampleFormat.map { SampleConverter(from: reader.format, to: $0) }
+        let outFormat = converter?.to ?? reader.format
+        try encoder.validate(outFormat)
+
+        let temp = target.deletingLastPathComponent()
+            .appendingPathComponent(".\(target.lastPathComponent).partial-\(UUID().uuidString.prefix(8))")
+        let metadata = TakeMetadata(takeName: item.take.name, sessionName: item.session.name, takeNumber: item.take.number,
+                                    startDate: item.take.createdAt, notes: item.take.notes)
+        let writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads))
+        var finished = false
+        defer {
+            if !finished {
+                writer.abandon()
+                unlink(temp.path)
+            }
+        }
+        let chunk = 8192
+        let input = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { input.deallocate() }
+        let output = converter.map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk * outFormat.bytesPerFrame, alignment: 16) }
+        defer { output?.deallocate() }
+        var frames: Int64 = 0
+        while true {
+            let n = try reader.read(into: input, maxFrames: chunk)
+            if n == 0 { break }
+            if let converter, let output {
+                converter.convert(input, into: output, frames: n)
+                try writer.write(output, frames: n)
+            } else {
+                try writer.write(input, frames: n)
+            }
+            frames += Int64(n)
+            progress.add(n)
+        }
+        let written = try writer.finish()
+        finished = true
+        guard written == frames else {
+            unlink(temp.path)
+            throw TapedeckError(.io, "Exporting \"\(item.take.name)\" wrote \(written) frames of \(frames); nothing was kept. Try again.")
+        }
+        do {
+            try Self.place(temp, at: target, replacing: force)
+        } catch {
+            unlink(temp.path)
+            throw error
+        }
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int64) ?? 0
+        let pcm = Double(frames) * Double(outFormat.bytesPerFrame)
+        let wall = ContinuousClock.now - started
+        return ExportReport(
+            takeID: item.take.id, session: item.session.name, take: item.take.name, source: sourceURL.path, output: target.path,
+            format: encoder.name, settings: encoderSettings, sampleFormat: outFormat.sampleFormat.rawValue,
+            seconds: outFormat.seconds(forFrames: frames), frames: frames, bytes: bytes,
+            compressionRatio: pcm > 0 ? Double(bytes) / pcm : 0,
+            verification: writer.verification ?? "not verified (the \(encoder.name) encoder does not verify)",
+            wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18)
+    }
+
+    /// Moves the finished temporary file to `target`: with `replacing`, an atomic rename over it;
+    /// otherwise a hard link that fails if the target appeared meanwhile. Syncs the folder.
+    static func place(_ temp: URL, at target: URL, replacing: Bool) throws {
+        if replacing {
+            guard rename(temp.path, target.path) == 0 else { throw TapedeckError.system(errno, while: "move the export into place at \(target.path)") }
+        } else {
+            guard link(temp.path, target.path) == 0 else {
+                if errno == EEXIST {
+                    throw TapedeckError(.alreadyExists, "\(target.path) appeared while exporting. Use --force to replace it.")
+                }
+                throw TapedeckError.system(errno, while: "move the export into place at \(target.path)")
+            }
+            unlink(temp.path)
+        }
+        try Durability.syncDirectory(target.deletingLastPathComponent())
+    }
+
+    /// `Session 1 - Take 3.flac`, made safe for file systems: no `/`, control characters or
+    /// leading dots and dashes, at most 200 bytes.
+    static func fileName(for item: ExportItem, extension ext: String) -> String {
+        var base = "\(item.session.name) - \(item.take.name)"
+        base = String(base.unicodeScalars.map { s -> Character in
+            s == "/" || s == "\\" || s.properties.generalCategory == .control ? "_" : Character(s)
+        })
+        while let first = base.first, first == "." || first == "-" || first == " " { base.removeFirst() }
+        while base.utf8.count > 200 { base.removeLast() }
+        if base.trimmingCharacters(in: .whitespaces).isEmpty { base = "take-\(item.take.shortID)" }
+        return base + "." + ext
+    }
+}

@@ -1,0 +1,129 @@
+public import Observation
+public import TapedeckCore
+public import Logging
+public import Foundation
+
+/// Exports takes to files in another format (FLAC first), verified and placed atomically.
+///
+/// Runs on the main actor; each export runs on a thread of its own, at most one per core at a
+/// time, so a session's takes are encoded in parallel. ``jobs`` is observable for progress bars.
+@MainActor
+@Observable
+public final class TakeExporter {
+    /// One export in flight or done, for progress displays.
+    public struct Job: Sendable, Identifiable {
+        public var id: String { item.take.id }
+        public var item: ExportItem
+        public var target: URL
+        public var progress: ExportProgress
+    }
+
+    @ObservationIgnored private let decoders: [any AudioDecoder]
+    @ObservationIgnored private let store: SessionStore
+    @ObservationIgnored private let logger: Logger
+    @ObservationIgnored private let cores: Int
+
+    /// The exports of the current call, in order.
+    public private(set) var jobs: [Job] = []
+
+    /// - Parameter cores: how many exports may run at once (default: the active processor count).
+    public init(decoders: [any AudioDecoder], store: SessionStore, logger: Logger,
+                cores: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.decoders = decoders
+        self.store = store
+        self.logger = logger
+        self.cores = max(1, cores)
+    }
+
+    /// Exports `items` with `encoder` into `directory`.
+    ///
+    /// Output names come from session and take names ("Session 1 - Take 3.flac"). Existing files
+    /// are never replaced unless `force`. One failure does not stop the others.
+    /// - Parameters:
+    ///   - encoderSettings: the encoder's settings, for the reports.
+    ///   - sampleFormat: convert to this sample format first (e.g. float takes to `s24` for FLAC).
+    /// - Returns: one result per item, in order.
+    /// - Thread: main actor; suspends while the exports run on their own threads.
+    public func export(_ items: [ExportItem], with encoder: any AudioEncoder, encoderSettings: [String: String] = [:],
+                       to directory: URL, force: Bool, sampleFormat: SampleFormat? = nil) async -> [Result<ExportReport, TapedeckError>] {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDir), isDir.boolValue else {
+            let e = TapedeckError(.notFound, "The output folder \(directory.path) does not exist. Create it, or choose another with --output.")
+            return items.map { _ in .failure(e) }
+        }
+        guard FileManager.default.isWritableFile(atPath: directory.path) else {
+            let e = TapedeckError(.io, "The output folder \(directory.path) is not writable. Choose another with --output, or fix its permissions.")
+            return items.map { _ in .failure(e) }
+        }
+        // Give each export the cores the others leave free (a lone export verifies on a second thread).
+        let threads = max(1, cores / min(cores, max(items.count, 1)))
+        var names = Set<String>()
+        var prepared: [Result<ExportJob, TapedeckError>] = []
+        jobs = []
+        for item in items {
+            do {
+                var name = ExportJob.fileName(for: item, extension: encoder.fileExtension)
+                if names.contains(name) {
+                    name = ExportJob.fileName(for: item, extension: "\(item.take.shortID).\(encoder.fileExtension)")
+                }
+                names.insert(name)
+                guard let decoder = decoders.first(where: { $0.encodings.contains(item.take.encoding) }) else {
+                    throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(item.take.encoding) takes.")
+                }
+                let target = directory.appendingPathComponent(name)
+                let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
+                let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder,
+                                    encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,
+                                    threads: threads, progress: progress)
+                jobs.append(Job(item: item, target: target, progress: progress))
+                prepared.append(.success(job))
+            } catch {
+                prepared.append(.failure((error as? TapedeckError) ?? TapedeckError(.internalError, "\(error)")))
+            }
+        }
+
+        var results = [Result<ExportReport, TapedeckError>?](repeating: nil, count: items.count)
+        await withTaskGroup(of: (Int, Result<ExportReport, TapedeckError>).self) { group in
+            var next = 0
+            func startNext() {
+                while next < prepared.count {
+                    let index = next
+                    next += 1
+                    switch prepared[index] {
+                    case .failure(let e):
+                        results[index] = .failure(e)
+                        continue
+                    case .success(let job):
+                        group.addTask { (index, await Self.runOnThread(job)) }
+                        return
+                    }
+                }
+            }
+            for _ in 0..<cores { startNext() }
+            for await (index, result) in group {
+                results[index] = result
+                if case .failure(let e) = result {
+                    logger.error("Export of \"\(items[index].session.name)/\(items[index].take.name)\" failed: \(e.message)")
+                }
+                startNext()
+            }
+        }
+        return results.map { $0! }
+    }
+
+    private nonisolated static func runOnThread(_ job: ExportJob) async -> Result<ExportReport, TapedeckError> {
+        await withCheckedContinuation { cont in
+            let thread = Thread {
+                do {
+                    cont.resume(returning: .success(try job.run()))
+                } catch let e as TapedeckError {
+                    cont.resume(returning: .failure(e))
+                } catch {
+                    cont.resume(returning: .failure(TapedeckError(.io, "Export failed: \(error).")))
+                }
+            }
+            thread.name = "tapedeck-export"
+            thread.start()
+        }
+    }
+}

@@ -1,0 +1,51 @@
+/// Converts interleaved frames between sample formats (same rate and channel count).
+///
+/// Integer to integer shifts (rounding to nearest when narrowing); float to integer scales by
+/// 2^(bits-1), rounds to nearest and clips to the integer range; integer to float divides by
+/// 2^(bits-1). No dither is applied.
+public struct SampleConverter: Sendable {
+    public let from: AudioFormat
+    public let to: AudioFormat
+
+    /// A converter from `from` to the same rate and channels in `sampleFormat`.
+    public init(from: AudioFormat, to sampleFormat: SampleFormat) {
+        self.from = from
+        self.to = AudioFormat(sampleRate: from.sampleRate, channels: from.channels, sampleFormat: sampleFormat)
+    }
+
+    /// Converts `frames` frames from `source` into `destination` (which holds
+    /// `frames * to.bytesPerFrame` bytes).
+    /// - Thread: any. Never allocates.
+    public func convert(_ source: UnsafeRawPointer, into destination: UnsafeMutableRawPointer, frames: Int) {
+        let samples = frames * from.channels
+        if from.sampleFormat == to.sampleFormat {
+            destination.copyMemory(from: source, byteCount: frames * from.bytesPerFrame)
+            return
+        }
+        for i in 0..<samples {
+            store(load(source, i), destination, i)
+        }
+    }
+
+    /// A sample as a Double in [-1, 1).
+    @inline(__always)
+    private func load(_ p: UnsafeRawPointer, _ i: Int) -> Double {
+        switch from.sampleFormat {
+        case .s16: Double(Int16(littleEndian: p.loadUnaligned(fromByteOffset: i * 2, as: Int16.self))) / 32_768
+        case .s24: Double(Sample24.load(p, index: i)) / 8_388_608
+        case .s32: Double(Int32(littleEndian: p.loadUnaligned(fromByteOffset: i * 4, as: Int32.self))) / 2_147_483_648
+        case .f32: Double(Float(bitPattern: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self))))
+        }
+    }
+
+    @inline(__always)
+    private func store(_ x: Double, _ p: UnsafeMutableRawPointer, _ i: Int) {
+        func scaled(_ full: Double) -> Double { min(max((x * full).rounded(), -full), full - 1) }
+        switch to.sampleFormat {
+        case .s16: p.storeBytes(of: Int16(scaled(32_768)).littleEndian, toByteOffset: i * 2, as: Int16.self)
+        case .s24: Sample24.store(Int32(scaled(8_388_608)), p, index: i)
+        case .s32: p.storeBytes(of: Int32(scaled(2_147_483_648)).littleEndian, toByteOffset: i * 4, as: Int32.self)
+        case .f32: p.storeBytes(of: Float(x).bitPattern.littleEndian, toByteOffset: i * 4, as: UInt32.self)
+        }
+    }
+}

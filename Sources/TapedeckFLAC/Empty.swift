@@ -1,1 +1,0 @@
-// The FLAC plugin; see FLACPlugin.swift.
