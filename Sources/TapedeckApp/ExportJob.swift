@@ -57,6 +57,8 @@ struct ExportJob {
     let sourceURL: URL
     let target: URL
     let decoder: any AudioDecoder
+    /// Every decoder, to check the output of encoders that do not verify their own.
+    let decoders: [any AudioDecoder]
     let encoder: any AudioEncoder
     let encoderSettings: [String: String]
     let sampleFormat: SampleFormat?
@@ -103,15 +105,15 @@ struct ExportJob {
         let output = converter.map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk * outFormat.bytesPerFrame, alignment: 16) }
         defer { output?.deallocate() }
         var frames: Int64 = 0
+        var hash = ContentHash()
+        let selfVerifying = writer.verifiesOutput
         while true {
             let n = try reader.read(into: input, maxFrames: chunk)
             if n == 0 { break }
-            if let converter, let output {
-                converter.convert(input, into: output, frames: n)
-                try writer.write(output, frames: n)
-            } else {
-                try writer.write(input, frames: n)
-            }
+            let block = converter != nil ? UnsafeRawPointer(output!) : UnsafeRawPointer(input)
+            if let converter, let output { converter.convert(input, into: output, frames: n) }
+            try writer.write(block, frames: n)
+            if !selfVerifying { hash.add(block, count: n * outFormat.bytesPerFrame) }
             frames += Int64(n)
             progress.add(n)
         }
@@ -120,6 +122,15 @@ struct ExportJob {
         guard written == frames else {
             unlink(temp.path)
             throw TapedeckError(.io, "Exporting \"\(item.take.name)\" wrote \(written) frames of \(frames); nothing was kept. Try again.")
+        }
+        var verification = writer.verification
+        if verification == nil {
+            do {
+                verification = try verifyByDecoding(temp, frames: frames, format: outFormat, hash: hash)
+            } catch {
+                unlink(temp.path)
+                throw error
+            }
         }
         do {
             try Self.place(temp, at: target, replacing: force)
@@ -135,8 +146,31 @@ struct ExportJob {
             format: encoder.name, settings: encoderSettings, sampleFormat: outFormat.sampleFormat.rawValue,
             seconds: outFormat.seconds(forFrames: frames), frames: frames, bytes: bytes,
             compressionRatio: pcm > 0 ? Double(bytes) / pcm : 0,
-            verification: writer.verification ?? "not verified (the \(encoder.name) encoder does not verify)",
+            verification: verification ?? "not verified (no decoder in this build reads \(encoder.name) files)",
             wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18)
+    }
+
+    /// Decodes the written file with the decoder for the encoder's format and compares its frame
+    /// count and content hash with what was written. `nil` when no decoder reads that format.
+    func verifyByDecoding(_ url: URL, frames: Int64, format: AudioFormat, hash: ContentHash) throws -> String? {
+        guard let decoder = decoders.first(where: { $0.encodings.contains(encoder.name) }) else { return nil }
+        let reader = try decoder.openReader(at: url)
+        defer { reader.close() }
+        let chunk = 8192
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * format.bytesPerFrame, alignment: 16)
+        defer { buffer.deallocate() }
+        var decoded = ContentHash()
+        var count: Int64 = 0
+        while true {
+            let n = try reader.read(into: buffer, maxFrames: chunk)
+            if n == 0 { break }
+            decoded.add(buffer, count: n * reader.format.bytesPerFrame)
+            count += Int64(n)
+        }
+        guard reader.format == format, count == frames, decoded == hash else {
+            throw TapedeckError(.io, "Verifying \(url.lastPathComponent) failed: it decodes to \(count) frames of \(reader.format) that differ from the \(frames) frames of \(format) written. Nothing was kept.")
+        }
+        return "decoded again and compared: \(frames) frames, content hash \(hash.hex)"
     }
 
     /// Moves the finished temporary file to `target`: with `replacing`, an atomic rename over it;
@@ -167,5 +201,51 @@ struct ExportJob {
         while base.utf8.count > 200 { base.removeLast() }
         if base.trimmingCharacters(in: .whitespaces).isEmpty { base = "take-\(item.take.shortID)" }
         return base + "." + ext
+    }
+}
+
+/// A 64-bit hash of a byte stream, to compare what was written with what decodes back: FNV-1a
+/// over the stream's 64-bit words (a partial word is carried between calls, so the result does
+/// not depend on how the stream was chunked), with an extra shift-xor so every byte counts.
+struct ContentHash: Equatable {
+    private var value: UInt64 = 0xCBF2_9CE4_8422_2325
+    private var partial: UInt64 = 0
+    private var partialBytes = 0
+    private var length = 0
+    private static let prime: UInt64 = 0x0000_0100_0000_01B3
+
+    private mutating func mix(_ word: UInt64) {
+        value = (value ^ word) &* Self.prime
+        value ^= value >> 29
+    }
+
+    mutating func add(_ p: UnsafeRawPointer, count: Int) {
+        length += count
+        var i = 0
+        while partialBytes != 0 && i < count {
+            partial |= UInt64(p.load(fromByteOffset: i, as: UInt8.self)) << (8 * partialBytes)
+            partialBytes += 1
+            i += 1
+            if partialBytes == 8 {
+                mix(partial)
+                partial = 0
+                partialBytes = 0
+            }
+        }
+        while i + 8 <= count {
+            mix(UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+            i += 8
+        }
+        while i < count {
+            partial |= UInt64(p.load(fromByteOffset: i, as: UInt8.self)) << (8 * partialBytes)
+            partialBytes += 1
+            i += 1
+        }
+    }
+
+    var hex: String {
+        var h = self
+        h.mix(partial ^ UInt64(length))
+        return String(h.value, radix: 16)
     }
 }

@@ -72,7 +72,7 @@ public final class TakeExporter {
                 }
                 let target = directory.appendingPathComponent(name)
                 let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
-                let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder,
+                let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder, decoders: decoders,
                                     encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,
                                     threads: threads, progress: progress)
                 jobs.append(Job(item: item, target: target, progress: progress))
@@ -103,7 +103,7 @@ public final class TakeExporter {
             for await (index, result) in group {
                 results[index] = result
                 if case .failure(let e) = result {
-                    logger.error("Export of \"\(items[index].session.name)/\(items[index].take.name)\" failed: \(e.message)")
+                    logger.debug("Export of \"\(items[index].session.name)/\(items[index].take.name)\" failed: \(e.message)")
                 }
                 startNext()
             }

@@ -83,6 +83,8 @@ extension AudioEncoder {
 extension TakeWriter {
     /// Writers that do not verify their output say so with `nil`.
     public var verification: String? { nil }
+    /// Writers verify nothing unless they say so.
+    public var verifiesOutput: Bool { false }
 }
 
 /// Writes one take's file. Single owner, not `Sendable`: created, used and finished on one thread.
@@ -101,6 +103,9 @@ public protocol TakeWriter: AnyObject {
     /// - Thread: the owning writer thread. Blocks on disk I/O.
     /// - Returns: frames in the file.
     func finish() throws -> Int64
+
+    /// Whether ``finish()`` verifies the file itself (so callers need not decode it again).
+    var verifiesOutput: Bool { get }
 
     /// After ``finish()``: how the file was checked, in words for reports, e.g.
     /// "every frame decoded and compared; MD5 matches". `nil` when the writer does not verify.

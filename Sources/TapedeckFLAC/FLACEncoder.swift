@@ -60,9 +60,16 @@ public struct FLACEncoder: AudioEncoder {
     /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
     /// - Throws: ``TapedeckError`` from ``validate(_:)``, `.alreadyExists`, `.diskFull` or `.io`.
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
+        try makeWriter(at: url, format: format, metadata: metadata, options: WriterOptions())
+    }
+
+    /// Creates the writer; with `options.threads` of 2 or more and verification on, frames are
+    /// verified on a second thread instead of in libFLAC's verify mode on the calling thread.
+    /// - Thread: the writer thread that will own the writer. Blocks on disk I/O.
+    public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter {
         try validate(format)
         return try FLACTakeWriter(path: url.path, format: format, metadata: metadata,
-                                  level: level, verify: verify, paddingBytes: paddingBytes)
+                                  level: level, verify: verify, paddingBytes: paddingBytes, threads: options.threads)
     }
 
     /// Repairs a file whose writer died: keeps every frame that decodes cleanly (up to the first

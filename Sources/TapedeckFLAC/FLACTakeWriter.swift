@@ -37,6 +37,14 @@ final class FLACTakeWriter: TakeWriter {
     fileprivate var writeErrno: Int32 = 0
     /// Set by ``abandon()``: libFLAC's clean-up may not touch the file any more.
     fileprivate var refuseIO = false
+    /// Decodes the stream on a second thread while it is written (when given the threads).
+    fileprivate var verifier: FLACStreamVerifier?
+    /// Whether libFLAC's own (same-thread) verify mode is on.
+    private var inlineVerify = false
+    /// How the finished file was checked, for reports.
+    private(set) var verification: String?
+    /// Whether ``finish()`` verifies (inline or on the verifier thread).
+    var verifiesOutput: Bool { inlineVerify || verifier != nil }
 
     /// Conversion buffer for one `write` call's samples; grows only for a bigger chunk.
     private var samples: UnsafeMutablePointer<Int32>
@@ -46,12 +54,15 @@ final class FLACTakeWriter: TakeWriter {
 
     /// Creates the file at `path` (never overwriting), writes `fLaC`, STREAMINFO, the tags and the
     /// padding, and `fsync`s, so the metadata is on disk before the first audio frame.
+    /// With `verify`, every frame is decoded and compared with the input: on a second thread when
+    /// `threads` allows (see ``FLACStreamVerifier``), else by libFLAC's verify mode on this thread.
     /// - Thread: the writer thread that will own it. Blocks on disk I/O.
     /// - Throws: `.alreadyExists` if the file exists; `.diskFull`/`.io` if it cannot be written.
-    init(path: String, format: AudioFormat, metadata: TakeMetadata, level: Int, verify: Bool, paddingBytes: Int) throws {
+    init(path: String, format: AudioFormat, metadata: TakeMetadata, level: Int, verify: Bool, paddingBytes: Int,
+         threads: Int = 1) throws {
         self.format = format
         self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
         guard fd >= 0 else {
             let code = errno
             if code == EEXIST {
@@ -64,8 +75,12 @@ final class FLACTakeWriter: TakeWriter {
         sampleCapacity = 4096 * format.channels
         samples = .allocate(capacity: sampleCapacity)
         tail = FLACTail(channels: format.channels, bitsPerSample: format.sampleFormat.bitsPerSample, capacityFrames: 1)
+        if verify && threads >= 2 {
+            verifier = FLACStreamVerifier(channels: format.channels, path: path)
+        }
+        inlineVerify = verify && verifier == nil
         do {
-            try start(metadata: metadata, level: level, verify: verify, paddingBytes: paddingBytes)
+            try start(metadata: metadata, level: level, verify: inlineVerify, paddingBytes: paddingBytes)
         } catch {
             discardEncoder()
             close(fd)
@@ -109,6 +124,8 @@ final class FLACTakeWriter: TakeWriter {
                     me.writeErrno = code
                     return FLAC__STREAM_ENCODER_WRITE_STATUS_FATAL_ERROR
                 }
+                // The verifier follows the stream as appended (not STREAMINFO's rewrite at finish).
+                if me.position == me.highWater { me.verifier?.appendEncoded(buffer, count: bytes) }
                 me.position += Int64(bytes)
                 me.highWater = max(me.highWater, me.position)
                 me.framesEncoded += Int64(frames)
@@ -160,6 +177,7 @@ final class FLACTakeWriter: TakeWriter {
         case .s32, .f32:
             for i in 0..<count { out[i] = Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)) }
         }
+        verifier?.appendInput(out, count: count)
         guard FLAC__stream_encoder_process_interleaved(enc, out, UInt32(frames)) != 0 else {
             throw failure(enc, while: "write audio to \(path)")
         }
@@ -197,6 +215,25 @@ final class FLACTakeWriter: TakeWriter {
         let file = FLACFile(fd: fd, path: path)
         if try file.length() > highWater { try file.truncate(to: highWater) }
         try file.sync()
+        var how: String?
+        if let verifier {
+            self.verifier = nil
+            let verified = try verifier.finish()
+            guard verified == framesSubmitted else {
+                throw TapedeckError(.io, "Verifying \(path) failed: \(verified) of \(framesSubmitted) frames decoded. Nothing was kept.")
+            }
+            how = "every frame decoded on a second thread and compared with the input"
+        } else if inlineVerify {
+            how = "every frame decoded by libFLAC's verify mode and compared with the input"
+        }
+        if let how {
+            // The MD5 libFLAC computed over the input is in STREAMINFO with the true length.
+            let info = try FLACHeader.read(from: file).streamInfo
+            guard Int64(info.totalSamples) == framesSubmitted, info.md5.contains(where: { $0 != 0 }) else {
+                throw TapedeckError(.io, "Verifying \(path) failed: STREAMINFO says \(info.totalSamples) frames and holds no MD5. Nothing was kept.")
+            }
+            verification = "\(how); STREAMINFO holds \(framesSubmitted) frames and MD5 \(MD5.hex(info.md5))"
+        }
         return framesSubmitted
     }
 
@@ -206,6 +243,10 @@ final class FLACTakeWriter: TakeWriter {
     /// - Thread: the owning writer thread. Does not block noticeably.
     func abandon() {
         refuseIO = true
+        if let verifier {
+            self.verifier = nil
+            _ = try? verifier.finish()
+        }
         discardEncoder()
         if fd >= 0 { close(fd) }
         fd = -1

@@ -19,6 +19,9 @@ final class WAVTakeReader: TakeReader {
     private var handle: OpaquePointer?
     private var intScratch: [Int32] = []
     private var floatScratch: [Float] = []
+    /// Whether the file stores samples exactly as delivered (little-endian WAV/RF64 with 16-, 24-,
+    /// 32-bit PCM or 32-bit float), so reads are plain copies (`sf_read_raw`).
+    private let rawLayout: Bool
 
     /// Opens `path`.
     /// - Thread: the thread that will read it. Blocks on disk I/O.
@@ -51,6 +54,12 @@ final class WAVTakeReader: TakeReader {
         self.handle = handle
         self.format = format
         frameCount = max(0, info.frames)
+        let major = Int(info.format) & SF_FORMAT_TYPEMASK
+        let sub = Int(info.format) & SF_FORMAT_SUBMASK
+        let endian = Int(info.format) & SF_FORMAT_ENDMASK
+        rawLayout = [SF_FORMAT_WAV, SF_FORMAT_WAVEX, SF_FORMAT_RF64].contains(major)
+            && [SF_FORMAT_PCM_16, SF_FORMAT_PCM_24, SF_FORMAT_PCM_32, SF_FORMAT_FLOAT].contains(sub)
+            && (endian == SF_ENDIAN_FILE || endian == SF_ENDIAN_LITTLE)
         let samples = Self.chunkFrames * format.channels
         if format.sampleFormat.isFloat {
             floatScratch = [Float](repeating: 0, count: samples)
@@ -67,6 +76,15 @@ final class WAVTakeReader: TakeReader {
     /// - Throws: `.corruptFile` if libsndfile reports an error part way.
     func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> Int {
         guard let handle, maxFrames > 0 else { return 0 }
+        if rawLayout {
+            // The file's bytes are already Tapedeck's packed little-endian layout: copy them.
+            let want = sf_count_t(maxFrames * format.bytesPerFrame)
+            let got = Int(sf_read_raw(handle, buffer, want))
+            if got < Int(want), sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
+                throw TapedeckError(.corruptFile, "Could not read \(path): \(Sndfile.errorString(handle)).")
+            }
+            return max(0, got) / format.bytesPerFrame
+        }
         let channels = format.channels
         var total = 0
         while total < maxFrames {

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import TapedeckApp
+@testable import TapedeckApp
 import TapedeckCore
 import TapedeckTesting
 import Testing
@@ -139,5 +139,39 @@ struct ReviewRegressionTests {
         #expect(error?.message.contains("could mean") == true)
         guard case .take = try TakeReference.resolve("cafe1", in: sessions) else { Issue.record("expected the take"); return }
         guard case .session = try TakeReference.resolve("1111", in: sessions) else { Issue.record("expected the session"); return }
+    }
+}
+
+@Suite("Export helpers")
+struct ExportHelperTests {
+    @Test("file names are safe for file systems and keep the names readable")
+    func fileNames() {
+        let s = Session(id: "s", name: "../Gig/2026", createdAt: Date())
+        let t = Take(id: "abcdef12-0000", sessionID: "s", name: "Take\u{0}1", number: 1, createdAt: Date(), state: .complete,
+                     format: .cdStereo, encoding: "wav", file: "x", frames: 1)
+        #expect(ExportJob.fileName(for: ExportItem(take: t, session: s), extension: "flac") == "_Gig_2026 - Take_1.flac")
+        let dots = Session(id: "s", name: "...", createdAt: Date())
+        let empty = Take(id: "abcdef12-0000", sessionID: "s", name: "-", number: 1, createdAt: Date(), state: .complete,
+                         format: .cdStereo, encoding: "wav", file: "x", frames: 1)
+        #expect(ExportJob.fileName(for: ExportItem(take: empty, session: dots), extension: "flac") == "take-abcdef12.flac")
+    }
+
+    @Test("the content hash does not depend on chunking, and any changed byte changes it")
+    func contentHash() {
+        let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        var whole = ContentHash(), pieces = ContentHash(), changed = ContentHash()
+        bytes.withUnsafeBytes { whole.add($0.baseAddress!, count: 1000) }
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            for size in [1, 3, 8, 13, 100, 875] {
+                pieces.add(raw.baseAddress! + offset, count: size)
+                offset += size
+            }
+        }
+        var altered = bytes
+        altered[517] ^= 1
+        altered.withUnsafeBytes { changed.add($0.baseAddress!, count: 1000) }
+        #expect(whole == pieces && whole.hex == pieces.hex)
+        #expect(whole.hex != changed.hex)
     }
 }
