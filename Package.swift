@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "TapedeckNull", targets: ["TapedeckNull"]),
         .library(name: "TapedeckWAV", targets: ["TapedeckWAV"]),
         .library(name: "TapedeckFLAC", targets: ["TapedeckFLAC"]),
+        .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
+        .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
@@ -51,6 +53,19 @@ let package = Package(
             providers: [.apt(["libflac-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CALSA",
+            pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]
+        ),
+        // One module for both PulseAudio APIs: two modules that each include PulseAudio headers
+        // break clean builds.
+        .systemLibrary(
+            name: "CPulse",
+            pkgConfig: "libpulse",
+            providers: [.apt(["libpulse-dev"])]
+        ),
+
         // Backends: one plugin module each, importing only Core and its own shim.
         .target(
             name: "TapedeckNull",
@@ -65,6 +80,16 @@ let package = Package(
         .target(
             name: "TapedeckFLAC",
             dependencies: ["TapedeckCore", "CFLAC"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckALSA",
+            dependencies: ["TapedeckCore", "CALSA"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckPulseAudio",
+            dependencies: ["TapedeckCore", "CPulse"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -84,7 +109,8 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckDirectoryStorage",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckALSA", "TapedeckPulseAudio",
+                "TapedeckDirectoryStorage",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,6 +142,16 @@ let package = Package(
         .testTarget(
             name: "TapedeckFLACTests",
             dependencies: ["TapedeckFLAC", "TapedeckWAV", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TapedeckALSATests",
+            dependencies: ["TapedeckALSA", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TapedeckPulseAudioTests",
+            dependencies: ["TapedeckPulseAudio", "TapedeckTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,8 +1,10 @@
 public import TapedeckCore
+import TapedeckALSA
 import TapedeckNull
 import TapedeckWAV
 import TapedeckFLAC
 import TapedeckDirectoryStorage
+import TapedeckPulseAudio
 
 /// The plugins a build of Tapedeck can assemble, by role. A plain value: tests pass their own.
 public struct PluginCatalog: Sendable {
@@ -23,8 +25,8 @@ public struct PluginCatalog: Sendable {
 
     /// Every plugin compiled into this build.
     public static let builtIn = PluginCatalog(
-        capture: [NullPlugin.capture],
-        playback: [NullPlugin.playback],
+        capture: [NullPlugin.capture, ALSAPlugin.capture, PulsePlugin.capture],
+        playback: [NullPlugin.playback, ALSAPlugin.playback, PulsePlugin.playback],
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder],
         storage: [DirectoryStoragePlugin.storage])

@@ -120,6 +120,22 @@ public final class Studio {
         return (try plugin.make(settings, context), effective)
     }
 
+    /// The devices a capture or playback backend sees (both roles merged by the caller), made with
+    /// its configured settings when it is the configured backend, else its defaults.
+    /// - Thread: main actor. Blocks while the audio system is asked.
+    public func devices(ofBackend name: String) throws -> [AudioDevice] {
+        var found: [AudioDevice] = []
+        if let plugin = catalog.capture.first(where: { $0.name == name }) {
+            let settings = name == configuration.capture.plugin ? configuration.capture.settings : try PluginSettings.resolving(plugin.settings)
+            found += try plugin.make(settings, context).devices()
+        }
+        if let plugin = catalog.playback.first(where: { $0.name == name }) {
+            let settings = name == configuration.playback.plugin ? configuration.playback.settings : try PluginSettings.resolving(plugin.settings)
+            found += try plugin.make(settings, context).devices()
+        }
+        return found
+    }
+
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
     public func makeExporter() -> TakeExporter {
         TakeExporter(decoders: decoders, store: store, logger: logger)

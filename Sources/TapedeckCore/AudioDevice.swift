@@ -10,12 +10,16 @@ public struct AudioDevice: Sendable, Hashable, Codable {
     public var canPlay: Bool
     /// Whether the backend considers it the default.
     public var isDefault: Bool
+    /// Backend-specific facts worth showing, e.g. `sample-spec: s16le 2ch 48000Hz`.
+    public var details: [String: String]
 
-    public init(name: String, description: String, canCapture: Bool, canPlay: Bool, isDefault: Bool) {
+    public init(name: String, description: String, canCapture: Bool, canPlay: Bool, isDefault: Bool,
+                details: [String: String] = [:]) {
         self.name = name
         self.description = description
         self.canCapture = canCapture
         self.canPlay = canPlay
         self.isDefault = isDefault
+        self.details = details
     }
 }

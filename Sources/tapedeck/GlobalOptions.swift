@@ -41,14 +41,20 @@ struct GlobalOptions: ParsableArguments {
     /// interrupted takes).
     @MainActor
     func makeStudio() async throws -> Studio {
+        let studio = try makeStudioWithoutLibrary()
+        try await studio.openLibrary()
+        return studio
+    }
+
+    /// Loads the configuration and assembles the graph without opening the library.
+    @MainActor
+    func makeStudioWithoutLibrary() throws -> Studio {
         // Writing to a closed pipe must be an error to handle, never a signal that kills a
         // recording before it is finalized.
         signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
         let configuration = try loader.load(explicitPath: config, flags: try flagSettings())
-        let studio = try Studio(configuration: configuration, catalog: .builtIn, logger: try makeLogger(), environment: environment)
-        try await studio.openLibrary()
-        return studio
+        return try Studio(configuration: configuration, catalog: .builtIn, logger: try makeLogger(), environment: environment)
     }
 }

@@ -155,7 +155,7 @@ struct EndToEndTests {
         try Data("capture:\n  backend: nul\n".utf8).write(to: typo)
         let unknown = try cli.run("list", "--config", typo.path)
         #expect(unknown.status == 78)
-        #expect(unknown.stderr == "tapedeck: \(typo.path):2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: null.\n")
+        #expect(unknown.stderr == "tapedeck: \(typo.path):2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: alsa, null, pulse.\n")
         let unreadable = try cli.run("list", "--config", dir.appendingPathComponent("absent.yaml").path)
         #expect(unreadable.status == 78 && unreadable.stderr.contains("no such file"))
         // Every error is one line.
@@ -172,7 +172,8 @@ struct EndToEndTests {
         #expect(r.status == 0)
         let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }
-        #expect(names == ["capture:null", "playback:null", "encoder:wav", "encoder:flac", "decoder:wav", "decoder:flac", "storage:directory"])
+        #expect(names == ["capture:null", "capture:alsa", "capture:pulse", "playback:null", "playback:alsa", "playback:pulse",
+                          "encoder:wav", "encoder:flac", "decoder:wav", "decoder:flac", "storage:directory"])
         let nullCapture = try #require(plugins.first)
         let keys = (nullCapture["settings"] as? [[String: Any]])?.compactMap { $0["configKey"] as? String } ?? []
         #expect(keys.contains("capture.null.signal"))

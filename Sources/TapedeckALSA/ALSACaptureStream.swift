@@ -1,0 +1,157 @@
+import CALSA
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open ALSA capture PCM. Owned by the device thread that opened it.
+///
+/// The handle is non-blocking: `read` calls `snd_pcm_readi` and, when nothing is ready, waits in
+/// `snd_pcm_wait` slices of 100 ms. A read that makes no progress for ``stallLimitNanos`` (1.5 s;
+/// 5 s before the first frames, while a device or server starts) throws `.deviceLost`, so a vanished
+/// device or sound server is noticed even when ALSA never reports it.
+///
+/// Xruns: on `-EPIPE` (overrun) the PCM is recovered and restarted at once; the frames lost are
+/// estimated as those still in the buffer at the last successful read plus the audio the device
+/// would have captured between that read and the restart (monotonic time × rate, never negative).
+/// They are returned as ``CaptureRead/lostFramesBefore`` with the next frames delivered, so the
+/// engine fills the gap with silence. `-ESTRPIPE` (suspend) is resumed (or re-prepared) and counted
+/// the same way; the monotonic clock does not run during a system suspend.
+final class ALSACaptureStream: CaptureStream {
+    let format: AudioFormat
+    let periodFrames: Int
+    let isRealTime = true
+    let device: String
+
+    private var pcm: OpaquePointer?
+    private let bufferFrames: Int
+    private let bytesPerFrame: Int
+    /// No progress for this long means the device is gone.
+    static let stallLimitNanos: Int64 = 1_500_000_000
+    /// Before the first frames arrive a device may take longer to start (a sound server's idle
+    /// sink renders ahead by up to 2 s before it honours a new, shorter latency).
+    static let startLimitNanos: Int64 = 5_000_000_000
+    /// Whether any frames have arrived yet.
+    private var started = false
+    /// Monotonic time of the last frames read (or of the last restart after an xrun); 0 before the first read.
+    private var lastDataNanos: Int64 = 0
+    /// Frames still waiting in the device buffer right after the last successful read.
+    private var pendingAfterLastData: Int64 = 0
+    /// Frames lost in xruns, owed to the next delivery.
+    private var owedLostFrames: Int64 = 0
+
+    init(device: String, opened: ALSAOpenedPCM, format: AudioFormat) {
+        self.device = device
+        self.pcm = opened.pcm
+        self.periodFrames = opened.periodFrames
+        self.bufferFrames = opened.bufferFrames
+        self.format = format
+        self.bytesPerFrame = format.bytesPerFrame
+    }
+
+    /// Blocks until `min(maxFrames, periodFrames)` frames are captured (fewer only when an xrun
+    /// interrupts the period; the gap then comes with the next read).
+    /// - Thread: the device thread. Blocks about one period. Does not allocate, lock or log.
+    func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        guard let pcm else { throw closedError() }
+        let want = min(maxFrames, periodFrames)
+        guard want > 0 else { return CaptureRead(frames: 0) }
+        var got = 0
+        var lastProgress = ALSAClock.nanoseconds()
+        if lastDataNanos == 0 { lastDataNanos = lastProgress }
+        while got < want {
+            var r = snd_pcm_readi(pcm, buffer + got * bytesPerFrame, snd_pcm_uframes_t(want - got))
+            if r > 0 {
+                got += r
+                started = true
+                lastProgress = ALSAClock.nanoseconds()
+                lastDataNanos = lastProgress
+                pendingAfterLastData = Int64(max(0, snd_pcm_avail_update(pcm)))
+                continue
+            }
+            if r == 0 || r == -Int(EAGAIN) {
+                if ALSAClock.nanoseconds() - lastProgress > (started ? Self.stallLimitNanos : Self.startLimitNanos) {
+                    throw stalled(started ? "1.5 s" : "5 s after starting")
+                }
+                let w = snd_pcm_wait(pcm, 100)
+                if w >= 0 { continue }
+                r = Int(w)
+            }
+            if r == -Int(EPIPE) || r == -Int(ESTRPIPE) {
+                try recover(pcm, Int32(r))
+                if got > 0 { break }  // the gap comes after these frames: owe it to the next read
+                continue
+            }
+            throw failed(Int32(r), "reading")
+        }
+        let lost = owedLostFrames
+        owedLostFrames = 0
+        return CaptureRead(frames: got, lostFramesBefore: lost)
+    }
+
+    /// Reads what the device has already captured (`snd_pcm_avail`), up to `maxFrames`, without waiting.
+    /// - Thread: the device thread. Never blocks.
+    func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        guard let pcm else { return CaptureRead(frames: 0) }
+        let avail = snd_pcm_avail(pcm)
+        let n = min(max(0, avail), maxFrames)
+        guard n > 0 else { return CaptureRead(frames: 0) }
+        let r = snd_pcm_readi(pcm, buffer, snd_pcm_uframes_t(n))
+        guard r > 0 else { return CaptureRead(frames: 0) }
+        let lost = owedLostFrames
+        owedLostFrames = 0
+        return CaptureRead(frames: r, lostFramesBefore: lost)
+    }
+
+    /// Closes the PCM. - Thread: the device thread. May block briefly.
+    func close() {
+        if let pcm { snd_pcm_close(pcm) }
+        pcm = nil
+    }
+
+    deinit { close() }
+
+    /// Recovers from an overrun or suspend, restarts capture and adds the estimated loss to what
+    /// the next delivery owes.
+    private func recover(_ pcm: OpaquePointer, _ err: Int32) throws {
+        var result: Int32
+        if err == -ESTRPIPE {
+            // Wait (up to about a second) for the device to finish resuming, else start it afresh.
+            result = snd_pcm_resume(pcm)
+            var tries = 0
+            while result == -EAGAIN && tries < 10 {
+                usleep(100_000)
+                tries += 1
+                result = snd_pcm_resume(pcm)
+            }
+            if result < 0 { result = snd_pcm_prepare(pcm) }
+        } else {
+            result = snd_pcm_recover(pcm, err, 1)
+        }
+        guard result >= 0 else { throw failed(result, err == -EPIPE ? "recovering from an overrun" : "resuming after a suspend") }
+        _ = snd_pcm_start(pcm)
+        let restart = ALSAClock.nanoseconds()
+        owedLostFrames += pendingAfterLastData + ALSAClock.frames(restart - lastDataNanos, rate: format.sampleRate)
+        // The timeline is accounted up to the restart: a second xrun before new data is not counted twice.
+        lastDataNanos = restart
+        pendingAfterLastData = 0
+    }
+
+    private func stalled(_ how: String) -> TapedeckError {
+        TapedeckError(.deviceLost,
+            "The ALSA device \(device) stopped delivering audio: nothing arrived for \(how). The device was unplugged, "
+            + "or the sound server behind it stopped. The audio captured before was kept; reconnect the device "
+            + "(or restart the sound server) and record again.")
+    }
+
+    private func failed(_ err: Int32, _ action: String) -> TapedeckError {
+        TapedeckError(.deviceLost,
+            "The ALSA device \(device) failed while \(action): \(ALSAPCMSetup.describe(err)). The device was unplugged, "
+            + "or the sound server behind it stopped. The audio captured before was kept; reconnect the device "
+            + "(or restart the sound server) and record again.", systemCode: -err)
+    }
+
+    private func closedError() -> TapedeckError {
+        TapedeckError(.internalError, "The ALSA capture stream for \(device) was read after it was closed.")
+    }
+}

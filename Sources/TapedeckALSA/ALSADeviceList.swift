@@ -1,0 +1,60 @@
+import CALSA
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PCM devices ALSA's configuration and cards advertise (`snd_device_name_hint`).
+enum ALSADeviceList {
+    /// Every PCM hint, with its direction (`IOID` absent means both) and description.
+    /// - Thread: any. May block briefly while ALSA reads its configuration.
+    /// - Throws: `.deviceUnavailable` when ALSA cannot list devices.
+    static func devices() throws -> [AudioDevice] {
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        let err = snd_device_name_hint(-1, "pcm", &hints)
+        guard err >= 0, let hints else {
+            throw TapedeckError(.deviceUnavailable,
+                "ALSA could not list its devices: \(ALSAPCMSetup.describe(err)). Check the ALSA configuration (/etc/asound.conf, ~/.asoundrc).",
+                systemCode: -err)
+        }
+        defer { snd_device_name_free_hint(hints) }
+        var result: [AudioDevice] = []
+        var seen: Set<String> = []
+        var index = 0
+        while let hint = hints[index] {
+            index += 1
+            guard let name = value(hint, "NAME"), !name.isEmpty, seen.insert(name).inserted else { continue }
+            let description = (value(hint, "DESC") ?? name)
+                .split(whereSeparator: \.isNewline)
+                .map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+                .filter { !$0.isEmpty }.joined(separator: " — ")
+            let ioid = value(hint, "IOID")
+            result.append(AudioDevice(name: name, description: description,
+                                      canCapture: ioid == nil || ioid == "Input",
+                                      canPlay: ioid == nil || ioid == "Output",
+                                      isDefault: name == "default"))
+        }
+        // `default` is defined by alsa.conf itself and usually carries no hint; list it when the
+        // configuration defines it (on a machine without cards it may still fail to open).
+        if !seen.contains("default") && isDefined("pcm.default") {
+            result.insert(AudioDevice(name: "default", description: "The system's default ALSA device",
+                                      canCapture: true, canPlay: true, isDefault: true), at: 0)
+        }
+        return result
+    }
+
+    /// Whether the ALSA configuration has a node at `key` (e.g. `pcm.default`).
+    private static func isDefined(_ key: String) -> Bool {
+        var top: OpaquePointer?
+        guard snd_config_update_ref(&top) >= 0, let top else { return false }
+        defer { snd_config_unref(top) }
+        var node: OpaquePointer?
+        return snd_config_search(top, key, &node) >= 0
+    }
+
+    private static func value(_ hint: UnsafeMutableRawPointer, _ id: String) -> String? {
+        guard let text = snd_device_name_get_hint(hint, id) else { return nil }
+        defer { free(text) }
+        return String(cString: text)
+    }
+}

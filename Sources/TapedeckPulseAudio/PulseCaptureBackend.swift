@@ -1,0 +1,35 @@
+public import TapedeckCore
+public import Logging
+
+/// Capture from a PulseAudio server (or PipeWire's PulseAudio service): `capture.backend: pulse`.
+///
+/// A value holding settings only; every stream gets its own context and threaded mainloop.
+public struct PulseCaptureBackend: CaptureBackend {
+    public let name = "pulse"
+    let settings: PulseSettings
+    let logger: Logger
+
+    /// Creates the backend from the plugin's validated settings.
+    /// - Thread: any. Never blocks.
+    public init(settings: PluginSettings, logger: Logger) {
+        self.settings = PulseSettings(role: .capture, settings: settings)
+        self.logger = logger
+    }
+
+    /// The server's sources, monitors of sinks included (`details["monitor-of"]`), each with its
+    /// `sample-spec`; the default source is marked.
+    /// - Thread: any that may block. Blocks for a few round trips to the server.
+    /// - Throws: `.deviceUnavailable` naming the server when it cannot be reached.
+    public func devices() throws -> [AudioDevice] {
+        try PulseDeviceList.list(settings: settings).sources
+    }
+
+    /// Connects, opens a record stream in exactly `format` (corked until the first read), and
+    /// returns it. `options.periodFrames` is not used: the fragment comes from `fragment-ms`, and
+    /// the negotiated fragment is the stream's ``CaptureStream/periodFrames``.
+    /// - Thread: the device thread that will read the stream. Blocks up to about 5 s.
+    /// - Throws: `.deviceUnavailable` (no server, no such source) or `.unsupportedFormat`.
+    public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {
+        try PulseCaptureStream(settings: settings, format: format, logger: logger)
+    }
+}

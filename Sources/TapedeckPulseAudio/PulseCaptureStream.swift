@@ -1,0 +1,182 @@
+import CPulse
+import Logging
+import TapedeckCore
+
+/// A PulseAudio record stream on its own context and threaded mainloop.
+///
+/// - Reads block on a semaphore signalled by the stream's read callback (every wait bounded),
+///   then take data with `pa_stream_peek`/`pa_stream_drop`. A fragment larger than the caller's
+///   buffer is not copied aside: it stays peeked, and the next read continues at ``fragmentOffset``
+///   (so there is no staging buffer and nothing is allocated per period).
+/// - A hole (`pa_stream_peek` giving no data but a length) is audio the server never delivered:
+///   it is returned as ``CaptureRead/lostFramesBefore`` with the next data, and the engine fills
+///   it with silence, so the take's timeline stays true. Holes are counted in ``holes``.
+/// - Overflow: PulseAudio only sends overflow notifications for playback streams; a record stream
+///   whose server-side queue (`maxlength`, 4 MiB by default: about 20 s at 48 kHz stereo s16)
+///   fills drops data without telling the client and without a hole. Tapedeck's device thread
+///   keeps reading even when its own ring is full (those frames become counted overruns), so
+///   that queue only fills if the process is stopped for that long. The overflow callback is
+///   still registered; what it counts is in ``overflows`` and logged at close, with 0 frames.
+/// - The stream starts corked and is uncorked by the first read, so the take begins when the
+///   engine starts reading, not when the device was opened.
+final class PulseCaptureStream: CaptureStream {
+    let format: AudioFormat
+    let periodFrames: Int
+    var isRealTime: Bool { true }
+
+    /// How long the server may deliver nothing while connected before the stream counts as lost.
+    static let stallNanos: UInt64 = 5_000_000_000
+
+    private let connection: PulseConnection
+    private var stream: OpaquePointer?
+    private let logger: Logger
+    private let bytesPerFrame: Int
+    private let fragmentNanos: UInt64
+    /// Bytes of the currently peeked fragment already handed out.
+    private var fragmentOffset = 0
+    private var started = false
+    private var drainWaited = false
+    /// Holes seen, and the frames they covered.
+    private(set) var holes = 0
+    private(set) var holeFrames: Int64 = 0
+
+    /// Overflow notifications received (see the type's documentation). - Thread: any.
+    var overflows: Int { connection.events.overflows.load(ordering: .relaxed) }
+
+    /// Connects and opens the record stream, corked.
+    /// - Thread: the device thread. Blocks up to a few seconds.
+    init(settings: PulseSettings, format: AudioFormat, logger: Logger) throws {
+        let connection = try PulseConnection(settings: settings)
+        let fragment = PulseFormat.bytes(milliseconds: settings.fragmentMilliseconds, format)
+        let attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max,
+                                        minreq: UInt32.max, fragsize: fragment)
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_START_CORKED.rawValue)
+        let stream: OpaquePointer
+        do {
+            stream = try connection.openStream(format: format, attributes: attributes, flags: flags)
+        } catch {
+            connection.close()
+            throw error
+        }
+        connection.lock()
+        let negotiated = pa_stream_get_buffer_attr(stream)?.pointee.fragsize ?? fragment
+        let device = pa_stream_get_device_name(stream).map { String(cString: $0) } ?? settings.deviceLabel
+        connection.unlock()
+        self.connection = connection
+        self.stream = stream
+        self.format = format
+        self.logger = logger
+        self.bytesPerFrame = format.bytesPerFrame
+        let frames = max(1, Int(negotiated) / format.bytesPerFrame)
+        self.periodFrames = frames
+        self.fragmentNanos = UInt64(frames) * 1_000_000_000 / UInt64(format.sampleRate)
+        logger.info("PulseAudio capture from \(device) at \(settings.serverLabel): \(PulseFormat.describe(PulseFormat.sampleSpec(format))), fragment \(frames) frames (\(fragmentNanos / 1_000_000) ms; asked \(settings.fragmentMilliseconds) ms).")
+    }
+
+    /// Blocks until at least one frame is available (or a hole is followed by data).
+    /// - Thread: the device thread. Blocks about one fragment; never allocates.
+    /// - Throws: `.deviceLost` when the server or stream went away, or nothing arrived for 5 s.
+    func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        guard let stream else { throw TapedeckError(.internalError, "read(into:maxFrames:) after close().") }
+        if !started { uncork(stream) }
+        var lost: Int64 = 0
+        var idleSince: UInt64 = 0
+        while true {
+            connection.lock()
+            guard connection.streamIsGood(stream) else {
+                let error = connection.lostError("recording from")
+                connection.unlock()
+                throw error
+            }
+            let frames = take(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+            connection.unlock()
+            if frames > 0 { return CaptureRead(frames: frames, lostFramesBefore: lost) }
+            let now = PulseConnection.now()
+            if idleSince == 0 { idleSince = now }
+            if now - idleSince > Self.stallNanos {
+                throw TapedeckError(.deviceLost,
+                    "PulseAudio delivered no audio from \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled source?). Everything captured so far was kept.")
+            }
+            connection.events.wait(nanoseconds: 2 * fragmentNanos + 50_000_000)
+        }
+    }
+
+    /// Returns data already received, without waiting, then (once) waits at most one fragment
+    /// for the fragment in flight when the stop came, so the take holds audio up to the stop.
+    /// - Thread: the device thread. Blocks at most one fragment.
+    func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        guard let stream, started else { return CaptureRead(frames: 0) }
+        var lost: Int64 = 0
+        var frames = takeIfConnected(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+        if frames == 0 && lost == 0 && !drainWaited {
+            drainWaited = true
+            _ = connection.wait(nanoseconds: fragmentNanos) {
+                connection.streamIsGood(stream) ? pa_stream_readable_size(stream) > 0 : true
+            }
+            frames = takeIfConnected(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+        }
+        return CaptureRead(frames: frames, lostFramesBefore: lost)
+    }
+
+    private func takeIfConnected(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int, lost: inout Int64) -> Int {
+        connection.lock()
+        defer { connection.unlock() }
+        return connection.streamIsGood(stream) ? take(stream, into: buffer, maxFrames: maxFrames, lost: &lost) : 0
+    }
+
+    /// Copies from the current fragment (lock held). Skips holes, adding them to `lost`.
+    private func take(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int, lost: inout Int64) -> Int {
+        while true {
+            var data: UnsafeRawPointer?
+            var length = 0
+            guard pa_stream_peek(stream, &data, &length) == 0, length > 0 else { return 0 }
+            guard let data else {
+                let frames = Int64(length / bytesPerFrame)
+                lost += frames
+                holes += 1
+                holeFrames += frames
+                pa_stream_drop(stream)
+                fragmentOffset = 0
+                continue
+            }
+            let available = length - fragmentOffset
+            let bytes = min(available / bytesPerFrame, maxFrames) * bytesPerFrame
+            guard bytes > 0 else {
+                // A partial frame cannot be delivered; PulseAudio does not produce these.
+                pa_stream_drop(stream)
+                fragmentOffset = 0
+                continue
+            }
+            buffer.copyMemory(from: data + fragmentOffset, byteCount: bytes)
+            fragmentOffset += bytes
+            if length - fragmentOffset < bytesPerFrame {
+                pa_stream_drop(stream)
+                fragmentOffset = 0
+            }
+            return bytes / bytesPerFrame
+        }
+    }
+
+    private func uncork(_ stream: OpaquePointer) {
+        started = true
+        connection.lock()
+        if let op = pa_stream_cork(stream, 0, PulseEvents.streamSuccess, connection.events.userdata) {
+            pa_operation_unref(op)
+        }
+        connection.unlock()
+    }
+
+    /// Disconnects the stream and the context and frees the mainloop.
+    /// - Thread: the device thread. Blocks until the mainloop thread stops.
+    func close() {
+        guard let stream else { return }
+        self.stream = nil
+        connection.closeStream(stream)
+        connection.close()
+        if holes > 0 || overflows > 0 {
+            logger.warning("PulseAudio capture: \(holes) hole(s) covering \(holeFrames) frames (filled with silence), \(overflows) overflow notification(s).")
+        }
+    }
+
+    deinit { close() }
+}

@@ -1,0 +1,145 @@
+import CPulse
+import Dispatch
+import TapedeckCore
+
+/// A `pa_threaded_mainloop` with one connected `pa_context`: what each stream and each device
+/// listing owns. Not thread-safe as a whole; it is owned by one thread (a device thread, or the
+/// caller of `devices()`), while PulseAudio's callbacks run on the mainloop's own thread and only
+/// signal ``events``.
+final class PulseConnection {
+    let settings: PulseSettings
+    let events = PulseEvents()
+    private(set) var mainloop: OpaquePointer?
+    private(set) var context: OpaquePointer?
+
+    /// How long connecting and opening may take before we give up.
+    static let openTimeoutNanos: UInt64 = 5_000_000_000
+
+    /// Connects to the server and waits (bounded) until the context is ready.
+    /// - Thread: the owning thread. Blocks up to ``openTimeoutNanos``.
+    /// - Throws: `.deviceUnavailable` naming the server and what to do.
+    init(settings: PulseSettings) throws {
+        self.settings = settings
+        guard let ml = pa_threaded_mainloop_new() else {
+            throw TapedeckError(.deviceUnavailable, "Could not create a PulseAudio main loop (out of memory?).")
+        }
+        mainloop = ml
+        guard let ctx = pa_context_new(pa_threaded_mainloop_get_api(ml), settings.clientName) else {
+            close()
+            throw TapedeckError(.deviceUnavailable, "Could not create a PulseAudio context (out of memory?).")
+        }
+        context = ctx
+        pa_context_set_state_callback(ctx, PulseEvents.contextState, events.userdata)
+        guard pa_threaded_mainloop_start(ml) >= 0 else {
+            close()
+            throw TapedeckError(.deviceUnavailable, "Could not start the PulseAudio main loop thread.")
+        }
+        lock()
+        let rc = pa_context_connect(ctx, settings.serverAddress, PA_CONTEXT_NOAUTOSPAWN, nil)
+        let early = rc < 0 ? errorText() : nil
+        unlock()
+        if let early {
+            close()
+            throw noServer(early)
+        }
+        let finished = wait(nanoseconds: Self.openTimeoutNanos) {
+            let s = pa_context_get_state(ctx)
+            return s == PA_CONTEXT_READY || !PulseConnection.isGood(s)
+        }
+        lock()
+        let state = pa_context_get_state(ctx)
+        let reason = errorText()
+        unlock()
+        if state != PA_CONTEXT_READY {
+            close()
+            if !finished {
+                throw TapedeckError(.deviceUnavailable,
+                    "The PulseAudio server at \(settings.serverLabel) did not answer within \(Self.openTimeoutNanos / 1_000_000_000) s. Is it running and reachable? Check \(settings.keyPrefix).server.")
+            }
+            throw noServer(reason)
+        }
+    }
+
+    private func noServer(_ reason: String) -> TapedeckError {
+        TapedeckError(.deviceUnavailable,
+            "No PulseAudio server at \(settings.serverLabel) (\(reason.lowercased())). Is it running? Check \(settings.keyPrefix).server.")
+    }
+
+    /// Whether a context state is connecting or connected (not failed or terminated).
+    static func isGood(_ s: pa_context_state_t) -> Bool {
+        s != PA_CONTEXT_FAILED && s != PA_CONTEXT_TERMINATED
+    }
+
+    /// Whether the context is still connected. - Thread: owner, with the lock held.
+    var contextIsGood: Bool {
+        guard let context else { return false }
+        return Self.isGood(pa_context_get_state(context))
+    }
+
+    /// The context's last error as text. - Thread: owner, with the lock held.
+    func errorText() -> String {
+        guard let context else { return "not connected" }
+        return String(cString: pa_strerror(pa_context_errno(context)))
+    }
+
+    /// The context's last error code. - Thread: owner, with the lock held.
+    var errorCode: Int32 { context.map { pa_context_errno($0) } ?? 0 }
+
+    /// Takes the mainloop lock. - Thread: owner; blocks while a callback runs.
+    func lock() { if let mainloop { pa_threaded_mainloop_lock(mainloop) } }
+    /// Releases the mainloop lock. - Thread: owner.
+    func unlock() { if let mainloop { pa_threaded_mainloop_unlock(mainloop) } }
+
+    /// Monotonic nanoseconds. Never blocks or allocates.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Evaluates `done` under the lock until it returns true or `nanoseconds` pass, sleeping on
+    /// ``events`` (without the lock) in between. Never allocates.
+    /// - Returns: whether `done` became true.
+    /// - Thread: owner; blocks up to `nanoseconds`.
+    func wait(nanoseconds: UInt64, until done: () -> Bool) -> Bool {
+        let deadline = Self.now() + nanoseconds
+        while true {
+            lock()
+            let ok = done()
+            unlock()
+            if ok { return true }
+            let now = Self.now()
+            if now >= deadline { return false }
+            events.wait(nanoseconds: deadline - now)
+        }
+    }
+
+    /// Waits (bounded) for an operation to finish, then releases it.
+    /// - Returns: whether it finished in time. - Thread: owner; blocks up to `nanoseconds`.
+    func finish(_ operation: OpaquePointer?, nanoseconds: UInt64 = PulseConnection.openTimeoutNanos) -> Bool {
+        guard let operation else { return false }
+        let done = wait(nanoseconds: nanoseconds) {
+            pa_operation_get_state(operation) != PA_OPERATION_RUNNING || !contextIsGood
+        }
+        lock()
+        if pa_operation_get_state(operation) == PA_OPERATION_RUNNING { pa_operation_cancel(operation) }
+        pa_operation_unref(operation)
+        unlock()
+        return done
+    }
+
+    /// Disconnects the context, stops and frees the mainloop. Idempotent.
+    /// - Thread: owner. Blocks until the mainloop thread has stopped.
+    func close() {
+        guard let ml = mainloop else { return }
+        if let ctx = context {
+            lock()
+            pa_context_set_state_callback(ctx, nil, nil)
+            pa_context_disconnect(ctx)
+            pa_context_unref(ctx)
+            unlock()
+            context = nil
+        }
+        pa_threaded_mainloop_stop(ml)
+        pa_threaded_mainloop_free(ml)
+        mainloop = nil
+    }
+
+    deinit { close() }
+}

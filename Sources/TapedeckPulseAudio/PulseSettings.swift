@@ -1,0 +1,53 @@
+import TapedeckCore
+
+/// One Pulse plugin section, validated: where the server is, which device, names, fragment size.
+struct PulseSettings: Sendable, Hashable {
+    /// Which direction these settings are for; it names the config keys in messages.
+    enum Role: String, Sendable, Hashable {
+        case capture, playback
+    }
+
+    var role: Role
+    /// `""` (the usual lookup), a socket path, `unix:PATH` or `tcp:HOST:PORT`.
+    var server: String
+    /// `""` (the server's default), a source or sink name, `@DEFAULT_SOURCE@`, `null.monitor`, …
+    var device: String
+    var clientName: String
+    var streamName: String
+    /// Capture fragment size / playback target latency, in milliseconds.
+    var fragmentMilliseconds: Int
+
+    init(role: Role, settings: PluginSettings) {
+        self.role = role
+        server = settings.string("server") ?? ""
+        device = settings.string("device") ?? ""
+        clientName = settings.string("client-name") ?? "Tapedeck"
+        streamName = settings.string("stream-name") ?? (role == .capture ? "Tapedeck recording" : "Tapedeck playback")
+        fragmentMilliseconds = settings.int("fragment-ms") ?? 20
+    }
+
+    /// The address handed to `pa_context_connect`: `nil` for the usual lookup (`PULSE_SERVER`,
+    /// X11 property, the user's runtime folder), a bare path turned into `unix:PATH`.
+    var serverAddress: String? {
+        if server.isEmpty { return nil }
+        if server.hasPrefix("/") { return "unix:" + server }
+        return server
+    }
+
+    /// The server as messages name it.
+    var serverLabel: String {
+        server.isEmpty ? "the default address (PULSE_SERVER or the user's runtime folder)" : server
+    }
+
+    /// The device as messages name it.
+    var deviceLabel: String {
+        if !device.isEmpty { return device }
+        return role == .capture ? "the default source" : "the default sink"
+    }
+
+    /// The key prefix of this section, e.g. `capture.pulse`.
+    var keyPrefix: String { "\(role.rawValue).pulse" }
+
+    /// `source` or `sink`.
+    var deviceKind: String { role == .capture ? "source" : "sink" }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import TapedeckAssembly
+import TapedeckCore
+
+struct DevicesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the capture and playback devices each audio backend can see.",
+        discussion: "The names shown are what capture.BACKEND.device / playback.BACKEND.device accept in the config.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Only this backend (e.g. alsa, pulse, null).")
+    var backend: String?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    struct DeviceJSON: Encodable {
+        var backend: String
+        var name: String
+        var description: String
+        var capture: Bool
+        var playback: Bool
+        var isDefault: Bool
+        var details: [String: String]
+    }
+
+    @MainActor
+    mutating func run() async throws {
+        try await reportingErrors {
+            let studio = try global.makeStudioWithoutLibrary()
+            let names = Set(studio.catalog.capture.map(\.name) + studio.catalog.playback.map(\.name)).sorted()
+            if let backend, !names.contains(backend) {
+                throw TapedeckError(.invalidArgument, "Unknown backend \"\(backend)\". Backends in this build: \(names.joined(separator: ", ")).")
+            }
+            var devices: [DeviceJSON] = []
+            var failures: [TapedeckError] = []
+            for name in names where backend == nil || backend == name {
+                do {
+                    var merged: [String: AudioDevice] = [:]
+                    for d in try studio.devices(ofBackend: name) {
+                        if var existing = merged[d.name] {
+                            existing.canCapture = existing.canCapture || d.canCapture
+                            existing.canPlay = existing.canPlay || d.canPlay
+                            existing.isDefault = existing.isDefault || d.isDefault
+                            merged[d.name] = existing
+                        } else {
+                            merged[d.name] = d
+                        }
+                    }
+                    devices += merged.values.sorted { $0.name < $1.name }.map {
+                        DeviceJSON(backend: name, name: $0.name, description: $0.description, capture: $0.canCapture,
+                                   playback: $0.canPlay, isDefault: $0.isDefault, details: $0.details)
+                    }
+                } catch let e as TapedeckError {
+                    // One backend's audio system being down must not hide the others.
+                    failures.append(e)
+                    if backend != nil { throw e }
+                    Terminal.printError("\(name): \(e.message)")
+                }
+            }
+            if json { return try Terminal.printJSON(devices) }
+            for name in names where backend == nil || backend == name {
+                let mine = devices.filter { $0.backend == name }
+                guard !mine.isEmpty else { continue }
+                print("\(name):")
+                for d in mine {
+                    let roles = [d.capture ? "capture" : nil, d.playback ? "playback" : nil].compactMap { $0 }.joined(separator: "+")
+                    let extra = d.details.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+                    print("  \(d.isDefault ? "*" : " ") \(d.name)  [\(roles)]  \(d.description)\(extra.isEmpty ? "" : "  (\(extra))")")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+import TapedeckCore
+import TapedeckPulseAudio
+import TapedeckTesting
+
+/// Real audio through a private daemon: loopback, stopping, and server loss.
+@Suite(.serialized)
+struct PulseLoopbackTests {
+    @Test func sinePlayedIntoNullIsRecordedFromItsMonitor() async throws {
+        try await PulseTestSupport.withDaemon { daemon in
+            let format = PulseTestSupport.format
+            let player = PlaybackEngine(backend: try PulseTestSupport.playback(server: daemon.serverAddress),
+                                        periodFrames: 1024, logger: PulseTestSupport.logger)
+            let tone = PulseTestSupport.sine(frequency: 1_000, level: 0.5, seconds: 6)
+            let playing = Task { try await player.play { MemoryTakeReader(format: format, data: tone) } }
+            while player.playedFrames < 9_600 { try await Task.sleep(for: .milliseconds(10)) }
+
+            let sink = MemoryTakeSink()
+            let recorder = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
+                                           request: RecordingRequest(format: format, frameLimit: 48_000), logger: PulseTestSupport.logger)
+            _ = try await recorder.open()
+            let result = try await recorder.record { MemoryTakeWriter(sink: sink, format: $0) }
+            let played = try await playing.value
+            #expect(result.end == .reachedDuration)
+            #expect(result.overruns.isEmpty)
+            #expect(played.frames == Int64(tone.count / format.bytesPerFrame))
+
+            let left = PulseTestSupport.leftChannel(sink.bytes)
+            let analysed = Array(left.dropFirst(9_600))   // skip 200 ms
+            let frequency = PulseTestSupport.frequency(analysed, sampleRate: format.sampleRate)
+            let peak = analysed.map(abs).max() ?? 0
+            #expect(abs(frequency - 1_000) <= 20, "dominant frequency \(frequency) Hz")
+            #expect(abs(peak - 0.5) <= 0.05, "peak \(peak)")
+        }
+    }
+
+    @Test func stopDrainsToTheWallTime() async throws {
+        try await PulseTestSupport.withDaemon { daemon in
+            let format = PulseTestSupport.format
+            let sink = MemoryTakeSink()
+            let engine = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
+                                         request: RecordingRequest(format: format), logger: PulseTestSupport.logger)
+            _ = try await engine.open()
+            let stopper = Task {
+                try await Task.sleep(for: .seconds(3))
+                engine.stop()
+            }
+            let result = try await engine.record { MemoryTakeWriter(sink: sink, format: $0) }
+            try await stopper.value
+            #expect(result.end == .stopped)
+            #expect(result.overruns.isEmpty)
+            let wallFrames = result.wallSeconds * Double(format.sampleRate)
+            let difference = Double(result.frames) - wallFrames
+            // One 20 ms fragment (960 frames) plus 5 ms for scheduling.
+            print("stop drain: \(result.frames) frames vs wall \(Int(wallFrames)) frames (\(result.wallSeconds) s): difference \(Int(difference)) frames")
+            #expect(abs(difference) <= 960 + 240, "take \(result.frames) frames, wall time \(wallFrames) frames")
+            #expect(sink.bytes.count == Int(result.frames) * format.bytesPerFrame)
+        }
+    }
+
+    @Test func serverLossEndsTheTakeQuicklyAndKeepsTheAudio() async throws {
+        try await PulseTestSupport.withDaemon { daemon in
+            let format = PulseTestSupport.format
+            let sink = MemoryTakeSink()
+            let engine = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
+                                         request: RecordingRequest(format: format), logger: PulseTestSupport.logger)
+            _ = try await engine.open()
+            let killer = Task {
+                while engine.takeProgress().frames < 48_000 { try await Task.sleep(for: .milliseconds(10)) }
+                let before = engine.takeProgress().frames
+                let killedAt = ContinuousClock.now
+                daemon.kill()
+                return (killedAt, before)
+            }
+            let result = try await engine.record { MemoryTakeWriter(sink: sink, format: $0) }
+            let ended = ContinuousClock.now
+            let (killedAt, framesBefore) = try await killer.value
+            let delay = killedAt.duration(to: ended)
+            print("server loss noticed after \(delay)")
+            guard case .deviceLost(let error) = result.end else {
+                Issue.record("expected .deviceLost, got \(result.end)")
+                return
+            }
+            #expect(error.code == .deviceLost)
+            #expect(error.message.contains("went away"), "\(error.message)")
+            #expect(delay < .seconds(2))
+            #expect(result.frames >= framesBefore)
+            #expect(sink.snapshot.finished)
+            #expect(sink.bytes.count == Int(result.frames) * format.bytesPerFrame)
+        }
+    }
+}

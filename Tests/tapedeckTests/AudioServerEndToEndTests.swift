@@ -1,0 +1,135 @@
+import Foundation
+import TapedeckTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real audio backends driven through the `tapedeck` binary against a private PulseAudio
+/// daemon (null sink; its monitor is the capture source): PulseAudio directly, and ALSA through
+/// its `pulse` device.
+@Suite("audio servers end to end", .serialized)
+struct AudioServerEndToEndTests {
+    func harness(_ daemon: PulseAudioDaemon) throws -> CLIHarness {
+        var cli = try CLIHarness()
+        cli.extraEnvironment = daemon.environment.merging(["PULSE_SOURCE": "null.monitor", "PULSE_SINK": "null"]) { $1 }
+        return cli
+    }
+
+    func pulseFlags(_ daemon: PulseAudioDaemon) -> [String] {
+        ["--set", "capture.backend=pulse", "--set", "capture.pulse.server=\(daemon.serverAddress)",
+         "--set", "capture.pulse.device=null.monitor", "--set", "playback.backend=pulse",
+         "--set", "playback.pulse.server=\(daemon.serverAddress)", "--set", "playback.pulse.device=null"]
+    }
+
+    let alsaFlags = ["--set", "capture.backend=alsa", "--set", "capture.alsa.device=pulse",
+                     "--set", "playback.backend=alsa", "--set", "playback.alsa.device=pulse"]
+
+    /// Records until the daemon is killed; the take must be kept, interrupted and readable, and
+    /// `record` must exit 4 within 2 s of the kill.
+    func serverLoss(_ flags: [String], daemon: PulseAudioDaemon, cli: CLIHarness) throws {
+        let (p, _, err) = try cli.start(["record", "--json"] + flags)
+        #expect(CLIHarness.wait(timeout: 10) {
+            (try? FileManager.default.subpathsOfDirectory(atPath: cli.library.path).contains { $0.contains(".pending.") }) == true
+        })
+        Thread.sleep(forTimeInterval: 1.5)
+        daemon.kill()
+        let killed = Date()
+        #expect(CLIHarness.wait(timeout: 5) { !p.isRunning }, "record must notice the lost server")
+        let waited = Date().timeIntervalSince(killed)
+        p.waitUntilExit()
+        #expect(waited < 2.0, "noticed after \(waited) s")
+        #expect(p.terminationStatus == 4, "\((try? String(contentsOf: err, encoding: .utf8)) ?? "")")
+        let take = try #require(try cli.takes().first)
+        #expect(take["state"] as? String == "interrupted")
+        #expect((take["seconds"] as? Double ?? 0) >= 1.0)
+        let path = try #require(take["path"] as? String)
+        let soxi = try CLIHarness.tool("soxi", ["-s", path])
+        #expect(soxi.status == 0 && Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == take["frames"] as? Int)
+    }
+
+    @Test("PulseAudio: a killed server gives a finalized, interrupted take and exit 4 within 2 s")
+    func pulseServerLoss() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        try serverLoss(pulseFlags(daemon), daemon: daemon, cli: try harness(daemon))
+    }
+
+    @Test("ALSA through the pulse device: a killed server gives a finalized, interrupted take and exit 4 within 2 s")
+    func alsaServerLoss() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        try serverLoss(alsaFlags, daemon: daemon, cli: try harness(daemon))
+    }
+
+    @Test("PulseAudio: SIGINT drains, so the take is as long as the recording ran, within one fragment")
+    func pulseSIGINT() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        let cli = try harness(daemon)
+        let (p, out, _) = try cli.start(["record", "--json"] + pulseFlags(daemon))
+        #expect(CLIHarness.wait(timeout: 10) {
+            (try? FileManager.default.subpathsOfDirectory(atPath: cli.library.path).contains { $0.contains(".pending.") }) == true
+        })
+        Thread.sleep(forTimeInterval: 3)
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        let seconds = try #require(take["seconds"] as? Double)
+        let wall = try #require(report["wallSeconds"] as? Double)
+        #expect(abs(seconds - wall) <= 0.020 + 0.030, "recorded \(seconds) s over \(wall) s")
+        #expect(take["state"] as? String == "complete")
+    }
+
+    @Test("record and play through both real backends; the take's length is exact")
+    func recordAndPlay() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        let cli = try harness(daemon)
+        for flags in [pulseFlags(daemon), alsaFlags] {
+            let r = try cli.run(["record", "--duration", "1s", "--json"] + flags)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout.contains("\"frames\" : 48000"))
+            let id = try #require(try cli.takes().last?["shortID"] as? String)
+            let played = try cli.run(["play", id] + flags)
+            #expect(played.status == 0, "\(played.stderr)")
+        }
+    }
+
+    @Test("devices --json lists the daemon's sinks and sources, and ALSA's pulse and default devices")
+    func devices() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        let cli = try harness(daemon)
+        let pulse = try cli.run(["devices", "--backend", "pulse", "--json"] + pulseFlags(daemon))
+        #expect(pulse.status == 0, "\(pulse.stderr)")
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(pulse.stdout.utf8)) as? [[String: Any]])
+        let sink = try #require(list.first { $0["name"] as? String == "null" })
+        #expect(sink["playback"] as? Bool == true && sink["isDefault"] as? Bool == true && sink["backend"] as? String == "pulse")
+        let monitor = try #require(list.first { $0["name"] as? String == "null.monitor" })
+        #expect(monitor["capture"] as? Bool == true)
+        let spec = (monitor["details"] as? [String: String])?["sample-spec"]
+        #expect(spec?.contains("48000") == true, "\(String(describing: spec))")
+
+        let alsa = try cli.run(["devices", "--backend", "alsa", "--json"])
+        #expect(alsa.status == 0, "\(alsa.stderr)")
+        let names = (try JSONSerialization.jsonObject(with: Data(alsa.stdout.utf8)) as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(names.contains("pulse") && names.contains("default"), "\(names)")
+    }
+
+    @Test("a wrong server address or device name is a clear failure (exit 69) that names it")
+    func wrongNames() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        let cli = try harness(daemon)
+        let server = try cli.run(["record", "--duration", "1s", "--set", "capture.backend=pulse", "--set", "capture.pulse.server=unix:/nonexistent/native"])
+        #expect(server.status == 69 && server.stderr.contains("/nonexistent/native"), "\(server.stderr)")
+        let source = try cli.run(["record", "--duration", "1s"] + pulseFlags(daemon) + ["--set", "capture.pulse.device=no-such-source"])
+        #expect(source.status == 69 && source.stderr.contains("no-such-source"), "\(source.stderr)")
+        let pcm = try cli.run(["record", "--duration", "1s", "--set", "capture.backend=alsa", "--set", "capture.alsa.device=nosuchpcm"])
+        #expect(pcm.status == 69 && pcm.stderr.contains("nosuchpcm"), "\(pcm.stderr)")
+        #expect(try cli.takes().isEmpty, "no take is made when the device cannot be opened")
+    }
+}
