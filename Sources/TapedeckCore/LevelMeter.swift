@@ -5,32 +5,41 @@ public enum LevelMeter {
     public static func accumulatePeaks(_ buffer: UnsafeRawPointer, frames: Int, format: AudioFormat, into peaks: inout [Float]) {
         let channels = format.channels
         if peaks.count != channels { peaks = Array(repeating: 0, count: channels) }
-        let samples = frames * channels
-        switch format.sampleFormat {
-        case .s16:
-            for i in 0..<samples {
-                let v = Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i * 2, as: Int16.self))
-                let a = Float(abs(Int32(v))) / 32768
-                if a > peaks[i % channels] { peaks[i % channels] = a }
+        // One pass per channel with a stride: no division or bounds check per sample.
+        for c in 0..<channels {
+            var i = c
+            let end = frames &* channels
+            var peak: Float = 0
+            switch format.sampleFormat {
+            case .s16:
+                var m: Int32 = 0
+                while i < end {
+                    m = max(m, abs(Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self)))))
+                    i &+= channels
+                }
+                peak = Float(m) / 32_768
+            case .s24:
+                var m: Int32 = 0
+                while i < end {
+                    m = max(m, abs(Sample24.load(buffer, index: i)))
+                    i &+= channels
+                }
+                peak = Float(m) / 8_388_608
+            case .s32:
+                var m: Int64 = 0
+                while i < end {
+                    m = max(m, abs(Int64(Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)))))
+                    i &+= channels
+                }
+                peak = Float(m) / 2_147_483_648
+            case .f32:
+                while i < end {
+                    let bits = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self))
+                    peak = max(peak, min(abs(Float(bitPattern: bits)), 1))
+                    i &+= channels
+                }
             }
-        case .s24:
-            for i in 0..<samples {
-                let v = Sample24.load(buffer, index: i)
-                let a = Float(abs(v)) / 8_388_608
-                if a > peaks[i % channels] { peaks[i % channels] = a }
-            }
-        case .s32:
-            for i in 0..<samples {
-                let v = Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i * 4, as: Int32.self))
-                let a = Float(abs(Int64(v))) / 2_147_483_648
-                if a > peaks[i % channels] { peaks[i % channels] = a }
-            }
-        case .f32:
-            for i in 0..<samples {
-                let bits = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self))
-                let a = min(abs(Float(bitPattern: bits)), 1)
-                if a > peaks[i % channels] { peaks[i % channels] = a }
-            }
+            if peak > peaks[c] { peaks[c] = peak }
         }
     }
 }

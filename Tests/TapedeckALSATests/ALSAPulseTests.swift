@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TapedeckALSA
 import TapedeckCore
@@ -39,25 +40,31 @@ struct ALSAPulseTests {
         try await BackendConformance.playback(ALSAPlaybackBackend(device: "pulse"), format: Self.format, frames: 9_600)
     }
 
-    /// Captures `seconds` from `backend` on its own thread while `play` runs on another.
+    /// Captures from `backend` on its own thread while `play` runs on another, until the playing
+    /// has finished and `seconds` more have been captured (at least `seconds` in all), so the
+    /// check does not depend on how long either side takes to start on a loaded machine.
     static func capture(_ backend: ALSACaptureBackend, seconds: Double,
                         while play: @escaping @Sendable () throws -> Void) async throws -> S16Audio {
         let format = Self.format
+        let finished = PlayFinished()
         async let captured: [UInt8] = onThread("capture") {
             let stream = try backend.openCaptureStream(format: format, options: CaptureOptions(periodFrames: 480))
             defer { stream.close() }
             var out: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: stream.periodFrames * format.bytesPerFrame)
-            let want = Int(seconds * Double(format.sampleRate))
-            while out.count < want * format.bytesPerFrame {
+            let tail = Int(seconds * Double(format.sampleRate)) * format.bytesPerFrame
+            var stopAt = Int.max
+            while out.count < max(tail, stopAt) {
                 let r = try buffer.withUnsafeMutableBytes { try stream.read(into: $0.baseAddress!, maxFrames: stream.periodFrames) }
                 out += [UInt8](repeating: 0, count: Int(r.lostFramesBefore) * format.bytesPerFrame)
                 out += buffer[0..<(r.frames * format.bytesPerFrame)]
+                if stopAt == .max && finished.value { stopAt = out.count + format.sampleRate / 2 * format.bytesPerFrame }
             }
             return out
         }
         try await Task.sleep(for: .milliseconds(200))
         try await onThread("play", play)
+        finished.set()
         return S16Audio(bytes: try await captured, channels: format.channels, sampleRate: format.sampleRate)
     }
 
@@ -172,4 +179,11 @@ func run(_ path: String, _ arguments: [String], environment: [String: String] = 
     guard p.terminationStatus == 0 else {
         throw TapedeckError(.internalError, "\(path) \(arguments.joined(separator: " ")) exited with \(p.terminationStatus)")
     }
+}
+
+/// Set once the playing side of a loopback test has finished.
+final class PlayFinished: Sendable {
+    private let flag = Mutex(false)
+    var value: Bool { flag.withLock { $0 } }
+    func set() { flag.withLock { $0 = true } }
 }

@@ -10,24 +10,30 @@ struct PulseLoopbackTests {
     @Test func sinePlayedIntoNullIsRecordedFromItsMonitor() async throws {
         try await PulseTestSupport.withDaemon { daemon in
             let format = PulseTestSupport.format
-            let player = PlaybackEngine(backend: try PulseTestSupport.playback(server: daemon.serverAddress),
-                                        periodFrames: 1024, logger: PulseTestSupport.logger)
-            let tone = PulseTestSupport.sine(frequency: 1_000, level: 0.5, seconds: 6)
-            let playing = Task { try await player.play { MemoryTakeReader(format: format, data: tone) } }
-            while player.playedFrames < 9_600 { try await Task.sleep(for: .milliseconds(10)) }
-
+            // Capture first; play the tone once audio is flowing; analyse where the tone is, so the
+            // check does not depend on how long either stream takes to start.
             let sink = MemoryTakeSink()
             let recorder = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
-                                           request: RecordingRequest(format: format, frameLimit: 48_000), logger: PulseTestSupport.logger)
+                                           request: RecordingRequest(format: format), logger: PulseTestSupport.logger)
             _ = try await recorder.open()
-            let result = try await recorder.record { MemoryTakeWriter(sink: sink, format: $0) }
-            let played = try await playing.value
-            #expect(result.end == .reachedDuration)
+            let recording = Task { try await recorder.record { MemoryTakeWriter(sink: sink, format: $0) } }
+            while recorder.takeProgress().frames < 4_800 { try await Task.sleep(for: .milliseconds(10)) }
+            let player = PlaybackEngine(backend: try PulseTestSupport.playback(server: daemon.serverAddress),
+                                        periodFrames: 1024, logger: PulseTestSupport.logger)
+            let tone = PulseTestSupport.sine(frequency: 1_000, level: 0.5, seconds: 1.5)
+            let played = try await player.play { MemoryTakeReader(format: format, data: tone) }
+            // The tone has drained into the sink; half a second more reaches the monitor, then stop.
+            try await Task.sleep(for: .milliseconds(500))
+            recorder.stop()
+            let result = try await recording.value
+            #expect(result.end == .stopped)
             #expect(result.overruns.isEmpty)
             #expect(played.frames == Int64(tone.count / format.bytesPerFrame))
 
             let left = PulseTestSupport.leftChannel(sink.bytes)
-            let analysed = Array(left.dropFirst(9_600))   // skip 200 ms
+            let onset = try #require(left.firstIndex { abs($0) > 0.25 }, "the tone never reached the monitor")
+            let analysed = Array(left.dropFirst(onset + 4_800).prefix(48_000))   // skip 100 ms after onset
+            #expect(analysed.count >= 24_000, "only \(analysed.count) frames of tone captured")
             let frequency = PulseTestSupport.frequency(analysed, sampleRate: format.sampleRate)
             let peak = analysed.map(abs).max() ?? 0
             #expect(abs(frequency - 1_000) <= 20, "dominant frequency \(frequency) Hz")
