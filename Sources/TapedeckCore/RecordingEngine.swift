@@ -57,7 +57,7 @@ public struct RecordingResult: Sendable, Hashable {
     /// Gaps filled with silence.
     public var overruns: [OverrunEvent]
     public var end: RecordingEnd
-    /// Seconds from the first read to the end of capture.
+    /// Seconds from the first read to the end of capture (for a stop: to when it was asked for).
     public var wallSeconds: Double
 }
 
@@ -179,8 +179,9 @@ public final class RecordingEngine: Sendable {
         }
         let start = ContinuousClock.now
         shared.withLock { $0.captureStart = start }
-        let end = captureLoop(stream: stream, ring: ring)
-        let finish = ContinuousClock.now
+        let (end, stoppedAt) = captureLoop(stream: stream, ring: ring)
+        // A stop is timed when it was asked for, not when draining finished.
+        let finish = stoppedAt ?? ContinuousClock.now
         stream.close()
         shared.withLock {
             $0.deviceEnd = end
@@ -192,7 +193,7 @@ public final class RecordingEngine: Sendable {
     }
 
     /// The real-time loop. No allocation, locking, logging or disk I/O inside the `while`.
-    private func captureLoop(stream: any CaptureStream, ring: SlotRing) -> RecordingEnd {
+    private func captureLoop(stream: any CaptureStream, ring: SlotRing) -> (RecordingEnd, ContinuousClock.Instant?) {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         defer { scratch.deallocate() }
         let limit = request.frameLimit
@@ -200,12 +201,16 @@ public final class RecordingEngine: Sendable {
         var bufferGap: Int64 = 0
         var deviceGap: Int64 = 0
         var end: RecordingEnd = .stopped
+        var stoppedAt: ContinuousClock.Instant?
         do {
             while true {
                 if stopFlag.load(ordering: .acquiring) {
+                    stoppedAt = ContinuousClock.now
                     // Drain what the device already holds, then stop. There is no real-time
                     // deadline any more, so wait for room rather than drop captured frames.
-                    for _ in 0..<ring.slotCount {
+                    // Streams bound their own draining; the cap here only guards against one that
+                    // never says it is done.
+                    for _ in 0..<(ring.slotCount * 8) {
                         let slot = waitForSlot(ring)
                         let r = try stream.drain(into: ring.pointer(slot), maxFrames: ring.slotFrames)
                         if r.frames == 0 && r.lostFramesBefore == 0 { break }
@@ -249,7 +254,7 @@ public final class RecordingEngine: Sendable {
             ring.publish(waitForSlot(ring), frames: 0, bufferGap: bufferGap, deviceGap: deviceGap)
             dataSignal.signal()
         }
-        return end
+        return (end, stoppedAt)
     }
 
     /// Waits for a free slot. Only used once capture has ended (the writer always frees slots,

@@ -35,7 +35,15 @@ final class PulseCaptureStream: CaptureStream {
     /// Bytes of the currently peeked fragment already handed out.
     private var fragmentOffset = 0
     private var started = false
-    private var drainWaited = false
+    /// When the stream was uncorked (the take's first instant), and frames delivered since
+    /// (holes included), so a stop can wait for audio still in flight.
+    private var startNanos: UInt64 = 0
+    private var delivered: Int64 = 0
+    /// Set at the first `drain`: the frames due up to the stop, and how long to wait for them.
+    private var drainTarget: Int64?
+    private var drainDeadline: UInt64 = 0
+    /// The longest a stop waits for audio in flight (a sink's monitor can run seconds behind).
+    static let drainLimitNanos: UInt64 = 3_000_000_000
     /// Holes seen, and the frames they covered.
     private(set) var holes = 0
     private(set) var holeFrames: Int64 = 0
@@ -90,7 +98,10 @@ final class PulseCaptureStream: CaptureStream {
             }
             let frames = take(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
             connection.unlock()
-            if frames > 0 { return CaptureRead(frames: frames, lostFramesBefore: lost) }
+            if frames > 0 {
+                delivered += Int64(frames) + lost
+                return CaptureRead(frames: frames, lostFramesBefore: lost)
+            }
             let now = PulseConnection.now()
             if idleSince == 0 { idleSince = now }
             if now - idleSince > Self.stallNanos {
@@ -101,21 +112,35 @@ final class PulseCaptureStream: CaptureStream {
         }
     }
 
-    /// Returns data already received, without waiting, then (once) waits at most one fragment
-    /// for the fragment in flight when the stop came, so the take holds audio up to the stop.
-    /// - Thread: the device thread. Blocks at most one fragment.
+    /// Delivers the audio the source captured up to the stop: what has arrived, and then what is
+    /// still in flight (a monitor of a sink that renders ahead can be seconds behind), until the
+    /// frames delivered reach the wall time since the first read, within one fragment. Waits at
+    /// most ``drainLimitNanos`` in all; returns 0 frames when the take is complete.
+    /// - Thread: the device thread. Blocks at most two fragments per call.
     func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
         guard let stream, started else { return CaptureRead(frames: 0) }
+        let now = PulseConnection.now()
+        if drainTarget == nil {
+            drainTarget = Int64((now &- startNanos) / 1_000) * Int64(format.sampleRate) / 1_000_000
+            drainDeadline = now + Self.drainLimitNanos
+        }
+        let target = drainTarget! - Int64(periodFrames)
         var lost: Int64 = 0
-        var frames = takeIfConnected(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
-        if frames == 0 && lost == 0 && !drainWaited {
-            drainWaited = true
-            _ = connection.wait(nanoseconds: fragmentNanos) {
+        while true {
+            let frames = takeIfConnected(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+            if frames > 0 || lost > 0 {
+                delivered += Int64(frames) + lost
+                return CaptureRead(frames: frames, lostFramesBefore: lost)
+            }
+            guard delivered < target, PulseConnection.now() < drainDeadline else { return CaptureRead(frames: 0) }
+            _ = connection.wait(nanoseconds: 2 * fragmentNanos) {
                 connection.streamIsGood(stream) ? pa_stream_readable_size(stream) > 0 : true
             }
-            frames = takeIfConnected(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+            connection.lock()
+            let good = connection.streamIsGood(stream)
+            connection.unlock()
+            if !good { return CaptureRead(frames: 0) }
         }
-        return CaptureRead(frames: frames, lostFramesBefore: lost)
     }
 
     private func takeIfConnected(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int, lost: inout Int64) -> Int {
@@ -159,6 +184,7 @@ final class PulseCaptureStream: CaptureStream {
 
     private func uncork(_ stream: OpaquePointer) {
         started = true
+        startNanos = PulseConnection.now()
         connection.lock()
         if let op = pa_stream_cork(stream, 0, PulseEvents.streamSuccess, connection.events.userdata) {
             pa_operation_unref(op)
