@@ -59,10 +59,11 @@ let package = Package(
             providers: [.apt(["libasound2-dev"])]
         ),
         // One module for both PulseAudio APIs: two modules that each include PulseAudio headers
-        // break clean builds.
+        // break clean builds. No pkg-config: libpulse's adds -D_REENTRANT -pthread, which SwiftPM
+        // refuses with a warning; the headers are in the default path and the modulemap links both
+        // libraries.
         .systemLibrary(
             name: "CPulse",
-            pkgConfig: "libpulse",
             providers: [.apt(["libpulse-dev"])]
         ),
 

@@ -9,13 +9,17 @@ public struct RecordingSettings: Sendable, Hashable {
     public var periodFrames: Int
     public var bufferSeconds: Double
     public var checkpointInterval: Duration
+    /// How often the observable progress (frames, peaks, overruns) is refreshed: often for a
+    /// meter on screen, rarely when nobody watches (each refresh wakes the main actor).
+    public var progressInterval: Duration
 
     public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
-                checkpointInterval: Duration = .seconds(1)) {
+                checkpointInterval: Duration = .seconds(1), progressInterval: Duration = .milliseconds(100)) {
         self.format = format
         self.periodFrames = periodFrames
         self.bufferSeconds = bufferSeconds
         self.checkpointInterval = checkpointInterval
+        self.progressInterval = progressInterval
     }
 }
 
@@ -62,7 +66,7 @@ public final class TakeRecorder {
     @ObservationIgnored private let encoder: any AudioEncoder
     @ObservationIgnored private let store: SessionStore
     @ObservationIgnored private let logger: Logger
-    @ObservationIgnored public let settings: RecordingSettings
+    @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
     @ObservationIgnored private var stopRequested = false
 
@@ -153,10 +157,11 @@ public final class TakeRecorder {
         if stopRequested { engine.stop() }
         phase = .recording
 
+        let interval = settings.progressInterval
         let meter = Task { @MainActor [weak self] in
             while !Task.isCancelled, let self, self.phase == .recording {
                 self.apply(engine.takeProgress())
-                try? await Task.sleep(for: .milliseconds(100))
+                try? await Task.sleep(for: interval)
             }
         }
         defer { meter.cancel() }

@@ -36,11 +36,14 @@ struct RecordCommand: AsyncParsableCommand {
             let seconds = try duration.map(DurationParser.seconds)
             let studio = try await global.makeStudio()
             let recorder = try studio.makeRecorder()
+            let showMeter = Terminal.showsProgress && !json
+            // Without a meter on screen, progress is refreshed once a second: less CPU.
+            if !showMeter { recorder.settings.progressInterval = .seconds(1) }
             let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
                 Task { @MainActor in recorder.stop() }
             }
             defer { signals.cancel() }
-            let meter = Terminal.showsProgress && !json ? Task { await Self.showMeter(recorder) } : nil
+            let meter = showMeter ? Task { await Self.showMeter(recorder) } : nil
             let report: RecordingReport
             do {
                 report = try await recorder.record(sessionName: session, takeName: name, duration: seconds.map(RecordingLength.seconds))
