@@ -84,7 +84,7 @@ public struct FLACEncoder: AudioEncoder {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) for repair") }
         defer { close(fd) }
-        return try FLACRepair.repair(FLACFile(fd: fd, path: path))
+        return try FLACRepair.repair(FLACFile(fd: fd, path: path, kind: "FLAC"))
     }
 
     /// Decodes the whole file at `url` with libFLAC's MD5 checking, as export does after encoding.

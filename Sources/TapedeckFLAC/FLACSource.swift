@@ -37,7 +37,7 @@ final class FLACSource {
     init(fd: Int32, path: String, md5Checking: Bool = false, wantTags: Bool = false) throws {
         self.fd = fd
         self.path = path
-        length = try FLACFile(fd: fd, path: path).length()
+        length = try FLACFile(fd: fd, path: path, kind: "FLAC").length()
         guard let d = FLAC__stream_decoder_new() else {
             throw TapedeckError(.io, "Could not create a FLAC decoder for \(path): out of memory.")
         }

@@ -40,7 +40,7 @@ final class FLACTakeReader: TakeReader {
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
         let info: FLACHeader.StreamInfo
         do {
-            info = try FLACHeader.read(from: FLACFile(fd: fd, path: path)).streamInfo
+            info = try FLACHeader.read(from: FLACFile(fd: fd, path: path, kind: "FLAC")).streamInfo
             source = try FLACSource(fd: fd, path: path)
         } catch {
             closeDescriptor(fd)

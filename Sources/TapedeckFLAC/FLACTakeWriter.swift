@@ -212,7 +212,7 @@ final class FLACTakeWriter: TakeWriter {
         self.fd = -1
         defer { close(fd) }
         if let problem { throw problem }
-        let file = FLACFile(fd: fd, path: path)
+        let file = FLACFile(fd: fd, path: path, kind: "FLAC")
         if try file.length() > highWater { try file.truncate(to: highWater) }
         try file.sync()
         var how: String?

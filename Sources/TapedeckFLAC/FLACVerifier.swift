@@ -13,7 +13,7 @@ enum FLACVerifier {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
         defer { close(fd) }
-        let header = try FLACHeader.read(from: FLACFile(fd: fd, path: path))
+        let header = try FLACHeader.read(from: FLACFile(fd: fd, path: path, kind: "FLAC"))
         let info = header.streamInfo
         func corrupt(_ why: String) -> TapedeckError {
             TapedeckError(.corruptFile, "\(path) failed verification: \(why).")

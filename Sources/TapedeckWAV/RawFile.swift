@@ -5,64 +5,10 @@ import Glibc
 import Darwin
 #endif
 
-/// Positional reads and writes on an open file descriptor, retrying on `EINTR` and reporting
-/// `errno` as ``TapedeckError``. Reads are always of a small size chosen by the caller, never of a
-/// size taken from the file, so a damaged header cannot make Tapedeck allocate or read wildly.
-///
-/// Does not own the descriptor: whoever opened it closes it. Blocks on disk I/O.
-struct RawFile {
-    /// The descriptor, opened for reading (and writing, for the mutating calls).
-    let fd: Int32
-    /// The path, for messages.
-    let path: String
+/// WAV's positional file: the shared ``PositionalFile`` plus little-endian patching.
+typealias RawFile = PositionalFile
 
-    /// The file's current length in bytes.
-    func length() throws -> Int64 {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw TapedeckError.system(errno, while: "inspect \(path)") }
-        return Int64(st.st_size)
-    }
-
-    /// Reads exactly `count` bytes at `offset`.
-    /// - Throws: `.corruptFile` if the file ends first; an I/O error if reading fails.
-    func read(_ count: Int, at offset: Int64) throws -> [UInt8] {
-        precondition(count >= 0 && count <= 4096, "RawFile reads are small and chosen by the caller")
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        try bytes.withUnsafeMutableBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            while done < count {
-                let n = pread(fd, base + done, count - done, off_t(offset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw TapedeckError.system(errno, while: "read \(path)")
-                }
-                if n == 0 {
-                    throw TapedeckError(.corruptFile,
-                        "\(path) ends in the middle of its WAV header. The file is damaged; it cannot be read or repaired.")
-                }
-                done += n
-            }
-        }
-        return bytes
-    }
-
-    /// Writes all of `bytes` at `offset`.
-    func write(_ bytes: [UInt8], at offset: Int64) throws {
-        var done = 0
-        try bytes.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            while done < bytes.count {
-                let n = pwrite(fd, base + done, bytes.count - done, off_t(offset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw TapedeckError.system(errno, while: "write the header of \(path)")
-                }
-                done += n
-            }
-        }
-    }
-
+extension PositionalFile {
     /// Writes `value` as 4 little-endian bytes at `offset` unless they are there already.
     /// - Returns: whether the file changed.
     @discardableResult
@@ -83,18 +29,6 @@ struct RawFile {
         return true
     }
 
-    /// Cuts (or zero-extends) the file to `length` bytes.
-    func truncate(to length: Int64) throws {
-        while ftruncate(fd, off_t(length)) != 0 {
-            if errno == EINTR { continue }
-            throw TapedeckError.system(errno, while: "truncate \(path)")
-        }
-    }
-
-    /// Flushes data and metadata to the disk.
-    func sync() throws {
-        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "flush \(path) to disk") }
-    }
 }
 
 /// Little-endian field access on byte arrays, bounds-checked by the caller's fixed read sizes.

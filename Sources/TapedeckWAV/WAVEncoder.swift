@@ -47,6 +47,6 @@ public struct WAVEncoder: AudioEncoder {
         let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) for repair") }
         defer { close(fd) }
-        return try WAVRepair.repair(RawFile(fd: fd, path: path))
+        return try WAVRepair.repair(RawFile(fd: fd, path: path, kind: "WAV"))
     }
 }

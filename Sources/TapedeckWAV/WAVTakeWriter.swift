@@ -99,7 +99,7 @@ final class WAVTakeWriter: TakeWriter {
         if sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
             throw failure(handle, errno: code, while: "update the header of \(path)")
         }
-        let file = RawFile(fd: fd, path: path)
+        let file = RawFile(fd: fd, path: path, kind: "WAV")
         try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
         guard fdatasync(fd) == 0 else { throw TapedeckError.system(errno, while: "flush \(path) to disk") }
     }
@@ -122,7 +122,7 @@ final class WAVTakeWriter: TakeWriter {
             if code != 0 && status == Int32(SF_ERR_SYSTEM) { throw TapedeckError.system(code, while: "finish \(path)") }
             throw TapedeckError(.io, "Could not finish \(path): \(Sndfile.errorString(code: status)). The take can be repaired.")
         }
-        let file = RawFile(fd: fd, path: path)
+        let file = RawFile(fd: fd, path: path, kind: "WAV")
         try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
         try file.sync()
         return framesWritten
