@@ -161,7 +161,10 @@ struct ALSAPulseTests {
         }
         #expect(error.code == .deviceLost)
         #expect(error.message.contains("pulse"))
-        #expect(elapsed < .seconds(2), "device loss noticed after \(elapsed)")
+        // `elapsed` runs until record(...) has returned (closing, finishing, resuming this task),
+        // which a fully loaded parallel test run can stretch; the 2 s promise to users (record exits
+        // within 2 s) is asserted end to end in AudioServerEndToEndTests.
+        #expect(elapsed < .seconds(4), "device loss noticed after \(elapsed)")
         #expect(result.frames >= before && before > 0)
         #expect(Int(result.frames) * format.bytesPerFrame == sink.bytes.count)
         #expect(sink.snapshot.finished)

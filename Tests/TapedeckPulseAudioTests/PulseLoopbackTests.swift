@@ -90,7 +90,11 @@ struct PulseLoopbackTests {
             }
             #expect(error.code == .deviceLost)
             #expect(error.message.contains("went away"), "\(error.message)")
-            #expect(delay < .seconds(2))
+            // `delay` runs until record(...) has returned: closing, finishing and resuming this task,
+            // which a fully loaded parallel test run can stretch. The user-facing promise (record
+            // exits within 2 s of the server's death) is asserted end to end in
+            // AudioServerEndToEndTests; here the bound only catches a backend that waits for a timeout.
+            #expect(delay < .seconds(4), "server loss noticed after \(delay)")
             #expect(result.frames >= framesBefore)
             #expect(sink.snapshot.finished)
             #expect(sink.bytes.count == Int(result.frames) * format.bytesPerFrame)
