@@ -7,7 +7,7 @@ import Glibc
 /// An open ALSA capture PCM. Owned by the device thread that opened it.
 ///
 /// The handle is non-blocking: `read` calls `snd_pcm_readi` and, when nothing is ready, waits in
-/// `snd_pcm_wait` slices of 100 ms. A read that makes no progress for ``stallLimitNanos`` (1.5 s;
+/// `snd_pcm_wait` slices of 100 ms. A read that makes no progress for ``ALSAPCMSetup/stallLimitNanos`` (1.5 s;
 /// 5 s before the first frames, while a device or server starts) throws `.deviceLost`, so a vanished
 /// device or sound server is noticed even when ALSA never reports it.
 ///
@@ -26,11 +26,6 @@ final class ALSACaptureStream: CaptureStream {
     private var pcm: OpaquePointer?
     private let bufferFrames: Int
     private let bytesPerFrame: Int
-    /// No progress for this long means the device is gone.
-    static let stallLimitNanos: Int64 = 1_500_000_000
-    /// Before the first frames arrive a device may take longer to start (a sound server's idle
-    /// sink renders ahead by up to 2 s before it honours a new, shorter latency).
-    static let startLimitNanos: Int64 = 5_000_000_000
     /// Whether any frames have arrived yet.
     private var started = false
     /// Monotonic time of the last frames read (or of the last restart after an xrun); 0 before the first read.
@@ -70,7 +65,7 @@ final class ALSACaptureStream: CaptureStream {
                 continue
             }
             if r == 0 || r == -Int(EAGAIN) {
-                if ALSAClock.nanoseconds() - lastProgress > (started ? Self.stallLimitNanos : Self.startLimitNanos) {
+                if ALSAClock.nanoseconds() - lastProgress > (started ? ALSAPCMSetup.stallLimitNanos : ALSAPCMSetup.startLimitNanos) {
                     throw stalled(started ? "1.5 s" : "5 s after starting")
                 }
                 let w = snd_pcm_wait(pcm, 100)
@@ -114,20 +109,7 @@ final class ALSACaptureStream: CaptureStream {
     /// Recovers from an overrun or suspend, restarts capture and adds the estimated loss to what
     /// the next delivery owes.
     private func recover(_ pcm: OpaquePointer, _ err: Int32) throws {
-        var result: Int32
-        if err == -ESTRPIPE {
-            // Wait (up to about a second) for the device to finish resuming, else start it afresh.
-            result = snd_pcm_resume(pcm)
-            var tries = 0
-            while result == -EAGAIN && tries < 10 {
-                usleep(100_000)
-                tries += 1
-                result = snd_pcm_resume(pcm)
-            }
-            if result < 0 { result = snd_pcm_prepare(pcm) }
-        } else {
-            result = snd_pcm_recover(pcm, err, 1)
-        }
+        let result = ALSAPCMSetup.recover(pcm, from: err)
         guard result >= 0 else { throw failed(result, err == -EPIPE ? "recovering from an overrun" : "resuming after a suspend") }
         _ = snd_pcm_start(pcm)
         let restart = ALSAClock.nanoseconds()

@@ -14,6 +14,28 @@ struct ALSAOpenedPCM {
 /// Opening a PCM and negotiating its hardware and software parameters, shared by capture and
 /// playback. Everything here runs on the device thread at open time (it allocates and may block).
 enum ALSAPCMSetup {
+    /// No progress for this long means the device is gone (reads and writes alike).
+    static let stallLimitNanos: Int64 = 1_500_000_000
+    /// Before a device first moves audio it may take longer to start (a sound server's idle sink
+    /// renders ahead by up to 2 s before it honours a new, shorter latency).
+    static let startLimitNanos: Int64 = 5_000_000_000
+
+    /// Recovers a PCM after `err`: for a suspend (`-ESTRPIPE`) waits up to about a second for the
+    /// device to resume, else prepares it afresh; for anything else `snd_pcm_recover`.
+    /// - Returns: ALSA's result (negative: the device could not be recovered).
+    /// - Thread: the device thread. May block up to about a second.
+    static func recover(_ pcm: OpaquePointer, from err: Int32) -> Int32 {
+        guard err == -ESTRPIPE else { return snd_pcm_recover(pcm, err, 1) }
+        var result = snd_pcm_resume(pcm)
+        var tries = 0
+        while result == -EAGAIN && tries < 10 {
+            usleep(100_000)
+            tries += 1
+            result = snd_pcm_resume(pcm)
+        }
+        return result < 0 ? snd_pcm_prepare(pcm) : result
+    }
+
     /// ALSA's name for one of Tapedeck's sample layouts (they are byte-identical).
     static func alsaFormat(_ format: SampleFormat) -> snd_pcm_format_t {
         switch format {

@@ -59,7 +59,7 @@ final class ALSAPlaybackStream: PlaybackStream {
                 continue
             }
             if r == 0 || r == -Int(EAGAIN) {
-                let limit = consuming ? ALSACaptureStream.stallLimitNanos : ALSACaptureStream.startLimitNanos
+                let limit = consuming ? ALSAPCMSetup.stallLimitNanos : ALSAPCMSetup.startLimitNanos
                 if ALSAClock.nanoseconds() - lastProgress > limit { throw stalled(consuming ? "1.5 s" : "5 s after starting") }
                 waited = true
                 let w = snd_pcm_wait(pcm, 100)
@@ -99,20 +99,8 @@ final class ALSAPlaybackStream: PlaybackStream {
 
     /// Recovers from an underrun or suspend; returns the silence played until now.
     private func recover(_ pcm: OpaquePointer, _ err: Int32) throws -> Int64 {
-        var result: Int32
-        if err == -ESTRPIPE {
-            result = snd_pcm_resume(pcm)
-            var tries = 0
-            while result == -EAGAIN && tries < 10 {
-                usleep(100_000)
-                tries += 1
-                result = snd_pcm_resume(pcm)
-            }
-            if result < 0 { result = snd_pcm_prepare(pcm) }
-        } else {
-            result = snd_pcm_recover(pcm, err, 1)
-        }
-        guard result >= 0 else { throw failed(result, "recovering from an underrun") }
+        let result = ALSAPCMSetup.recover(pcm, from: err)
+        guard result >= 0 else { throw failed(result, err == -EPIPE ? "recovering from an underrun" : "resuming after a suspend") }
         let now = ALSAClock.nanoseconds()
         let ranDry = lastWriteNanos + queuedAfterLastWrite * 1_000_000_000 / Int64(format.sampleRate)
         let silence = lastWriteNanos == 0 || recoveredAtNanos != 0 ? 0 : ALSAClock.frames(now - ranDry, rate: format.sampleRate)

@@ -28,6 +28,25 @@ public struct PositionalFile: Sendable {
         self.kind = kind
     }
 
+    /// Creates `path` for reading and writing with mode 0666 less the umask, never replacing an
+    /// existing file and never following a symbolic link.
+    /// - Returns: the new descriptor; the caller owns and closes it.
+    /// - Throws: `.alreadyExists` if anything is at `path`; an I/O error (`.diskFull` for ENOSPC) otherwise.
+    /// - Thread: any. Blocks on disk I/O.
+    public static func createNew(atPath path: String) throws -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard fd >= 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw TapedeckError(.alreadyExists,
+                    "\(path) exists already. Tapedeck never overwrites a file; choose another name or remove it.",
+                    systemCode: code)
+            }
+            throw TapedeckError.system(code, while: "create \(path)")
+        }
+        return fd
+    }
+
     /// The file's current length in bytes.
     public func length() throws -> Int64 {
         var st = stat()

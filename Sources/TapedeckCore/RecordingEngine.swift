@@ -59,6 +59,9 @@ public struct RecordingResult: Sendable, Hashable {
     public var end: RecordingEnd
     /// Seconds from the first read to the end of capture (for a stop: to when it was asked for).
     public var wallSeconds: Double
+    /// When capture ended on the device thread (the device was lost, the length reached, or the
+    /// stop observed), before the file was finished.
+    public var captureEnded: ContinuousClock.Instant
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -88,6 +91,7 @@ public final class RecordingEngine: Sendable {
         var deviceEnd: RecordingEnd = .stopped
         var captureStart: ContinuousClock.Instant?
         var captureEnd: ContinuousClock.Instant?
+        var deviceLoopEnd: ContinuousClock.Instant?
         var progress = RecordingProgress()
     }
     private let shared = Mutex(Shared())
@@ -180,12 +184,14 @@ public final class RecordingEngine: Sendable {
         let start = ContinuousClock.now
         shared.withLock { $0.captureStart = start }
         let (end, stoppedAt) = captureLoop(stream: stream, ring: ring)
+        let loopEnded = ContinuousClock.now
         // A stop is timed when it was asked for, not when draining finished.
         let finish = stoppedAt ?? ContinuousClock.now
         stream.close()
         shared.withLock {
             $0.deviceEnd = end
             $0.captureEnd = finish
+            $0.deviceLoopEnd = loopEnded
         }
         deviceFinished.store(true, ordering: .releasing)
         dataSignal.signal()
@@ -288,6 +294,7 @@ public final class RecordingEngine: Sendable {
         defer { silence.deallocate() }
         var position: Int64 = 0
         var overruns: [OverrunEvent] = []
+        var overrunFrames: Int64 = 0
         var failure: TapedeckError?
         var peaks = Array(repeating: Float(0), count: format.channels)
         var lastCheckpoint = ContinuousClock.now
@@ -305,13 +312,16 @@ public final class RecordingEngine: Sendable {
             if let s = ring.consumerSlot() {
                 if failure == nil {
                     do {
-                        for (gap, cause) in [(s.bufferGap, "buffer"), (s.deviceGap, "device")] where gap > 0 {
+                        func fillGap(_ gap: Int64, cause: String) throws {
                             let g = limit.map { min(gap, $0 - position) } ?? gap
-                            guard g > 0 else { continue }
+                            guard g > 0 else { return }
                             overruns.append(OverrunEvent(frame: position, frames: g, date: Date(), cause: cause))
+                            overrunFrames += g
                             try writeSilence(g)
                             position += g
                         }
+                        if s.bufferGap > 0 { try fillGap(s.bufferGap, cause: "buffer") }
+                        if s.deviceGap > 0 { try fillGap(s.deviceGap, cause: "device") }
                         var n = Int64(s.frames)
                         if let limit { n = max(0, min(n, limit - position)) }
                         if n > 0 {
@@ -331,7 +341,7 @@ public final class RecordingEngine: Sendable {
                 }
                 ring.release()
                 spaceSignal.signal()
-                let (pos, count, gapFrames) = (position, overruns.count, overruns.reduce(0) { $0 + $1.frames })
+                let (pos, count, gapFrames) = (position, overruns.count, overrunFrames)
                 shared.withLock { st in
                     st.progress.frames = pos
                     st.progress.overrunCount = count
@@ -359,6 +369,7 @@ public final class RecordingEngine: Sendable {
             }
         }
         let (deviceEnd, start, stop) = shared.withLock { ($0.deviceEnd, $0.captureStart, $0.captureEnd) }
+        let ended = shared.withLock { $0.deviceLoopEnd } ?? ContinuousClock.now
         let wall = (start.flatMap { s in stop.map { s.duration(to: $0) } }) ?? .zero
         let end: RecordingEnd
         if let failure {
@@ -371,9 +382,9 @@ public final class RecordingEngine: Sendable {
             end = deviceEnd
         }
         if !overruns.isEmpty {
-            logger.warning("Recording had \(overruns.count) overrun(s); \(overruns.reduce(0) { $0 + $1.frames }) frames were filled with silence.")
+            logger.warning("Recording had \(overruns.count) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds))
+        return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds, captureEnded: ended))
     }
 }

@@ -62,16 +62,7 @@ final class FLACTakeWriter: TakeWriter {
          threads: Int = 1) throws {
         self.format = format
         self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        guard fd >= 0 else {
-            let code = errno
-            if code == EEXIST {
-                throw TapedeckError(.alreadyExists,
-                    "\(path) exists already. Tapedeck never overwrites a take; choose another name or remove the file.",
-                    systemCode: code)
-            }
-            throw TapedeckError.system(code, while: "create \(path)")
-        }
+        fd = try PositionalFile.createNew(atPath: path)
         sampleCapacity = 4096 * format.channels
         samples = .allocate(capacity: sampleCapacity)
         tail = FLACTail(channels: format.channels, bitsPerSample: format.sampleFormat.bitsPerSample, capacityFrames: 1)

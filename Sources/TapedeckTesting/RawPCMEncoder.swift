@@ -21,8 +21,7 @@ public struct RawPCMEncoder: AudioEncoder, AudioDecoder {
     public func validate(_ format: AudioFormat) throws { try format.validate() }
 
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
-        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create \(url.path)") }
+        let fd = try PositionalFile.createNew(atPath: url.path)
         return Writer(fd: fd, bytesPerFrame: format.bytesPerFrame, path: url.path)
     }
 

@@ -30,17 +30,8 @@ final class WAVTakeWriter: TakeWriter {
     init(path: String, format: AudioFormat, metadata: TakeMetadata) throws {
         self.format = format
         self.path = path
-        // O_RDWR rather than O_WRONLY: the header is read back to normalize it after libsndfile.
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        guard fd >= 0 else {
-            let code = errno
-            if code == EEXIST {
-                throw TapedeckError(.alreadyExists,
-                    "\(path) exists already. Tapedeck never overwrites a take; choose another name or remove the file.",
-                    systemCode: code)
-            }
-            throw TapedeckError.system(code, while: "create \(path)")
-        }
+        // Read and write: the header is read back to normalize it after libsndfile.
+        fd = try PositionalFile.createNew(atPath: path)
         var info = SF_INFO()
         info.samplerate = Int32(format.sampleRate)
         info.channels = Int32(format.channels)

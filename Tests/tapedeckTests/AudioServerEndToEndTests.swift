@@ -29,9 +29,7 @@ struct AudioServerEndToEndTests {
     /// `record` must exit 4 within 2 s of the kill.
     func serverLoss(_ flags: [String], daemon: PulseAudioDaemon, cli: CLIHarness) throws {
         let (p, _, err) = try cli.start(["record", "--json"] + flags)
-        #expect(CLIHarness.wait(timeout: 10) {
-            (try? FileManager.default.subpathsOfDirectory(atPath: cli.library.path).contains { $0.contains(".pending.") }) == true
-        })
+        #expect(cli.waitForPendingFile())
         Thread.sleep(forTimeInterval: 1.5)
         daemon.kill()
         let killed = Date()
@@ -68,9 +66,7 @@ struct AudioServerEndToEndTests {
         defer { daemon.stop() }
         let cli = try harness(daemon)
         let (p, out, _) = try cli.start(["record", "--json"] + pulseFlags(daemon))
-        #expect(CLIHarness.wait(timeout: 10) {
-            (try? FileManager.default.subpathsOfDirectory(atPath: cli.library.path).contains { $0.contains(".pending.") }) == true
-        })
+        #expect(cli.waitForPendingFile())
         Thread.sleep(forTimeInterval: 3)
         kill(p.processIdentifier, SIGINT)
         p.waitUntilExit()

@@ -83,6 +83,23 @@ struct CLIHarness {
         return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
     }
 
+    /// Bytes in the largest pending (still recording) audio file in the library; 0 when none.
+    func pendingBytes() -> Int {
+        let sessions = library.appendingPathComponent("sessions")
+        let folders = (try? FileManager.default.contentsOfDirectory(at: sessions, includingPropertiesForKeys: nil)) ?? []
+        return folders.flatMap { (try? FileManager.default.contentsOfDirectory(at: $0, includingPropertiesForKeys: [.fileSizeKey])) ?? [] }
+            .filter { $0.lastPathComponent.contains(".pending.") }
+            .compactMap { try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
+    }
+
+    /// Waits (up to `timeout` s) until a recording's pending file exists: the take's row is
+    /// committed and its writer has started.
+    func waitForPendingFile(timeout: Double = 10) -> Bool {
+        Self.wait(timeout: timeout) {
+            (try? FileManager.default.subpathsOfDirectory(atPath: library.path).contains { $0.contains(".pending.") }) == true
+        }
+    }
+
     func takes() throws -> [[String: Any]] {
         try listJSON().flatMap { ($0["takes"] as? [[String: Any]]) ?? [] }
     }

@@ -65,15 +65,8 @@ struct EndToEndTests {
     func sigkillRecovery() throws {
         let cli = try CLIHarness()
         let (p, _, _) = try cli.start(["record", "--name", "doomed", "--set", "capture.null.signal=counter"])
-        let sessions = cli.library.appendingPathComponent("sessions")
-        func pendingBytes() -> Int {
-            let folders = (try? FileManager.default.contentsOfDirectory(at: sessions, includingPropertiesForKeys: nil)) ?? []
-            return folders.flatMap { (try? FileManager.default.contentsOfDirectory(at: $0, includingPropertiesForKeys: [.fileSizeKey])) ?? [] }
-                .filter { $0.lastPathComponent.contains(".pending.") }
-                .compactMap { try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
-        }
         // Wait for 1.5 s of audio (48 kHz stereo s16) on disk, then kill 0.7 s later.
-        #expect(CLIHarness.wait(timeout: 10) { pendingBytes() >= 288_000 })
+        #expect(CLIHarness.wait(timeout: 10) { cli.pendingBytes() >= 288_000 })
         let seen = Date()
         Thread.sleep(forTimeInterval: 0.7)
         let capturedAtLeast = 1.5 + Date().timeIntervalSince(seen)
@@ -94,7 +87,7 @@ struct EndToEndTests {
         let soxi = try CLIHarness.tool("soxi", ["-s", path])
         #expect(soxi.stderr.isEmpty && Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == py.frames)
         // Nothing is left pending, and the recovered take plays.
-        #expect(pendingBytes() == 0)
+        #expect(cli.pendingBytes() == 0)
         #expect(try cli.run("play", "--set", "playback.null.paced=false", take["shortID"] as! String).status == 0)
     }
 
@@ -102,9 +95,7 @@ struct EndToEndTests {
     func stopSignals(signal: Int32) throws {
         let cli = try CLIHarness()
         let (p, out, _) = try cli.start(["record", "--json", "--set", "capture.null.signal=counter"])
-        #expect(CLIHarness.wait(timeout: 10) {
-            (try? FileManager.default.subpathsOfDirectory(atPath: cli.library.path).contains { $0.contains(".pending.") }) == true
-        })
+        #expect(cli.waitForPendingFile())
         Thread.sleep(forTimeInterval: 1.2)
         kill(p.processIdentifier, signal)
         p.waitUntilExit()

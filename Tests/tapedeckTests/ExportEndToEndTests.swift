@@ -132,15 +132,8 @@ struct ExportEndToEndTests {
     func sigkillFLAC() throws {
         let cli = try CLIHarness()
         let (p, _, _) = try cli.start(["record", "--set", "encoder.name=flac", "--set", "capture.null.signal=counter"])
-        let sessions = cli.library.appendingPathComponent("sessions")
-        func pendingBytes() -> Int {
-            let folders = (try? FileManager.default.contentsOfDirectory(at: sessions, includingPropertiesForKeys: nil)) ?? []
-            return folders.flatMap { (try? FileManager.default.contentsOfDirectory(at: $0, includingPropertiesForKeys: [.fileSizeKey])) ?? [] }
-                .filter { $0.lastPathComponent.contains(".pending.") }
-                .compactMap { try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
-        }
         // The counter ramp compresses to almost nothing, so wait for the file, then for time.
-        #expect(CLIHarness.wait(timeout: 10) { pendingBytes() > 0 })
+        #expect(CLIHarness.wait(timeout: 10) { cli.pendingBytes() > 0 })
         Thread.sleep(forTimeInterval: 2.2)
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
