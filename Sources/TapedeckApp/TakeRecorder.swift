@@ -12,14 +12,19 @@ public struct RecordingSettings: Sendable, Hashable {
     /// How often the observable progress (frames, peaks, overruns) is refreshed: often for a
     /// meter on screen, rarely when nobody watches (each refresh wakes the main actor).
     public var progressInterval: Duration
+    /// Whether peak levels are measured for ``TakeRecorder/peaks`` (off when no meter is shown:
+    /// the writer then does not read the audio again).
+    public var measuresLevels: Bool
 
     public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
-                checkpointInterval: Duration = .seconds(1), progressInterval: Duration = .milliseconds(100)) {
+                checkpointInterval: Duration = .seconds(1), progressInterval: Duration = .milliseconds(100),
+                measuresLevels: Bool = true) {
         self.format = format
         self.periodFrames = periodFrames
         self.bufferSeconds = bufferSeconds
         self.checkpointInterval = checkpointInterval
         self.progressInterval = progressInterval
+        self.measuresLevels = measuresLevels
     }
 }
 
@@ -119,7 +124,8 @@ public final class TakeRecorder {
         let request = RecordingRequest(format: settings.format, periodFrames: settings.periodFrames,
                                        bufferSeconds: settings.bufferSeconds,
                                        frameLimit: duration?.frames(at: settings.format.sampleRate),
-                                       checkpointInterval: settings.checkpointInterval)
+                                       checkpointInterval: settings.checkpointInterval,
+                                       measuresLevels: settings.measuresLevels)
         let probe = RecordingEngine(backend: capture, request: request, logger: logger)
         let negotiated = try await probe.open()
         var engine = probe

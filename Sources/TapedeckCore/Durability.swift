@@ -27,36 +27,16 @@ public enum Durability {
 
     /// Moves `source` to `destination` on the same file system without ever replacing an existing
     /// file (a hard link, which fails if the destination exists, then removal of the old name),
-    /// and syncs the destination's folder.
+    /// and syncs the destination's folder. A move interrupted between the link and the removal
+    /// (both names on one file) is completed.
     /// - Thread: any. Blocks on disk I/O.
     public static func moveIntoPlace(_ source: URL, _ destination: URL) throws {
-        guard link(source.path, destination.path) == 0 else {
-            if errno == EEXIST {
-                throw TapedeckError(.alreadyExists, "Could not move \(source.lastPathComponent) into place: \(destination.path) exists already.")
-            }
-            throw TapedeckError.system(errno, while: "move \(source.path) to \(destination.path)")
-        }
-        guard unlink(source.path) == 0 else {
-            throw TapedeckError.system(errno, while: "remove the old name \(source.path)")
-        }
-        try syncDirectory(destination.deletingLastPathComponent())
+        try DurableFiles().moveIntoPlace(source, destination)
     }
 
     /// Creates a directory (and missing parents) with mode 0777 less the umask; syncs its parent.
     /// - Thread: any. Blocks on disk I/O.
     public static func makeDirectory(_ url: URL) throws {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) {
-            guard isDir.boolValue else {
-                throw TapedeckError(.io, "\(url.path) exists but is not a folder. Move it away or choose another library path.")
-            }
-            return
-        }
-        let parent = url.deletingLastPathComponent()
-        if parent.path != url.path { try makeDirectory(parent) }
-        guard mkdir(url.path, 0o777) == 0 || errno == EEXIST else {
-            throw TapedeckError.system(errno, while: "create the folder \(url.path)")
-        }
-        try syncDirectory(parent)
+        try DurableFiles().makeDirectory(url)
     }
 }

@@ -13,14 +13,17 @@ public struct RecordingRequest: Sendable, Hashable {
     public var frameLimit: Int64?
     /// How often the header is updated and the file synced.
     public var checkpointInterval: Duration
+    /// Whether the writer measures peak levels for ``RecordingProgress/peaks``.
+    public var measuresLevels: Bool
 
     public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
-                frameLimit: Int64? = nil, checkpointInterval: Duration = .seconds(1)) {
+                frameLimit: Int64? = nil, checkpointInterval: Duration = .seconds(1), measuresLevels: Bool = true) {
         self.format = format
         self.periodFrames = periodFrames
         self.bufferSeconds = bufferSeconds
         self.frameLimit = frameLimit
         self.checkpointInterval = checkpointInterval
+        self.measuresLevels = measuresLevels
     }
 }
 
@@ -28,7 +31,8 @@ public struct RecordingRequest: Sendable, Hashable {
 public struct RecordingProgress: Sendable, Hashable {
     /// Frames in the take so far, gaps included.
     public var frames: Int64 = 0
-    /// Per-channel peaks since the previous snapshot was taken, 0...1.
+    /// Per-channel peaks since the previous snapshot was taken, 0...1 (zeros when the request
+    /// does not measure levels).
     public var peaks: [Float] = []
     /// Gaps filled with silence so far.
     public var overrunCount: Int = 0
@@ -95,6 +99,15 @@ public final class RecordingEngine: Sendable {
         var progress = RecordingProgress()
     }
     private let shared = Mutex(Shared())
+
+    /// How long the writer lets a real-time stream's periods accumulate before writing them
+    /// (fewer wake-ups and larger writes; bounded well below the checkpoint interval so a crash
+    /// loses no more than it did).
+    private var writerInterval: DispatchTimeInterval {
+        let checkpointNanos = request.checkpointInterval.components.seconds * 1_000_000_000
+            + request.checkpointInterval.components.attoseconds / 1_000_000_000
+        return .nanoseconds(Int(max(1_000_000, min(250_000_000, checkpointNanos / 4))))
+    }
 
     /// Creates an engine; nothing is opened until ``open()``.
     public init(backend: any CaptureBackend, request: RecordingRequest, logger: Logger) {
@@ -203,6 +216,7 @@ public final class RecordingEngine: Sendable {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         defer { scratch.deallocate() }
         let limit = request.frameLimit
+        let wakeThreshold = max(1, ring.slotCount / 2)
         var timeline: Int64 = 0
         var bufferGap: Int64 = 0
         var deviceGap: Int64 = 0
@@ -248,7 +262,12 @@ public final class RecordingEngine: Sendable {
                 timeline += Int64(r.frames) + r.lostFramesBefore
                 bufferGap = 0
                 deviceGap = 0
-                dataSignal.signal()
+                // A real-time stream's periods are batched (see writerInterval); a stream that
+                // waits for the writer anyway hands over every slot at once.
+                // The first period is written at once, so the file shows audio from the start.
+                if !stream.isRealTime || ring.count >= wakeThreshold || timeline == Int64(r.frames) + r.lostFramesBefore {
+                    dataSignal.signal()
+                }
             }
         } catch let error as TapedeckError {
             end = .deviceLost(error)
@@ -289,6 +308,7 @@ public final class RecordingEngine: Sendable {
         startGate.signal()
 
         let limit = request.frameLimit
+        let measuresLevels = request.measuresLevels
         let silence = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
         defer { silence.deallocate() }
@@ -309,7 +329,18 @@ public final class RecordingEngine: Sendable {
         }
 
         while true {
-            if let s = ring.consumerSlot() {
+            var took = false
+            while let s = ring.consumerSlot() {
+                took = true
+                // Full slots that follow each other in memory with no gap between them are one
+                // write: a batch of periods costs one call into the encoder, not one per period.
+                var run = 1
+                var runFrames = s.frames
+                while runFrames == run * ring.slotFrames, let next = ring.consumerSlot(ahead: run),
+                      next.slot == s.slot + run, next.bufferGap == 0, next.deviceGap == 0 {
+                    run += 1
+                    runFrames += next.frames
+                }
                 if failure == nil {
                     do {
                         func fillGap(_ gap: Int64, cause: String) throws {
@@ -322,25 +353,32 @@ public final class RecordingEngine: Sendable {
                         }
                         if s.bufferGap > 0 { try fillGap(s.bufferGap, cause: "buffer") }
                         if s.deviceGap > 0 { try fillGap(s.deviceGap, cause: "device") }
-                        var n = Int64(s.frames)
+                        var n = Int64(runFrames)
                         if let limit { n = max(0, min(n, limit - position)) }
                         if n > 0 {
                             let p = ring.pointer(s.slot)
                             try writer.write(p, frames: Int(n))
-                            LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks)
+                            if measuresLevels { LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks) }
                             position += n
-                        }
-                        if ContinuousClock.now - lastCheckpoint >= request.checkpointInterval {
-                            try writer.checkpoint()
-                            lastCheckpoint = ContinuousClock.now
                         }
                     } catch {
                         failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
                         stopFlag.store(true, ordering: .releasing)
                     }
                 }
-                ring.release()
+                ring.release(count: run)
                 spaceSignal.signal()
+            }
+            if took {
+                if failure == nil, ContinuousClock.now - lastCheckpoint >= request.checkpointInterval {
+                    do {
+                        try writer.checkpoint()
+                    } catch {
+                        failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
+                        stopFlag.store(true, ordering: .releasing)
+                    }
+                    lastCheckpoint = ContinuousClock.now
+                }
                 let (pos, count, gapFrames) = (position, overruns.count, overrunFrames)
                 shared.withLock { st in
                     st.progress.frames = pos
@@ -355,7 +393,10 @@ public final class RecordingEngine: Sendable {
                 continue
             }
             if deviceFinished.load(ordering: .acquiring) && ring.count == 0 { break }
-            _ = dataSignal.wait(timeout: .now() + .milliseconds(100))
+            // A real-time device thread wakes the writer only when the ring is half full or
+            // capture ends; otherwise the writer takes what has accumulated every
+            // ``writerInterval``, so a batch of periods costs one wake-up.
+            _ = dataSignal.wait(timeout: .now() + writerInterval)
         }
         deviceDone.wait()
 

@@ -74,8 +74,17 @@ final class SlotRing: @unchecked Sendable {
         return (s, frames[s], bufferGaps[s], deviceGaps[s])
     }
 
-    /// Releases the slot returned by ``consumerSlot()``.
-    func release() {
-        tail.add(1, ordering: .releasing)
+    /// The published slot `ahead` places after the oldest one, or `nil` when there is none.
+    func consumerSlot(ahead: Int) -> (slot: Int, frames: Int, bufferGap: Int64, deviceGap: Int64)? {
+        let t = tail.load(ordering: .relaxed) + ahead
+        let h = head.load(ordering: .acquiring)
+        guard t < h else { return nil }
+        let s = t % slotCount
+        return (s, frames[s], bufferGaps[s], deviceGaps[s])
+    }
+
+    /// Releases the slot returned by ``consumerSlot()``, and `count - 1` after it.
+    func release(count: Int = 1) {
+        tail.add(count, ordering: .releasing)
     }
 }

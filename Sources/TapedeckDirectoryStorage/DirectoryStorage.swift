@@ -18,18 +18,33 @@ import Glibc
 public final class DirectoryStorage: TakeStorage {
     public let rootURL: URL
     private let catalog: Catalog
+    private let catalogURL: URL
+    /// Every mutation of the library goes through here (and so through the seam).
+    private let files: DurableFiles
     /// Lock files of takes this process is recording, by take id.
     private let liveLocks = Mutex<[String: Int32]>([:])
 
     /// Opens (creating if needed) the library at `rootURL`.
-    /// - Parameter busyTimeout: how long to wait for another process holding the catalog.
+    /// - Parameters:
+    ///   - busyTimeout: how long to wait for another process holding the catalog.
+    ///   - seam: observes every file-system mutation and durable step (tests inject faults here).
     /// - Thread: any. Blocks on disk I/O.
-    public init(rootURL: URL, busyTimeout: TimeInterval = 10) throws {
+    public init(rootURL: URL, busyTimeout: TimeInterval = 10, seam: any StorageSeam = .none) throws {
         let root = rootURL.standardizedFileURL
-        try Durability.makeDirectory(root)
-        try Durability.makeDirectory(root.appendingPathComponent("sessions"))
+        files = DurableFiles(seam: seam)
+        try files.makeDirectory(root)
+        try files.makeDirectory(root.appendingPathComponent("sessions"))
         self.rootURL = root.resolvingSymlinksInPath()
-        catalog = try Catalog(url: self.rootURL.appendingPathComponent("catalog.sqlite"), busyTimeout: busyTimeout)
+        catalogURL = self.rootURL.appendingPathComponent("catalog.sqlite")
+        catalog = try Catalog(url: catalogURL, busyTimeout: busyTimeout)
+    }
+
+    /// Runs a catalog transaction as one announced write; `step` is reported once it committed.
+    private func commit<T>(_ operation: String, _ body: (Database) throws -> T) throws -> T {
+        try files.seam.willPerform(.write, on: catalogURL)
+        let result = try catalog.write(body)
+        try files.reached(operation, "catalog committed")
+        return result
     }
 
     deinit {
@@ -63,8 +78,9 @@ public final class DirectoryStorage: TakeStorage {
         // The folder is made first: a folder with no row is harmless, a row with no folder is not.
         let provisional = NameRules.slug(chosen ?? "session", fallback: "session") + "-" + String(id.prefix(8))
         let folder = "sessions/" + provisional
-        try Durability.makeDirectory(try confined(folder))
-        return try catalog.write { db in
+        try files.makeDirectory(try confined(folder))
+        try files.reached("createSession", "folder created")
+        return try commit("createSession") { db in
             let existing = try String.fetchAll(db, sql: "SELECT name FROM session")
             let finalName: String
             if let chosen {
@@ -85,7 +101,7 @@ public final class DirectoryStorage: TakeStorage {
 
     public func renameSession(_ id: String, to name: String) throws -> Session {
         let name = try NameRules.validate(name, what: "session")
-        try catalog.write { db in
+        try commit("renameSession") { db in
             guard try Row.fetchOne(db, sql: "SELECT id FROM session WHERE id = ?", arguments: [id]) != nil else {
                 throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
             }
@@ -100,7 +116,7 @@ public final class DirectoryStorage: TakeStorage {
     }
 
     public func deleteSession(_ id: String) throws {
-        let (folder, files, takeIDs) = try catalog.write { db -> (String, [String], [String]) in
+        let (folder, audio, takeIDs) = try commit("deleteSession") { db -> (String, [String], [String]) in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
             }
@@ -116,11 +132,14 @@ public final class DirectoryStorage: TakeStorage {
             return (Catalog.session(from: row).folder, files, takeIDs)
         }
         // Rows are gone; now the audio. A failure here leaves orphan files, never rows without audio.
-        for file in files { try removeIfPresent(try confined(file)) }
-        for takeID in takeIDs { releaseLock(takeID: takeID, folderOf: folder + "/x") }
         let folderURL = try confined(folder)
-        _ = rmdir(folderURL.path)
-        try Durability.syncDirectory(folderURL.deletingLastPathComponent())
+        for file in audio { try files.remove(try confined(file)) }
+        try files.syncDirectory(folderURL)
+        try files.reached("deleteSession", "audio removed")
+        for takeID in takeIDs { releaseLock(takeID: takeID, folderOf: folder + "/x") }
+        try files.removeEmptyDirectory(folderURL)
+        try files.syncDirectory(folderURL.deletingLastPathComponent())
+        try files.reached("deleteSession", "folder removed")
     }
 
     // MARK: takes
@@ -134,7 +153,7 @@ public final class DirectoryStorage: TakeStorage {
         }
         let (session, folder) = Catalog.session(from: sessionRow)
         let folderURL = try confined(folder)
-        try Durability.makeDirectory(folderURL)
+        try files.makeDirectory(folderURL)
         let ext = NameRules.slug(fileExtension, fallback: "audio")
         let pending = "\(folder)/.\(id).pending.\(ext)"
         // Hold the take's lock before its row exists, so no other process ever sees it unlocked while live.
@@ -146,7 +165,8 @@ public final class DirectoryStorage: TakeStorage {
             throw TapedeckError(.busy, "Could not lock \(lockURL.path). Try again.")
         }
         do {
-            let take = try catalog.write { db -> Take in
+            try files.reached("beginTake", "lock created")
+            let take = try commit("beginTake") { db -> Take in
                 let used = try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ?", arguments: [sessionID])
                 let number = (try Int.fetchOne(db, sql: "SELECT MAX(number) FROM take WHERE sessionId = ?", arguments: [sessionID]) ?? 0) + 1
                 let finalName: String
@@ -183,12 +203,15 @@ public final class DirectoryStorage: TakeStorage {
     public func finishTake(_ pending: PendingTake, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take {
         let finalURL = try confined(pending.take.file)
         if FileManager.default.fileExists(atPath: pending.fileURL.path) {
-            try Durability.moveIntoPlace(pending.fileURL, finalURL)
+            try files.syncFile(pending.fileURL)
+            try files.reached("finishTake", "audio synced")
+            try files.moveIntoPlace(pending.fileURL, finalURL)
+            try files.reached("finishTake", "audio moved into place")
         } else if !FileManager.default.fileExists(atPath: finalURL.path) {
             throw TapedeckError(.notFound, "The audio of take \"\(pending.take.name)\" is missing (\(pending.fileURL.path)); the take was not marked finished. Run `tapedeck doctor`.")
         }
         let overrunsJSON = Catalog.encode(overruns)
-        try catalog.write { db in
+        try commit("finishTake") { db in
             try db.execute(sql: "UPDATE take SET state = ?, frames = ?, overruns = ?, pendingFile = NULL WHERE id = ?",
                            arguments: [state.rawValue, frames, overrunsJSON, pending.take.id])
         }
@@ -202,7 +225,7 @@ public final class DirectoryStorage: TakeStorage {
 
     public func renameTake(_ id: String, to name: String) throws -> Take {
         let name = try NameRules.validate(name, what: "take")
-        return try catalog.write { db in
+        return try commit("renameTake") { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
@@ -218,7 +241,7 @@ public final class DirectoryStorage: TakeStorage {
     }
 
     public func deleteTake(_ id: String) throws {
-        let (take, pending) = try catalog.write { db -> (Take, String?) in
+        let (take, pending) = try commit("deleteTake") { db -> (Take, String?) in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
@@ -230,10 +253,11 @@ public final class DirectoryStorage: TakeStorage {
             return (take, row["pendingFile"])
         }
         let url = try confined(take.file)
-        try removeIfPresent(url)
-        if let pending { try removeIfPresent(try confined(pending)) }
+        try files.remove(url)
+        if let pending { try files.remove(try confined(pending)) }
+        try files.syncDirectory(url.deletingLastPathComponent())
+        try files.reached("deleteTake", "audio removed")
         releaseLock(takeID: take.id, folderOf: take.file)
-        try Durability.syncDirectory(url.deletingLastPathComponent())
     }
 
     // MARK: recovery
@@ -266,16 +290,17 @@ public final class DirectoryStorage: TakeStorage {
             throw TapedeckError(.busy, "Take \"\(take.name)\" was not claimed for recovery by this process. Open the library again.")
         }
         guard let repaired else {
-            try catalog.write { db in try db.execute(sql: "DELETE FROM take WHERE id = ? AND state = 'recording'", arguments: [take.id]) }
+            try commit("completeRecovery") { db in try db.execute(sql: "DELETE FROM take WHERE id = ? AND state = 'recording'", arguments: [take.id]) }
             releaseLock(takeID: take.id, folderOf: take.file)
             return nil
         }
         let pendingRow = try catalog.read { try String.fetchOne($0, sql: "SELECT pendingFile FROM take WHERE id = ?", arguments: [take.id]) }
         if let pendingRow, case let pendingURL = try confined(pendingRow), FileManager.default.fileExists(atPath: pendingURL.path) {
-            try Durability.syncFile(pendingURL)
-            try Durability.moveIntoPlace(pendingURL, finalURL)
+            try files.syncFile(pendingURL)
+            try files.moveIntoPlace(pendingURL, finalURL)
+            try files.reached("completeRecovery", "audio moved into place")
         }
-        let changed = try catalog.write { db -> Int in
+        let changed = try commit("completeRecovery") { db -> Int in
             try db.execute(sql: """
                 UPDATE take SET state = 'recovered', frames = ?, sampleRate = ?, channels = ?, sampleFormat = ?, pendingFile = NULL
                 WHERE id = ? AND state = 'recording'
@@ -323,12 +348,6 @@ public final class DirectoryStorage: TakeStorage {
         let folder = file.split(separator: "/").dropLast().joined(separator: "/")
         if let url = try? confined("\(folder)/.\(takeID).lock") { unlink(url.path) }
         if let fd = liveLocks.withLock({ $0.removeValue(forKey: takeID) }) { close(fd) }
-    }
-
-    private func removeIfPresent(_ url: URL) throws {
-        if unlink(url.path) != 0 && errno != ENOENT {
-            throw TapedeckError.system(errno, while: "remove \(url.path)")
-        }
     }
 
     /// Resolves a library-relative path, refusing anything that would leave the library:

@@ -81,35 +81,45 @@ final class PulseCaptureStream: CaptureStream {
         logger.info("PulseAudio capture from \(device) at \(settings.serverLabel): \(PulseFormat.describe(PulseFormat.sampleSpec(format))), fragment \(frames) frames (\(fragmentNanos / 1_000_000) ms; asked \(settings.fragmentMilliseconds) ms).")
     }
 
-    /// Blocks until at least one frame is available (or a hole is followed by data).
+    /// Blocks until `maxFrames` frames have arrived (one fragment: the engine asks for
+    /// ``periodFrames``), or fewer when a hole follows them or the server goes away after them.
+    /// Filling the whole buffer means one hand-off per fragment however the server splits it.
     /// - Thread: the device thread. Blocks about one fragment; never allocates.
     /// - Throws: `.deviceLost` when the server or stream went away, or nothing arrived for 5 s.
     func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
         guard let stream else { throw TapedeckError(.internalError, "read(into:maxFrames:) after close().") }
         if !started { uncork(stream) }
         var lost: Int64 = 0
+        var filled = 0
         var idleSince: UInt64 = 0
         while true {
             connection.lock()
             guard connection.streamIsGood(stream) else {
                 let error = connection.lostError("recording from")
                 connection.unlock()
+                if filled > 0 { break }
                 throw error
             }
-            let frames = take(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+            let (frames, stoppedAtHole) = take(stream, into: buffer + filled * bytesPerFrame,
+                                               maxFrames: maxFrames - filled, lost: &lost, holeAllowed: filled == 0)
             connection.unlock()
-            if frames > 0 {
-                delivered += Int64(frames) + lost
-                return CaptureRead(frames: frames, lostFramesBefore: lost)
-            }
+            filled += frames
+            if filled == maxFrames || stoppedAtHole { break }
             let now = PulseConnection.now()
-            if idleSince == 0 { idleSince = now }
+            if frames > 0 || idleSince == 0 { idleSince = now }
             if now - idleSince > Self.stallNanos {
+                if filled > 0 { break }
                 throw TapedeckError(.deviceLost,
                     "PulseAudio delivered no audio from \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled source?). Everything captured so far was kept.")
             }
+            // The bytes still wanted, counted as pa_stream_readable_size counts them (the part of
+            // the peeked fragment already copied is still in the queue).
+            connection.events.readThreshold.store((maxFrames - filled) * bytesPerFrame + fragmentOffset, ordering: .relaxed)
             connection.events.wait(nanoseconds: 2 * fragmentNanos + 50_000_000)
         }
+        connection.events.readThreshold.store(0, ordering: .relaxed)
+        delivered += Int64(filled) + lost
+        return CaptureRead(frames: filled, lostFramesBefore: lost)
     }
 
     /// Delivers the audio the source captured up to the stop: what has arrived, and then what is
@@ -146,16 +156,22 @@ final class PulseCaptureStream: CaptureStream {
     private func takeIfConnected(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int, lost: inout Int64) -> Int {
         connection.lock()
         defer { connection.unlock() }
-        return connection.streamIsGood(stream) ? take(stream, into: buffer, maxFrames: maxFrames, lost: &lost) : 0
+        return connection.streamIsGood(stream) ? take(stream, into: buffer, maxFrames: maxFrames, lost: &lost, holeAllowed: true).frames : 0
     }
 
-    /// Copies from the current fragment (lock held). Skips holes, adding them to `lost`.
-    private func take(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int, lost: inout Int64) -> Int {
-        while true {
+    /// Copies as much as is readable, up to `maxFrames`, across fragments (lock held). Holes are
+    /// skipped and added to `lost` only before the first frame copied (`holeAllowed`) — a hole
+    /// after copied frames belongs to the next read, so it is left in place and reported by
+    /// `stoppedAtHole`.
+    private func take(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int,
+                      lost: inout Int64, holeAllowed: Bool) -> (frames: Int, stoppedAtHole: Bool) {
+        var copied = 0
+        while copied < maxFrames {
             var data: UnsafeRawPointer?
             var length = 0
-            guard pa_stream_peek(stream, &data, &length) == 0, length > 0 else { return 0 }
+            guard pa_stream_peek(stream, &data, &length) == 0, length > 0 else { break }
             guard let data else {
+                if copied > 0 || !holeAllowed { return (copied, true) }
                 let frames = Int64(length / bytesPerFrame)
                 lost += frames
                 holes += 1
@@ -165,21 +181,22 @@ final class PulseCaptureStream: CaptureStream {
                 continue
             }
             let available = length - fragmentOffset
-            let bytes = min(available / bytesPerFrame, maxFrames) * bytesPerFrame
+            let bytes = min(available / bytesPerFrame, maxFrames - copied) * bytesPerFrame
             guard bytes > 0 else {
                 // A partial frame cannot be delivered; PulseAudio does not produce these.
                 pa_stream_drop(stream)
                 fragmentOffset = 0
                 continue
             }
-            buffer.copyMemory(from: data + fragmentOffset, byteCount: bytes)
+            (buffer + copied * bytesPerFrame).copyMemory(from: data + fragmentOffset, byteCount: bytes)
+            copied += bytes / bytesPerFrame
             fragmentOffset += bytes
             if length - fragmentOffset < bytesPerFrame {
                 pa_stream_drop(stream)
                 fragmentOffset = 0
             }
-            return bytes / bytesPerFrame
         }
+        return (copied, false)
     }
 
     private func uncork(_ stream: OpaquePointer) {

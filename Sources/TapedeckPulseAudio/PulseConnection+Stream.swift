@@ -22,7 +22,7 @@ extension PulseConnection {
         }
         let userdata = events.userdata
         pa_stream_set_state_callback(stream, PulseEvents.streamNotify, userdata)
-        pa_stream_set_read_callback(stream, PulseEvents.streamRequest, userdata)
+        pa_stream_set_read_callback(stream, PulseEvents.streamReadable, userdata)
         pa_stream_set_write_callback(stream, PulseEvents.streamRequest, userdata)
         pa_stream_set_overflow_callback(stream, PulseEvents.streamOverflow, userdata)
         pa_stream_set_underflow_callback(stream, PulseEvents.streamUnderflow, userdata)

@@ -16,6 +16,11 @@ final class PulseEvents: Sendable {
     let overflows = Atomic<Int>(0)
     /// Playback buffer underflows: the server ran out of data and played silence.
     let underflows = Atomic<Int>(0)
+    /// The read callback wakes the owner only once this many bytes are readable (0: at any
+    /// data), so a reader waiting to fill a fragment is not woken for each piece the server
+    /// sends. Set by the owner before it waits; every wait is bounded, so a threshold that is
+    /// never reached only delays, never loses, a wake-up.
+    let readThreshold = Atomic<Int>(0)
     /// Set by a drain's completion callback: 0 pending, 1 succeeded, 2 failed.
     let drainState = Atomic<Int>(0)
 
@@ -49,6 +54,13 @@ final class PulseEvents: Sendable {
     static var streamRequest: pa_stream_request_cb_t {
         { _, _, userdata in
             PulseEvents.from(userdata)?.wakeup.signal()
+        }
+    }
+
+    static var streamReadable: pa_stream_request_cb_t {
+        { _, readable, userdata in
+            guard let events = PulseEvents.from(userdata) else { return }
+            if readable >= events.readThreshold.load(ordering: .relaxed) { events.wakeup.signal() }
         }
     }
 

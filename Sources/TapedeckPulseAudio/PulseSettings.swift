@@ -23,7 +23,7 @@ struct PulseSettings: Sendable, Hashable {
         device = settings.string("device") ?? ""
         clientName = settings.string("client-name") ?? "Tapedeck"
         streamName = settings.string("stream-name") ?? (role == .capture ? "Tapedeck recording" : "Tapedeck playback")
-        fragmentMilliseconds = settings.int("fragment-ms") ?? 20
+        fragmentMilliseconds = settings.int("fragment-ms") ?? (role == .capture ? 100 : 20)
     }
 
     /// The address handed to `pa_context_connect`: `nil` for the usual lookup (`PULSE_SERVER`,

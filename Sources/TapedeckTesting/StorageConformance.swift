@@ -1,5 +1,5 @@
 public import TapedeckCore
-public import Foundation
+import Foundation
 import Testing
 
 /// The contract every ``TakeStorage`` keeps, as one suite every store's tests run.
@@ -7,18 +7,20 @@ public enum StorageConformance {
     /// Runs every check against fresh stores made by `make`.
     ///
     /// - Parameters:
-    ///   - make: a new, empty store.
-    ///   - reopen: a new instance over the same library as the given (dropped) store, for the
-    ///     crash-recovery checks; `nil` for stores that do not outlive their process.
+    ///   - make: a new, empty store whose file-system mutations and durable steps go through the
+    ///     given seam.
+    ///   - reopen: a new instance (no faults) over the same library as the given store, which the
+    ///     caller has dropped — as a process that died would have — for the recovery checks.
     /// - Thread: any; blocks on disk I/O.
-    public static func run(make: () throws -> any TakeStorage, reopen: ((URL) throws -> any TakeStorage)?) throws {
-        try defaultNamesAndOrder(try make())
-        try finishAndDelete(try make())
-        try hostileNames(try make())
-        try renames(try make())
-        if let reopen {
-            try recovery(make: make, reopen: reopen)
-        }
+    public static func run(make: (any StorageSeam) throws -> any TakeStorage,
+                           reopen: (any TakeStorage) throws -> any TakeStorage) throws {
+        try defaultNamesAndOrder(try make(.none))
+        try finishAndDelete(try make(.none))
+        try hostileNames(try make(.none))
+        try renames(try make(.none))
+        try recovery(make: { try make(.none) }, reopen: reopen)
+        try crashPoints(make: make, reopen: reopen)
+        try ioErrors(make: make, reopen: reopen)
     }
 
     /// Writes `bytes` to a pending take's file, as an encoder would.
@@ -84,9 +86,17 @@ public enum StorageConformance {
 
     /// Names are display names: anything printable is kept as typed, and files stay in the library.
     static func hostileNames(_ store: any TakeStorage) throws {
-        let names = ["a/b", "../../../../tmp/escape", "..", ".hidden", "-rf", "名前 🎙️", String(repeating: "é", count: 150),
-                     "Caf\u{E9}", "CASE", "case"]
-        let s = try store.createSession(named: "../../outside")
+        let names = ["a/b", "../../../../tmp/escape", "..", ".hidden", "-rf", "--help", "名前 🎙️", String(repeating: "é", count: 150),
+                     String(repeating: "x", count: 300), "Caf\u{E9}", "CASE", "case", "/etc/passwd", "x\\y"]
+        for (i, name) in ["../../outside", "/", ".", ".tapedeck", "-n", String(repeating: "s", count: 300)].enumerated() {
+            let session = try store.createSession(named: name)
+            #expect(session.name == name, "session name \(i) kept as typed")
+        }
+        _ = try store.createSession(named: "Cafe\u{301}!")
+        #expect(throws: TapedeckError.self, "an NFC spelling of an existing NFD session name is the same name") {
+            try store.createSession(named: "Caf\u{E9}!")
+        }
+        let s = try #require(try store.sessions().first { $0.name == "../../outside" })
         for name in names {
             let p = try begin(store, s, name)
             #expect(p.fileURL.standardizedFileURL.path.hasPrefix(store.rootURL.standardizedFileURL.path + "/"))
@@ -124,18 +134,15 @@ public enum StorageConformance {
         #expect(throws: TapedeckError.self) { try store.renameTake("no-such-id", to: "x") }
     }
 
-    static func recovery(make: () throws -> any TakeStorage, reopen: (URL) throws -> any TakeStorage) throws {
+    static func recovery(make: () throws -> any TakeStorage, reopen: (any TakeStorage) throws -> any TakeStorage) throws {
         var store: (any TakeStorage)? = try make()
-        let root = store!.rootURL
         let s = try store!.createSession(named: nil)
         let withAudio = try begin(store!, s)
         try writeAudio(withAudio, bytes: 1000)
         let withoutAudio = try begin(store!, s)
         // A live recording is never reported as interrupted.
         #expect(try store!.interruptedTakes().isEmpty)
-        store = nil // the process "dies": its locks are released
-
-        let reopened = try reopen(root)
+        let reopened = try dropAndReopen(&store, reopen)
         let interrupted = try reopened.interruptedTakes()
         #expect(Set(interrupted.map(\.take.id)) == [withAudio.take.id, withoutAudio.take.id])
         let a = try #require(interrupted.first { $0.take.id == withAudio.take.id })
@@ -148,5 +155,166 @@ public enum StorageConformance {
         #expect(takes.map(\.id) == [withAudio.take.id])
         #expect(FileManager.default.fileExists(atPath: try reopened.audioURL(for: takes[0]).path))
         #expect(try reopened.interruptedTakes().isEmpty)
+    }
+
+    /// Drops the only reference to `store` (its locks go, as a dead process's would) and opens
+    /// the library again.
+    static func dropAndReopen(_ store: inout (any TakeStorage)?, _ reopen: (any TakeStorage) throws -> any TakeStorage) throws -> any TakeStorage {
+        // `reopen` needs the old instance to find the library (and the in-memory catalog); it must
+        // not keep it. Locks are released when the old instance is deinitialized.
+        let old = store!
+        store = nil
+        return try reopen(old)
+    }
+
+    // MARK: crash points and I/O errors
+
+    /// What a library holds, by name: session name → take name → audio bytes (nil: no audio).
+    typealias Snapshot = [String: [String: Data?]]
+
+    static func snapshot(_ store: any TakeStorage) throws -> Snapshot {
+        var out: Snapshot = [:]
+        for session in try store.sessions() {
+            var takes: [String: Data?] = [:]
+            for take in session.takes {
+                takes[take.name] = try? Data(contentsOf: try store.audioURL(for: take))
+            }
+            out[session.name] = takes
+        }
+        return out
+    }
+
+    /// Recovers every interrupted take the way the recorder does (a file with audio is kept as
+    /// it is; no file means no take), then checks that no entry lacks its audio.
+    static func recoverAll(_ store: any TakeStorage, context: String) throws {
+        for interrupted in try store.interruptedTakes() {
+            if let url = interrupted.fileURL {
+                let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+                _ = try store.completeRecovery(of: interrupted.take, repaired: RepairResult(frames: Int64(size / 4), format: interrupted.take.format, headerRepaired: false))
+            } else {
+                _ = try store.completeRecovery(of: interrupted.take, repaired: nil)
+            }
+        }
+        #expect(try store.interruptedTakes().isEmpty, "\(context): nothing left to recover")
+        for session in try store.sessions() {
+            for take in session.takes {
+                #expect(FileManager.default.fileExists(atPath: try store.audioURL(for: take).path),
+                        "\(context): take \"\(take.name)\" is listed without its audio")
+                #expect(take.state != .recording, "\(context): take \"\(take.name)\" still recording after recovery")
+            }
+        }
+    }
+
+    static let keptAudio = Data((0..<6000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+    static let freshAudio = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) })
+
+    /// The library every fault scenario starts from: session "Library" with a finished take
+    /// "Keep", and an empty session "Other".
+    static func fixture(_ store: any TakeStorage) throws -> (library: Session, keep: Take) {
+        let library = try store.createSession(named: "Library")
+        _ = try store.createSession(named: "Other")
+        let p = try begin(store, library, "Keep")
+        try keptAudio.write(to: p.fileURL)
+        let keep = try store.finishTake(p, frames: 1500, state: .complete, overruns: [])
+        return (library, keep)
+    }
+
+    /// One operation of the contract, run against the fixture.
+    struct Scenario: Sendable {
+        var name: String
+        var run: @Sendable (any TakeStorage, Session, Take) throws -> Void
+    }
+
+    static var scenarios: [Scenario] { [
+        Scenario(name: "create a session") { store, _, _ in _ = try store.createSession(named: "New") },
+        Scenario(name: "record a take") { store, library, _ in
+            let p = try begin(store, library, "Fresh")
+            try freshAudio.write(to: p.fileURL)
+            _ = try store.finishTake(p, frames: 1250, state: .complete, overruns: [])
+        },
+        Scenario(name: "rename a session") { store, library, _ in _ = try store.renameSession(library.id, to: "Renamed") },
+        Scenario(name: "rename a take") { store, _, keep in _ = try store.renameTake(keep.id, to: "Kept") },
+        Scenario(name: "delete a take") { store, _, keep in try store.deleteTake(keep.id) },
+        Scenario(name: "delete a session") { store, library, _ in try store.deleteSession(library.id) },
+    ] }
+
+    /// For every labelled step of every operation: stop the operation right after that step (all
+    /// later mutations fail, as in a crash), reopen, recover, and require the library to be
+    /// exactly as before or exactly as after, with no entry lacking its audio.
+    static func crashPoints(make: (any StorageSeam) throws -> any TakeStorage, reopen: (any TakeStorage) throws -> any TakeStorage) throws {
+        for scenario in scenarios {
+            // A clean run gives the after-state and the steps to stop at.
+            let probe = FaultInjectingSeam()
+            let clean = try make(probe)
+            let (library, keep) = try fixture(clean)
+            let before = try snapshot(clean)
+            probe.arm(nil)
+            try scenario.run(clean, library, keep)
+            let steps = probe.steps
+            let after = try snapshot(clean)
+            #expect(before != after, "\(scenario.name) changes the library")
+            #expect(!steps.isEmpty, "\(scenario.name) reports its steps")
+            #expect(steps.contains { $0.label.contains("committed") }, "\(scenario.name) reports its commit step")
+
+            for step in steps {
+                let seam = FaultInjectingSeam()
+                var store: (any TakeStorage)? = try make(seam)
+                let (library, keep) = try fixture(store!)
+                seam.arm(.crash(after: step))
+                let context = "\(scenario.name), crash after \(step)"
+                #expect(throws: (any Error).self, "\(context): the operation stops") { try scenario.run(store!, library, keep) }
+                #expect(seam.crashed, "\(context): the step was reached")
+                let reopened = try dropAndReopen(&store, reopen)
+                try recoverAll(reopened, context: context)
+                let state = try snapshot(reopened)
+                #expect(state == before || state == after, "\(context): the library is neither the before- nor the after-state")
+            }
+        }
+    }
+
+    /// For every operation and every kind of mutation (write, sync, rename, unlink): fail the
+    /// N-th one with EIO or ENOSPC. The operation must report a typed error (never success); the
+    /// finished take that was not the operation's target is untouched; after reopening and
+    /// recovering, the library is the before- or the after-state with no entry lacking audio.
+    static func ioErrors(make: (any StorageSeam) throws -> any TakeStorage, reopen: (any TakeStorage) throws -> any TakeStorage) throws {
+        for scenario in scenarios {
+            let probe = FaultInjectingSeam()
+            let clean = try make(probe)
+            let (library, keep) = try fixture(clean)
+            let before = try snapshot(clean)
+            probe.arm(nil)
+            try scenario.run(clean, library, keep)
+            let after = try snapshot(clean)
+            let counts = Dictionary(grouping: probe.actions, by: { $0 }).mapValues(\.count)
+
+            for action in [FileAction.write, .sync, .rename, .unlink] {
+                for nth in 1...max(1, counts[action] ?? 0) where counts[action] != nil {
+                    let code = nth % 2 == 0 ? ENOSPC : EIO
+                    let seam = FaultInjectingSeam()
+                    var store: (any TakeStorage)? = try make(seam)
+                    let (library, keep) = try fixture(store!)
+                    seam.arm(.fail(action, nth: nth, errno: code))
+                    let context = "\(scenario.name), \(action.rawValue) #\(nth) fails with errno \(code)"
+                    do {
+                        try scenario.run(store!, library, keep)
+                        Issue.record("\(context): the operation reported success")
+                    } catch let error as TapedeckError {
+                        #expect(error.systemCode == code || error.code == .diskFull || error.code == .io, "\(context): \(error)")
+                    } catch {
+                        Issue.record("\(context): untyped error \(error)")
+                    }
+                    #expect(seam.injectedCount == 1, "\(context): the fault was injected")
+                    if !scenario.name.contains("delete") && !scenario.name.contains("rename a session") {
+                        let kept = try store!.sessions().flatMap(\.takes).first { $0.id == keep.id }
+                        #expect(kept != nil && (try? Data(contentsOf: try store!.audioURL(for: kept!))) == keptAudio,
+                                "\(context): the committed take \"Keep\" changed")
+                    }
+                    let reopened = try dropAndReopen(&store, reopen)
+                    try recoverAll(reopened, context: context)
+                    let state = try snapshot(reopened)
+                    #expect(state == before || state == after, "\(context): the library is neither the before- nor the after-state")
+                }
+            }
+        }
     }
 }

@@ -37,8 +37,12 @@ struct RecordCommand: AsyncParsableCommand {
             let studio = try await global.makeStudio()
             let recorder = try studio.makeRecorder()
             let showMeter = Terminal.showsProgress && !json
-            // Without a meter on screen, progress is refreshed once a second: less CPU.
-            if !showMeter { recorder.settings.progressInterval = .seconds(1) }
+            // Without a meter on screen, progress is refreshed once a second and no levels are
+            // measured: less CPU.
+            if !showMeter {
+                recorder.settings.progressInterval = .seconds(1)
+                recorder.settings.measuresLevels = false
+            }
             let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
                 Task { @MainActor in recorder.stop() }
             }

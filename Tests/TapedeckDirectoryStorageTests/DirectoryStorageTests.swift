@@ -15,13 +15,17 @@ struct DirectoryStorageTests {
 
     @Test("the storage conformance suite passes")
     func conformance() throws {
-        try StorageConformance.run(make: { try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib")) },
-                                   reopen: { try DirectoryStorage(rootURL: $0) })
+        try StorageConformance.run(make: { seam in try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib"), seam: seam) },
+                                   reopen: { try DirectoryStorage(rootURL: $0.rootURL) })
     }
 
     @Test("the in-memory test store passes the same suite")
     func inMemoryConformance() throws {
-        try StorageConformance.run(make: { try InMemoryStorage() }, reopen: nil)
+        try StorageConformance.run(make: { seam in try InMemoryStorage(seam: seam) },
+                                   reopen: { old in
+                                       let store = try #require(old as? InMemoryStorage)
+                                       return try InMemoryStorage(rootURL: store.rootURL, catalog: store.sharedCatalog)
+                                   })
     }
 
     @Test("the catalog is SQLite in WAL mode and passes its integrity check")

@@ -1,0 +1,188 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file-system mutation a store performs, as seen by a ``StorageSeam``.
+public enum FileAction: String, Sendable, Hashable, CaseIterable {
+    /// Writing a file's bytes (a manifest, a catalog transaction).
+    case write
+    /// `fsync` of a file or a folder.
+    case sync
+    /// Moving a file into place (link + unlink, or `rename`).
+    case rename
+    /// Removing a file or an empty folder.
+    case unlink
+    /// Creating a folder.
+    case mkdir
+}
+
+/// A labelled, completed step of a storage operation, such as `finishTake: audio moved into place`.
+///
+/// Stores report one after every durable step (file written, synced, renamed, catalog committed,
+/// file removed), so a test can stop an operation at each of them and check what a reopened store
+/// makes of the result.
+public struct StorageStep: Sendable, Hashable, CustomStringConvertible {
+    /// The operation: `createSession`, `beginTake`, `finishTake`, `renameSession`, `renameTake`,
+    /// `deleteSession`, `deleteTake`, `completeRecovery`.
+    public var operation: String
+    /// What has just been done, e.g. `catalog committed`.
+    public var label: String
+
+    public init(_ operation: String, _ label: String) {
+        self.operation = operation
+        self.label = label
+    }
+
+    public var description: String { "\(operation): \(label)" }
+}
+
+/// Where a store's file-system mutations and durable steps can be observed and made to fail.
+///
+/// Production stores use ``StorageSeam/none``; tests use seams that fail the N-th write, sync,
+/// rename or unlink with `EIO` or `ENOSPC`, or that "crash" at a labelled step (every mutation
+/// after it fails, as if the process had died there).
+public protocol StorageSeam: Sendable {
+    /// Called before each file-system mutation; throwing makes the mutation fail with that error
+    /// instead of happening.
+    /// - Thread: the store's calling thread. Must not block.
+    func willPerform(_ action: FileAction, on url: URL) throws
+    /// Called after each labelled step of an operation completed; throwing stops the operation there.
+    /// - Thread: the store's calling thread. Must not block.
+    func reached(_ step: StorageStep) throws
+}
+
+/// The seam that observes nothing and never fails.
+public struct NoStorageSeam: StorageSeam {
+    public init() {}
+    public func willPerform(_ action: FileAction, on url: URL) throws {}
+    public func reached(_ step: StorageStep) throws {}
+}
+
+extension StorageSeam where Self == NoStorageSeam {
+    /// Production: no observation, no injected failures.
+    public static var none: NoStorageSeam { NoStorageSeam() }
+}
+
+/// The durable file-system steps of a store, each announced to a ``StorageSeam`` first.
+///
+/// Every mutation a store makes to its library goes through here, so an injected failure or a
+/// simulated crash covers all of them. - Thread: any; every method blocks on disk I/O.
+public struct DurableFiles: Sendable {
+    public let seam: any StorageSeam
+
+    public init(seam: any StorageSeam = .none) {
+        self.seam = seam
+    }
+
+    /// Reports a completed step of `operation`.
+    public func reached(_ operation: String, _ label: String) throws {
+        try seam.reached(StorageStep(operation, label))
+    }
+
+    /// `fsync`s a folder so entries created, renamed or removed in it are durable.
+    public func syncDirectory(_ url: URL) throws {
+        try seam.willPerform(.sync, on: url)
+        try Durability.syncDirectory(url)
+    }
+
+    /// `fsync`s a file by path.
+    public func syncFile(_ url: URL) throws {
+        try seam.willPerform(.sync, on: url)
+        try Durability.syncFile(url)
+    }
+
+    /// Moves a file into place without replacing anything (see ``Durability/moveIntoPlace(_:_:)``),
+    /// then syncs the destination's folder.
+    public func moveIntoPlace(_ source: URL, _ destination: URL) throws {
+        try seam.willPerform(.rename, on: destination)
+        if link(source.path, destination.path) != 0 {
+            let code = errno
+            // An earlier move that linked but did not get to remove the old name (a crash, or a
+            // failed unlink) left both names on one file: finish that move.
+            guard code == EEXIST, Self.sameFile(source, destination) else {
+                if code == EEXIST {
+                    throw TapedeckError(.alreadyExists, "Could not move \(source.lastPathComponent) into place: \(destination.path) exists already.")
+                }
+                throw TapedeckError.system(code, while: "move \(source.path) to \(destination.path)")
+            }
+        }
+        try seam.willPerform(.unlink, on: source)
+        guard unlink(source.path) == 0 else {
+            throw TapedeckError.system(errno, while: "remove the old name \(source.path)")
+        }
+        try syncDirectory(destination.deletingLastPathComponent())
+    }
+
+    /// Whether two paths name the same file (same device and inode; links not followed).
+    static func sameFile(_ a: URL, _ b: URL) -> Bool {
+        var sa = stat(), sb = stat()
+        guard lstat(a.path, &sa) == 0, lstat(b.path, &sb) == 0 else { return false }
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+    }
+
+    /// Atomically replaces `destination` with `source` (`rename`), for files whose old version
+    /// may go (manifests). Does not sync the folder.
+    public func replace(_ destination: URL, with source: URL) throws {
+        try seam.willPerform(.rename, on: destination)
+        guard rename(source.path, destination.path) == 0 else {
+            throw TapedeckError.system(errno, while: "replace \(destination.path)")
+        }
+    }
+
+    /// Removes a file; a file already gone is not an error.
+    public func remove(_ url: URL) throws {
+        try seam.willPerform(.unlink, on: url)
+        if unlink(url.path) != 0 && errno != ENOENT {
+            throw TapedeckError.system(errno, while: "remove \(url.path)")
+        }
+    }
+
+    /// Removes an empty folder; a folder that is gone or not empty is left as it is.
+    public func removeEmptyDirectory(_ url: URL) throws {
+        try seam.willPerform(.unlink, on: url)
+        _ = rmdir(url.path)
+    }
+
+    /// Creates a folder (and missing parents), syncing each parent. See ``Durability/makeDirectory(_:)``.
+    public func makeDirectory(_ url: URL) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) {
+            guard isDir.boolValue else {
+                throw TapedeckError(.io, "\(url.path) exists but is not a folder. Move it away or choose another library path.")
+            }
+            return
+        }
+        let parent = url.deletingLastPathComponent()
+        if parent.path != url.path { try makeDirectory(parent) }
+        try seam.willPerform(.mkdir, on: url)
+        guard mkdir(url.path, 0o777) == 0 || errno == EEXIST else {
+            throw TapedeckError.system(errno, while: "create the folder \(url.path)")
+        }
+        try syncDirectory(parent)
+    }
+
+    /// Writes `data` to a new file `url` (which must not exist; never follows a link), syncs it,
+    /// and returns. Permissions are 0666 less the umask.
+    public func writeNewFile(_ data: Data, to url: URL) throws {
+        try seam.willPerform(.write, on: url)
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create \(url.path)") }
+        defer { close(fd) }
+        var offset = 0
+        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw TapedeckError.system(errno, while: "write \(url.path)")
+                }
+                offset += n
+            }
+        }
+        try seam.willPerform(.sync, on: url)
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \(url.path)") }
+    }
+}
