@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
         .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
+        .library(name: "TapedeckBundleStorage", targets: ["TapedeckBundleStorage"]),
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
@@ -98,6 +99,11 @@ let package = Package(
             dependencies: ["TapedeckCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "TapedeckBundleStorage",
+            dependencies: ["TapedeckCore"],
+            swiftSettings: swiftSettings
+        ),
 
         // Presentation: observable objects that own every mutation.
         .target(
@@ -111,7 +117,7 @@ let package = Package(
             name: "TapedeckAssembly",
             dependencies: [
                 "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckALSA", "TapedeckPulseAudio",
-                "TapedeckDirectoryStorage",
+                "TapedeckDirectoryStorage", "TapedeckBundleStorage",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -158,6 +164,11 @@ let package = Package(
         .testTarget(
             name: "TapedeckDirectoryStorageTests",
             dependencies: ["TapedeckDirectoryStorage", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TapedeckBundleStorageTests",
+            dependencies: ["TapedeckBundleStorage", "TapedeckTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "TapedeckAppTests", dependencies: ["TapedeckApp", "TapedeckTesting"], swiftSettings: swiftSettings),

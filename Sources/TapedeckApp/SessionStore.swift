@@ -83,7 +83,14 @@ public final class SessionStore {
     public func sessionForRecording(named name: String?) async throws -> Session {
         if let name {
             if let s = sessions.first(where: { $0.name == name }) { return s }
-            return try await createSession(named: name)
+            do {
+                return try await createSession(named: name)
+            } catch let error as TapedeckError where error.code == .alreadyExists {
+                // Another process created it since this one last looked: record into that one.
+                try await refresh()
+                if let s = sessions.first(where: { $0.name == name }) { return s }
+                throw error
+            }
         }
         let latest = sessions.max { a, b in
             (a.takes.map(\.createdAt).max() ?? a.createdAt) < (b.takes.map(\.createdAt).max() ?? b.createdAt)

@@ -4,6 +4,7 @@ import TapedeckNull
 import TapedeckWAV
 import TapedeckFLAC
 import TapedeckDirectoryStorage
+import TapedeckBundleStorage
 import TapedeckPulseAudio
 
 /// The plugins a build of Tapedeck can assemble, by role. A plain value: tests pass their own.
@@ -29,7 +30,7 @@ public struct PluginCatalog: Sendable {
         playback: [NullPlugin.playback, ALSAPlugin.playback, PulsePlugin.playback],
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder],
-        storage: [DirectoryStoragePlugin.storage])
+        storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage])
 
     /// Name, summary and settings of every plugin in a role, for listings and validation.
     /// - Thread: any. Never blocks.

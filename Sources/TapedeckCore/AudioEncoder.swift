@@ -61,6 +61,17 @@ public protocol AudioEncoder: Sendable {
     ///
     /// - Thread: any. Blocks on disk I/O.
     func repair(fileAt url: URL) throws -> RepairResult
+
+    /// Checks, without changing the file, whether its header agrees with the audio it holds:
+    /// `headerRepaired` says whether ``repair(fileAt:)`` would change it, `frames` what the file
+    /// holds. `nil` when this encoder cannot tell (the default).
+    ///
+    /// - Thread: any. Blocks on disk I/O.
+    func inspect(fileAt url: URL) throws -> RepairResult?
+}
+
+extension AudioEncoder {
+    public func inspect(fileAt url: URL) throws -> RepairResult? { nil }
 }
 
 /// How a writer may use the machine.

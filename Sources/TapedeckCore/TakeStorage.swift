@@ -1,4 +1,9 @@
 public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A take being recorded: its catalog row is committed (state `recording`) and its audio goes to
 /// ``fileURL`` until ``TakeStorage/finishTake(_:frames:state:overruns:)``.
@@ -94,5 +99,72 @@ extension TakeStorage {
     /// Finds a session by id.
     public func session(id: String) throws -> Session? {
         try sessions().first { $0.id == id }
+    }
+}
+
+/// A part of a library that cannot be read, found by ``LibraryMaintenance/damagedParts()``.
+public struct DamagedPart: Sendable, Hashable {
+    /// Library-relative path of the part (a catalog, a bundle).
+    public var path: String
+    /// What is wrong with it, in a sentence.
+    public var problem: String
+
+    public init(path: String, problem: String) {
+        self.path = path
+        self.problem = problem
+    }
+}
+
+/// What `tapedeck doctor` needs from a store beyond ``TakeStorage``: the files no entry names, the
+/// parts that cannot be read, and two repairs that never delete audio.
+public protocol LibraryMaintenance: TakeStorage {
+    /// Library-relative paths of files that belong to no entry: audio with no take, and pending
+    /// files of takes that are no longer being recorded. Lock files, the catalog, manifests and the
+    /// quarantine folder are not listed.
+    /// - Thread: any. Blocks on disk I/O.
+    func unreferencedFiles() throws -> [String]
+
+    /// Parts of the library that cannot be read (a catalog that fails its integrity check, a
+    /// bundle whose manifest does not parse), with the reason.
+    /// - Thread: any. Blocks on disk I/O.
+    func damagedParts() throws -> [DamagedPart]
+
+    /// Moves a library-relative file or folder into `quarantine/<time>/` inside the library,
+    /// never replacing anything, and returns its new library-relative path.
+    /// - Thread: any. Blocks on disk I/O.
+    func quarantine(_ relativePath: String) throws -> String
+
+    /// Removes the entry of a take whose audio is gone. Never touches a file.
+    /// - Thread: any. Blocks on disk I/O.
+    func forgetTake(_ id: String) throws
+
+    /// Records that a finished take's file was repaired: its entry gets the frames the file
+    /// really holds and the state `recovered`.
+    /// - Thread: any. Blocks on disk I/O.
+    func markRepaired(_ id: String, frames: Int64) throws
+}
+
+extension DurableFiles {
+    /// Moves a library-relative file or folder under `root` into `root/quarantine/<stamp>/`,
+    /// keeping its relative path, never replacing anything; returns the new relative path.
+    public func quarantine(_ relativePath: String, in root: URL, stamp: String) throws -> String {
+        let parts = relativePath.split(separator: "/").map(String.init)
+        guard !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }), !relativePath.hasPrefix("/") else {
+            throw TapedeckError(.invalidArgument, "\(relativePath) is not a path inside the library.")
+        }
+        let target = (["quarantine", stamp] + parts).joined(separator: "/")
+        let source = root.appendingPathComponent(relativePath)
+        let destination = root.appendingPathComponent(target)
+        try makeDirectory(destination.deletingLastPathComponent())
+        guard !FileManager.default.fileExists(atPath: destination.path) else {
+            throw TapedeckError(.alreadyExists, "Could not quarantine \(relativePath): \(destination.path) exists already.")
+        }
+        try seam.willPerform(.rename, on: destination)
+        guard rename(source.path, destination.path) == 0 else {
+            throw TapedeckError.system(errno, while: "move \(source.path) to \(destination.path)")
+        }
+        try syncDirectory(destination.deletingLastPathComponent())
+        try syncDirectory(source.deletingLastPathComponent())
+        return target
     }
 }

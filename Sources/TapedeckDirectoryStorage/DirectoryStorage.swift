@@ -15,7 +15,7 @@ import Glibc
 /// Thread-safe: every method may be called from any thread and may block on disk I/O or on
 /// another process holding the catalog (up to the busy timeout). Methods are documented on
 /// ``TakeStorage``.
-public final class DirectoryStorage: TakeStorage {
+public final class DirectoryStorage: LibraryMaintenance {
     public let rootURL: URL
     private let catalog: Catalog
     private let catalogURL: URL
@@ -36,7 +36,27 @@ public final class DirectoryStorage: TakeStorage {
         try files.makeDirectory(root.appendingPathComponent("sessions"))
         self.rootURL = root.resolvingSymlinksInPath()
         catalogURL = self.rootURL.appendingPathComponent("catalog.sqlite")
+        // Opening sets WAL mode and migrates, which SQLite's busy timeout does not cover: two
+        // processes opening a new library at once would see "database is locked". Opening is
+        // serialized between processes by a lock file instead.
+        let openLock = try Self.lockExclusively(self.rootURL.appendingPathComponent(".catalog-open.lock"), timeout: busyTimeout)
+        defer { close(openLock) }
         catalog = try Catalog(url: catalogURL, busyTimeout: busyTimeout)
+    }
+
+    /// Opens (creating) and `flock`s a lock file, waiting up to `timeout` seconds.
+    private static func lockExclusively(_ url: URL, timeout: TimeInterval) throws -> Int32 {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the lock file \(url.path)") }
+        let deadline = Date().addingTimeInterval(timeout)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
+                close(fd)
+                throw TapedeckError(.busy, "Another tapedeck process kept the library \(url.deletingLastPathComponent().path) locked for \(Int(timeout)) s. Try again when it has finished.")
+            }
+            usleep(5_000)
+        }
+        return fd
     }
 
     /// Runs a catalog transaction as one announced write; `step` is reported once it committed.
@@ -318,6 +338,78 @@ public final class DirectoryStorage: TakeStorage {
         t.frames = repaired.frames
         t.format = repaired.format
         return t
+    }
+
+    // MARK: maintenance (tapedeck doctor)
+
+    public func unreferencedFiles() throws -> [String] {
+        let referenced = try catalog.read { db -> Set<String> in
+            var names = Set<String>()
+            for row in try Row.fetchAll(db, sql: "SELECT file, pendingFile, state FROM take") {
+                names.insert(row["file"])
+                if let pending: String = row["pendingFile"], (row["state"] as String) == TakeState.recording.rawValue { names.insert(pending) }
+            }
+            return names
+        }
+        var found: [String] = []
+        let sessions = rootURL.appendingPathComponent("sessions")
+        let onDisk = (try? FileManager.default.contentsOfDirectory(atPath: sessions.path)) ?? []
+        for folder in onDisk.sorted() {
+            let relativeFolder = "sessions/" + folder
+            var st = stat()
+            guard lstat(sessions.appendingPathComponent(folder).path, &st) == 0 else { continue }
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                found.append(relativeFolder)
+                continue
+            }
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: sessions.appendingPathComponent(folder).path)) ?? []
+            for entry in entries.sorted() where !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
+                let relative = relativeFolder + "/" + entry
+                if !referenced.contains(relative) { found.append(relative) }
+            }
+        }
+        return found
+    }
+
+    public func damagedParts() throws -> [DamagedPart] {
+        let result = try catalog.read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
+        return result == ["ok"] ? [] : [DamagedPart(path: "catalog.sqlite", problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))")]
+    }
+
+    public func quarantine(_ relativePath: String) throws -> String {
+        _ = try confined(relativePath)
+        return try files.quarantine(relativePath, in: rootURL, stamp: Self.quarantineStamp())
+    }
+
+    public func forgetTake(_ id: String) throws {
+        try commit("forgetTake") { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
+                throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
+            }
+            let take = Catalog.take(from: row)
+            if FileManager.default.fileExists(atPath: try confined(take.file).path) {
+                throw TapedeckError(.alreadyExists, "Take \"\(take.name)\" has its audio; only an entry without audio can be forgotten.")
+            }
+            try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
+        }
+    }
+
+    public func markRepaired(_ id: String, frames: Int64) throws {
+        try commit("markRepaired") { db in
+            try db.execute(sql: "UPDATE take SET frames = ?, state = 'recovered' WHERE id = ? AND state <> 'recording'", arguments: [frames, id])
+            guard db.changesCount == 1 else {
+                throw TapedeckError(.notFound, "No finished take has the id \(id). Run `tapedeck list` to see the takes.")
+            }
+        }
+    }
+
+    /// A folder name for one doctor run's quarantine: UTC date and time.
+    static func quarantineStamp() -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyyMMdd-HHmmss"
+        return f.string(from: Date())
     }
 
     // MARK: helpers

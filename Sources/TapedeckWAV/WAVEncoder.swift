@@ -49,4 +49,14 @@ public struct WAVEncoder: AudioEncoder {
         defer { close(fd) }
         return try WAVRepair.repair(RawFile(fd: fd, path: path, kind: "WAV"))
     }
+
+    /// Reads the header and checks it against the file's length; changes nothing.
+    /// - Thread: any. Blocks on disk I/O.
+    public func inspect(fileAt url: URL) throws -> RepairResult? {
+        let path = url.path
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
+        defer { close(fd) }
+        return try WAVRepair.inspect(RawFile(fd: fd, path: path, kind: "WAV"))
+    }
 }

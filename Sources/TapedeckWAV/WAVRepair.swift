@@ -69,6 +69,19 @@ enum WAVRepair {
         return RepairResult(frames: frames, format: format, headerRepaired: changed)
     }
 
+    /// What ``repair(_:)`` would find, without writing: the frames present and whether the
+    /// header disagrees with them. - Thread: any. Blocks on disk I/O.
+    static func inspect(_ file: RawFile) throws -> RepairResult {
+        let header = try WAVHeader.read(from: file)
+        let format = try header.audioFormat(path: file.path)
+        let frameBytes = Int64(format.bytesPerFrame)
+        if try isConsistent(header, file: file, frameBytes: frameBytes) {
+            return RepairResult(frames: Int64(header.declaredDataSize) / frameBytes, format: format, headerRepaired: false)
+        }
+        let available = max(0, header.fileLength - header.dataStart)
+        return RepairResult(frames: available / frameBytes, format: format, headerRepaired: true)
+    }
+
     /// Whether the declared data size is believable: whole frames, inside the file, and followed
     /// only by well-formed chunks (printable ids) that end exactly at end of file.
     static func isConsistent(_ header: WAVHeader, file: RawFile, frameBytes: Int64) throws -> Bool {

@@ -5,6 +5,8 @@ import Foundation
 /// Tapedeck's exit codes (documented in the README). Failures use the BSD `sysexits` values.
 enum ExitStatus {
     static let ok: Int32 = 0
+    /// `doctor` found problems it did not repair.
+    static let problemsFound: Int32 = 1
     /// The take was saved, but parts of it are silence filling overruns.
     static let savedWithOverruns: Int32 = 3
     /// The take was saved, but the device or server was lost mid-take.
@@ -24,7 +26,7 @@ enum ExitStatus {
     /// Stopped before anything was recorded, or stopped again while stopping.
     static let cancelled: Int32 = 130
 
-    static let summary = "0 ok; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error; 130 stopped before anything was recorded."
+    static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error; 130 stopped before anything was recorded."
 
     static func code(for error: TapedeckError) -> Int32 {
         switch error.code {

@@ -35,16 +35,24 @@ struct CLIHarness {
 
     let library: URL
     let config: String
+    /// The storage backend: `directory` or `bundle`.
+    let storage: String
     var extraEnvironment: [String: String] = [:]
 
-    init(config: String = "ci.yaml") throws {
-        library = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
+    init(config: String = "ci.yaml", storage: String = "directory", library: URL? = nil) throws {
+        self.library = library ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
         self.config = Self.packageRoot.appendingPathComponent("Configuration/\(config)").path
+        self.storage = storage
     }
 
     var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TAPEDECK_") }
-        env["TAPEDECK_STORAGE_DIRECTORY_PATH"] = library.path
+        if storage == "directory" {
+            env["TAPEDECK_STORAGE_DIRECTORY_PATH"] = library.path
+        } else {
+            env["TAPEDECK_STORAGE_BACKEND"] = storage
+            env["TAPEDECK_STORAGE_\(storage.uppercased())_PATH"] = library.path
+        }
         env["TAPEDECK_CONFIG"] = config
         for (k, v) in extraEnvironment { env[k] = v }
         return env

@@ -1,13 +1,13 @@
-import TapedeckCore
+import Foundation
 
-/// Rules for user-chosen display names and the file names derived from them.
-enum NameRules {
+/// Rules for user-chosen display names and the file names derived from them, shared by every store.
+public enum NameRules {
     /// The longest display name accepted, in UTF-8 bytes.
-    static let maxNameBytes = 1024
+    public static let maxNameBytes = 1024
 
     /// Checks a display name. Any Unicode is allowed except control characters (NUL included);
-    /// the name is never used as a path.
-    static func validate(_ name: String, what: String) throws -> String {
+    /// the name is never used as a path. - Thread: any. Never blocks.
+    public static func validate(_ name: String, what: String) throws -> String {
         guard !name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw TapedeckError(.invalidArgument, "The \(what) name is empty. Give a name with at least one visible character.")
         }
@@ -22,8 +22,8 @@ enum NameRules {
     }
 
     /// A file-name-safe fragment of a display name: lowercase ASCII letters, digits and dashes,
-    /// at most 32 characters, never empty, never starting with a dot or dash.
-    static func slug(_ name: String, fallback: String) -> String {
+    /// at most 32 characters, never empty, never starting with a dot or dash. - Thread: any. Never blocks.
+    public static func slug(_ name: String, fallback: String) -> String {
         var out = ""
         var lastDash = true
         for scalar in name.unicodeScalars {
@@ -40,5 +40,3 @@ enum NameRules {
         return out.isEmpty ? fallback : out.lowercased()
     }
 }
-
-import Foundation

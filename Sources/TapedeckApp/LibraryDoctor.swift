@@ -1,0 +1,145 @@
+public import TapedeckCore
+import Foundation
+
+/// One problem `tapedeck doctor` found, and what `--repair` did about it.
+public struct DoctorFinding: Sendable, Hashable, Codable {
+    /// `interrupted`, `missing-audio`, `header-mismatch`, `unreadable-audio`, `unknown-file` or `damaged`.
+    public var kind: String
+    /// The take (`SESSION/TAKE`) or the library-relative path concerned.
+    public var subject: String
+    /// What is wrong, in a sentence.
+    public var problem: String
+    /// What the repair did; `nil` when nothing was repaired.
+    public var repaired: String?
+}
+
+/// Finds damage in a library and, when asked, repairs it without deleting audio.
+///
+/// Looks for takes left `recording` by a process that died, entries whose audio is gone, audio
+/// whose header disagrees with the catalog or with its own length, files no entry names, and parts
+/// of the library that cannot be read (a damaged catalog, a bundle whose manifest does not parse).
+/// Repairs: interrupted takes are recovered as on every open; entries without audio are removed;
+/// headers are rewritten from the audio actually present and the entry marked `recovered`;
+/// unknown files and unreadable bundles are moved into the library's `quarantine/` folder.
+public struct LibraryDoctor: Sendable {
+    public let storage: any LibraryMaintenance
+    public let encoders: [any AudioEncoder]
+    public let decoders: [any AudioDecoder]
+
+    public init(storage: any LibraryMaintenance, encoders: [any AudioEncoder], decoders: [any AudioDecoder]) {
+        self.storage = storage
+        self.encoders = encoders
+        self.decoders = decoders
+    }
+
+    /// Examines the library and, with `repair`, fixes what it found.
+    /// - Thread: any except the main actor's; blocks on disk I/O for as long as reading every
+    ///   take's header takes.
+    public func examine(repair: Bool) throws -> [DoctorFinding] {
+        var findings: [DoctorFinding] = []
+
+        for part in try storage.damagedParts() {
+            var f = DoctorFinding(kind: "damaged", subject: part.path, problem: part.problem)
+            if repair, part.path != "catalog.sqlite" {
+                f.repaired = "moved to " + (try storage.quarantine(part.path))
+            }
+            findings.append(f)
+        }
+
+        for interrupted in try storage.interruptedTakes() {
+            var f = DoctorFinding(kind: "interrupted", subject: interrupted.take.name,
+                                  problem: "The take was left recording by a process that is no longer running.")
+            if repair {
+                f.repaired = try recover(interrupted)
+            }
+            findings.append(f)
+        }
+
+        for session in try storage.sessions() {
+            for take in session.takes where take.state != .recording {
+                let subject = "\(session.name)/\(take.name)"
+                let url = try storage.audioURL(for: take)
+                guard FileManager.default.fileExists(atPath: url.path) else {
+                    var f = DoctorFinding(kind: "missing-audio", subject: subject, problem: "The entry names \(url.path), which does not exist.")
+                    if repair {
+                        try storage.forgetTake(take.id)
+                        f.repaired = "removed the entry (there was no audio to keep)"
+                    }
+                    findings.append(f)
+                    continue
+                }
+                if let finding = try checkHeader(take, url: url, subject: subject, repair: repair) {
+                    findings.append(finding)
+                }
+            }
+        }
+
+        for path in try storage.unreferencedFiles() {
+            var f = DoctorFinding(kind: "unknown-file", subject: path, problem: "No take names this file.")
+            if repair {
+                f.repaired = "moved to " + (try storage.quarantine(path))
+            }
+            findings.append(f)
+        }
+        return findings
+    }
+
+    /// Compares a take's file with its entry: the decoder reads the header (bounded by the file's
+    /// real length), the encoder says whether the header agrees with the payload.
+    private func checkHeader(_ take: Take, url: URL, subject: String, repair: Bool) throws -> DoctorFinding? {
+        let encoder = encoders.first { $0.name == take.encoding }
+        let decoder = decoders.first { $0.encodings.contains(take.encoding) }
+        var frames: Int64?
+        var problem: String?
+        if let decoder {
+            do {
+                let reader = try decoder.openReader(at: url)
+                frames = reader.frameCount
+                if reader.frameCount != take.frames {
+                    problem = "The catalog lists \(take.frames) frames; the file holds \(reader.frameCount)."
+                }
+            } catch {
+                problem = "The file cannot be read: \(error)"
+            }
+        }
+        if problem == nil, let encoder, let check = try? encoder.inspect(fileAt: url), check.headerRepaired {
+            problem = "The header disagrees with the audio in the file (\(check.frames) frames present)."
+        }
+        guard let problem else { return nil }
+        var f = DoctorFinding(kind: frames == nil ? "unreadable-audio" : "header-mismatch", subject: subject, problem: problem)
+        if repair {
+            guard let encoder else {
+                f.repaired = nil
+                return f
+            }
+            let result = try encoder.repair(fileAt: url)
+            try storage.markRepaired(take.id, frames: result.frames)
+            f.repaired = "rewrote the header for the \(result.frames) frames present; the take is now `recovered`"
+        }
+        return f
+    }
+
+    /// Recovers an interrupted take as opening the library does.
+    private func recover(_ interrupted: InterruptedTake) throws -> String {
+        let size = interrupted.fileURL.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int } ?? 0
+        guard let url = interrupted.fileURL, size > 0 else {
+            _ = try storage.completeRecovery(of: interrupted.take, repaired: nil)
+            return "removed the entry (no audio was ever written)"
+        }
+        guard let encoder = encoders.first(where: { $0.name == interrupted.take.encoding }) else {
+            return "left as it is: this build has no \(interrupted.take.encoding) encoder to repair it"
+        }
+        let repaired = try encoder.repair(fileAt: url)
+        _ = try storage.completeRecovery(of: interrupted.take, repaired: repaired)
+        return "recovered \(repaired.frames) frames"
+    }
+}
+
+extension LibraryDoctor {
+    /// ``examine(repair:)`` on the blocking-work queue.
+    /// - Thread: any; suspends while the library is examined.
+    public func run(repair: Bool) async throws -> [DoctorFinding] {
+        let doctor = self
+        return try await BlockingWork.run { try doctor.examine(repair: repair) }
+    }
+}

@@ -1,0 +1,427 @@
+import Foundation
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A session bundle's `manifest.json`, validated: every value is in range and every file name is
+/// a plain name inside the bundle. Only ``ManifestCodec/decode(_:)`` makes one from bytes.
+struct Manifest: Sendable, Hashable {
+    /// The schema this version writes.
+    static let schema = 1
+    /// The schemas this version reads.
+    static let supportedSchemas = [1]
+    /// The largest manifest read: a bundle is untrusted input.
+    static let maxBytes = 16 << 20
+    /// The most takes one session may hold.
+    static let maxTakes = 100_000
+    /// The most frames a take may claim (2^40: over 200 days at 48 kHz).
+    static let maxFrames: Int64 = 1 << 40
+    /// The largest take number.
+    static let maxNumber = Int(Int32.max)
+    /// The longest encoding name and overrun cause, in UTF-8 bytes.
+    static let maxLabelBytes = 256
+
+    struct Entry: Sendable, Hashable {
+        var id: String
+        var name: String
+        var number: Int
+        /// The audio file's name inside the bundle.
+        var file: String
+        var format: AudioFormat
+        var encoding: String
+        var frames: Int64
+        var startDate: Date
+        var state: TakeState
+        var overruns: [OverrunEvent]
+        var notes: String
+        /// The hidden file the audio is written to while recording.
+        var pendingFile: String?
+    }
+
+    var id: String
+    var name: String
+    var createdAt: Date
+    var takes: [Entry]
+}
+
+/// Why a manifest is refused: where in the JSON, and what is wrong there.
+struct ManifestProblem: Error, Sendable, Hashable {
+    /// A JSON path such as `takes[3].file`; empty for the document as a whole.
+    var path: String
+    var problem: String
+}
+
+/// Reads and writes `manifest.json`.
+enum ManifestCodec {
+    // MARK: wire format
+
+    struct Wire: Codable {
+        var schema: Int
+        var id: String
+        var name: String
+        var createdAt: String
+        var takes: [TakeWire]
+    }
+
+    struct TakeWire: Codable {
+        var id: String
+        var name: String
+        var number: Int
+        var file: String
+        var format: FormatWire
+        var encoding: String
+        var frames: Int64
+        var startDate: String
+        var state: String
+        var overruns: [OverrunWire]
+        var notes: String
+        var pendingFile: String?
+    }
+
+    struct FormatWire: Codable {
+        var sampleRate: Int
+        var channels: Int
+        var sampleFormat: String
+    }
+
+    struct OverrunWire: Codable {
+        var frame: Int64
+        var frames: Int64
+        var date: String
+        var cause: String
+    }
+
+    /// Just the schema and the number of takes, read before anything else so that a future
+    /// schema or an oversized take list is refused without decoding the rest.
+    struct Head: Decodable {
+        var schema: Int
+        var takeCount: Int?
+
+        enum CodingKeys: String, CodingKey { case schema, takes }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            schema = try c.decode(Int.self, forKey: .schema)
+            if c.contains(.takes), try !c.decodeNil(forKey: .takes) {
+                let list = try c.nestedUnkeyedContainer(forKey: .takes)
+                takeCount = list.count
+            }
+        }
+    }
+
+    // MARK: encoding
+
+    /// The manifest as pretty-printed JSON with sorted keys.
+    static func encode(_ manifest: Manifest) throws -> Data {
+        let wire = Wire(
+            schema: Manifest.schema, id: manifest.id, name: manifest.name, createdAt: formatDate(manifest.createdAt),
+            takes: manifest.takes.map { e in
+                TakeWire(id: e.id, name: e.name, number: e.number, file: e.file,
+                         format: FormatWire(sampleRate: e.format.sampleRate, channels: e.format.channels,
+                                            sampleFormat: e.format.sampleFormat.rawValue),
+                         encoding: e.encoding, frames: e.frames, startDate: formatDate(e.startDate), state: e.state.rawValue,
+                         overruns: e.overruns.map { OverrunWire(frame: $0.frame, frames: $0.frames, date: formatDate($0.date), cause: $0.cause) },
+                         notes: e.notes, pendingFile: e.pendingFile)
+            })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(wire)
+    }
+
+    // MARK: decoding
+
+    /// Parses and validates untrusted manifest bytes.
+    /// - Throws: ``ManifestProblem`` naming the JSON path and what is wrong.
+    static func decode(_ data: Data) throws -> Manifest {
+        let decoder = JSONDecoder()
+        let head: Head
+        do { head = try decoder.decode(Head.self, from: data) } catch let error as DecodingError { throw problem(error) }
+        guard Manifest.supportedSchemas.contains(head.schema) else {
+            throw ManifestProblem(path: "schema", problem:
+                "schema \(head.schema) is not supported; this version of Tapedeck reads schema \(Manifest.supportedSchemas.map(String.init).joined(separator: ", ")). Open the bundle with a newer Tapedeck")
+        }
+        if let count = head.takeCount, count > Manifest.maxTakes {
+            throw ManifestProblem(path: "takes", problem: "it lists \(count) takes; a session holds at most \(Manifest.maxTakes)")
+        }
+        let wire: Wire
+        do { wire = try decoder.decode(Wire.self, from: data) } catch let error as DecodingError { throw problem(error) }
+        return try validate(wire)
+    }
+
+    static func validate(_ wire: Wire) throws -> Manifest {
+        try check(validID(wire.id), "id", "the session id \(quoted(wire.id)) is not an identifier (letters, digits and dashes, at most 64)")
+        try checkName(wire.name, what: "session", path: "name")
+        let createdAt = try date(wire.createdAt, path: "createdAt")
+        var ids = Set<String>()
+        var fileNames = Set<String>()
+        var takes: [Manifest.Entry] = []
+        takes.reserveCapacity(wire.takes.count)
+        for (i, t) in wire.takes.enumerated() {
+            let at = "takes[\(i)]"
+            try check(validID(t.id), "\(at).id", "the take id \(quoted(t.id)) is not an identifier (letters, digits and dashes, at most 64)")
+            try check(ids.insert(t.id).inserted, "\(at).id", "the take id \(t.id) appears more than once")
+            try checkName(t.name, what: "take", path: "\(at).name")
+            try check((1...Manifest.maxNumber).contains(t.number), "\(at).number", "the take number \(t.number) is out of range (1 to \(Manifest.maxNumber))")
+            if let reason = fileNameProblem(t.file, pending: false) { throw ManifestProblem(path: "\(at).file", problem: reason) }
+            try check(fileNames.insert(t.file).inserted, "\(at).file", "the file \(quoted(t.file)) belongs to another take as well")
+            if let pending = t.pendingFile {
+                if let reason = fileNameProblem(pending, pending: true) { throw ManifestProblem(path: "\(at).pendingFile", problem: reason) }
+                try check(fileNames.insert(pending).inserted, "\(at).pendingFile", "the file \(quoted(pending)) belongs to another take as well")
+            }
+            try check(AudioFormat.sampleRateRange.contains(t.format.sampleRate), "\(at).format.sampleRate",
+                      "the sample rate \(t.format.sampleRate) Hz is out of range (\(AudioFormat.sampleRateRange.lowerBound) to \(AudioFormat.sampleRateRange.upperBound))")
+            try check(AudioFormat.channelRange.contains(t.format.channels), "\(at).format.channels",
+                      "the channel count \(t.format.channels) is out of range (\(AudioFormat.channelRange.lowerBound) to \(AudioFormat.channelRange.upperBound))")
+            guard let sampleFormat = SampleFormat(rawValue: t.format.sampleFormat) else {
+                throw ManifestProblem(path: "\(at).format.sampleFormat", problem:
+                    "the sample format \(quoted(t.format.sampleFormat)) is unknown (known: \(SampleFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            try check(labelProblem(t.encoding) == nil, "\(at).encoding", "the encoding \(quoted(t.encoding)) \(labelProblem(t.encoding) ?? "")")
+            try check((0...Manifest.maxFrames).contains(t.frames), "\(at).frames", "the frame count \(t.frames) is out of range (0 to 2^40)")
+            let startDate = try date(t.startDate, path: "\(at).startDate")
+            guard let state = TakeState(rawValue: t.state) else {
+                throw ManifestProblem(path: "\(at).state", problem:
+                    "the state \(quoted(t.state)) is unknown (known: \(TakeState.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            var overruns: [OverrunEvent] = []
+            for (j, o) in t.overruns.enumerated() {
+                let oat = "\(at).overruns[\(j)]"
+                try check((0...Manifest.maxFrames).contains(o.frame), "\(oat).frame", "the position \(o.frame) is out of range (0 to 2^40)")
+                try check((0...Manifest.maxFrames).contains(o.frames), "\(oat).frames", "the length \(o.frames) is out of range (0 to 2^40)")
+                try check(labelProblem(o.cause) == nil, "\(oat).cause", "the cause \(quoted(o.cause)) \(labelProblem(o.cause) ?? "")")
+                overruns.append(OverrunEvent(frame: o.frame, frames: o.frames, date: try date(o.date, path: "\(oat).date"), cause: o.cause))
+            }
+            takes.append(Manifest.Entry(
+                id: t.id, name: t.name, number: t.number, file: t.file,
+                format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat),
+                encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
+                notes: t.notes, pendingFile: t.pendingFile))
+        }
+        return Manifest(id: wire.id, name: wire.name, createdAt: createdAt, takes: takes)
+    }
+
+    // MARK: rules
+
+    /// Whether `id` can be used in a file name: 1 to 64 ASCII letters, digits and dashes.
+    static func validID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64 && id.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D
+        }
+    }
+
+    /// Why `name` is not a plain file name directly inside a bundle, or `nil` when it is.
+    /// Audio files are visible names; pending files are hidden (`.ID.pending.EXT`).
+    static func fileNameProblem(_ name: String, pending: Bool) -> String? {
+        let shown = quoted(name)
+        if name.isEmpty { return "the file name is empty" }
+        if name.utf8.contains(0) { return "the file name \(shown) contains a NUL byte" }
+        if name.hasPrefix("/") { return "the file name \(shown) is an absolute path; audio files must sit directly in the bundle" }
+        if name.contains("/") {
+            if name.split(separator: "/").contains("..") { return "the file name \(shown) leads out of the bundle" }
+            return "the file name \(shown) contains a slash; audio files must sit directly in the bundle"
+        }
+        if name == "." || name == ".." { return "the file name \(shown) is not a file name; it leads out of the bundle" }
+        if name.utf8.count > 255 { return "the file name is \(name.utf8.count) bytes long; at most 255 are allowed" }
+        if name == "manifest.json" { return "the file name \(shown) is the manifest itself" }
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "the file name \(shown) contains a control character"
+        }
+        if pending {
+            guard name.hasPrefix("."), name.contains(".pending."), !name.hasPrefix(".manifest.json.tmp-") else {
+                return "the pending file name \(shown) is not of the form .ID.pending.EXT"
+            }
+        } else if name.hasPrefix(".") {
+            return "the file name \(shown) starts with a dot; only pending files are hidden"
+        }
+        return nil
+    }
+
+    /// Why a short label (an encoding name, an overrun cause) is refused, or `nil`.
+    static func labelProblem(_ label: String) -> String? {
+        if label.isEmpty { return "is empty" }
+        if label.utf8.count > Manifest.maxLabelBytes { return "is longer than \(Manifest.maxLabelBytes) bytes" }
+        if label.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains a control character" }
+        return nil
+    }
+
+    static func checkName(_ name: String, what: String, path: String) throws {
+        do { _ = try NameRules.validate(name, what: what) } catch let error as TapedeckError {
+            throw ManifestProblem(path: path, problem: error.message)
+        }
+    }
+
+    static func check(_ condition: Bool, _ path: String, _ problem: @autoclosure () -> String) throws {
+        if !condition { throw ManifestProblem(path: path, problem: problem()) }
+    }
+
+    static func date(_ text: String, path: String) throws -> Date {
+        guard let d = parseDate(text) else {
+            throw ManifestProblem(path: path, problem: "\(quoted(text)) is not an ISO-8601 date such as 2024-05-01T18:30:00.000000Z")
+        }
+        return d
+    }
+
+    /// A value for an error message: quoted, escaped, and cut to 80 characters.
+    static func quoted(_ s: String) -> String {
+        let cut = s.count > 80 ? String(s.prefix(80)) + "…" : s
+        return cut.debugDescription
+    }
+
+    static func problem(_ error: DecodingError) -> ManifestProblem {
+        switch error {
+        case .dataCorrupted(let c):
+            if c.codingPath.isEmpty {
+                return ManifestProblem(path: "", problem: "it is not valid JSON")
+            }
+            return ManifestProblem(path: jsonPath(c.codingPath), problem: "the value is not usable (\(c.debugDescription))")
+        case .keyNotFound(let key, let c):
+            return ManifestProblem(path: jsonPath(c.codingPath + [key]), problem: "the value is missing")
+        case .typeMismatch(let type, let c):
+            return ManifestProblem(path: jsonPath(c.codingPath), problem: "the value has the wrong type; expected \(typeName(type))")
+        case .valueNotFound(let type, let c):
+            return ManifestProblem(path: jsonPath(c.codingPath), problem: "the value is null; expected \(typeName(type))")
+        @unknown default:
+            return ManifestProblem(path: "", problem: "it cannot be read (\(error))")
+        }
+    }
+
+    static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "a whole number"
+        case is Bool.Type: "true or false"
+        default: String(describing: type).hasPrefix("Array") ? "a list" : "an object"
+        }
+    }
+
+    /// `takes[3].format.sampleRate` from coding keys.
+    static func jsonPath(_ keys: [any CodingKey]) -> String {
+        var out = ""
+        for key in keys {
+            if let i = key.intValue {
+                out += "[\(i)]"
+            } else {
+                out += out.isEmpty ? key.stringValue : "." + key.stringValue
+            }
+        }
+        return out
+    }
+
+    // MARK: dates
+
+    /// The microsecond a manifest can store for `date`, as stored.
+    static func micros(_ date: Date) -> Int64 {
+        let v = (date.timeIntervalSince1970 * 1e6).rounded()
+        // Years 0001 to 9999.
+        let lo = -62_135_596_800.0 * 1e6, hi = 253_402_300_799.0 * 1e6
+        guard v.isFinite else { return 0 }
+        return Int64(min(max(v, lo), hi))
+    }
+
+    /// `date` as a manifest stores it (whole microseconds), so values read back compare equal.
+    static func quantize(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: Double(micros(date)) / 1e6)
+    }
+
+    /// `2024-05-01T18:30:00.123456Z`.
+    static func formatDate(_ date: Date) -> String {
+        let us = micros(date)
+        var seconds = us / 1_000_000
+        var fraction = us % 1_000_000
+        if fraction < 0 {
+            fraction += 1_000_000
+            seconds -= 1
+        }
+        var days = seconds / 86_400
+        var rest = seconds % 86_400
+        if rest < 0 {
+            rest += 86_400
+            days -= 1
+        }
+        let (y, m, d) = civil(fromDays: days)
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rest / 3600, 2)):\(pad(rest / 60 % 60, 2)):\(pad(rest % 60, 2)).\(pad(fraction, 6))Z"
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `nil` for anything else.
+    static func parseDate(_ text: String) -> Date? {
+        let b = Array(text.utf8)
+        guard b.count >= 20, b.count <= 40 else { return nil }
+        func digits(_ from: Int, _ count: Int) -> Int64? {
+            guard from + count <= b.count else { return nil }
+            var v: Int64 = 0
+            for i in from..<(from + count) {
+                guard b[i] >= 0x30, b[i] <= 0x39 else { return nil }
+                v = v * 10 + Int64(b[i] - 0x30)
+            }
+            return v
+        }
+        guard let y = digits(0, 4), b[4] == 0x2D, let mo = digits(5, 2), b[7] == 0x2D, let d = digits(8, 2),
+              b[10] == 0x54 || b[10] == 0x74, let h = digits(11, 2), b[13] == 0x3A, let mi = digits(14, 2), b[16] == 0x3A,
+              let s = digits(17, 2) else { return nil }
+        guard y >= 1, (1...12).contains(mo), d >= 1, d <= daysIn(month: mo, year: y), h <= 23, mi <= 59, s <= 59 else { return nil }
+        var i = 19
+        var micro: Int64 = 0
+        if b[i] == 0x2E {
+            i += 1
+            let start = i
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            let n = i - start
+            guard (1...9).contains(n) else { return nil }
+            for k in 0..<6 { micro = micro * 10 + (k < n ? Int64(b[start + k] - 0x30) : 0) }
+        }
+        guard i < b.count else { return nil }
+        var offset: Int64 = 0
+        if b[i] == 0x5A || b[i] == 0x7A {
+            i += 1
+        } else if b[i] == 0x2B || b[i] == 0x2D {
+            guard let oh = digits(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3A, let om = digits(i + 4, 2), oh <= 23, om <= 59 else { return nil }
+            offset = (oh * 3600 + om * 60) * (b[i] == 0x2D ? -1 : 1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == b.count else { return nil }
+        let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
+        return Date(timeIntervalSince1970: Double(seconds * 1_000_000 + micro) / 1e6)
+    }
+
+    static func pad(_ v: Int64, _ width: Int) -> String {
+        let s = String(v)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckCore
+
+struct DoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Find damage in the library: takes left recording, entries without audio, headers that disagree with their audio, unknown files, unreadable bundles.",
+        discussion: """
+            Without --repair nothing is changed; the exit status is 0 when nothing was found and 1 when \
+            something was. With --repair, interrupted takes are recovered, entries without audio removed, \
+            headers rewritten from the audio present, and unknown files and unreadable bundles moved into \
+            the library's quarantine/ folder. No audio is ever deleted.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Repair what is found (never deletes audio).")
+    var repair = false
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    struct Report: Encodable {
+        var findings: [DoctorFinding]
+        var repaired: Bool
+    }
+
+    @MainActor
+    mutating func run() async throws {
+        let repair = self.repair
+        let json = self.json
+        try await reportingErrors {
+            // The library is not opened (opening recovers interrupted takes): doctor reports first.
+            let studio = try global.makeStudioWithoutLibrary()
+            guard let storage = studio.store.storage as? any LibraryMaintenance else {
+                throw TapedeckError(.configuration, "The \(studio.configuration.storage.plugin ?? "configured") storage backend cannot be examined by tapedeck doctor.")
+            }
+            let doctor = LibraryDoctor(storage: storage, encoders: studio.encoders, decoders: studio.decoders)
+            let findings = try await doctor.run(repair: repair)
+            if json {
+                try Terminal.printJSON(Report(findings: findings, repaired: repair))
+            } else if findings.isEmpty {
+                print("No problems found in \(storage.rootURL.path).")
+            } else {
+                for f in findings {
+                    print("\(f.kind)  \(f.subject): \(f.problem)")
+                    if let r = f.repaired { print("    repaired: \(r)") }
+                }
+                if !repair { print("\(findings.count) problem(s) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.") }
+            }
+            let unrepaired = findings.filter { $0.repaired == nil }
+            if !unrepaired.isEmpty { throw ExitCode(ExitStatus.problemsFound) }
+        }
+    }
+}

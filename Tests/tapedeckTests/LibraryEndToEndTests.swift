@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Libraries shared by processes, copied between machines, and named by hostile users.
+@Suite("libraries end to end", .serialized)
+struct LibraryEndToEndTests {
+    /// Every file under `root` (relative path → bytes), for before/after comparisons.
+    static func tree(_ root: URL) -> [String: Data] {
+        var out: [String: Data] = [:]
+        for sub in (try? FileManager.default.subpathsOfDirectory(atPath: root.path)) ?? [] {
+            let url = root.appendingPathComponent(sub)
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), !isDir.boolValue {
+                out[sub] = (try? Data(contentsOf: url)) ?? Data()
+            }
+        }
+        return out
+    }
+
+    @Test("two processes recording 50 takes each into one session end with 100 listed, readable takes",
+          arguments: ["directory", "bundle"])
+    func concurrentWriters(storage: String) throws {
+        let cli = try CLIHarness(storage: storage)
+        let failures = LockedList()
+        DispatchQueue.concurrentPerform(iterations: 2) { writer in
+            for i in 0..<50 {
+                do {
+                    let r = try cli.run("record", "--session", "Shared", "--name", "w\(writer)-\(i)", "--duration", "0.02s")
+                    if r.status != 0 { failures.append("writer \(writer) take \(i): exit \(r.status): \(r.stderr)") }
+                } catch {
+                    failures.append("writer \(writer) take \(i): \(error)")
+                }
+            }
+        }
+        #expect(failures.items.isEmpty, "\(failures.items.prefix(3))")
+        let sessions = try cli.listJSON()
+        #expect(sessions.count == 1)
+        let takes = try cli.takes()
+        #expect(takes.count == 100)
+        #expect(Set(takes.compactMap { $0["name"] as? String }).count == 100)
+        #expect(Set(takes.compactMap { $0["number"] as? Int }).count == 100, "take numbers are unique")
+        let paths = takes.compactMap { $0["path"] as? String }
+        #expect(paths.count == 100)
+        // Every file is a WAV that python's wave reads with the frames the catalog lists.
+        let script = """
+            import sys, wave
+            bad = 0
+            for p in sys.argv[1:]:
+                try:
+                    with wave.open(p) as w:
+                        if w.getnframes() != 960: bad += 1
+                except Exception as e:
+                    bad += 1
+            print(bad)
+            """
+        let r = try CLIHarness.tool("python3", ["-c", script] + paths)
+        #expect(r.status == 0 && r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(r.stdout) \(r.stderr)")
+    }
+
+    @Test("a bundle recorded in one library is copied with cp -r to another and listed, played and exported there")
+    func bundleTravels() throws {
+        let first = try CLIHarness(storage: "bundle")
+        let rec = try first.run("record", "--session", "Road trip", "--name", "Campfire", "--duration", "1s")
+        #expect(rec.status == 0, "\(rec.stderr)")
+        let bundles = try FileManager.default.contentsOfDirectory(atPath: first.library.path).filter { $0.hasSuffix(".tapedeck") }
+        #expect(bundles.count == 1)
+        let bundle = try #require(bundles.first)
+
+        let second = try CLIHarness(storage: "bundle")
+        try FileManager.default.createDirectory(at: second.library, withIntermediateDirectories: true)
+        let cp = try CLIHarness.tool("cp", ["-r", first.library.appendingPathComponent(bundle).path, second.library.path + "/"])
+        #expect(cp.status == 0, "\(cp.stderr)")
+        let takes = try second.takes()
+        #expect(takes.count == 1)
+        #expect(takes.first?["name"] as? String == "Campfire" && takes.first?["frames"] as? Int == 48_000)
+        let path = try #require(takes.first?["path"] as? String)
+        #expect(path.hasPrefix(second.library.path), "the copy's audio is the copy's own file")
+        #expect(try second.run("play", "Road trip/Campfire").status == 0)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-export-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let export = try second.run("export", "Road trip/Campfire", "--output", out.path)
+        #expect(export.status == 0, "\(export.stderr)")
+        let flacs = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".flac") }
+        #expect(flacs.count == 1)
+        let t = try CLIHarness.tool("flac", ["-t", "-s", out.appendingPathComponent(flacs[0]).path])
+        #expect(t.status == 0, "\(t.stderr)")
+
+        // The same bundle opened in place, as a library of one session.
+        let inPlace = try CLIHarness(storage: "bundle", library: second.library.appendingPathComponent(bundle))
+        #expect(try inPlace.takes().count == 1)
+    }
+
+    @Test("hostile session and take names never touch anything outside the library", arguments: ["directory", "bundle"])
+    func hostileNamesStayInside(storage: String) throws {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-hostile-\(UUID().uuidString)")
+        let canary = parent.appendingPathComponent("canary")
+        try FileManager.default.createDirectory(at: canary, withIntermediateDirectories: true)
+        try Data("do not touch".utf8).write(to: canary.appendingPathComponent("keep.txt"))
+        let before = Self.tree(canary)
+        let cli = try CLIHarness(storage: storage, library: parent.appendingPathComponent("library"))
+        let names = ["../canary", "../../canary/keep.txt", "/etc/passwd", ".", "..", ".hidden", "-rf", "--help",
+                     String(repeating: "n", count: 300), "Caf\u{E9}", "a/b/c", "x\\y"]
+        for (i, name) in names.enumerated() {
+            let r = try cli.run("record", "--session=\(name)", "--name=\(names[names.count - 1 - i])", "--duration", "0.02s")
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
+        let nfd = try cli.run("record", "--session", "Cafe\u{301}", "--name", "second", "--duration", "0.02s")
+        #expect(nfd.status == 0, "NFD spelling records into the NFC session: \(nfd.stderr)")
+        let sessions = try cli.listJSON()
+        #expect(sessions.count == names.count, "one session per name; NFC and NFD spellings are one session")
+        #expect(Self.tree(canary) == before, "the canary folder changed")
+        let outside = try FileManager.default.contentsOfDirectory(atPath: parent.path).sorted()
+        #expect(outside == ["canary", "library"], "nothing was created beside the library: \(outside)")
+        for take in try cli.takes() {
+            let path = try #require(take["path"] as? String)
+            #expect(URL(fileURLWithPath: path).standardizedFileURL.path.hasPrefix(cli.library.path + "/"))
+        }
+    }
+}
+
+/// A list several threads append to.
+final class LockedList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [String] = []
+    func append(_ s: String) { lock.lock(); storage.append(s); lock.unlock() }
+    var items: [String] { lock.lock(); defer { lock.unlock() }; return storage }
+}
+
+@Suite("tapedeck doctor end to end", .serialized)
+struct DoctorEndToEndTests {
+    static func report(_ r: CLIHarness.Result) throws -> [[String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        return object?["findings"] as? [[String: Any]] ?? []
+    }
+
+    @Test("doctor finds every kind of planted damage, changes nothing without --repair, and repairs without losing audio",
+          arguments: ["directory", "bundle"])
+    func plantedDamage(storage: String) throws {
+        let cli = try CLIHarness(storage: storage)
+        for name in ["Keep", "Gone", "Cut"] {
+            let r = try cli.run("record", "--session", "Damaged", "--name", name, "--duration", "0.5s")
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        #expect(try cli.run("doctor").status == 0, "a healthy library has no findings")
+        let takes = try cli.takes()
+        func path(_ name: String) throws -> String { try #require(takes.first { $0["name"] as? String == name }?["path"] as? String) }
+        let keep = try path("Keep"), gone = try path("Gone"), cut = try path("Cut")
+        let keptBytes = try Data(contentsOf: URL(fileURLWithPath: keep))
+
+        // Damage: audio removed, audio cut short (its header now claims more), a file no take names,
+        // and a recording killed mid-take.
+        try FileManager.default.removeItem(atPath: gone)
+        let cutHandle = try FileHandle(forUpdating: URL(fileURLWithPath: cut))
+        try cutHandle.truncate(atOffset: try cutHandle.seekToEnd() - 4000)
+        try cutHandle.close()
+        let folder = URL(fileURLWithPath: keep).deletingLastPathComponent()
+        let stray = folder.appendingPathComponent("stray.wav")
+        try keptBytes.prefix(5000).write(to: stray)
+        if storage == "bundle" {
+            // A bundle whose manifest does not parse: reported, and moved aside whole by --repair.
+            let broken = cli.library.appendingPathComponent("broken.tapedeck")
+            try FileManager.default.createDirectory(at: broken, withIntermediateDirectories: true)
+            try Data("{ not json".utf8).write(to: broken.appendingPathComponent("manifest.json"))
+            try keptBytes.prefix(3000).write(to: broken.appendingPathComponent("001-lost.wav"))
+        }
+        let (p, _, _) = try cli.start(["record", "--session", "Damaged", "--name", "Killed"])
+        #expect(cli.waitForPendingFile())
+        Thread.sleep(forTimeInterval: 1.5)
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+
+        // Audio, manifests and everything else a user keeps; SQLite's own files and lock files
+        // change when any process opens the library.
+        func userFiles() -> [String: Data] {
+            LibraryEndToEndTests.tree(cli.library).filter { !$0.key.contains("catalog.sqlite") && !$0.key.hasSuffix(".lock") }
+        }
+        let before = userFiles()
+        let found = try cli.run("doctor", "--json")
+        #expect(found.status == 1, "problems found: exit 1 (\(found.stderr))")
+        let findings = try Self.report(found)
+        let kinds = Set(findings.compactMap { $0["kind"] as? String })
+        let expected: Set<String> = storage == "bundle" ? ["missing-audio", "header-mismatch", "unknown-file", "interrupted", "damaged"]
+                                                         : ["missing-audio", "header-mismatch", "unknown-file", "interrupted"]
+        #expect(kinds == expected, "\(findings)")
+        #expect(findings.allSatisfy { $0["repaired"] == nil })
+        #expect(userFiles() == before, "doctor without --repair changes no file")
+        #expect(try Self.report(try cli.run("doctor", "--json")).count == findings.count, "and finds the same again")
+
+        let repaired = try cli.run("doctor", "--repair", "--json")
+        #expect(repaired.status == 0, "everything repaired: exit 0 (\(repaired.stderr))")
+        #expect(try Self.report(repaired).allSatisfy { $0["repaired"] is String })
+        // Nothing lost: the stray file is in quarantine with its bytes, the kept take untouched.
+        let quarantined = LibraryEndToEndTests.tree(cli.library).filter { $0.key.hasPrefix("quarantine/") }
+        #expect(quarantined.count == (storage == "bundle" ? 3 : 1), "\(quarantined.keys.sorted())")
+        #expect(quarantined.values.contains(keptBytes.prefix(5000)))
+        if storage == "bundle" { #expect(quarantined.values.contains(keptBytes.prefix(3000)), "the broken bundle's audio is kept") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keep)) == keptBytes)
+        let after = try cli.takes()
+        #expect(Set(after.compactMap { $0["name"] as? String }) == ["Keep", "Cut", "Killed"])
+        let cutTake = try #require(after.first { $0["name"] as? String == "Cut" })
+        #expect(cutTake["state"] as? String == "recovered")
+        #expect(cutTake["frames"] as? Int == 24_000 - 1000)
+        let wave = try CLIHarness.tool("python3", ["-c", "import wave,sys; print(wave.open(sys.argv[1]).getnframes())", cut])
+        #expect(wave.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "23000", "python's wave reads the repaired header: \(wave.stderr)")
+        #expect(after.first { $0["name"] as? String == "Killed" }?["state"] as? String == "recovered")
+        #expect(try cli.run("doctor").status == 0, "nothing left to find")
+    }
+}
