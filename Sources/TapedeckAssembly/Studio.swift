@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 public import TapedeckApp
 public import TapedeckCore
+import TapedeckBundleStorage
 
 /// The composition root: builds the object graph from a configuration and a plugin catalog,
 /// through initializers only. The CLI and the tests build it the same way.
@@ -139,6 +140,18 @@ public final class Studio {
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
     public func makeExporter() -> TakeExporter {
         TakeExporter(decoders: decoders, store: store, logger: logger)
+    }
+
+    /// An importer into the library, transcoding with the configured encoder where needed.
+    /// - Thread: main actor; never blocks.
+    public func makeImporter() -> TakeImporter {
+        TakeImporter(storage: store.storage, encoder: encoder, decoders: decoders)
+    }
+
+    /// Opens a `.tapedeck` bundle in place, read as untrusted input, as the source of an import.
+    /// - Thread: main actor. Blocks briefly while the manifest is read and validated.
+    public func openBundle(at url: URL) throws -> any TakeStorage {
+        try BundleStorage(rootURL: url)
     }
 
     /// A player wired to the configured playback backend and every decoder.

@@ -209,3 +209,84 @@ struct DoctorEndToEndTests {
         #expect(try cli.run("doctor").status == 0, "nothing left to find")
     }
 }
+
+@Suite("tapedeck import end to end", .serialized)
+struct ImportEndToEndTests {
+    static func temp(_ name: String) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-import-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir.appendingPathComponent(name)
+    }
+
+    /// Samples of an audio file as raw s16 little-endian, decoded by sox.
+    static func samples(_ path: String) throws -> Data {
+        let raw = try temp("samples.raw")
+        let r = try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw.path])
+        #expect(r.status == 0, "sox: \(r.stderr)")
+        return try Data(contentsOf: raw)
+    }
+
+    @Test("WAV and FLAC are copied byte for byte, AIFF is stored with the library's encoder; sox reads the same samples")
+    func importsFiles() throws {
+        let wav = try Self.temp("Morning.wav"), flac = try Self.temp("Noon.flac"), aiff = try Self.temp("Evening.aiff")
+        for (url, extra) in [(wav, [String]()), (flac, []), (aiff, [])] {
+            let r = try CLIHarness.tool("sox", ["-n", "-r", "44100", "-b", "16", "-c", "2"] + extra + [url.path, "synth", "0.5", "sine", "330"])
+            #expect(r.status == 0, "sox: \(r.stderr)")
+        }
+        let cli = try CLIHarness()
+        let r = try cli.run("import", wav.path, flac.path, aiff.path, "--session", "Imported", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let takes = try cli.takes()
+        #expect(takes.map { $0["name"] as? String } == ["Morning", "Noon", "Evening"])
+        #expect(takes.allSatisfy { $0["frames"] as? Int == 22_050 && $0["state"] as? String == "complete" })
+        #expect(takes.map { $0["encoding"] as? String } == ["wav", "flac", "wav"])
+        let paths = takes.compactMap { $0["path"] as? String }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: wav), "WAV copied byte for byte")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: paths[1])) == Data(contentsOf: flac), "FLAC copied byte for byte")
+        #expect(try Self.samples(paths[2]) == Self.samples(aiff.path), "AIFF's samples kept")
+        #expect(try CLIHarness.tool("flac", ["-t", "-s", paths[1]]).status == 0)
+    }
+
+    @Test("a file that cannot be decoded is refused with the reader's reason and leaves nothing behind; the others are imported")
+    func refusesDamaged() throws {
+        let good = try Self.temp("Good.wav"), bad = try Self.temp("Bad.wav"), cut = try Self.temp("Cut.flac")
+        #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "1", good.path, "synth", "0.2", "sine", "440"]).status == 0)
+        try Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: bad)
+        #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "1", cut.path, "synth", "1", "sine", "440"]).status == 0)
+        let whole = try Data(contentsOf: cut)
+        try whole.prefix(whole.count / 2).write(to: cut)
+        let cli = try CLIHarness()
+        _ = try cli.run("record", "--session", "Imported", "--duration", "0.1s")
+        let r = try cli.run("import", bad.path, good.path, cut.path, "--session", "Imported")
+        #expect(r.status != 0, "a refused file makes the exit status non-zero")
+        #expect(r.stderr.contains("Bad.wav") && r.stderr.contains("Cut.flac"), "\(r.stderr)")
+        let names = try cli.takes().compactMap { $0["name"] as? String }
+        #expect(names == ["Take 1", "Good"])
+        let leftovers = LibraryEndToEndTests.tree(cli.library).keys.filter { $0.contains(".import-") || $0.contains(".pending.") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        #expect(try cli.run("doctor").status == 0, "nothing half-imported remains")
+    }
+
+    @Test("a .tapedeck bundle is imported into a directory library with names, states and audio kept")
+    func importsBundle() throws {
+        let bundleLibrary = try CLIHarness(storage: "bundle")
+        #expect(try bundleLibrary.run("record", "--session", "Field", "--name", "Birds", "--duration", "0.5s").status == 0)
+        #expect(try bundleLibrary.run("record", "--session", "Field", "--name", "Wind", "--duration", "0.3s").status == 0)
+        let source = try bundleLibrary.takes()
+        let bundle = try #require(try FileManager.default.contentsOfDirectory(atPath: bundleLibrary.library.path).first { $0.hasSuffix(".tapedeck") })
+        let cli = try CLIHarness()
+        let r = try cli.run("import", bundleLibrary.library.appendingPathComponent(bundle).path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let sessions = try cli.listJSON()
+        #expect(sessions.map { $0["name"] as? String } == ["Field"])
+        let takes = try cli.takes()
+        #expect(takes.map { $0["name"] as? String } == ["Birds", "Wind"])
+        #expect(takes.map { $0["frames"] as? Int } == source.map { $0["frames"] as? Int })
+        for (a, b) in zip(takes, source) {
+            let pa = try #require(a["path"] as? String), pb = try #require(b["path"] as? String)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: pa)) == Data(contentsOf: URL(fileURLWithPath: pb)))
+        }
+        let again = try cli.run("import", bundleLibrary.library.appendingPathComponent(bundle).path)
+        #expect(again.status == 73, "a session of that name exists: \(again.stderr)")
+    }
+}

@@ -1,0 +1,212 @@
+public import TapedeckCore
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Brings existing recordings into the library as takes, and whole sessions from another store
+/// (a `.tapedeck` bundle) into this one.
+///
+/// A WAV or FLAC file is copied byte for byte (its format, header and tags kept) after it has been
+/// decoded from end to end; anything else libsndfile reads (AIFF, Ogg Vorbis, …) is decoded and
+/// written with the library's encoder in the same rate, channels and sample format. The audio is
+/// prepared in a hidden file inside the library, synced, and only then does the take's entry
+/// exist: a file that cannot be decoded is refused with the reader's reason, and nothing
+/// half-imported remains.
+public struct TakeImporter: Sendable {
+    public let storage: any TakeStorage
+    /// Used for files that are neither WAV nor FLAC.
+    public let encoder: any AudioEncoder
+    public let decoders: [any AudioDecoder]
+
+    public init(storage: any TakeStorage, encoder: any AudioEncoder, decoders: [any AudioDecoder]) {
+        self.storage = storage
+        self.encoder = encoder
+        self.decoders = decoders
+    }
+
+    /// Imports one audio file into a session as a take named after the file.
+    /// - Thread: any except the main actor's. Blocks for as long as decoding and copying take.
+    public func importFile(_ url: URL, into session: Session) throws -> Take {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), !isDir.boolValue else {
+            throw TapedeckError(.notFound, "\(url.path) is not a file. Give audio files (WAV, FLAC, AIFF, Ogg, …) or one NAME.tapedeck bundle.")
+        }
+        let kind = try Self.sniff(url)
+        // Verbatim when the file already is what the library stores; otherwise decode and encode.
+        let encoding: String
+        let decoderName: String
+        if kind == "flac", decoders.contains(where: { $0.name == "flac" }) {
+            (encoding, decoderName) = ("flac", "flac")
+        } else if kind == "wav" {
+            (encoding, decoderName) = ("wav", "wav")
+        } else {
+            (encoding, decoderName) = (encoder.name, "wav") // libsndfile reads the rest
+        }
+        guard let decoder = decoders.first(where: { $0.name == decoderName }) else {
+            throw TapedeckError(.unsupportedFormat, "This build has no decoder for \(url.lastPathComponent).")
+        }
+        let name = url.deletingPathExtension().lastPathComponent
+        let started = (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date()
+        let temp = storage.rootURL.appendingPathComponent(".import-\(UUID().uuidString.lowercased()).partial")
+        defer { unlink(temp.path) }
+
+        let (format, frames) = try decodeAll(url, decoder: decoder)
+        let ext: String
+        if encoding == kind {
+            try Self.copy(url, to: temp)
+            ext = kind
+        } else {
+            try encoder.validate(format)
+            ext = encoder.fileExtension
+            try transcode(url, decoder: decoder, to: temp, format: format,
+                          metadata: TakeMetadata(takeName: name, sessionName: session.name, takeNumber: session.takes.count + 1, startDate: started))
+        }
+        return try commit(temp, name: name, in: session, format: format, encoding: encoding, fileExtension: ext,
+                          startDate: started, frames: frames, state: .complete, overruns: [])
+    }
+
+    /// Imports every finished take of `source`'s session into a new session of this store, with
+    /// names, dates, states, overruns and audio kept. If any take fails, the new session is removed.
+    /// - Thread: any except the main actor's. Blocks for as long as decoding and copying take.
+    public func importSession(_ sessionID: String, from source: any TakeStorage, named name: String?) throws -> (Session, [Take]) {
+        guard let original = try source.session(id: sessionID) else {
+            throw TapedeckError(.notFound, "The bundle holds no session \(sessionID).")
+        }
+        let session = try storage.createSession(named: name ?? original.name)
+        do {
+            var imported: [Take] = []
+            for take in original.takes where take.state != .recording {
+                let url = try source.audioURL(for: take)
+                guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
+                    throw TapedeckError(.unsupportedFormat, "Take \"\(take.name)\" is \(take.encoding), which this build cannot read.")
+                }
+                let (format, frames) = try decodeAll(url, decoder: decoder)
+                let temp = storage.rootURL.appendingPathComponent(".import-\(UUID().uuidString.lowercased()).partial")
+                defer { unlink(temp.path) }
+                try Self.copy(url, to: temp)
+                let ext = url.pathExtension.isEmpty ? take.encoding : url.pathExtension
+                imported.append(try commit(temp, name: take.name, in: session, format: format, encoding: take.encoding,
+                                           fileExtension: ext, startDate: take.createdAt, frames: frames,
+                                           state: take.state, overruns: take.overruns))
+            }
+            return (session, imported)
+        } catch {
+            try? storage.deleteSession(session.id)
+            throw error
+        }
+    }
+
+    /// Begins the take, moves the prepared file into its place, and finishes it. If the move
+    /// fails, the entry is removed again (a crash in between leaves an entry with no audio,
+    /// which the next open removes).
+    private func commit(_ temp: URL, name: String, in session: Session, format: AudioFormat, encoding: String,
+                        fileExtension: String, startDate: Date, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take {
+        let pending = try storage.beginTake(in: session.id, named: name, format: format, encoding: encoding,
+                                            fileExtension: fileExtension, startDate: startDate)
+        do {
+            try Durability.moveIntoPlace(temp, pending.fileURL)
+        } catch {
+            _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
+            throw error
+        }
+        return try storage.finishTake(pending, frames: frames, state: state, overruns: overruns)
+    }
+
+    /// Reads the whole file, so a damaged one is refused before anything is written.
+    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64) {
+        let reader = try decoder.openReader(at: url)
+        defer { reader.close() }
+        let chunk = 16_384
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { buffer.deallocate() }
+        var frames: Int64 = 0
+        while true {
+            let n = try reader.read(into: buffer, maxFrames: chunk)
+            if n == 0 { break }
+            frames += Int64(n)
+        }
+        guard frames > 0 else {
+            throw TapedeckError(.corruptFile, "\(url.path) holds no audio; nothing was imported.")
+        }
+        return (reader.format, frames)
+    }
+
+    private func transcode(_ url: URL, decoder: any AudioDecoder, to temp: URL, format: AudioFormat, metadata: TakeMetadata) throws {
+        let reader = try decoder.openReader(at: url)
+        defer { reader.close() }
+        let writer = try encoder.makeWriter(at: temp, format: format, metadata: metadata)
+        var finished = false
+        defer { if !finished { writer.abandon() } }
+        let chunk = 16_384
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * format.bytesPerFrame, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = try reader.read(into: buffer, maxFrames: chunk)
+            if n == 0 { break }
+            try writer.write(buffer, frames: n)
+        }
+        _ = try writer.finish()
+        finished = true
+    }
+
+    /// `flac`, `wav` (RIFF/RF64 WAVE) or `other`, from the first bytes.
+    static func sniff(_ url: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        let head = try handle.read(upToCount: 12) ?? Data()
+        if head.starts(with: Array("fLaC".utf8)) { return "flac" }
+        if head.count == 12, head.starts(with: Array("RIFF".utf8)) || head.starts(with: Array("RF64".utf8)),
+           head.suffix(4).elementsEqual(Array("WAVE".utf8)) {
+            return "wav"
+        }
+        return "other"
+    }
+
+    /// Copies a file to a new file (never replacing) and syncs it.
+    static func copy(_ source: URL, to destination: URL) throws {
+        let input = open(source.path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw TapedeckError.system(errno, while: "open \(source.path)") }
+        defer { close(input) }
+        let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+        guard output >= 0 else { throw TapedeckError.system(errno, while: "create \(destination.path)") }
+        defer { close(output) }
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(input, buffer, size)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw TapedeckError.system(errno, while: "read \(source.path)")
+            }
+            if n == 0 { break }
+            var done = 0
+            while done < n {
+                let w = write(output, buffer + done, n - done)
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw TapedeckError.system(errno, while: "write \(destination.path)")
+                }
+                done += w
+            }
+        }
+        guard fsync(output) == 0 else { throw TapedeckError.system(errno, while: "sync \(destination.path)") }
+    }
+}
+
+extension TakeImporter {
+    /// ``importFile(_:into:)`` on the blocking-work queue.
+    /// - Thread: any; suspends while the file is imported.
+    public func run(file url: URL, into session: Session) async throws -> Take {
+        let importer = self
+        return try await BlockingWork.run { try importer.importFile(url, into: session) }
+    }
+
+    /// ``importSession(_:from:named:)`` on the blocking-work queue.
+    /// - Thread: any; suspends while the session is imported.
+    public func run(session id: String, from source: any TakeStorage, named name: String?) async throws -> (Session, [Take]) {
+        let importer = self
+        return try await BlockingWork.run { try importer.importSession(id, from: source, named: name) }
+    }
+}

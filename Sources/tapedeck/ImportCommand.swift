@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckCore
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import audio files (WAV, FLAC, AIFF, Ogg, anything libsndfile reads) as takes, or a NAME.tapedeck bundle as a session.",
+        discussion: """
+            WAV and FLAC files are copied byte for byte after being decoded from end to end; other \
+            formats are decoded and stored with the configured encoder in their own rate, channels and \
+            sample format. Takes are named after the files. A file that cannot be decoded is refused \
+            with the reader's reason and nothing of it is kept; the others are still imported.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "Audio files, or one NAME.tapedeck bundle.")
+    var files: [String]
+
+    @Option(help: "The session to import into (created if needed; default: the most recently used). For a bundle: the new session's name.")
+    var session: String?
+
+    @Flag(help: "Print the imported takes as JSON.")
+    var json = false
+
+    @MainActor
+    mutating func run() async throws {
+        let files = self.files
+        let sessionName = session
+        let json = self.json
+        try await reportingErrors {
+            guard !files.isEmpty else { throw TapedeckError(.invalidArgument, "Name at least one file to import.") }
+            let studio = try await global.makeStudio()
+            let importer = studio.makeImporter()
+            let urls = files.map { URL(fileURLWithPath: $0).standardizedFileURL }
+            var imported: [(Session, Take)] = []
+            var failures: [TapedeckError] = []
+
+            if urls.count == 1, urls[0].pathExtension == "tapedeck" {
+                let source = try studio.openBundle(at: urls[0])
+                guard let original = try source.sessions().first else {
+                    throw TapedeckError(.notFound, "\(urls[0].path) holds no session.")
+                }
+                let (session, takes) = try await importer.run(session: original.id, from: source, named: sessionName)
+                imported = takes.map { (session, $0) }
+            } else {
+                let session = try await studio.store.sessionForRecording(named: sessionName)
+                for url in urls {
+                    do {
+                        imported.append((session, try await importer.run(file: url, into: session)))
+                    } catch let error as TapedeckError {
+                        failures.append(TapedeckError(error.code, "\(url.lastPathComponent): \(error.message)", systemCode: error.systemCode))
+                    }
+                }
+            }
+            try await studio.store.refresh()
+            let storage = studio.store.storage
+            if json {
+                try Terminal.printJSON(imported.map { TakeJSON($0.1, session: $0.0, url: try? storage.audioURL(for: $0.1)) })
+            } else {
+                for (s, t) in imported {
+                    print("Imported \(s.name)/\(t.name)  [\(t.shortID)]  \(Terminal.clock(Double(t.frames) / Double(t.format.sampleRate)))  \(t.encoding)")
+                }
+            }
+            for failure in failures { Terminal.printError(failure.message) }
+            if let first = failures.first { throw ExitCode(ExitStatus.code(for: first)) }
+        }
+    }
+}
