@@ -60,6 +60,25 @@ struct LibraryEndToEndTests {
         #expect(r.status == 0 && r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(r.stdout) \(r.stderr)")
     }
 
+    @Test("renaming the session and another take while a recording runs in it loses nothing", arguments: ["directory", "bundle"])
+    func renameDuringRecording(storage: String) throws {
+        let cli = try CLIHarness(storage: storage)
+        #expect(try cli.run("record", "--session", "Live", "--name", "Earlier", "--duration", "0.2s").status == 0)
+        let (p, out, _) = try cli.start(["record", "--session", "Live", "--name", "Running", "--duration", "3s", "--json"])
+        #expect(cli.waitForPendingFile())
+        let renamedSession = try cli.run("rename", "Live", "Studio A")
+        #expect(renamedSession.status == 0, "\(renamedSession.stderr)")
+        let renamedTake = try cli.run("rename", "Studio A/Earlier", "Soundcheck")
+        #expect(renamedTake.status == 0, "\(renamedTake.stderr)")
+        p.waitUntilExit()
+        let report = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+        #expect(p.terminationStatus == 0, "\(report)")
+        let takes = try cli.takes()
+        #expect(takes.map { $0["name"] as? String } == ["Soundcheck", "Running"])
+        #expect(takes.map { $0["session"] as? String } == ["Studio A", "Studio A"])
+        #expect(takes.last?["frames"] as? Int == 144_000 && takes.last?["state"] as? String == "complete")
+    }
+
     @Test("a bundle recorded in one library is copied with cp -r to another and listed, played and exported there")
     func bundleTravels() throws {
         let first = try CLIHarness(storage: "bundle")
