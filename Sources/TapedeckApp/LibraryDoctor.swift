@@ -1,5 +1,8 @@
 public import TapedeckCore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One problem `tapedeck doctor` found, and what `--repair` did about it.
 public struct DoctorFinding: Sendable, Hashable, Codable {
@@ -11,6 +14,17 @@ public struct DoctorFinding: Sendable, Hashable, Codable {
     public var problem: String
     /// What the repair did; `nil` when nothing was repaired.
     public var repaired: String?
+    /// Why the repair failed, when it was attempted and did not succeed.
+    public var repairFailed: String?
+
+    /// Runs one repair; a failure is recorded on this finding and does not stop the others.
+    mutating func attempt(_ body: () throws -> String?) {
+        do {
+            repaired = try body()
+        } catch {
+            repairFailed = (error as? TapedeckError)?.message ?? "\(error)"
+        }
+    }
 }
 
 /// Finds damage in a library and, when asked, repairs it without deleting audio.
@@ -41,7 +55,7 @@ public struct LibraryDoctor: Sendable {
         for part in try storage.damagedParts() {
             var f = DoctorFinding(kind: "damaged", subject: part.path, problem: part.problem)
             if repair, part.path != "catalog.sqlite" {
-                f.repaired = "moved to " + (try storage.quarantine(part.path))
+                f.attempt { "moved to " + (try storage.quarantine(part.path)) }
             }
             findings.append(f)
         }
@@ -50,7 +64,7 @@ public struct LibraryDoctor: Sendable {
             var f = DoctorFinding(kind: "interrupted", subject: interrupted.take.name,
                                   problem: "The take was left recording by a process that is no longer running.")
             if repair {
-                f.repaired = try recover(interrupted)
+                f.attempt { try recover(interrupted) }
             }
             findings.append(f)
         }
@@ -59,16 +73,21 @@ public struct LibraryDoctor: Sendable {
             for take in session.takes where take.state != .recording {
                 let subject = "\(session.name)/\(take.name)"
                 let url = try storage.audioURL(for: take)
-                guard FileManager.default.fileExists(atPath: url.path) else {
+                // Only a file that is not there is missing; one that cannot be read (EACCES,
+                // EIO) is reported by the header check and its entry kept.
+                var st = stat()
+                guard lstat(url.path, &st) == 0 || errno != ENOENT else {
                     var f = DoctorFinding(kind: "missing-audio", subject: subject, problem: "The entry names \(url.path), which does not exist.")
                     if repair {
-                        try storage.forgetTake(take.id)
-                        f.repaired = "removed the entry (there was no audio to keep)"
+                        f.attempt {
+                            try storage.forgetTake(take.id)
+                            return "removed the entry (there was no audio to keep)"
+                        }
                     }
                     findings.append(f)
                     continue
                 }
-                if let finding = try checkHeader(take, url: url, subject: subject, repair: repair) {
+                if let finding = checkHeader(take, url: url, subject: subject, repair: repair) {
                     findings.append(finding)
                 }
             }
@@ -77,7 +96,7 @@ public struct LibraryDoctor: Sendable {
         for path in try storage.unreferencedFiles() {
             var f = DoctorFinding(kind: "unknown-file", subject: path, problem: "No take names this file.")
             if repair {
-                f.repaired = "moved to " + (try storage.quarantine(path))
+                f.attempt { "moved to " + (try storage.quarantine(path)) }
             }
             findings.append(f)
         }
@@ -86,7 +105,7 @@ public struct LibraryDoctor: Sendable {
 
     /// Compares a take's file with its entry: the decoder reads the header (bounded by the file's
     /// real length), the encoder says whether the header agrees with the payload.
-    private func checkHeader(_ take: Take, url: URL, subject: String, repair: Bool) throws -> DoctorFinding? {
+    private func checkHeader(_ take: Take, url: URL, subject: String, repair: Bool) -> DoctorFinding? {
         let encoder = encoders.first { $0.name == take.encoding }
         let decoder = decoders.first { $0.encodings.contains(take.encoding) }
         var frames: Int64?
@@ -107,27 +126,25 @@ public struct LibraryDoctor: Sendable {
         }
         guard let problem else { return nil }
         var f = DoctorFinding(kind: frames == nil ? "unreadable-audio" : "header-mismatch", subject: subject, problem: problem)
-        if repair {
-            guard let encoder else {
-                f.repaired = nil
-                return f
+        if repair, let encoder {
+            f.attempt {
+                let result = try encoder.repair(fileAt: url)
+                try storage.markRepaired(take.id, frames: result.frames)
+                return "rewrote the header for the \(result.frames) frames present; the take is now `recovered`"
             }
-            let result = try encoder.repair(fileAt: url)
-            try storage.markRepaired(take.id, frames: result.frames)
-            f.repaired = "rewrote the header for the \(result.frames) frames present; the take is now `recovered`"
         }
         return f
     }
 
-    /// Recovers an interrupted take as opening the library does.
-    private func recover(_ interrupted: InterruptedTake) throws -> String {
+    /// Recovers an interrupted take as opening the library does; `nil` when it cannot be.
+    private func recover(_ interrupted: InterruptedTake) throws -> String? {
         let size = interrupted.fileURL.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int } ?? 0
         guard let url = interrupted.fileURL, size > 0 else {
             _ = try storage.completeRecovery(of: interrupted.take, repaired: nil)
             return "removed the entry (no audio was ever written)"
         }
         guard let encoder = encoders.first(where: { $0.name == interrupted.take.encoding }) else {
-            return "left as it is: this build has no \(interrupted.take.encoding) encoder to repair it"
+            throw TapedeckError(.unsupportedFormat, "This build has no \(interrupted.take.encoding) encoder to repair it; it was left as it is.")
         }
         let repaired = try encoder.repair(fileAt: url)
         _ = try storage.completeRecovery(of: interrupted.take, repaired: repaired)

@@ -402,7 +402,7 @@ public final class BundleStorage: LibraryMaintenance {
         if let pending = entry.pendingFile { try files.remove(try member(pending, in: bundle)) }
         try files.syncDirectory(bundle)
         try files.reached("deleteTake", "audio removed")
-        if claimed != nil { try files.remove(try member(".\(id).lock", in: bundle)) }
+        if claimed != nil, let lock = try? member(".\(id).lock", in: bundle) { unlink(lock.path) }
     }
 
     // MARK: maintenance (tapedeck doctor)
@@ -427,11 +427,27 @@ public final class BundleStorage: LibraryMaintenance {
                 if take.state == .recording, let pending = take.pendingFile { known.insert(pending) }
             }
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: scanned.url.path)) ?? []
-            for entry in entries.sorted() where !known.contains(entry) && !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
+            for entry in entries.sorted() where !known.contains(entry) && !(entry.hasPrefix(".") && entry.hasSuffix(".lock"))
+                && !entry.hasPrefix(Self.temporaryPrefix) {
+                // A recording that began after the manifest was read: its lock is held.
+                if entry.hasPrefix("."), entry.contains(".pending."),
+                   let id = entry.dropFirst().split(separator: ".").first.map(String.init), isLocked(id, in: scanned.url) {
+                    continue
+                }
                 found.append(relative(scanned.url.appendingPathComponent(entry)))
             }
         }
         return found
+    }
+
+    /// Whether a live process holds take `id`'s lock in `bundle`.
+    private func isLocked(_ id: String, in bundle: URL) -> Bool {
+        if liveLocks.withLock({ $0[id] != nil }) { return true }
+        guard let fd = claimTakeLock(id, in: bundle) else {
+            return FileManager.default.fileExists(atPath: bundle.appendingPathComponent(".\(id).lock").path)
+        }
+        close(fd)
+        return false
     }
 
     /// Bundles that cannot be used, as library-relative paths (see ``damagedBundles()``).
@@ -463,7 +479,11 @@ public final class BundleStorage: LibraryMaintenance {
         try locked(bundle) {
             var manifest = try readSession(sessionID, in: bundle)
             guard let i = manifest.takes.firstIndex(where: { $0.id == id }) else { throw Self.noTake(id) }
-            if FileManager.default.fileExists(atPath: try member(manifest.takes[i].file, in: bundle).path) {
+            guard manifest.takes[i].state != .recording else {
+                throw TapedeckError(.busy, "Take \"\(manifest.takes[i].name)\" is being recorded or waits for recovery; it cannot be forgotten.")
+            }
+            var st = stat()
+            if lstat(try member(manifest.takes[i].file, in: bundle).path, &st) == 0 || errno != ENOENT {
                 throw TapedeckError(.alreadyExists, "Take \"\(manifest.takes[i].name)\" has its audio; only an entry without audio can be forgotten.")
             }
             manifest.takes.remove(at: i)
@@ -506,9 +526,15 @@ public final class BundleStorage: LibraryMaintenance {
                     close(fd)
                     continue
                 }
-                liveLocks.withLock { $0[entry.id] = fd }
+                // A take whose file names cannot be used is skipped (doctor reports the bundle's
+                // files), never allowed to stop the rest of the library from opening.
                 let candidates = [current.pendingFile, current.file].compactMap { $0 }
-                let url = try candidates.map { try confined($0, in: bundle) }.first { FileManager.default.fileExists(atPath: $0.path) }
+                guard let urls = try? candidates.map({ try confined($0, in: bundle) }) else {
+                    close(fd)
+                    continue
+                }
+                let url = urls.first { FileManager.default.fileExists(atPath: $0.path) }
+                liveLocks.withLock { $0[entry.id] = fd }
                 result.append((current.startDate, InterruptedTake(take: makeTake(current, of: manifest, bundle: bundle), fileURL: url)))
             }
         }
@@ -682,9 +708,16 @@ public final class BundleStorage: LibraryMaintenance {
             throw TapedeckError(.invalidArgument, "Session \"\(manifest.name)\" would need a manifest larger than 16 MiB. Shorten its notes or names, or record into a new session.")
         }
         let temporary = try confined(Self.temporaryPrefix + UUID().uuidString.lowercased(), in: bundle)
-        try files.writeNewFile(data, to: temporary)
-        try files.reached(operation, "manifest written")
-        try files.replace(bundle.appendingPathComponent(Self.manifestName), with: temporary)
+        do {
+            try files.writeNewFile(data, to: temporary)
+            try files.reached(operation, "manifest written")
+            try files.replace(bundle.appendingPathComponent(Self.manifestName), with: temporary)
+        } catch {
+            // Not a change to the library (the old manifest stands); a partial temporary must not
+            // hold disk space. A crash that skips this leaves one that the next open removes.
+            unlink(temporary.path)
+            throw error
+        }
         try files.syncDirectory(bundle)
         try files.reached(operation, "manifest committed")
     }
@@ -734,12 +767,19 @@ public final class BundleStorage: LibraryMaintenance {
 
     /// The session and bundle holding take `id`.
     private func locateTake(_ id: String) throws -> (sessionID: String, bundle: URL) {
+        var found: [(String, URL)] = []
         for scanned in try scan() {
             if case .success(let manifest) = scanned.result, manifest.takes.contains(where: { $0.id == id }) {
-                return (manifest.id, scanned.url)
+                found.append((manifest.id, scanned.url))
             }
         }
-        throw Self.noTake(id)
+        guard let first = found.first else { throw Self.noTake(id) }
+        // Ids are unique per manifest only; a copied or hostile bundle may repeat another's. Acting
+        // on the wrong session's take is never acceptable, so an ambiguous id is refused.
+        guard found.count == 1 else {
+            throw TapedeckError(.corruptFile, "The take id \(id) appears in \(found.count) bundles (\(found.map(\.1.lastPathComponent).joined(separator: ", "))). Move the copied bundle out of the library, or run `tapedeck doctor`.")
+        }
+        return first
     }
 
     private static func noSession(_ id: String) -> TapedeckError {
@@ -877,9 +917,11 @@ public final class BundleStorage: LibraryMaintenance {
     }
 
     /// Removes a take's lock file and closes this process's descriptor on it.
+    /// Removes and releases a take's lock. Best effort: it runs after the change it guarded was
+    /// committed, and a lock file left behind is harmless (an unheld lock means a dead process).
     private func releaseLock(of id: String, in bundle: URL) throws {
         let fd = liveLocks.withLock { $0.removeValue(forKey: id) }
         defer { if let fd { close(fd) } }
-        try files.remove(try member(".\(id).lock", in: bundle))
+        if let url = try? member(".\(id).lock", in: bundle) { unlink(url.path) }
     }
 }

@@ -100,6 +100,19 @@ public struct DurableFiles: Sendable {
         try seam.willPerform(.rename, on: destination)
         if link(source.path, destination.path) != 0 {
             let code = errno
+            // File systems without hard links (FAT and exFAT on a USB stick, some network file
+            // systems): rename, after checking that nothing has the destination's name.
+            if code == EPERM || code == EOPNOTSUPP || code == ENOSYS || code == EMLINK {
+                var st = stat()
+                guard lstat(destination.path, &st) != 0, errno == ENOENT else {
+                    throw TapedeckError(.alreadyExists, "Could not move \(source.lastPathComponent) into place: \(destination.path) exists already.")
+                }
+                guard rename(source.path, destination.path) == 0 else {
+                    throw TapedeckError.system(errno, while: "move \(source.path) to \(destination.path)")
+                }
+                try syncDirectory(destination.deletingLastPathComponent())
+                return
+            }
             // An earlier move that linked but did not get to remove the old name (a crash, or a
             // failed unlink) left both names on one file: finish that move.
             guard code == EEXIST, Self.sameFile(source, destination) else {

@@ -155,8 +155,26 @@ extension DurableFiles {
         let target = (["quarantine", stamp] + parts).joined(separator: "/")
         let source = root.appendingPathComponent(relativePath)
         let destination = root.appendingPathComponent(target)
+        // Neither the source's folders nor the quarantine's may be links leading out of the library.
+        var folder = root
+        for part in parts.dropLast() {
+            folder.appendPathComponent(part)
+            var st = stat()
+            if lstat(folder.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
+                throw TapedeckError(.io, "\(folder.path) is a symbolic link; Tapedeck does not follow links inside the library. Remove the link.")
+            }
+        }
         try makeDirectory(destination.deletingLastPathComponent())
-        guard !FileManager.default.fileExists(atPath: destination.path) else {
+        folder = root
+        for part in ["quarantine", stamp] + parts.dropLast() {
+            folder.appendPathComponent(part)
+            var st = stat()
+            guard lstat(folder.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw TapedeckError(.io, "\(folder.path) is not a folder (a symbolic link?); Tapedeck quarantines only inside the library. Remove it.")
+            }
+        }
+        var st = stat()
+        guard lstat(destination.path, &st) != 0, errno == ENOENT else {
             throw TapedeckError(.alreadyExists, "Could not quarantine \(relativePath): \(destination.path) exists already.")
         }
         try seam.willPerform(.rename, on: destination)

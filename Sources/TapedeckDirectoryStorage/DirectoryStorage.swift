@@ -295,11 +295,16 @@ public final class DirectoryStorage: LibraryMaintenance {
                 close(lockFD)
                 continue
             }
-            liveLocks.withLock { $0[take.id] = lockFD }
             let pending: String? = row["pendingFile"]
             let candidates = [pending, take.file].compactMap { $0 }
-            let url = try candidates.map { try confined($0) }.first { FileManager.default.fileExists(atPath: $0.path) }
-            result.append(InterruptedTake(take: take, fileURL: url))
+            // A take whose paths cannot be used is skipped (doctor reports it), never allowed to
+            // stop the rest of the library from opening.
+            guard let urls = try? candidates.map({ try confined($0) }) else {
+                close(lockFD)
+                continue
+            }
+            liveLocks.withLock { $0[take.id] = lockFD }
+            result.append(InterruptedTake(take: take, fileURL: urls.first { FileManager.default.fileExists(atPath: $0.path) }))
         }
         return result
     }
@@ -365,7 +370,14 @@ public final class DirectoryStorage: LibraryMaintenance {
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: sessions.appendingPathComponent(folder).path)) ?? []
             for entry in entries.sorted() where !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
                 let relative = relativeFolder + "/" + entry
-                if !referenced.contains(relative) { found.append(relative) }
+                guard !referenced.contains(relative) else { continue }
+                // A recording that began after the catalog was read: its lock is held.
+                if entry.hasPrefix("."), entry.contains(".pending."),
+                   let id = entry.dropFirst().split(separator: ".").first.map(String.init),
+                   liveLocks.withLock({ $0[id] != nil }) || isLockHeld(relativeFolder + "/." + id + ".lock") {
+                    continue
+                }
+                found.append(relative)
             }
         }
         return found
@@ -387,7 +399,11 @@ public final class DirectoryStorage: LibraryMaintenance {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
             let take = Catalog.take(from: row)
-            if FileManager.default.fileExists(atPath: try confined(take.file).path) {
+            guard take.state != .recording else {
+                throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded or waits for recovery; it cannot be forgotten.")
+            }
+            var st = stat()
+            if lstat(try confined(take.file).path, &st) == 0 || errno != ENOENT {
                 throw TapedeckError(.alreadyExists, "Take \"\(take.name)\" has its audio; only an entry without audio can be forgotten.")
             }
             try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
@@ -401,6 +417,15 @@ public final class DirectoryStorage: LibraryMaintenance {
                 throw TapedeckError(.notFound, "No finished take has the id \(id). Run `tapedeck list` to see the takes.")
             }
         }
+    }
+
+    /// Whether a live process holds the lock file at `relative` (a missing file is not held).
+    private func isLockHeld(_ relative: String) -> Bool {
+        guard let url = try? confined(relative) else { return false }
+        let fd = open(url.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) != 0
     }
 
     /// A folder name for one doctor run's quarantine: UTC date and time.

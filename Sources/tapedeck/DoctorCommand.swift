@@ -47,6 +47,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 for f in findings {
                     print("\(f.kind)  \(f.subject): \(f.problem)")
                     if let r = f.repaired { print("    repaired: \(r)") }
+                    if let r = f.repairFailed { print("    not repaired: \(r)") }
                 }
                 if !repair { print("\(findings.count) problem(s) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.") }
             }

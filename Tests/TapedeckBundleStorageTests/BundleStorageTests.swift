@@ -162,6 +162,49 @@ struct BundleStorageTests {
         #expect(other.damagedBundles().contains { $0.url.lastPathComponent == "zz-second-copy.tapedeck" && $0.problem.contains("copy") })
     }
 
+    /// Rewrites a bundle's manifest through JSONSerialization.
+    func editManifest(_ bundle: URL, _ edit: (inout [String: Any]) -> Void) throws {
+        let url = bundle.appendingPathComponent("manifest.json")
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        edit(&object)
+        try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]).write(to: url)
+    }
+
+    @Test("a take id that two bundles share is refused, never resolved to the wrong session's take")
+    func ambiguousTakeIDs() throws {
+        let root = try tempDir()
+        let store = try BundleStorage(rootURL: root)
+        let take = try record(store, try store.createSession(named: "Original"), "Shared id")
+        let bundle = try bundleURL(store, take)
+        let copy = root.appendingPathComponent("forged.tapedeck")
+        try FileManager.default.copyItem(at: bundle, to: copy)
+        try editManifest(copy) { $0["id"] = "0b6a4c0e-9999-4222-8333-444455556666"; $0["name"] = "Forged" }
+        let reopened = try BundleStorage(rootURL: root)
+        #expect(try reopened.sessions().count == 2)
+        #expect(throws: TapedeckError.self) { try reopened.deleteTake(take.id) }
+        #expect(throws: TapedeckError.self) { try reopened.renameTake(take.id, to: "Hijacked") }
+        #expect(FileManager.default.fileExists(atPath: try store.audioURL(for: take).path))
+        #expect(FileManager.default.fileExists(atPath: copy.appendingPathComponent(take.file.split(separator: "/").last.map(String.init)!).path))
+    }
+
+    @Test("an interrupted take whose pending file is a symbolic link is skipped; the library still opens and recovers the rest")
+    func interruptedTakeWithLink() throws {
+        let root = try tempDir()
+        let canary = try tempDir("canary")
+        try Data("canary".utf8).write(to: canary.appendingPathComponent("x"))
+        var store: BundleStorage? = try BundleStorage(rootURL: root)
+        let session = try store!.createSession(named: "Crashed")
+        let bad = try store!.beginTake(in: session.id, named: "Linked", format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        let good = try store!.beginTake(in: session.id, named: "Plain", format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+        try Data(repeating: 1, count: 400).write(to: good.fileURL)
+        try FileManager.default.createSymbolicLink(atPath: bad.fileURL.path, withDestinationPath: canary.appendingPathComponent("x").path)
+        store = nil
+        let reopened = try BundleStorage(rootURL: root)
+        let interrupted = try reopened.interruptedTakes()
+        #expect(interrupted.map(\.take.name) == ["Plain"])
+        #expect(try Data(contentsOf: canary.appendingPathComponent("x")) == Data("canary".utf8))
+    }
+
     // MARK: hostile manifests
 
     static let sessionID = "0b6a4c0e-1111-4222-8333-444455556666"

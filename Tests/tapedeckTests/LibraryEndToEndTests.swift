@@ -309,3 +309,20 @@ struct ImportEndToEndTests {
         #expect(again.status == 73, "a session of that name exists: \(again.stderr)")
     }
 }
+
+extension DoctorEndToEndTests {
+    @Test("doctor --repair during a recording leaves the live take alone", arguments: ["directory", "bundle"])
+    func doctorDuringRecording(storage: String) throws {
+        let cli = try CLIHarness(storage: storage)
+        #expect(try cli.run("record", "--session", "Live", "--duration", "0.2s").status == 0)
+        let (p, _, _) = try cli.start(["record", "--session", "Live", "--name", "Running", "--duration", "2s"])
+        #expect(cli.waitForPendingFile())
+        let doctor = try cli.run("doctor", "--repair", "--json")
+        #expect(doctor.status == 0, "\(doctor.stdout) \(doctor.stderr)")
+        #expect(try Self.report(doctor).isEmpty, "a live recording is not damage")
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let running = try #require(try cli.takes().first { $0["name"] as? String == "Running" })
+        #expect(running["state"] as? String == "complete" && running["frames"] as? Int == 96_000)
+    }
+}
