@@ -19,11 +19,20 @@ public final class FaultInjectingSeam: StorageSeam {
     public enum Fault: Sendable, Hashable {
         /// Stop after this step; every mutation after it fails.
         case crash(after: StorageStep)
+        /// Stop at the `nth` (1-based) mutation of any kind: it and every later one fail.
+        case crashAtMutation(Int)
         /// Fail the `nth` (1-based) mutation of this kind with `errno`.
         case fail(FileAction, nth: Int, errno: Int32)
     }
 
+    /// A mutation or a step, in the order they happened.
+    public enum Event: Sendable, Hashable {
+        case action(FileAction)
+        case step(StorageStep)
+    }
+
     private struct State {
+        var events: [Event] = []
         var armed: Fault?
         var crashed = false
         var steps: [StorageStep] = []
@@ -42,6 +51,7 @@ public final class FaultInjectingSeam: StorageSeam {
             $0.countsSinceArmed = [:]
             $0.steps = []
             $0.actions = []
+            $0.events = []
             $0.injected = 0
         }
     }
@@ -52,6 +62,8 @@ public final class FaultInjectingSeam: StorageSeam {
     public var injectedCount: Int { state.withLock { $0.injected } }
     /// Steps reported since the seam was armed, in order.
     public var steps: [StorageStep] { state.withLock { $0.steps } }
+    /// Mutations and steps since the seam was armed, interleaved in order.
+    public var events: [Event] { state.withLock { $0.events } }
     /// Mutations announced since the seam was armed, in order.
     public var actions: [FileAction] { state.withLock { $0.actions } }
 
@@ -59,7 +71,13 @@ public final class FaultInjectingSeam: StorageSeam {
         try state.withLock { s in
             if s.crashed { throw SimulatedCrash(step: nil) }
             s.actions.append(action)
+            s.events.append(.action(action))
             s.countsSinceArmed[action, default: 0] += 1
+            if case let .crashAtMutation(nth)? = s.armed, s.actions.count == nth {
+                s.crashed = true
+                s.injected += 1
+                throw SimulatedCrash(step: nil)
+            }
             if case let .fail(kind, nth, code)? = s.armed, kind == action, s.countsSinceArmed[action] == nth {
                 s.injected += 1
                 throw TapedeckError.system(code, while: "\(action.rawValue) \(url.path) (injected)")
@@ -71,6 +89,7 @@ public final class FaultInjectingSeam: StorageSeam {
         try state.withLock { s in
             if s.crashed { throw SimulatedCrash(step: step) }
             s.steps.append(step)
+            s.events.append(.step(step))
             if case let .crash(after)? = s.armed, after == step {
                 s.crashed = true
                 s.injected += 1

@@ -251,23 +251,48 @@ public enum StorageConformance {
             probe.arm(nil)
             try scenario.run(clean, library, keep)
             let steps = probe.steps
+            let mutations = probe.actions.count
             let after = try snapshot(clean)
+            checkDurabilityOrder(probe.events, scenario: scenario.name)
             #expect(before != after, "\(scenario.name) changes the library")
             #expect(!steps.isEmpty, "\(scenario.name) reports its steps")
             #expect(steps.contains { $0.label.contains("committed") }, "\(scenario.name) reports its commit step")
 
-            for step in steps {
+            let faults = steps.map { FaultInjectingSeam.Fault.crash(after: $0) } + (1...max(1, mutations)).map { .crashAtMutation($0) }
+            for fault in faults {
                 let seam = FaultInjectingSeam()
                 var store: (any TakeStorage)? = try make(seam)
                 let (library, keep) = try fixture(store!)
-                seam.arm(.crash(after: step))
-                let context = "\(scenario.name), crash after \(step)"
+                seam.arm(fault)
+                let context = "\(scenario.name), \(fault)"
                 #expect(throws: (any Error).self, "\(context): the operation stops") { try scenario.run(store!, library, keep) }
                 #expect(seam.crashed, "\(context): the step was reached")
                 let reopened = try dropAndReopen(&store, reopen)
                 try recoverAll(reopened, context: context)
                 let state = try snapshot(reopened)
                 #expect(state == before || state == after, "\(context): the library is neither the before- nor the after-state")
+            }
+        }
+    }
+
+    /// The order durability needs: a file is synced before it is moved into place, and the
+    /// folder is synced after a move before anything is reported committed.
+    static func checkDurabilityOrder(_ events: [FaultInjectingSeam.Event], scenario: String) {
+        var syncedSinceRename = false
+        var renamePendingFolderSync = false
+        for event in events {
+            switch event {
+            case .action(.sync):
+                syncedSinceRename = true
+                renamePendingFolderSync = false
+            case .action(.rename):
+                #expect(syncedSinceRename, "\(scenario): a file was moved into place without a sync before it")
+                syncedSinceRename = false
+                renamePendingFolderSync = true
+            case .step(let step) where step.label.contains("committed"):
+                #expect(!renamePendingFolderSync, "\(scenario): \(step) was reported before the folder of a move was synced")
+            default:
+                break
             }
         }
     }
@@ -287,7 +312,7 @@ public enum StorageConformance {
             let after = try snapshot(clean)
             let counts = Dictionary(grouping: probe.actions, by: { $0 }).mapValues(\.count)
 
-            for action in [FileAction.write, .sync, .rename, .unlink] {
+            for action in [FileAction.write, .sync, .rename, .unlink, .mkdir] {
                 for nth in 1...max(1, counts[action] ?? 0) where counts[action] != nil {
                     let code = nth % 2 == 0 ? ENOSPC : EIO
                     let seam = FaultInjectingSeam()
