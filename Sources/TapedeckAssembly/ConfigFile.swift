@@ -1,6 +1,9 @@
 public import Foundation
 import TapedeckCore
 import Yams
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A parsed config file: every scalar as a dotted key path with its line, kept as text so that
 /// every layer (file, environment, flags) is parsed by the same declarations.
@@ -17,11 +20,22 @@ public struct ConfigFile: Sendable, Hashable {
     public var entries: [String: Entry]
     /// Key paths that are sections (mappings), with their lines.
     public var sections: [String: Int?]
+    /// `machines:` sections: machine name → its own entries and sections (key paths without the
+    /// `machines.NAME.` prefix), layered over the file's top level on that machine.
+    public var machines: [String: Machine] = [:]
+
+    /// One `machines.NAME:` section.
+    public struct Machine: Sendable, Hashable {
+        public var line: Int?
+        public var entries: [String: Entry] = [:]
+        public var sections: [String: Int?] = [:]
+    }
 
     /// Reads and parses the file at `url`.
     /// - Thread: any. Blocks on disk I/O.
     /// - Throws: ``TapedeckError`` `.configuration` naming the file and what to do.
     public static func load(_ url: URL) throws -> ConfigFile {
+        try checkPermissions(url)
         let text: String
         do {
             text = try String(contentsOf: url, encoding: .utf8)
@@ -51,7 +65,51 @@ public struct ConfigFile: Sendable, Hashable {
             throw TapedeckError(.configuration, "\(name):\(root.mark?.line ?? 1): the file must be a mapping of sections (capture:, playback:, format:, encoder:, storage:).")
         }
         try file.walk(mapping, prefix: "")
+        try file.splitMachines()
         return file
+    }
+
+    /// Moves `machines.NAME.*` out of the top level into ``machines``.
+    private mutating func splitMachines() throws {
+        if let value = entries["machines"] {
+            throw TapedeckError(.configuration, "\(name):\(value.line ?? 0): machines: must hold one section per host name, e.g. machines: { studio-pi: { capture: { backend: alsa } } }.")
+        }
+        guard sections.removeValue(forKey: "machines") != nil else { return }
+        for (key, entry) in entries where key.hasPrefix("machines.") {
+            entries[key] = nil
+            let parts = key.split(separator: ".", maxSplits: 2).map(String.init)
+            guard parts.count == 3 else {
+                throw TapedeckError(.configuration, "\(name):\(entry.line ?? 0): \(key): a machine section holds sections (capture:, format:, …), not a value.")
+            }
+            machines[parts[1], default: Machine()].entries[parts[2]] = entry
+        }
+        for (key, line) in sections where key.hasPrefix("machines.") {
+            sections[key] = nil
+            let parts = key.split(separator: ".", maxSplits: 2).map(String.init)
+            if parts.count == 2 {
+                machines[parts[1], default: Machine()].line = line
+            } else {
+                machines[parts[1], default: Machine()].sections[parts[2]] = line
+            }
+        }
+    }
+
+    /// Refuses a config file (or its folder) that someone other than its owner may write, or that
+    /// belongs to another user (root's files excepted), as ssh does: whoever can change the file
+    /// chooses where recordings go.
+    /// - Thread: any. Blocks briefly on `stat`.
+    static func checkPermissions(_ url: URL) throws {
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { return } // reading reports a missing file
+        let mode = st.st_mode & 0o777
+        if mode & 0o022 != 0 {
+            throw TapedeckError(.configuration,
+                "\(url.path): the config file may be written by \(mode & 0o002 != 0 ? "anyone" : "its group") (mode \(String(mode, radix: 8))), so anyone could choose where recordings go. Run `chmod go-w \(url.path)`.")
+        }
+        if st.st_uid != getuid() && st.st_uid != 0 {
+            throw TapedeckError(.configuration,
+                "\(url.path): the config file belongs to another user (uid \(st.st_uid)). Use your own copy, or `chown` it to yourself.")
+        }
     }
 
     private mutating func walk(_ mapping: Node.Mapping, prefix: String) throws {
@@ -97,5 +155,12 @@ public struct ConfigFile: Sendable, Hashable {
     func location(of key: String) -> String {
         if let line = entries[key]?.line ?? sections[key] ?? nil { return "\(name):\(line)" }
         return name
+    }
+
+    /// `PATH:LINE (machines.NAME)` for messages about a machine section's key.
+    func location(of key: String, machine: String) -> String {
+        let m = machines[machine]
+        let line = m?.entries[key]?.line ?? m?.sections[key] ?? nil
+        return (line.map { "\(name):\($0)" } ?? name) + " (machines.\(machine))"
     }
 }

@@ -1,11 +1,15 @@
 public import Foundation
 import TapedeckCore
 import Configuration
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Finds, reads, layers and validates the configuration.
 ///
 /// Precedence: flags (`--set KEY=VALUE`) > environment (`TAPEDECK_CAPTURE_BACKEND=null`) > the
-/// config file > built-in defaults. Layers are read through swift-configuration's `ConfigReader`;
+/// file's `machines:` section for this machine (chosen by `--machine NAME`, else by host name) >
+/// the file's top level > built-in defaults. Layers are read through swift-configuration's `ConfigReader`;
 /// every value, whatever its layer, is checked by the declaration of the host or plugin that owns
 /// it, and every error names where the bad value came from.
 public struct ConfigurationLoader: Sendable {
@@ -14,10 +18,21 @@ public struct ConfigurationLoader: Sendable {
 
     public var catalog: PluginCatalog
     public var environment: [String: String]
+    /// This machine's host name, which selects a `machines:` section when `--machine` is not given.
+    public var hostName: String
 
-    public init(catalog: PluginCatalog, environment: [String: String]) {
+    public init(catalog: PluginCatalog, environment: [String: String], hostName: String = ConfigurationLoader.currentHostName()) {
         self.catalog = catalog
         self.environment = environment
+        self.hostName = hostName
+    }
+
+    /// The host name (`gethostname`), without a domain. - Thread: any. Never blocks.
+    public static func currentHostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(name.split(separator: ".").first ?? "")
     }
 
     /// The config file to use: `explicitPath` (`--config`), `$TAPEDECK_CONFIG`,
@@ -37,23 +52,42 @@ public struct ConfigurationLoader: Sendable {
 
     /// Locates, reads and resolves the configuration.
     /// - Thread: any. Blocks on disk I/O.
-    public func load(explicitPath: String?, flags: [String: String]) throws -> TapedeckConfiguration {
+    public func load(explicitPath: String?, flags: [String: String], machine: String? = nil) throws -> TapedeckConfiguration {
         let file = try locate(explicitPath: explicitPath).map(ConfigFile.load)
-        return try resolve(file: file, flags: flags)
+        return try resolve(file: file, flags: flags, machine: machine)
+    }
+
+    /// The `machines:` section that applies: `explicit` (which must exist), else the one named
+    /// like this host, else none.
+    /// - Thread: any. Never blocks.
+    public func machineSection(in file: ConfigFile?, explicit: String?) throws -> String? {
+        let known = (file?.machines.keys).map { Array($0).sorted() } ?? []
+        if let explicit {
+            guard let file, file.machines[explicit] != nil else {
+                let where_ = file.map { "\($0.name) has" } ?? "There is no config file, so there are"
+                throw TapedeckError(.configuration,
+                    "--machine \(explicit): \(where_) no machines.\(explicit) section\(Suggestion.phrase(explicit, known)). \(known.isEmpty ? "Add one, or leave out --machine." : "Known: " + known.joined(separator: ", ") + ".")")
+            }
+            return explicit
+        }
+        return file?.machines[hostName] != nil ? hostName : nil
     }
 
     /// Resolves the layers into a validated configuration.
     /// - Throws: ``TapedeckError`` `.configuration` naming the source, key path and accepted values.
     /// - Thread: any. Never blocks (the file was read already).
-    public func resolve(file: ConfigFile?, flags: [String: String]) throws -> TapedeckConfiguration {
+    public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil) throws -> TapedeckConfiguration {
         if let file { try validateStructure(of: file) }
         for key in flags.keys { try validateKey(key, origin: "--set \(key)") }
         try validateEnvironment()
+        let machine = try machineSection(in: file, explicit: explicitMachine)
+        let machineEntries = machine.flatMap { file?.machines[$0]?.entries } ?? [:]
 
         let envSettings = environment.filter { $0.key.hasPrefix("TAPEDECK_") && !Self.reservedVariables.contains($0.key) }
         let reader = ConfigReader(providers: [
             InMemoryProvider(name: "flags", values: Self.values(flags)),
             EnvironmentVariablesProvider(environmentVariables: envSettings).prefixKeys(with: "tapedeck"),
+            InMemoryProvider(name: machine.map { "machines.\($0)" } ?? "no machine section", values: Self.values(machineEntries.mapValues(\.value))),
             InMemoryProvider(name: file?.name ?? "no file", values: Self.values(file?.entries.mapValues(\.value) ?? [:])),
         ])
 
@@ -62,6 +96,7 @@ public struct ConfigurationLoader: Sendable {
             if flags[key] != nil { return .flag }
             let variable = Self.environmentName(for: key)
             if envSettings[variable] != nil { return .environment(variable: variable) }
+            if let machine, let entry = machineEntries[key] { return .machine(name: machine, path: file!.name, line: entry.line) }
             if let entry = file?.entries[key] { return .file(path: file!.name, line: entry.line) }
             return .builtIn
         }
@@ -70,6 +105,7 @@ public struct ConfigurationLoader: Sendable {
             case .flag: "--set \(key)"
             case .environment(let v): "environment variable \(v)"
             case .file(let path, let line): line.map { "\(path):\($0)" } ?? path
+            case .machine(let name, let path, let line): (line.map { "\(path):\($0)" } ?? path) + " (machines.\(name))"
             case .builtIn: "built-in default"
             }
         }
@@ -119,6 +155,7 @@ public struct ConfigurationLoader: Sendable {
                 for entry in catalog.entries(for: role) where entry.name != roles[section.name]?.plugin {
                     let prefix = section.name + "." + entry.name + "."
                     let present = (file?.entries.keys.contains { $0.hasPrefix(prefix) } ?? false)
+                        || machineEntries.keys.contains { $0.hasPrefix(prefix) }
                         || flags.keys.contains { $0.hasPrefix(prefix) }
                         || envSettings.keys.contains { $0.hasPrefix(Self.environmentName(for: prefix + "x").dropLast()) }
                     if present {
@@ -142,6 +179,7 @@ public struct ConfigurationLoader: Sendable {
         }
         return TapedeckConfiguration(
             file: file?.name,
+            machine: machine,
             capture: roles["capture"]!, playback: roles["playback"]!, encoder: roles["encoder"]!, storage: roles["storage"]!,
             format: format,
             capturePeriodFrames: host["capture"]!.int("period-frames")!,
@@ -149,6 +187,37 @@ public struct ConfigurationLoader: Sendable {
             playbackPeriodFrames: host["playback"]!.int("period-frames")!,
             checkpointSeconds: host["storage"]!.double("checkpoint-seconds")!,
             settings: settings)
+    }
+
+    // MARK: checking everything (tapedeck config check)
+
+    /// Every problem in the configuration, not only the first: each key of the file (every
+    /// machine section included), of the flags and of the environment, then the values as this
+    /// machine resolves them and as each machine section does.
+    /// - Returns: one full sentence per problem, naming its source, line and key; empty when usable.
+    /// - Thread: any. Never blocks (the file was read already).
+    public func problems(file: ConfigFile?, flags: [String: String], machine: String?) -> [String] {
+        var problems: [String] = []
+        func collect(_ body: () throws -> Void) {
+            do { try body() } catch let error as TapedeckError { problems.append(error.message) } catch { problems.append("\(error)") }
+        }
+        if let file {
+            for key in file.entries.keys.sorted() { collect { try validateKey(key, origin: file.location(of: key)) } }
+            for key in file.sections.keys.sorted() { collect { try validateSection(key, origin: file.location(of: key)) } }
+            for (name, m) in file.machines.sorted(by: { $0.key < $1.key }) {
+                for key in m.entries.keys.sorted() { collect { try validateKey(key, origin: file.location(of: key, machine: name)) } }
+                for key in m.sections.keys.sorted() { collect { try validateSection(key, origin: file.location(of: key, machine: name)) } }
+            }
+        }
+        for key in flags.keys.sorted() { collect { try validateKey(key, origin: "--set \(key)") } }
+        collect { try validateEnvironment() }
+        guard problems.isEmpty else { return problems }
+        collect { _ = try resolve(file: file, flags: flags, machine: machine) }
+        for name in (file?.machines.keys.sorted() ?? []) where name != machine {
+            collect { _ = try resolve(file: file, flags: flags, machine: name) }
+        }
+        var seen = Set<String>()
+        return problems.filter { seen.insert($0).inserted }
     }
 
     // MARK: validation of key paths
@@ -171,6 +240,12 @@ public struct ConfigurationLoader: Sendable {
     private func validateStructure(of file: ConfigFile) throws {
         for key in file.entries.keys.sorted() { try validateKey(key, origin: file.location(of: key)) }
         for key in file.sections.keys.sorted() { try validateSection(key, origin: file.location(of: key)) }
+        // Every machine's section is checked, not only this machine's: a typo for the studio Pi
+        // is found on the laptop too.
+        for (name, machine) in file.machines.sorted(by: { $0.key < $1.key }) {
+            for key in machine.entries.keys.sorted() { try validateKey(key, origin: file.location(of: key, machine: name)) }
+            for key in machine.sections.keys.sorted() { try validateSection(key, origin: file.location(of: key, machine: name)) }
+        }
     }
 
     private func validateSection(_ path: String, origin: String) throws {
@@ -230,7 +305,7 @@ public struct ConfigurationLoader: Sendable {
         let expanded = (text as NSString).expandingTildeInPath
         if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
         let base: URL = switch source {
-        case .file(let path, _): URL(fileURLWithPath: path).deletingLastPathComponent()
+        case .file(let path, _), .machine(_, let path, _): URL(fileURLWithPath: path).deletingLastPathComponent()
         default: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         }
         return base.appendingPathComponent(expanded).standardizedFileURL.path

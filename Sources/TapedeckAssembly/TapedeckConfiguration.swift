@@ -5,6 +5,8 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
     case flag
     case environment(variable: String)
     case file(path: String, line: Int?)
+    /// A `machines.NAME:` section of the file.
+    case machine(name: String, path: String, line: Int?)
     case builtIn
 
     public var description: String {
@@ -12,6 +14,7 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
         case .flag: "flag"
         case .environment(let v): "environment \(v)"
         case .file(let path, let line): line.map { "\(path):\($0)" } ?? path
+        case .machine(let name, let path, let line): (line.map { "\(path):\($0)" } ?? path) + " (machines.\(name))"
         case .builtIn: "default"
         }
     }
@@ -35,6 +38,8 @@ public struct RoleSelection: Sendable, Hashable {
 public struct TapedeckConfiguration: Sendable, Hashable {
     /// The config file used, if any.
     public var file: String?
+    /// The `machines:` section applied, if any.
+    public var machine: String?
     public var capture: RoleSelection
     public var playback: RoleSelection
     public var encoder: RoleSelection

@@ -12,6 +12,9 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("set"), help: ArgumentHelp("Override one setting, e.g. --set format.channels=1 (repeatable; beats environment and file).", valueName: "key=value"))
     var settings: [String] = []
 
+    @Option(name: .long, help: "Use this machines: section of the config file (default: the one named like this host, if any).")
+    var machine: String?
+
     @Option(name: .long, help: "Log level on stderr: trace, debug, info, notice, warning, error (default notice, or $TAPEDECK_LOG_LEVEL).")
     var logLevel: String?
 
@@ -54,7 +57,7 @@ struct GlobalOptions: ParsableArguments {
         signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
-        let configuration = try loader.load(explicitPath: config, flags: try flagSettings())
+        let configuration = try loader.load(explicitPath: config, flags: try flagSettings(), machine: machine)
         return try Studio(configuration: configuration, catalog: .builtIn, logger: try makeLogger(), environment: environment)
     }
 }

@@ -14,6 +14,6 @@ struct Tapedeck: AsyncParsableCommand {
         version: TapedeckVersion.string,
         subcommands: [
             RecordCommand.self, ListCommand.self, ShowCommand.self, PlayCommand.self,
-            ExportCommand.self, RenameCommand.self, DeleteCommand.self, DevicesCommand.self, BackendsCommand.self, DoctorCommand.self, ImportCommand.self,
+            ExportCommand.self, RenameCommand.self, DeleteCommand.self, DevicesCommand.self, BackendsCommand.self, DoctorCommand.self, ImportCommand.self, ConfigCommand.self,
         ])
 }

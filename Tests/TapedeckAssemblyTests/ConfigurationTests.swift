@@ -61,6 +61,94 @@ struct ConfigurationTests {
         #expect(withFlag.settings["format.sample-format"]?.source == .builtIn)
     }
 
+    static let fleet = """
+        format:
+          channels: 2
+          sample-rate: 48000
+        capture:
+          backend: null
+        machines:
+          studio-pi:
+            format:
+              channels: 1
+          laptop:
+            format:
+              sample-rate: 44100
+        """
+
+    @Test("a machines: section is chosen by host name, or by --machine, and sits between the environment and the file's top level")
+    func machineSections() throws {
+        let file = try ConfigFile.parse(Self.fleet, name: "fleet.yaml")
+        func load(host: String, machine: String? = nil, env: [String: String] = [:], flags: [String: String] = [:]) throws -> TapedeckConfiguration {
+            try ConfigurationLoader(catalog: .builtIn, environment: env, hostName: host).resolve(file: file, flags: flags, machine: machine)
+        }
+        let pi = try load(host: "studio-pi")
+        #expect(pi.machine == "studio-pi" && pi.format.channels == 1 && pi.format.sampleRate == 48_000)
+        #expect(pi.settings["format.channels"]?.source == .machine(name: "studio-pi", path: "fleet.yaml", line: 9))
+        #expect(pi.settings["format.sample-rate"]?.source == .file(path: "fleet.yaml", line: 3))
+        let other = try load(host: "somewhere-else")
+        #expect(other.machine == nil && other.format.channels == 2)
+        let chosen = try load(host: "studio-pi", machine: "laptop")
+        #expect(chosen.machine == "laptop" && chosen.format.channels == 2 && chosen.format.sampleRate == 44_100)
+        // Environment and flags still win over the machine section.
+        let env = try load(host: "studio-pi", env: ["TAPEDECK_FORMAT_CHANNELS": "4"])
+        #expect(env.format.channels == 4)
+        let flag = try load(host: "studio-pi", env: ["TAPEDECK_FORMAT_CHANNELS": "4"], flags: ["format.channels": "6"])
+        #expect(flag.format.channels == 6)
+        #expect(message { _ = try load(host: "x", machine: "studio-py") }
+            == "--machine studio-py: fleet.yaml has no machines.studio-py section (did you mean \"studio-pi\"?). Known: laptop, studio-pi.")
+    }
+
+    @Test("a typo in any machine's section is found on every machine, naming the line and the section")
+    func machineTypos() throws {
+        let file = try ConfigFile.parse(Self.fleet + "\n  ci:\n    format:\n      chanels: 1\n", name: "fleet.yaml")
+        let loader = ConfigurationLoader(catalog: .builtIn, environment: [:], hostName: "laptop")
+        #expect(message { _ = try loader.resolve(file: file, flags: [:]) }
+            == "fleet.yaml:15 (machines.ci): format.chanels: unknown setting (did you mean \"format.channels\"?). Accepted here: channels, sample-format, sample-rate.")
+    }
+
+    @Test("config check lists every problem, not only the first")
+    func allProblems() throws {
+        let yaml = """
+            capture:
+              backend: nul
+            format:
+              chanels: 2
+              sample-rate: 7
+            storage:
+              directory:
+                busy-timeot: 3
+            """
+        let file = try ConfigFile.parse(yaml, name: "bad.yaml")
+        let problems = loader.problems(file: file, flags: ["format.bits": "24"], machine: nil)
+        #expect(problems.count == 3, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("bad.yaml:4: format.chanels: unknown setting (did you mean \"format.channels\"?)") })
+        #expect(problems.contains { $0.hasPrefix("bad.yaml:8: storage.directory.busy-timeot: unknown setting (did you mean \"storage.directory.busy-timeout\"?)") })
+        #expect(problems.contains { $0.hasPrefix("--set format.bits: format.bits: unknown setting") })
+        let fixed = try ConfigFile.parse(yaml.replacingOccurrences(of: "chanels", with: "channels").replacingOccurrences(of: "timeot", with: "timeout"), name: "bad.yaml")
+        let values = loader.problems(file: fixed, flags: [:], machine: nil)
+        #expect(values.count == 1 && values[0].hasPrefix("bad.yaml:2: capture.backend: unknown backend \"nul\""), "\(values)")
+        #expect(loader.problems(file: try ConfigFile.parse("capture:\n  backend: null\n", name: "ok.yaml"), flags: [:], machine: nil).isEmpty)
+    }
+
+    @Test("a config file that others may write, or that another user owns, is refused with the fix")
+    func permissions() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-perm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let url = dir.appendingPathComponent("config.yaml")
+        try Data("capture:\n  backend: null\n".utf8).write(to: url)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: url.path)
+        #expect(try ConfigFile.load(url).entries["capture.backend"]?.value == "null")
+        try FileManager.default.setAttributes([.posixPermissions: 0o664], ofItemAtPath: url.path)
+        #expect(message { _ = try ConfigFile.load(url) }
+            == "\(url.path): the config file may be written by its group (mode 664), so anyone could choose where recordings go. Run `chmod go-w \(url.path)`.")
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: url.path)
+        #expect(message { _ = try ConfigFile.load(url) }.contains("may be written by anyone (mode 666)"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644, .ownerAccountID: 12345], ofItemAtPath: url.path)
+        #expect(message { _ = try ConfigFile.load(url) }
+            == "\(url.path): the config file belongs to another user (uid 12345). Use your own copy, or `chown` it to yourself.")
+    }
+
     @Test("an unknown backend names the source line, suggests the closest, and lists the known ones")
     func unknownBackend() {
         let m = message { _ = try resolve("capture:\n  backend: nul\n") }

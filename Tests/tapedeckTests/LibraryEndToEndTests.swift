@@ -326,3 +326,69 @@ extension DoctorEndToEndTests {
         #expect(running["state"] as? String == "complete" && running["frames"] as? Int == 96_000)
     }
 }
+
+@Suite("tapedeck config end to end", .serialized)
+struct ConfigEndToEndTests {
+    @Test("config check --offline passes for every file in Configuration/, and checks devices when online")
+    func shippedFiles() throws {
+        let folder = CLIHarness.packageRoot.appendingPathComponent("Configuration")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".yaml") }.sorted()
+        #expect(files.contains("fleet.yaml") && files.contains("ci.yaml") && files.contains("tapedeck.yaml"))
+        let cli = try CLIHarness()
+        for name in files {
+            let r = try cli.run("config", "check", "--offline", "--config", folder.appendingPathComponent(name).path)
+            #expect(r.status == 0, "\(name): \(r.stdout) \(r.stderr)")
+        }
+        for machine in ["studio-pi", "laptop", "ci"] {
+            let r = try cli.run("config", "check", "--offline", "--config", folder.appendingPathComponent("fleet.yaml").path, "--machine", machine)
+            #expect(r.status == 0, "fleet.yaml --machine \(machine): \(r.stdout)")
+        }
+        // Online: the null backends open.
+        #expect(try cli.run("config", "check").status == 0)
+        // A PulseAudio server that is not there is a device problem, not a usable configuration.
+        let dead = try cli.run("config", "check", "--set", "capture.backend=pulse", "--set", "capture.pulse.server=unix:/nonexistent/native", "--json")
+        #expect(dead.status == 78)
+        let report = try JSONSerialization.jsonObject(with: Data(dead.stdout.utf8)) as? [String: Any]
+        #expect(report?["usable"] as? Bool == false)
+        #expect((report?["problems"] as? [String])?.first?.hasPrefix("capture.backend pulse:") == true, "\(dead.stdout)")
+    }
+
+    @Test("config check lists every problem with file, line and key, and exits 78")
+    func badFile() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-bad-\(UUID().uuidString).yaml")
+        try Data("capture:\n  backend: null\nformat:\n  chanels: 2\nstorage:\n  checkpoint-second: 2\n".utf8).write(to: url)
+        let r = try CLIHarness().run("config", "check", "--offline", "--config", url.path)
+        #expect(r.status == 78)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "\(url.path):4: format.chanels: unknown setting (did you mean \"format.channels\"?). Accepted here: channels, sample-format, sample-rate.",
+            "\(url.path):6: storage.checkpoint-second: unknown setting (did you mean \"storage.checkpoint-seconds\"?). Accepted here: backend, checkpoint-seconds.",
+        ], "\(r.stdout)")
+    }
+
+    @Test("config show --json names the plugin in each role and where every setting came from")
+    func show() throws {
+        var cli = try CLIHarness()
+        cli.extraEnvironment["TAPEDECK_FORMAT_CHANNELS"] = "1"
+        let r = try cli.run("config", "show", "--json", "--set", "format.sample-rate=44100")
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let roles = try #require(report["roles"] as? [String: Any])
+        #expect(roles["capture"] as? String == "null" && roles["storage"] as? String == "directory" && roles["encoder"] as? String == "wav")
+        let settings = try #require(report["settings"] as? [[String: Any]])
+        func layer(_ key: String) -> String? { settings.first { $0["key"] as? String == key }?["layer"] as? String }
+        #expect(layer("format.sample-rate") == "flag")
+        #expect(layer("format.channels") == "environment")
+        #expect(layer("capture.backend") == "file")
+        #expect(layer("capture.buffer-seconds") == "default")
+        #expect(layer("storage.directory.path") == "environment", "the harness sets the library by environment")
+
+        let fleet = CLIHarness.packageRoot.appendingPathComponent("Configuration/fleet.yaml").path
+        let m = try CLIHarness().run("config", "show", "--json", "--config", fleet, "--machine", "laptop")
+        let mr = try #require(try JSONSerialization.jsonObject(with: Data(m.stdout.utf8)) as? [String: Any])
+        #expect(mr["machine"] as? String == "laptop")
+        let ms = try #require(mr["settings"] as? [[String: Any]])
+        #expect(ms.first { $0["key"] as? String == "capture.backend" }?["layer"] as? String == "machine")
+        #expect(ms.first { $0["key"] as? String == "format.sample-rate" }?["layer"] as? String == "file")
+    }
+}

@@ -1,0 +1,174 @@
+import ArgumentParser
+import Foundation
+import TapedeckAssembly
+import TapedeckCore
+
+struct ConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Check the configuration, or show what it resolves to.",
+        subcommands: [ConfigCheckCommand.self, ConfigShowCommand.self])
+}
+
+struct ConfigCheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Validate the configuration against what each plugin declares, and that the configured devices can be opened now.",
+        discussion: "Exit status 0 only when the configuration is usable; 78 otherwise, with every problem listed.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Do not open the configured capture and playback devices.")
+    var offline = false
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    struct Report: Encodable {
+        var file: String?
+        var machine: String?
+        var usable: Bool
+        var problems: [String]
+    }
+
+    @MainActor
+    mutating func run() async throws {
+        let offline = self.offline, json = self.json
+        try await reportingErrors {
+            let environment = ProcessInfo.processInfo.environment
+            let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
+            let flags = try global.flagSettings()
+            let url = loader.locate(explicitPath: global.config)
+            var problems: [String] = []
+            var file: ConfigFile?
+            do {
+                file = try url.map(ConfigFile.load)
+            } catch let error as TapedeckError {
+                problems.append(error.message)
+            }
+            var machine: String?
+            if problems.isEmpty {
+                do {
+                    machine = try loader.machineSection(in: file, explicit: global.machine)
+                } catch let error as TapedeckError {
+                    problems.append(error.message)
+                }
+            }
+            if problems.isEmpty {
+                problems = loader.problems(file: file, flags: flags, machine: machine)
+            }
+            if problems.isEmpty && !offline {
+                problems = await Self.deviceProblems(global: global)
+            }
+            if json {
+                try Terminal.printJSON(Report(file: url?.path, machine: machine, usable: problems.isEmpty, problems: problems))
+            } else if problems.isEmpty {
+                print("\(url?.path ?? "Built-in defaults")\(machine.map { " (machines.\($0))" } ?? ""): the configuration is usable\(offline ? " (devices not opened: --offline)" : "").")
+            } else {
+                for p in problems { print(p) }
+            }
+            if !problems.isEmpty { throw ExitCode(ExitStatus.config) }
+        }
+    }
+
+    /// Runs `body` on a thread of its own (device handles are opened and closed on one thread,
+    /// never on the main actor's or the cooperative pool's).
+    static func onOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            Thread { c.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    /// Opens the configured capture and playback devices in the configured format, and closes them.
+    @MainActor
+    static func deviceProblems(global: GlobalOptions) async -> [String] {
+        var problems: [String] = []
+        do {
+            let studio = try global.makeStudioWithoutLibrary()
+            let format = studio.configuration.format
+            if studio.configuration.capture.plugin != nil {
+                do {
+                    let backend = try studio.makeCaptureBackend()
+                    let options = CaptureOptions(periodFrames: studio.configuration.capturePeriodFrames)
+                    try await onOwnThread { try backend.openCaptureStream(format: format, options: options).close() }
+                } catch let error as TapedeckError {
+                    problems.append("capture.backend \(studio.configuration.capture.plugin!): \(error.message)")
+                }
+            }
+            if studio.configuration.playback.plugin != nil {
+                do {
+                    let backend = try studio.makePlaybackBackend()
+                    let options = PlaybackOptions(periodFrames: studio.configuration.playbackPeriodFrames)
+                    try await onOwnThread { try backend.openPlaybackStream(format: format, options: options).close() }
+                } catch let error as TapedeckError {
+                    problems.append("playback.backend \(studio.configuration.playback.plugin!): \(error.message)")
+                }
+            }
+        } catch let error as TapedeckError {
+            problems.append(error.message)
+        } catch {
+            problems.append("\(error)")
+        }
+        return problems
+    }
+}
+
+struct ConfigShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show which plugin fills each role and every effective setting, with where it came from.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    struct Setting: Encodable {
+        var key: String
+        var value: String
+        /// flag, environment, machine, file or default.
+        var layer: String
+        /// The variable, file:line or section it came from.
+        var source: String
+    }
+
+    struct Report: Encodable {
+        var file: String?
+        var machine: String?
+        var roles: [String: String?]
+        var settings: [Setting]
+    }
+
+    @MainActor
+    mutating func run() async throws {
+        let json = self.json
+        try await reportingErrors {
+            let loader = ConfigurationLoader(catalog: .builtIn, environment: ProcessInfo.processInfo.environment)
+            let c = try loader.load(explicitPath: global.config, flags: try global.flagSettings(), machine: global.machine)
+            let settings = c.settings.keys.sorted().map { key -> Setting in
+                let r = c.settings[key]!
+                let layer = switch r.source {
+                case .flag: "flag"
+                case .environment: "environment"
+                case .machine: "machine"
+                case .file: "file"
+                case .builtIn: "default"
+                }
+                return Setting(key: key, value: r.value.description, layer: layer, source: r.source.description)
+            }
+            let roles: [String: String?] = ["capture": c.capture.plugin, "playback": c.playback.plugin,
+                                            "encoder": c.encoder.plugin, "storage": c.storage.plugin]
+            if json {
+                return try Terminal.printJSON(Report(file: c.file, machine: c.machine, roles: roles, settings: settings))
+            }
+            print("file: \(c.file ?? "(none: built-in defaults)")\(c.machine.map { "  machine section: \($0)" } ?? "")")
+            for role in ["capture", "playback", "encoder", "storage"] {
+                print("\(role): \((roles[role] ?? nil) ?? "(not set)")")
+            }
+            let width = settings.map(\.key.count).max() ?? 0
+            for s in settings {
+                print("  \(s.key.padding(toLength: width, withPad: " ", startingAt: 0))  \(s.value)  [\(s.source)]")
+            }
+        }
+    }
+}
