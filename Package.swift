@@ -26,6 +26,13 @@ let package = Package(
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
     ],
+    // The audio-server backends need libasound2-dev and libpulse-dev. Both are on by default;
+    // `swift build --disable-default-traits` builds Tapedeck without them (null backend only).
+    traits: [
+        .trait(name: "ALSA", description: "The ALSA capture and playback backend (libasound)."),
+        .trait(name: "PulseAudio", description: "The PulseAudio capture and playback backend (libpulse)."),
+        .default(enabledTraits: ["ALSA", "PulseAudio"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -86,12 +93,12 @@ let package = Package(
         ),
         .target(
             name: "TapedeckALSA",
-            dependencies: ["TapedeckCore", "CALSA"],
+            dependencies: ["TapedeckCore", .target(name: "CALSA", condition: .when(traits: ["ALSA"]))],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "TapedeckPulseAudio",
-            dependencies: ["TapedeckCore", "CPulse"],
+            dependencies: ["TapedeckCore", .target(name: "CPulse", condition: .when(traits: ["PulseAudio"]))],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -116,7 +123,9 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckALSA", "TapedeckPulseAudio",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC",
+                .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
+                .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,3 +1,4 @@
+#if ALSA
 public import TapedeckCore
 public import Logging
 import CALSA
@@ -47,3 +48,4 @@ public struct ALSACaptureBackend: CaptureBackend {
         return ALSACaptureStream(device: device, opened: opened, format: format)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ALSA
 import CALSA
 import TapedeckCore
 #if canImport(Glibc)
@@ -137,3 +138,4 @@ final class ALSACaptureStream: CaptureStream {
         TapedeckError(.internalError, "The ALSA capture stream for \(device) was read after it was closed.")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ALSA
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,3 +18,4 @@ enum ALSAClock {
         max(0, (nanoseconds * Int64(rate) + 500_000_000) / 1_000_000_000)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ALSA
 import CALSA
 import TapedeckCore
 #if canImport(Glibc)
@@ -58,3 +59,4 @@ enum ALSADeviceList {
         return String(cString: text)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ALSA
 import CALSA
 public import Logging
 import Synchronization
@@ -48,3 +49,4 @@ public enum ALSAErrorLog {
         logger.debug("ALSA: \(text)", metadata: metadata)
     }
 }
+#endif

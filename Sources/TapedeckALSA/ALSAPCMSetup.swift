@@ -1,3 +1,4 @@
+#if ALSA
 import CALSA
 import TapedeckCore
 #if canImport(Glibc)
@@ -213,3 +214,4 @@ struct ALSACapabilities: CustomStringConvertible {
         return "\(r), \(c), sample formats: \(f)"
     }
 }
+#endif

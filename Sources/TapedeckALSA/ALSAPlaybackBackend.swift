@@ -1,3 +1,4 @@
+#if ALSA
 public import TapedeckCore
 public import Logging
 import CALSA
@@ -42,3 +43,4 @@ public struct ALSAPlaybackBackend: PlaybackBackend {
         return ALSAPlaybackStream(device: device, opened: opened, format: format)
     }
 }
+#endif

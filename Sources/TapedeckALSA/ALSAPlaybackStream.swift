@@ -1,3 +1,4 @@
+#if ALSA
 import CALSA
 import TapedeckCore
 #if canImport(Glibc)
@@ -122,3 +123,4 @@ final class ALSAPlaybackStream: PlaybackStream {
             systemCode: -err)
     }
 }
+#endif

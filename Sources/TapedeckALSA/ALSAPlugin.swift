@@ -1,3 +1,4 @@
+#if ALSA
 public import TapedeckCore
 
 /// The ALSA backend's plugin descriptors (`capture.backend: alsa`, `playback.backend: alsa`).
@@ -31,3 +32,4 @@ public enum ALSAPlugin {
                                 logger: context.logger)
         })
 }
+#endif

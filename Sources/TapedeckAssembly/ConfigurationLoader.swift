@@ -137,6 +137,10 @@ public struct ConfigurationLoader: Sendable {
             let entries = catalog.entries(for: role)
             let known = entries.map(\.name).sorted()
             guard let entry = entries.first(where: { $0.name == chosen }) else {
+                if let trait = PluginCatalog.optionalBackends[chosen], role == .capture || role == .playback {
+                    throw TapedeckError(.configuration,
+                        "\(describe(src, key)): \(key): this build of Tapedeck has no \(chosen) backend: it was built without the \(trait) trait. Rebuild with the default traits (`swift build`, which needs \(trait == "ALSA" ? "libasound2-dev" : "libpulse-dev")), or choose one of: \(known.joined(separator: ", ")).")
+                }
                 throw TapedeckError(.configuration,
                     "\(describe(src, key)): \(key): unknown \(role == .encoder ? "encoder" : "backend") \"\(chosen)\"\(Suggestion.phrase(chosen, known)). Known: \(known.joined(separator: ", ")).")
             }
@@ -270,6 +274,10 @@ public struct ConfigurationLoader: Sendable {
         if parts.count >= 2, let section = HostSettings.sections.first(where: { $0.name == parts[0] }), let role = section.role,
            parts.count == 3 || !catalog.entries(for: role).contains(where: { $0.name == parts[1] }) {
             let plugins = catalog.entries(for: role).map(\.name)
+            if let trait = PluginCatalog.optionalBackends[parts[1]], !plugins.contains(parts[1]), role == .capture || role == .playback {
+                return TapedeckError(.configuration,
+                    "\(origin): \(path): this build of Tapedeck has no \(parts[1]) backend: it was built without the \(trait) trait. Rebuild with the default traits, or remove the \(parts.prefix(2).joined(separator: ".")) section.")
+            }
             if parts.count == 3, !plugins.contains(parts[1]) {
                 return TapedeckError(.configuration,
                     "\(origin): \(path): \"\(parts[1])\" is not a \(role.rawValue) plugin\(Suggestion.phrase(parts[1], plugins)). Known: \(plugins.sorted().joined(separator: ", ")).")

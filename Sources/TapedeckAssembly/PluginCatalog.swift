@@ -1,11 +1,15 @@
 public import TapedeckCore
+#if ALSA
 import TapedeckALSA
+#endif
 import TapedeckNull
 import TapedeckWAV
 import TapedeckFLAC
 import TapedeckDirectoryStorage
 import TapedeckBundleStorage
+#if PulseAudio
 import TapedeckPulseAudio
+#endif
 
 /// The plugins a build of Tapedeck can assemble, by role. A plain value: tests pass their own.
 public struct PluginCatalog: Sendable {
@@ -26,11 +30,30 @@ public struct PluginCatalog: Sendable {
 
     /// Every plugin compiled into this build.
     public static let builtIn = PluginCatalog(
-        capture: [NullPlugin.capture, ALSAPlugin.capture, PulsePlugin.capture],
-        playback: [NullPlugin.playback, ALSAPlugin.playback, PulsePlugin.playback],
+        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture),
+        playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback),
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder],
         storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage])
+
+    /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
+    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio"]
+
+    private static var alsa: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
+        #if ALSA
+        [(ALSAPlugin.capture, ALSAPlugin.playback)]
+        #else
+        []
+        #endif
+    }
+
+    private static var pulse: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
+        #if PulseAudio
+        [(PulsePlugin.capture, PulsePlugin.playback)]
+        #else
+        []
+        #endif
+    }
 
     /// Name, summary and settings of every plugin in a role, for listings and validation.
     /// - Thread: any. Never blocks.

@@ -1,3 +1,4 @@
+#if PulseAudio
 public import TapedeckCore
 public import Logging
 
@@ -33,3 +34,4 @@ public struct PulseCaptureBackend: CaptureBackend {
         try PulseCaptureStream(settings: settings, format: format, logger: logger)
     }
 }
+#endif

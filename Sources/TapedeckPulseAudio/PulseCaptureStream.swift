@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import Logging
 import TapedeckCore
@@ -223,3 +224,4 @@ final class PulseCaptureStream: CaptureStream {
 
     deinit { close() }
 }
+#endif

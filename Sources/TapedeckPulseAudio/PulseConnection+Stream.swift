@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import TapedeckCore
 
@@ -121,3 +122,4 @@ extension PulseConnection {
         unlock()
     }
 }
+#endif

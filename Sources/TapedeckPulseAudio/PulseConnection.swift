@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import Dispatch
 import TapedeckCore
@@ -143,3 +144,4 @@ final class PulseConnection {
 
     deinit { close() }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import TapedeckCore
 
@@ -75,3 +76,4 @@ enum PulseDeviceList {
         return result
     }
 }
+#endif

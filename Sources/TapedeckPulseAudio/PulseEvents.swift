@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import Dispatch
 import Synchronization
@@ -94,3 +95,4 @@ final class PulseEvents: Sendable {
         }
     }
 }
+#endif

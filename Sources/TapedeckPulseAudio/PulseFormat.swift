@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import TapedeckCore
 
@@ -38,3 +39,4 @@ enum PulseFormat {
         return UInt32(clamping: frames * format.bytesPerFrame)
     }
 }
+#endif

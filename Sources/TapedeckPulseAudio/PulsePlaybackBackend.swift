@@ -1,3 +1,4 @@
+#if PulseAudio
 public import TapedeckCore
 public import Logging
 
@@ -31,3 +32,4 @@ public struct PulsePlaybackBackend: PlaybackBackend {
         try PulsePlaybackStream(settings: settings, format: format, options: options, logger: logger)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PulseAudio
 import CPulse
 import Logging
 import TapedeckCore
@@ -145,3 +146,4 @@ final class PulsePlaybackStream: PlaybackStream {
 
     deinit { close() }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PulseAudio
 public import TapedeckCore
 
 /// The PulseAudio backend's plugin descriptors (`capture.backend: pulse`, `playback.backend: pulse`).
@@ -34,3 +35,4 @@ public enum PulsePlugin {
         settings: settings(role: .playback),
         make: { settings, context in PulsePlaybackBackend(settings: settings, logger: context.logger) })
 }
+#endif

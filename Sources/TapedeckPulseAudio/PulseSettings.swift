@@ -1,3 +1,4 @@
+#if PulseAudio
 import TapedeckCore
 
 /// One Pulse plugin section, validated: where the server is, which device, names, fragment size.
@@ -51,3 +52,4 @@ struct PulseSettings: Sendable, Hashable {
     /// `source` or `sink`.
     var deviceKind: String { role == .capture ? "source" : "sink" }
 }
+#endif

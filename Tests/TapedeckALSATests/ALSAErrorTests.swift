@@ -1,3 +1,4 @@
+#if ALSA
 import Logging
 import Testing
 @testable import TapedeckALSA
@@ -73,3 +74,4 @@ struct ALSAErrorTests {
         #expect(throws: TapedeckError.self) { try PluginSettings.resolving(ALSAPlugin.capture.settings, overrides: ["periods": "64"]) }
     }
 }
+#endif

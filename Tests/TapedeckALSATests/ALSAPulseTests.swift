@@ -1,3 +1,4 @@
+#if ALSA
 import Foundation
 import Logging
 import Synchronization
@@ -188,3 +189,4 @@ final class PlayFinished: Sendable {
     var value: Bool { flag.withLock { $0 } }
     func set() { flag.withLock { $0 = true } }
 }
+#endif

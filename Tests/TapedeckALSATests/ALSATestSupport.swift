@@ -1,3 +1,4 @@
+#if ALSA
 import Foundation
 import Logging
 import Synchronization
@@ -78,3 +79,4 @@ struct CollectingLogHandler: LogHandler {
         store.messages.withLock { $0.append(event.message.description) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PulseAudio
 import Foundation
 import Testing
 import TapedeckCore
@@ -88,3 +89,4 @@ struct PulseBackendTests {
         }
     }
 }
+#endif

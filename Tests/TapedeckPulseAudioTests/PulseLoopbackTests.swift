@@ -1,3 +1,4 @@
+#if PulseAudio
 import Foundation
 import Testing
 import TapedeckCore
@@ -97,3 +98,4 @@ struct PulseLoopbackTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PulseAudio
 import Foundation
 import Logging
 import TapedeckCore
@@ -69,3 +70,4 @@ enum PulseTestSupport {
         return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }
+#endif
