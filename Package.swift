@@ -25,6 +25,9 @@ let package = Package(
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
+        .library(name: "TapedeckScaffold", targets: ["TapedeckScaffold"]),
+        .executable(name: "tapedeck-scaffold", targets: ["tapedeck-scaffold"]),
+        .plugin(name: "ScaffoldBackend", targets: ["ScaffoldBackend"]),
     ],
     // The audio-server backends need libasound2-dev and libpulse-dev. Both are on by default;
     // `swift build --disable-default-traits` builds Tapedeck without them (null backend only).
@@ -41,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
+        // New backends: `swift package scaffold-backend` prints the two target lines to add here.
         // Models and ports.
         .target(
             name: "TapedeckCore",
@@ -134,6 +138,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // scaffold-backend: the template logic (tested), the tool that runs it, the thin plugin.
+        .target(name: "TapedeckScaffold", swiftSettings: swiftSettings),
+        .executableTarget(name: "tapedeck-scaffold", dependencies: ["TapedeckScaffold"], swiftSettings: swiftSettings),
+        .plugin(
+            name: "ScaffoldBackend",
+            capability: .command(
+                intent: .custom(verb: "scaffold-backend", description: "Create a new backend module (encoder, capture, playback or storage) with its conformance tests."),
+                permissions: [.writeToPackageDirectory(reason: "Creates Sources/TapedeckNAME and Tests/TapedeckNAMETests; never overwrites a file.")]),
+            dependencies: ["tapedeck-scaffold"]),
+
         // The command-line front end.
         .executableTarget(
             name: "tapedeck",
@@ -175,6 +189,7 @@ let package = Package(
             dependencies: ["TapedeckDirectoryStorage", "TapedeckTesting"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "TapedeckScaffoldTests", dependencies: ["TapedeckScaffold"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TapedeckBundleStorageTests",
             dependencies: ["TapedeckBundleStorage", "TapedeckTesting"],

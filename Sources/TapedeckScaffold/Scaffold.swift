@@ -1,0 +1,95 @@
+public import Foundation
+
+/// The kinds of backend `scaffold-backend` can start.
+public enum BackendKind: String, Sendable, CaseIterable {
+    case encoder, capture, playback, storage
+}
+
+/// A new backend's name in the forms the templates need: `Opus` (types, module `TapedeckOpus`)
+/// and `opus` (the config name).
+public struct ScaffoldName: Sendable, Hashable {
+    public let type: String
+    public let config: String
+
+    /// Accepts an UpperCamelCase ASCII name of 2 to 40 letters and digits.
+    /// - Throws: ``ScaffoldError`` saying what is accepted.
+    public init(_ name: String) throws {
+        let scalars = name.unicodeScalars
+        guard (2...40).contains(name.count), let first = scalars.first, first.isASCII, ("A"..."Z").contains(first),
+              scalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
+            throw ScaffoldError("--name \(name.debugDescription): use an UpperCamelCase name of ASCII letters and digits, 2 to 40 characters, e.g. Opus or AacLc.")
+        }
+        type = name
+        config = name.lowercased()
+    }
+}
+
+/// A file the scaffold creates, relative to the package root.
+public struct GeneratedFile: Sendable, Hashable {
+    public var path: String
+    public var contents: String
+}
+
+/// A scaffold failure, with what to do.
+public struct ScaffoldError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Creates the module, test target and registration lines of a new backend.
+///
+/// The generated module is a real, trivial implementation that builds and passes the matching
+/// conformance suite as it is, for the author to replace. Existing files are never overwritten.
+public enum Scaffold {
+    /// The files of a new backend of `kind`.
+    /// - Thread: any. Never blocks.
+    public static func files(kind: BackendKind, name: ScaffoldName) throws -> [GeneratedFile] {
+        switch kind {
+        case .encoder: EncoderTemplate.files(name)
+        case .capture, .playback, .storage:
+            throw ScaffoldError("--kind \(kind.rawValue) has no template yet; only --kind encoder does. Start from Sources/TapedeckNull (capture, playback) or Sources/TapedeckBundleStorage (storage).")
+        }
+    }
+
+    /// The lines to add to `Package.swift` (inside `targets:`) and to `PluginCatalog.builtIn`.
+    /// - Thread: any. Never blocks.
+    public static func registration(kind: BackendKind, name: ScaffoldName) -> (package: [String], catalog: [String]) {
+        let module = "Tapedeck\(name.type)"
+        let package = [
+            ".target(name: \"\(module)\", dependencies: [\"TapedeckCore\"], swiftSettings: swiftSettings),",
+            ".testTarget(name: \"\(module)Tests\", dependencies: [\"\(module)\", \"TapedeckTesting\"], swiftSettings: swiftSettings),",
+        ]
+        let catalog: [String] = switch kind {
+        case .encoder: ["encoders: \(name.type)Plugin.encoder, decoders: \(name.type)Plugin.decoder  (and `import \(module)`; add \"\(module)\" to TapedeckAssembly's dependencies)"]
+        case .capture: ["capture: \(name.type)Plugin.capture"]
+        case .playback: ["playback: \(name.type)Plugin.playback"]
+        case .storage: ["storage: \(name.type)Plugin.storage"]
+        }
+        return (package, catalog)
+    }
+
+    /// Writes the files under `packageRoot`. Refuses before writing anything if any of them (or
+    /// the module's folder) exists already, or if `packageRoot` is not a package.
+    /// - Returns: the paths created, relative to `packageRoot`.
+    /// - Thread: any. Blocks on disk I/O.
+    public static func write(kind: BackendKind, name: ScaffoldName, into packageRoot: URL) throws -> [String] {
+        let fm = FileManager.default
+        guard fm.fileExists(atPath: packageRoot.appendingPathComponent("Package.swift").path) else {
+            throw ScaffoldError("\(packageRoot.path) has no Package.swift; run the scaffold in the Tapedeck package.")
+        }
+        let files = try files(kind: kind, name: name)
+        let folders = Set(files.map { ($0.path as NSString).deletingLastPathComponent })
+        for path in folders.sorted() + files.map(\.path) where fm.fileExists(atPath: packageRoot.appendingPathComponent(path).path) {
+            throw ScaffoldError("\(path) exists already; the scaffold never overwrites. Choose another --name, or remove it first.")
+        }
+        var created: [String] = []
+        for file in files {
+            let url = packageRoot.appendingPathComponent(file.path)
+            try fm.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            // `withoutOverwriting`: a file that appeared meanwhile is still never replaced.
+            try Data(file.contents.utf8).write(to: url, options: .withoutOverwriting)
+            created.append(file.path)
+        }
+        return created
+    }
+}

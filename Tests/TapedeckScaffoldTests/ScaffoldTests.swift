@@ -1,0 +1,55 @@
+import Foundation
+import TapedeckScaffold
+import Testing
+
+@Suite("scaffold-backend templates")
+struct ScaffoldTests {
+    func packageDir() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-scaffold-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try Data("// swift-tools-version: 6.2\n".utf8).write(to: url.appendingPathComponent("Package.swift"))
+        return url
+    }
+
+    @Test("an encoder scaffold creates the module, its plugin and its conformance tests, named after --name")
+    func encoder() throws {
+        let root = try packageDir()
+        let created = try Scaffold.write(kind: .encoder, name: try ScaffoldName("Opus"), into: root)
+        #expect(created == ["Sources/TapedeckOpus/OpusEncoder.swift", "Sources/TapedeckOpus/OpusPlugin.swift",
+                            "Tests/TapedeckOpusTests/OpusConformanceTests.swift"])
+        let encoder = try String(contentsOf: root.appendingPathComponent(created[0]), encoding: .utf8)
+        #expect(encoder.contains("public struct OpusEncoder: AudioEncoder, AudioDecoder"))
+        #expect(encoder.contains("public var name: String { \"opus\" }"))
+        let tests = try String(contentsOf: root.appendingPathComponent(created[2]), encoding: .utf8)
+        #expect(tests.contains("import TapedeckOpus") && tests.contains("EncoderConformance.roundTrip"))
+        let lines = Scaffold.registration(kind: .encoder, name: try ScaffoldName("Opus"))
+        #expect(lines.package == [
+            ".target(name: \"TapedeckOpus\", dependencies: [\"TapedeckCore\"], swiftSettings: swiftSettings),",
+            ".testTarget(name: \"TapedeckOpusTests\", dependencies: [\"TapedeckOpus\", \"TapedeckTesting\"], swiftSettings: swiftSettings),",
+        ])
+        #expect(lines.catalog.first?.hasPrefix("encoders: OpusPlugin.encoder, decoders: OpusPlugin.decoder") == true)
+    }
+
+    @Test("existing files are never overwritten: the scaffold refuses before writing anything")
+    func neverOverwrites() throws {
+        let root = try packageDir()
+        let mine = root.appendingPathComponent("Tests/TapedeckOpusTests/OpusConformanceTests.swift")
+        try FileManager.default.createDirectory(at: mine.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("my work".utf8).write(to: mine)
+        #expect(throws: ScaffoldError.self) { try Scaffold.write(kind: .encoder, name: try ScaffoldName("Opus"), into: root) }
+        #expect(try Data(contentsOf: mine) == Data("my work".utf8))
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("Sources/TapedeckOpus").path), "nothing half-written")
+    }
+
+    @Test("names must be UpperCamelCase ASCII; a folder without Package.swift is refused")
+    func validation() throws {
+        for bad in ["opus", "O", "Opus Codec", "../Evil", "Ópus", "Opus-2", String(repeating: "A", count: 41)] {
+            #expect(throws: ScaffoldError.self, "\(bad)") { try ScaffoldName(bad) }
+        }
+        #expect(try ScaffoldName("AacLc").config == "aaclc")
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-nopkg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        #expect(throws: ScaffoldError.self) { try Scaffold.write(kind: .encoder, name: try ScaffoldName("Opus"), into: empty) }
+        #expect(throws: ScaffoldError.self) { try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud")) }
+    }
+}
