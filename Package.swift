@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "TapedeckNull", targets: ["TapedeckNull"]),
         .library(name: "TapedeckWAV", targets: ["TapedeckWAV"]),
         .library(name: "TapedeckFLAC", targets: ["TapedeckFLAC"]),
+        .library(name: "TapedeckOpus", targets: ["TapedeckOpus"]),
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
         .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
@@ -45,6 +46,13 @@ let package = Package(
     ],
     targets: [
         // New backends: `swift package scaffold-backend` prints the two target lines to add here.
+        .target(name: "TapedeckOpus", dependencies: ["TapedeckCore", "COpus"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckOpusTests", dependencies: ["TapedeckOpus", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .systemLibrary(
+            name: "COpus",
+            pkgConfig: "libopusenc",
+            providers: [.apt(["libopusenc-dev", "libopusfile-dev"])]
+        ),
         // Models and ports.
         .target(
             name: "TapedeckCore",
@@ -127,7 +135,7 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",

@@ -157,7 +157,8 @@ struct ExportJob {
         let reader = try decoder.openReader(at: url)
         defer { reader.close() }
         let chunk = 8192
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * format.bytesPerFrame, alignment: 16)
+        // Sized by what the reader delivers, which may differ from what was written.
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
         defer { buffer.deallocate() }
         var decoded = ContentHash()
         var count: Int64 = 0
@@ -166,6 +167,15 @@ struct ExportJob {
             if n == 0 { break }
             decoded.add(buffer, count: n * reader.format.bytesPerFrame)
             count += Int64(n)
+        }
+        if !encoder.isLossless {
+            // A lossy file keeps the sound, not the samples: check that all of it decodes, at the
+            // decoder's rate, to the length written.
+            let expected = Double(frames) * Double(reader.format.sampleRate) / Double(format.sampleRate)
+            guard reader.format.channels == format.channels, abs(Double(count) - expected) <= max(2, expected * 0.001) else {
+                throw TapedeckError(.io, "Verifying \(url.lastPathComponent) failed: it decodes to \(count) frames at \(reader.format.sampleRate) Hz, expected \(Int64(expected.rounded())). Nothing was kept.")
+            }
+            return "decoded again: \(count) frames at \(reader.format.sampleRate) Hz, the full length (lossy: samples differ by design)"
         }
         guard reader.format == format, count == frames, decoded == hash else {
             throw TapedeckError(.io, "Verifying \(url.lastPathComponent) failed: it decodes to \(count) frames of \(reader.format) that differ from the \(frames) frames of \(format) written. Nothing was kept.")

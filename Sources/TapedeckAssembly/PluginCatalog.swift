@@ -5,6 +5,7 @@ import TapedeckALSA
 import TapedeckNull
 import TapedeckWAV
 import TapedeckFLAC
+import TapedeckOpus
 import TapedeckDirectoryStorage
 import TapedeckBundleStorage
 #if PulseAudio
@@ -32,8 +33,8 @@ public struct PluginCatalog: Sendable {
     public static let builtIn = PluginCatalog(
         capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture),
         playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback),
-        encoders: [WAVPlugin.encoder, FLACPlugin.encoder],
-        decoders: [WAVPlugin.decoder, FLACPlugin.decoder],
+        encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder],
+        decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder],
         storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage])
 
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.

@@ -68,10 +68,16 @@ public protocol AudioEncoder: Sendable {
     ///
     /// - Thread: any. Blocks on disk I/O.
     func inspect(fileAt url: URL) throws -> RepairResult?
+
+    /// Whether decoding gives back exactly the samples written (exports of lossless files are
+    /// verified sample for sample; lossy ones by length). - Thread: any. Never blocks.
+    var isLossless: Bool { get }
 }
 
 extension AudioEncoder {
     public func inspect(fileAt url: URL) throws -> RepairResult? { nil }
+    /// Lossless unless an encoder says otherwise.
+    public var isLossless: Bool { true }
 }
 
 /// How a writer may use the machine.

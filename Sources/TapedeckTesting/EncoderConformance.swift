@@ -42,6 +42,110 @@ public enum EncoderConformance {
         #expect(try encoder.repair(fileAt: url).frames == 10_000)
     }
 
+    /// For lossy codecs, which keep the sound and not the samples: a 1 kHz sine at half scale
+    /// decodes to the same duration (at the decoder's rate, within 0.5 %), the same frequency
+    /// (zero crossings, within 1 %) and the same level (RMS within 1 dB) on every channel.
+    /// - Thread: any; blocks on disk I/O.
+    public static func lossyRoundTrip(encoder: any AudioEncoder, decoder: any AudioDecoder, format: AudioFormat,
+                                      seconds: Double, in directory: URL) throws {
+        let url = directory.appendingPathComponent("lossy-\(UUID().uuidString).\(encoder.fileExtension)")
+        let frames = Int(seconds * Double(format.sampleRate))
+        let writer = try encoder.makeWriter(at: url, format: format, metadata: sampleMetadata)
+        try writeSine(writer, format: format, frames: frames)
+        #expect(try writer.finish() == Int64(frames))
+        let (bytes, readFormat) = try readAll(decoder: decoder, url: url)
+        let decoded = try floats(bytes, readFormat)
+        let expectedFrames = Double(frames) * Double(readFormat.sampleRate) / Double(format.sampleRate)
+        let gotFrames = Double(decoded.count / readFormat.channels)
+        #expect(abs(gotFrames - expectedFrames) <= expectedFrames * 0.005, "decoded \(gotFrames) frames, expected \(expectedFrames)")
+        #expect(readFormat.channels == format.channels)
+        // The middle half, away from the codec's start-up and the end.
+        let count = decoded.count / readFormat.channels
+        let range = (count / 4)..<(3 * count / 4)
+        for c in 0..<readFormat.channels {
+            var crossings = 0
+            var sumSquares = 0.0
+            var previous = decoded[range.lowerBound * readFormat.channels + c]
+            for i in range {
+                let v = decoded[i * readFormat.channels + c]
+                if (previous < 0) != (v < 0) { crossings += 1 }
+                previous = v
+                sumSquares += Double(v) * Double(v)
+            }
+            let frequency = Double(crossings) / 2 / (Double(range.count) / Double(readFormat.sampleRate))
+            #expect(abs(frequency - 1000) < 10, "channel \(c): \(frequency) Hz")
+            let rms = (sumSquares / Double(range.count)).squareRoot()
+            let db = 20 * log10(rms / (0.5 / 2.0.squareRoot()))
+            #expect(abs(db) < 1, "channel \(c): level off by \(db) dB")
+        }
+    }
+
+    /// For lossy codecs: a writer abandoned after a checkpoint (as a killed process leaves it) is
+    /// repaired to a file the decoder reads, holding all but at most `maxLossSeconds` of what was
+    /// written before the checkpoint.
+    public static func lossyRepair(encoder: any AudioEncoder, decoder: any AudioDecoder, format: AudioFormat,
+                                   maxLossSeconds: Double, in directory: URL) throws {
+        let url = directory.appendingPathComponent("killed-\(UUID().uuidString).\(encoder.fileExtension)")
+        let frames = 2 * format.sampleRate
+        let writer = try encoder.makeWriter(at: url, format: format, metadata: sampleMetadata)
+        try writeSine(writer, format: format, frames: frames)
+        try writer.checkpoint()
+        writer.abandon()
+        let repaired = try encoder.repair(fileAt: url)
+        #expect(repaired.frames <= Int64(frames))
+        #expect(Double(frames) - Double(repaired.frames) <= maxLossSeconds * Double(format.sampleRate),
+                "repair kept \(repaired.frames) of \(frames) frames")
+        let (bytes, readFormat) = try readAll(decoder: decoder, url: url)
+        #expect(bytes.count / readFormat.bytesPerFrame > 0)
+        #expect(try encoder.repair(fileAt: url).frames == repaired.frames, "repairing again changes nothing")
+    }
+
+    /// Writes `frames` of a 1 kHz sine at half scale, on every channel, in uneven chunks.
+    static func writeSine(_ writer: any TakeWriter, format: AudioFormat, frames: Int) throws {
+        var f32 = [Float](repeating: 0, count: frames * format.channels)
+        for i in 0..<frames {
+            let v = Float(0.5 * sin(2 * Double.pi * 1000 * Double(i) / Double(format.sampleRate)))
+            for c in 0..<format.channels { f32[i * format.channels + c] = v }
+        }
+        let floatFormat = AudioFormat(sampleRate: format.sampleRate, channels: format.channels, sampleFormat: .f32)
+        var bytes = [UInt8](repeating: 0, count: frames * format.bytesPerFrame)
+        f32.withUnsafeBytes { src in
+            bytes.withUnsafeMutableBytes { dst in
+                if format.sampleFormat == .f32 {
+                    dst.copyMemory(from: src)
+                } else {
+                    SampleConverter(from: floatFormat, to: format.sampleFormat).convert(src.baseAddress!, into: dst.baseAddress!, frames: frames)
+                }
+            }
+        }
+        var offset = 0
+        var chunk = 1000
+        try bytes.withUnsafeBytes { raw in
+            while offset < frames {
+                let n = min(chunk, frames - offset)
+                try writer.write(raw.baseAddress! + offset * format.bytesPerFrame, frames: n)
+                offset += n
+                chunk = chunk * 2 + 7
+            }
+        }
+    }
+
+    /// Decoded bytes as floats (converting integer formats).
+    static func floats(_ bytes: [UInt8], _ format: AudioFormat) throws -> [Float] {
+        let frames = bytes.count / format.bytesPerFrame
+        var out = [Float](repeating: 0, count: frames * format.channels)
+        bytes.withUnsafeBytes { src in
+            out.withUnsafeMutableBytes { dst in
+                if format.sampleFormat == .f32 {
+                    dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[0..<(frames * format.bytesPerFrame)]))
+                } else {
+                    SampleConverter(from: format, to: .f32).convert(src.baseAddress!, into: dst.baseAddress!, frames: frames)
+                }
+            }
+        }
+        return out
+    }
+
     static let sampleMetadata = TakeMetadata(takeName: "Take 1", sessionName: "Session 1", takeNumber: 1, startDate: Date())
 
     @discardableResult

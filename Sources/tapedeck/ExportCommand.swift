@@ -22,7 +22,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "Export every take of this session (name or id).")
     var session: String?
 
-    @Option(help: "The output format: flac or wav.")
+    @Option(help: "The output format: flac, wav or opus (any encoder `tapedeck backends` lists).")
     var format = "flac"
 
     @Option(help: "Compression level 0-8 (flac), as flac -0 … -8.")

@@ -164,7 +164,7 @@ struct EndToEndTests {
         let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }
         #expect(names == ["capture:null", "capture:alsa", "capture:pulse", "playback:null", "playback:alsa", "playback:pulse",
-                          "encoder:wav", "encoder:flac", "decoder:wav", "decoder:flac", "storage:directory", "storage:bundle"])
+                          "encoder:wav", "encoder:flac", "encoder:opus", "decoder:wav", "decoder:flac", "decoder:opus", "storage:directory", "storage:bundle"])
         let nullCapture = try #require(plugins.first)
         let keys = (nullCapture["settings"] as? [[String: Any]])?.compactMap { $0["configKey"] as? String } ?? []
         #expect(keys.contains("capture.null.signal"))

@@ -392,3 +392,24 @@ struct ConfigEndToEndTests {
         #expect(ms.first { $0["key"] as? String == "format.sample-rate" }?["layer"] as? String == "file")
     }
 }
+
+@Suite("Opus export end to end")
+struct OpusExportEndToEndTests {
+    @Test("export --format opus writes an Ogg Opus file that opusdec decodes to the take's length, tagged")
+    func exportOpus() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "--session", "Demo", "--name", "Hook", "--duration", "1.5s").status == 0)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-opus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let r = try cli.run("export", "Demo/Hook", "--format", "opus", "--output", out.path, "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let file = out.appendingPathComponent("Demo - Hook.opus")
+        let wav = out.appendingPathComponent("decoded.wav")
+        let dec = try CLIHarness.tool("opusdec", ["--quiet", file.path, wav.path])
+        #expect(dec.status == 0, "\(dec.stderr)")
+        let soxi = try CLIHarness.tool("soxi", ["-D", wav.path])
+        #expect(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1.500000", "\(soxi.stdout)")
+        let info = try CLIHarness.tool("opusinfo", [file.path])
+        #expect(info.stdout.contains("TITLE=Hook") && info.stdout.contains("ALBUM=Demo"), "\(info.stdout)")
+    }
+}
