@@ -46,8 +46,10 @@ public enum Scaffold {
     public static func files(kind: BackendKind, name: ScaffoldName) throws -> [GeneratedFile] {
         switch kind {
         case .encoder: EncoderTemplate.files(name)
-        case .capture, .playback, .storage:
-            throw ScaffoldError("--kind \(kind.rawValue) has no template yet; only --kind encoder does. Start from Sources/TapedeckNull (capture, playback) or Sources/TapedeckBundleStorage (storage).")
+        case .capture: DeviceTemplates.capture(name)
+        case .playback: DeviceTemplates.playback(name)
+        case .storage:
+            throw ScaffoldError("--kind storage has no template yet (a store must pass the full storage contract: crash points, I/O errors, recovery, locks). Start from Sources/TapedeckBundleStorage and run StorageConformance.run on it.")
         }
     }
 

@@ -52,4 +52,18 @@ struct ScaffoldTests {
         #expect(throws: ScaffoldError.self) { try Scaffold.write(kind: .encoder, name: try ScaffoldName("Opus"), into: empty) }
         #expect(throws: ScaffoldError.self) { try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud")) }
     }
+
+    @Test("capture and playback scaffolds create a paced device, its plugin and the backend conformance tests")
+    func devices() throws {
+        let root = try packageDir()
+        let capture = try Scaffold.write(kind: .capture, name: try ScaffoldName("Jack"), into: root)
+        #expect(capture == ["Sources/TapedeckJack/JackCapture.swift", "Sources/TapedeckJack/JackPlugin.swift",
+                            "Tests/TapedeckJackTests/JackConformanceTests.swift"])
+        let tests = try String(contentsOf: root.appendingPathComponent(capture[2]), encoding: .utf8)
+        #expect(tests.contains("BackendConformance.capture(JackCaptureBackend()"))
+        let playback = try Scaffold.write(kind: .playback, name: try ScaffoldName("Sndio"), into: root)
+        let plugin = try String(contentsOf: root.appendingPathComponent(playback[1]), encoding: .utf8)
+        #expect(plugin.contains("public static let playback = PlaybackPlugin("))
+        #expect(Scaffold.registration(kind: .capture, name: try ScaffoldName("Jack")).catalog == ["capture: JackPlugin.capture"])
+    }
 }
