@@ -43,13 +43,13 @@ public struct ScaffoldError: Error, Sendable, CustomStringConvertible {
 public enum Scaffold {
     /// The files of a new backend of `kind`.
     /// - Thread: any. Never blocks.
-    public static func files(kind: BackendKind, name: ScaffoldName) throws -> [GeneratedFile] {
+    /// `packageRoot` is read for `--kind storage`, whose template is the package's bundle store.
+    public static func files(kind: BackendKind, name: ScaffoldName, packageRoot: URL) throws -> [GeneratedFile] {
         switch kind {
         case .encoder: EncoderTemplate.files(name)
         case .capture: DeviceTemplates.capture(name)
         case .playback: DeviceTemplates.playback(name)
-        case .storage:
-            throw ScaffoldError("--kind storage has no template yet (a store must pass the full storage contract: crash points, I/O errors, recovery, locks). Start from Sources/TapedeckBundleStorage and run StorageConformance.run on it.")
+        case .storage: try StorageTemplate.files(name, packageRoot: packageRoot)
         }
     }
 
@@ -65,7 +65,7 @@ public enum Scaffold {
         case .encoder: ["encoders: \(name.type)Plugin.encoder, decoders: \(name.type)Plugin.decoder  (and `import \(module)`; add \"\(module)\" to TapedeckAssembly's dependencies)"]
         case .capture: ["capture: \(name.type)Plugin.capture"]
         case .playback: ["playback: \(name.type)Plugin.playback"]
-        case .storage: ["storage: \(name.type)Plugin.storage"]
+        case .storage: ["storage: \(name.type)StoragePlugin.storage"]
         }
         return (package, catalog)
     }
@@ -79,7 +79,7 @@ public enum Scaffold {
         guard fm.fileExists(atPath: packageRoot.appendingPathComponent("Package.swift").path) else {
             throw ScaffoldError("\(packageRoot.path) has no Package.swift; run the scaffold in the Tapedeck package.")
         }
-        let files = try files(kind: kind, name: name)
+        let files = try files(kind: kind, name: name, packageRoot: packageRoot)
         let folders = Set(files.map { ($0.path as NSString).deletingLastPathComponent })
         for path in folders.sorted() + files.map(\.path) where fm.fileExists(atPath: packageRoot.appendingPathComponent(path).path) {
             throw ScaffoldError("\(path) exists already; the scaffold never overwrites. Choose another --name, or remove it first.")

@@ -50,7 +50,9 @@ struct ScaffoldTests {
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-nopkg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         #expect(throws: ScaffoldError.self) { try Scaffold.write(kind: .encoder, name: try ScaffoldName("Opus"), into: empty) }
-        #expect(throws: ScaffoldError.self) { try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud")) }
+        #expect(throws: ScaffoldError.self, "storage needs the package's bundle store") {
+            try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), packageRoot: empty)
+        }
     }
 
     @Test("capture and playback scaffolds create a paced device, its plugin and the backend conformance tests")
@@ -65,5 +67,16 @@ struct ScaffoldTests {
         let plugin = try String(contentsOf: root.appendingPathComponent(playback[1]), encoding: .utf8)
         #expect(plugin.contains("public static let playback = PlaybackPlugin("))
         #expect(Scaffold.registration(kind: .capture, name: try ScaffoldName("Jack")).catalog == ["capture: JackPlugin.capture"])
+    }
+
+    @Test("a storage scaffold is the package's bundle store, renamed, with the storage conformance suite")
+    func storage() throws {
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let files = try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), packageRoot: packageRoot)
+        #expect(files.map(\.path).contains("Sources/TapedeckCloud/CloudStorage.swift"))
+        #expect(files.map(\.path).contains("Sources/TapedeckCloud/CloudStoragePlugin.swift"))
+        let plugin = try #require(files.first { $0.path.hasSuffix("CloudStoragePlugin.swift") })
+        #expect(plugin.contents.contains("name: \"cloud\",") && !plugin.contents.contains("BundleStorage"))
+        #expect(files.last?.contents.contains("StorageConformance.run") == true)
     }
 }
