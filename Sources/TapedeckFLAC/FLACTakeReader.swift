@@ -39,8 +39,10 @@ final class FLACTakeReader: TakeReader {
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
         let info: FLACHeader.StreamInfo
+        let header: FLACHeader
         do {
-            info = try FLACHeader.read(from: FLACFile(fd: fd, path: path, kind: "FLAC")).streamInfo
+            header = try FLACHeader.read(from: FLACFile(fd: fd, path: path, kind: "FLAC"))
+            info = header.streamInfo
             source = try FLACSource(fd: fd, path: path)
         } catch {
             closeDescriptor(fd)
@@ -57,8 +59,13 @@ final class FLACTakeReader: TakeReader {
             close()
             throw TapedeckError(.corruptFile, "\(path) cannot be read as FLAC: its metadata is damaged.")
         }
+        // STREAMINFO is a claim: a frame takes at least 9 bytes (header, subframes, CRC) and holds
+        // at most the maximum block size, so more samples than that bound cannot be in the file.
+        // Such a claim (or none) is replaced by counting the frames really there.
+        let audioBytes = max(0, header.fileLength - header.audioStart)
+        let bound = Int64(max(info.maxBlockSize, 16)) * (audioBytes / 9 + 1)
         frameCount = Int64(info.totalSamples)
-        if frameCount == 0 { countFrames(source) }
+        if frameCount == 0 || frameCount > bound || audioBytes == 0 { countFrames(source) }
     }
 
     deinit {
