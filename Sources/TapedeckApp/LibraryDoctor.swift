@@ -136,19 +136,12 @@ public struct LibraryDoctor: Sendable {
         return f
     }
 
-    /// Recovers an interrupted take as opening the library does; `nil` when it cannot be.
-    private func recover(_ interrupted: InterruptedTake) throws -> String? {
-        let size = interrupted.fileURL.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int } ?? 0
-        guard let url = interrupted.fileURL, size > 0 else {
-            _ = try storage.completeRecovery(of: interrupted.take, repaired: nil)
+    /// Recovers an interrupted take as opening the library does, and says what happened.
+    private func recover(_ interrupted: InterruptedTake) throws -> String {
+        guard let take = try TakeRecovery.recover(interrupted, storage: storage, encoders: encoders) else {
             return "removed the entry (no audio was ever written)"
         }
-        guard let encoder = encoders.first(where: { $0.name == interrupted.take.encoding }) else {
-            throw TapedeckError(.unsupportedFormat, "This build has no \(interrupted.take.encoding) encoder to repair it; it was left as it is.")
-        }
-        let repaired = try encoder.repair(fileAt: url)
-        _ = try storage.completeRecovery(of: interrupted.take, repaired: repaired)
-        return "recovered \(repaired.frames) frames"
+        return "recovered \(take.frames) frames"
     }
 }
 

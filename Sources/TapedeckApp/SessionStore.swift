@@ -37,24 +37,14 @@ public final class SessionStore {
         let recovered = try await perform {
             var recovered: [Take] = []
             for interrupted in try storage.interruptedTakes() {
-                var repaired: RepairResult?
-                let size = interrupted.fileURL.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int } ?? 0
-                if let url = interrupted.fileURL, size == 0 {
-                    // Created but never written: there is no audio to keep.
-                    try? FileManager.default.removeItem(at: url)
-                } else if let url = interrupted.fileURL {
-                    guard let encoder = encoders.first(where: { $0.name == interrupted.take.encoding }) else {
-                        logger.error("Take \"\(interrupted.take.name)\" was written by the \(interrupted.take.encoding) encoder, which this build does not have; it was left as it is.")
-                        continue
-                    }
-                    do {
-                        repaired = try encoder.repair(fileAt: url)
-                    } catch {
-                        logger.error("Could not repair \(url.path): \(error). It was left as it is; run `tapedeck doctor`.")
-                        continue
-                    }
+                let take: Take?
+                do {
+                    take = try TakeRecovery.recover(interrupted, storage: storage, encoders: encoders)
+                } catch let error as TapedeckError {
+                    logger.error("\(error.message)")
+                    continue
                 }
-                if let take = try storage.completeRecovery(of: interrupted.take, repaired: repaired) {
+                if let take {
                     logger.notice("Recovered take \"\(take.name)\" (\(String(format: "%.3f", take.seconds)) s) left by a recording that did not finish.")
                     recovered.append(take)
                 }

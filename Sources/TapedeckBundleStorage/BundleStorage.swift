@@ -462,14 +462,7 @@ public final class BundleStorage: LibraryMaintenance {
         guard !isSingleBundle else {
             throw TapedeckError(.invalidArgument, "A bundle opened in place has no quarantine folder. Open the library that holds it to repair it.")
         }
-        let stamp: String = {
-            let f = DateFormatter()
-            f.locale = Locale(identifier: "en_US_POSIX")
-            f.timeZone = TimeZone(identifier: "UTC")
-            f.dateFormat = "yyyyMMdd-HHmmss"
-            return f.string(from: Date())
-        }()
-        return try locked(nil) { try files.quarantine(relativePath, in: rootURL, stamp: stamp) }
+        return try locked(nil) { try files.quarantine(relativePath, in: rootURL) }
     }
 
     /// Removes the entry of a take whose audio file is gone.

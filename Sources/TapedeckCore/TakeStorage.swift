@@ -145,9 +145,14 @@ public protocol LibraryMaintenance: TakeStorage {
 }
 
 extension DurableFiles {
-    /// Moves a library-relative file or folder under `root` into `root/quarantine/<stamp>/`,
+    /// Moves a library-relative file or folder under `root` into `root/quarantine/<UTC time>/`,
     /// keeping its relative path, never replacing anything; returns the new relative path.
-    public func quarantine(_ relativePath: String, in root: URL, stamp: String) throws -> String {
+    public func quarantine(_ relativePath: String, in root: URL) throws -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        let stamp = formatter.string(from: Date())
         let parts = relativePath.split(separator: "/").map(String.init)
         guard !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }), !relativePath.hasPrefix("/") else {
             throw TapedeckError(.invalidArgument, "\(relativePath) is not a path inside the library.")

@@ -390,7 +390,7 @@ public final class DirectoryStorage: LibraryMaintenance {
 
     public func quarantine(_ relativePath: String) throws -> String {
         _ = try confined(relativePath)
-        return try files.quarantine(relativePath, in: rootURL, stamp: Self.quarantineStamp())
+        return try files.quarantine(relativePath, in: rootURL)
     }
 
     public func forgetTake(_ id: String) throws {
@@ -428,14 +428,6 @@ public final class DirectoryStorage: LibraryMaintenance {
         return flock(fd, LOCK_EX | LOCK_NB) != 0
     }
 
-    /// A folder name for one doctor run's quarantine: UTC date and time.
-    static func quarantineStamp() -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyyMMdd-HHmmss"
-        return f.string(from: Date())
-    }
 
     // MARK: helpers
 
