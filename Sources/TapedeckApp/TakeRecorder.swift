@@ -9,15 +9,16 @@ public struct RecordingSettings: Sendable, Hashable {
     public var periodFrames: Int
     public var bufferSeconds: Double
     public var checkpointInterval: Duration
-    /// How often the observable progress (frames, peaks, overruns) is refreshed: often for a
-    /// meter on screen, rarely when nobody watches (each refresh wakes the main actor).
-    public var progressInterval: Duration
+    /// How often the observable progress (frames, peaks, overruns) is refreshed while recording:
+    /// often for a meter on screen. `nil` when nobody watches: the properties are then set only
+    /// once, when the recording ends, and the main actor is not woken while it runs.
+    public var progressInterval: Duration?
     /// Whether peak levels are measured for ``TakeRecorder/peaks`` (off when no meter is shown:
     /// the writer then does not read the audio again).
     public var measuresLevels: Bool
 
     public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
-                checkpointInterval: Duration = .seconds(1), progressInterval: Duration = .milliseconds(100),
+                checkpointInterval: Duration = .seconds(1), progressInterval: Duration? = .milliseconds(100),
                 measuresLevels: Bool = true) {
         self.format = format
         self.periodFrames = periodFrames
@@ -58,7 +59,8 @@ public struct RecordingReport: Sendable, Hashable {
 /// ``RecordingEngine`` and finishes the take in storage.
 ///
 /// Runs on the main actor; the device and writer run on their own threads. The observable
-/// properties update about ten times a second while recording, for meters.
+/// properties update every ``RecordingSettings/progressInterval`` while recording (ten times a
+/// second by default), for meters.
 @MainActor
 @Observable
 public final class TakeRecorder {
@@ -163,14 +165,15 @@ public final class TakeRecorder {
         if stopRequested { engine.stop() }
         phase = .recording
 
-        let interval = settings.progressInterval
-        let meter = Task { @MainActor [weak self] in
-            while !Task.isCancelled, let self, self.phase == .recording {
-                self.apply(engine.takeProgress())
-                try? await Task.sleep(for: interval)
+        let meter = settings.progressInterval.map { interval in
+            Task { @MainActor [weak self] in
+                while !Task.isCancelled, let self, self.phase == .recording {
+                    self.apply(engine.takeProgress())
+                    try? await Task.sleep(for: interval)
+                }
             }
         }
-        defer { meter.cancel() }
+        defer { meter?.cancel() }
 
         let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
                                     takeNumber: pending.take.number, startDate: pending.take.createdAt)

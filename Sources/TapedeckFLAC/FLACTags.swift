@@ -31,7 +31,7 @@ enum FLACTags {
     /// The (name, value) pairs for `metadata`, in file order.
     static func fields(for metadata: TakeMetadata) -> [(String, String)] {
         var fields = [("TITLE", metadata.takeName), ("ALBUM", metadata.sessionName),
-                      ("TRACKNUMBER", String(metadata.takeNumber)), ("DATE", metadata.startDate.ISO8601Format())]
+                      ("TRACKNUMBER", String(metadata.takeNumber)), ("DATE", metadata.startDateISO8601)]
         if !metadata.notes.isEmpty { fields.append(("DESCRIPTION", metadata.notes)) }
         fields.append(("ENCODER", encoderTag))
         return fields

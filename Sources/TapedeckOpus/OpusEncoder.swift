@@ -106,7 +106,7 @@ public struct OpusEncoder: AudioEncoder, AudioDecoder {
             guard let comments = ope_comments_create() else { throw TapedeckError(.internalError, "libopusenc could not allocate comments.") }
             defer { ope_comments_destroy(comments) }
             let tags = [("TITLE", metadata.takeName), ("ALBUM", metadata.sessionName), ("TRACKNUMBER", String(metadata.takeNumber)),
-                        ("DATE", ISO8601DateFormatter().string(from: metadata.startDate))] + (metadata.notes.isEmpty ? [] : [("DESCRIPTION", metadata.notes)])
+                        ("DATE", metadata.startDateISO8601)] + (metadata.notes.isEmpty ? [] : [("DESCRIPTION", metadata.notes)])
             for (tag, value) in tags { _ = ope_comments_add(comments, tag, value) }
             var callbacks = OpusEncCallbacks(
                 write: { userData, pointer, length in

@@ -50,7 +50,7 @@ final class WAVTakeWriter: TakeWriter {
         set(SF_STR_TITLE, metadata.takeName)
         set(SF_STR_ALBUM, metadata.sessionName)
         set(SF_STR_TRACKNUMBER, String(metadata.takeNumber))
-        set(SF_STR_DATE, metadata.startDate.ISO8601Format())
+        set(SF_STR_DATE, metadata.startDateISO8601)
         set(SF_STR_COMMENT, metadata.notes)
         set(SF_STR_SOFTWARE, "Tapedeck")
     }

@@ -33,6 +33,14 @@ struct ModelTests {
         #expect(throws: TapedeckError.self) { try PluginSettings.resolving(decls, overrides: ["nope": "1"]) }
     }
 
+    @Test("the DATE text is ISO 8601 in UTC to the second, exactly as Foundation writes it",
+          arguments: [0.0, 1_700_000_000.7, 951_782_400, 4_102_444_799.999, -86_400.5, 1_234_567_890])
+    func startDateText(seconds: Double) {
+        let date = Date(timeIntervalSince1970: seconds)
+        let metadata = TakeMetadata(takeName: "t", sessionName: "s", takeNumber: 1, startDate: date)
+        #expect(metadata.startDateISO8601 == date.ISO8601Format())
+    }
+
     @Test("ENOSPC becomes diskFull with advice")
     func systemErrors() {
         let e = TapedeckError.system(28, while: "write x")

@@ -1,0 +1,67 @@
+"""Shared by the recording benchmarks (bench-alsa, bench-pulse): start several recorders at the
+same moment and measure each one's CPU (user+sys from its rusage, which Linux keeps to the
+nanosecond of run time), peak RSS, time to the first captured frame, and wall time."""
+import os
+import signal
+import statistics
+import subprocess
+import time
+
+
+def audio_files(root):
+    """Files under root that can hold audio (not the catalog, not lock files)."""
+    for d, _, names in os.walk(root):
+        for n in names:
+            if "catalog" in n or n.endswith(".lock"):
+                continue
+            yield os.path.join(d, n)
+
+
+def run_together(work, jobs, interrupt_after=None):
+    """Starts every job at once. A job is a dict with "cmd" (argv), "watch" (a folder whose first
+    file past 1 KiB marks the first frame) and optionally "env" and "interrupt" (True: send SIGINT
+    after interrupt_after seconds). Returns one dict per job with cpu (s), rss (KiB), first (s or
+    None), wall (s), rc (exit status), stdout (text) and interrupted_at (s from its start)."""
+    runs = []
+    for i, job in enumerate(jobs):
+        out = open(os.path.join(work, f"job{len(runs)}-{time.monotonic_ns()}.out"), "w+")
+        env = dict(os.environ, **job.get("env", {}))
+        runs.append({"job": job, "out": out, "start": time.monotonic(), "first": None, "done": False,
+                     "interrupted_at": None,
+                     "p": subprocess.Popen(job["cmd"], stdout=out, stderr=subprocess.DEVNULL, env=env)})
+    while not all(r["done"] for r in runs):
+        now = time.monotonic()
+        for r in runs:
+            if r["done"]:
+                continue
+            pid, status, usage = os.wait4(r["p"].pid, os.WNOHANG)
+            if pid == r["p"].pid:
+                r.update(done=True, wall=time.monotonic() - r["start"], cpu=usage.ru_utime + usage.ru_stime,
+                         rss=usage.ru_maxrss, rc=os.waitstatus_to_exitcode(status))
+                r["out"].seek(0)
+                r["stdout"] = r["out"].read()
+                continue
+            if (r["job"].get("interrupt") and r["interrupted_at"] is None
+                    and now - r["start"] >= interrupt_after):
+                r["p"].send_signal(signal.SIGINT)
+                r["interrupted_at"] = time.monotonic() - r["start"]
+            if r["first"] is None:
+                for f in audio_files(r["job"]["watch"]):
+                    try:
+                        if os.stat(f).st_size > 1024:
+                            r["first"] = time.monotonic() - r["start"]
+                            break
+                    except FileNotFoundError:
+                        pass
+        waiting = any(r["first"] is None and not r["done"] for r in runs)
+        time.sleep(0.001 if waiting else 0.01)
+    return [{k: r[k] for k in ("cpu", "rss", "first", "wall", "rc", "stdout", "interrupted_at")} for r in runs]
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(x, unit="s", digits=3):
+    return "n/a" if x is None else f"{x:.{digits}f} {unit}"
