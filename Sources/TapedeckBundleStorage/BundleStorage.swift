@@ -279,6 +279,8 @@ public final class BundleStorage: LibraryMaintenance {
             throw TapedeckError(.busy, "Could not lock \(lockURL.path). Try again.")
         }
         do {
+            // Blocks held back in the lock file, so finishing still works if the audio fills the disk.
+            try SpaceReserve.claim(lockFD, path: bundle.path)
             try files.reached("beginTake", "lock created")
             let (take, session) = try locked(bundle) { () -> (Take, Session) in
                 var manifest = try readSession(sessionID, in: bundle)
@@ -329,6 +331,8 @@ public final class BundleStorage: LibraryMaintenance {
             throw TapedeckError(.invalidArgument, "The overrun at frame \(o.frame) (\(o.frames) frames, cause \(ManifestCodec.quoted(o.cause))) cannot be stored.")
         }
         let overruns = overruns.map { OverrunEvent(frame: $0.frame, frames: $0.frames, date: ManifestCodec.quantize($0.date), cause: $0.cause) }
+        // The space held back since beginTake is what the sync, the move and the manifest rewrite may need.
+        if let fd = liveLocks.withLock({ $0[pending.take.id] }) { SpaceReserve.release(fd) }
         let bundle = try bundleURL(for: pending.take.sessionID, verify: true)
         let id = pending.take.id
         guard let entry = try readSession(pending.take.sessionID, in: bundle).takes.first(where: { $0.id == id }) else {

@@ -185,6 +185,8 @@ public final class DirectoryStorage: LibraryMaintenance {
             throw TapedeckError(.busy, "Could not lock \(lockURL.path). Try again.")
         }
         do {
+            // Blocks held back in the lock file, so finishing still works if the audio fills the disk.
+            try SpaceReserve.claim(lockFD, path: folderURL.path)
             try files.reached("beginTake", "lock created")
             let take = try commit("beginTake") { db -> Take in
                 let used = try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ?", arguments: [sessionID])
@@ -221,6 +223,8 @@ public final class DirectoryStorage: LibraryMaintenance {
     }
 
     public func finishTake(_ pending: PendingTake, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take {
+        // The space held back since beginTake is what the sync, the move and the commit may need.
+        if let fd = liveLocks.withLock({ $0[pending.take.id] }) { SpaceReserve.release(fd) }
         let finalURL = try confined(pending.take.file)
         if FileManager.default.fileExists(atPath: pending.fileURL.path) {
             try files.syncFile(pending.fileURL)

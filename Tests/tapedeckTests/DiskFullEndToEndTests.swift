@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A recording that fills the disk, on a real (small) file system: a tmpfs mounted for the test,
+/// which needs root (as CI runs). The library lives on it, so the catalog is on the full disk too.
+@Suite("disk full", .serialized, .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+struct DiskFullEndToEndTests {
+    static let verifier = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/verify_wav.py").path
+
+    /// Mounts a tmpfs of `megabytes` for the duration of `body`.
+    func withSmallDisk(megabytes: Int, _ body: (URL) throws -> Void) throws {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-full-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        let mounted = try CLIHarness.tool("mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=700", "tmpfs", mountPoint.path])
+        try #require(mounted.status == 0, "could not mount a tmpfs: \(mounted.stderr)")
+        defer {
+            _ = try? CLIHarness.tool("umount", [mountPoint.path])
+            try? FileManager.default.removeItem(at: mountPoint)
+        }
+        try body(mountPoint.appendingPathComponent("library"))
+    }
+
+    @Test("the audio fills the disk: the take is kept as truncated with a matching header, exit 5, and earlier takes are intact",
+          arguments: ["directory", "bundle"])
+    func recordingFillsTheDisk(storage: String) throws {
+        try withSmallDisk(megabytes: 4) { library in
+            let cli = try CLIHarness(storage: storage, library: library)
+            let first = try cli.run("record", "--name", "before", "--duration", "1s", "--set", "capture.null.signal=counter", "--json")
+            #expect(first.status == 0, "\(first.stderr)")
+
+            // Unpaced null audio fills the rest of the disk at once.
+            let r = try cli.run("record", "--name", "filler", "--json", "--set", "capture.null.signal=counter",
+                                "--set", "capture.null.paced=false")
+            #expect(r.status == 5, "exit \(r.status): \(r.stderr)")
+            #expect(r.stderr.contains("full"), "\(r.stderr)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            #expect(report["end"] as? String == "write-failed")
+            let take = try #require(report["take"] as? [String: Any])
+            #expect(take["state"] as? String == "truncated")
+            let frames = try #require(take["frames"] as? Int)
+            #expect(frames > 48_000, "only \(frames) frames were kept")
+
+            // Independent readers accept it: the header matches the audio, which is the signal's prefix.
+            let path = try #require(take["path"] as? String)
+            let py = try CLIHarness.tool("python3", [Self.verifier, path, "counter"])
+            #expect(py.status == 0, "python's wave refused the truncated take: \(py.stderr)")
+            let fields = py.stdout.split(separator: " ").map(String.init)
+            #expect(Int(fields.first ?? "") == frames)
+            #expect(fields.count > 3 && fields[3] == "-1", "the kept audio is not the counter's prefix: \(py.stdout)")
+            #expect(py.stdout.contains("header-ok"))
+            let soxi = try CLIHarness.tool("soxi", ["-s", path])
+            #expect(Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == frames && soxi.stderr.isEmpty)
+
+            // The catalog agrees, the first take is untouched, and nothing is left recording.
+            let takes = try cli.takes()
+            #expect(takes.count == 2)
+            #expect(takes.first { $0["name"] as? String == "before" }?["state"] as? String == "complete")
+            #expect(takes.first { $0["name"] as? String == "filler" }?["state"] as? String == "truncated")
+            #expect(takes.first { $0["name"] as? String == "filler" }?["frames"] as? Int == frames)
+
+            // Recording again on the full disk harms nothing: it is refused before anything is
+            // written (74, with advice), or it records into the space the finished take gave back
+            // and is kept as truncated (5). Either way every earlier take is as it was.
+            let again = try cli.run("record", "--name", "again", "--duration", "2s", "--set", "capture.null.signal=counter")
+            #expect(again.status == 74 || again.status == 5, "exit \(again.status): \(again.stderr)")
+            if again.status == 74 { #expect(again.stderr.contains("Free some space"), "\(again.stderr)") }
+            let after = try cli.takes()
+            #expect(!after.contains { $0["state"] as? String == "recording" })
+            #expect(after.first { $0["name"] as? String == "before" }?["state"] as? String == "complete")
+            #expect(after.first { $0["name"] as? String == "before" }?["frames"] as? Int == 48_000)
+            #expect(after.first { $0["name"] as? String == "filler" }?["frames"] as? Int == frames)
+            #expect(try CLIHarness.tool("python3", [Self.verifier, path, "counter"]).stdout == py.stdout)
+        }
+    }
+}
