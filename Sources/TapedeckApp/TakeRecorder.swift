@@ -16,16 +16,20 @@ public struct RecordingSettings: Sendable, Hashable {
     /// Whether peak levels are measured for ``TakeRecorder/peaks`` (off when no meter is shown:
     /// the writer then does not read the audio again).
     public var measuresLevels: Bool
+    /// Warn (before recording, and once while recording) when the library's disk has room for
+    /// fewer minutes than this at the recording's format, counted uncompressed. 0: never.
+    public var warnFreeMinutes: Double
 
     public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
                 checkpointInterval: Duration = .seconds(1), progressInterval: Duration? = .milliseconds(100),
-                measuresLevels: Bool = true) {
+                measuresLevels: Bool = true, warnFreeMinutes: Double = 10) {
         self.format = format
         self.periodFrames = periodFrames
         self.bufferSeconds = bufferSeconds
         self.checkpointInterval = checkpointInterval
         self.progressInterval = progressInterval
         self.measuresLevels = measuresLevels
+        self.warnFreeMinutes = warnFreeMinutes
     }
 }
 
@@ -163,6 +167,13 @@ public final class TakeRecorder {
         }
         self.engine = engine
         if stopRequested { engine.stop() }
+        let watch = settings.warnFreeMinutes > 0
+            ? FreeSpace(path: pending.fileURL.deletingLastPathComponent().path,
+                        warnBelowBytes: Int64(settings.warnFreeMinutes * 60 * Double(negotiated.bytesPerSecond)))
+            : nil
+        if let watch, let free = FreeSpace.available(at: watch.path), free < watch.warnBelowBytes {
+            logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: negotiated, path: watch.path))")
+        }
         phase = .recording
 
         let meter = settings.progressInterval.map { interval in
@@ -180,7 +191,7 @@ public final class TakeRecorder {
         let url = pending.fileURL
         var result: RecordingResult
         do {
-            result = try await engine.record { format in
+            result = try await engine.record(watching: watch) { format in
                 let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
                 // The new file's name must survive a power cut as surely as its checkpoints.
                 try Durability.syncDirectory(url.deletingLastPathComponent())

@@ -190,6 +190,7 @@ public struct ConfigurationLoader: Sendable {
             captureBufferSeconds: host["capture"]!.double("buffer-seconds")!,
             playbackPeriodFrames: host["playback"]!.int("period-frames")!,
             checkpointSeconds: host["storage"]!.double("checkpoint-seconds")!,
+            warnFreeMinutes: host["storage"]!.double("warn-free-minutes")!,
             settings: settings)
     }
 

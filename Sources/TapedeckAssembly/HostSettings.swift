@@ -32,6 +32,8 @@ public enum HostSettings {
         Section(name: "storage", selector: "backend", role: .storage, settings: [
             SettingDeclaration("checkpoint-seconds", .double(0.05...60), default: "1",
                                help: "How often a recording's header is updated and its file synced."),
+            SettingDeclaration("warn-free-minutes", .double(0...1440), default: "10",
+                               help: "Warn before and during a recording when the library's disk has room for fewer minutes than this at the recording's format (uncompressed); 0: never."),
         ]),
     ]
 

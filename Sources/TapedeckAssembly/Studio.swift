@@ -87,7 +87,8 @@ public final class Studio {
         let settings = RecordingSettings(
             format: configuration.format, periodFrames: configuration.capturePeriodFrames,
             bufferSeconds: configuration.captureBufferSeconds,
-            checkpointInterval: .milliseconds(Int64(configuration.checkpointSeconds * 1000)))
+            checkpointInterval: .milliseconds(Int64(configuration.checkpointSeconds * 1000)),
+            warnFreeMinutes: configuration.warnFreeMinutes)
         return TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder, store: store, settings: settings, logger: logger)
     }
 

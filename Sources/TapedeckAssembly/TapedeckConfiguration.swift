@@ -50,6 +50,8 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var captureBufferSeconds: Double
     public var playbackPeriodFrames: Int
     public var checkpointSeconds: Double
+    /// `storage.warn-free-minutes`: warn when the disk has room for fewer minutes (0: never).
+    public var warnFreeMinutes: Double
     /// Every effective key (dotted path) with its value and source.
     public var settings: [String: ResolvedSetting]
 }

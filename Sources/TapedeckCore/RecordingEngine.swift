@@ -155,11 +155,15 @@ public final class RecordingEngine: Sendable {
     /// Records until the frame limit, ``stop()``, device loss or a write failure.
     ///
     /// `makeWriter` is called on the writer thread, which then owns the writer. If it throws,
-    /// the device is closed and the error is rethrown: no audio was written.
+    /// the device is closed and the error is rethrown: no audio was written. With `freeSpace`,
+    /// the writer asks at each checkpoint how much room the disk has left and logs a warning
+    /// once when it falls below the limit (a disk already below it when recording starts is not
+    /// warned about again).
     /// - Thread: any; suspends until the file is finished and synced.
-    public func record(makeWriter: @escaping @Sendable (AudioFormat) throws -> any TakeWriter) async throws -> RecordingResult {
+    public func record(watching freeSpace: FreeSpace? = nil,
+                       makeWriter: @escaping @Sendable (AudioFormat) throws -> any TakeWriter) async throws -> RecordingResult {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<RecordingResult, any Error>) in
-            let thread = Thread { [self] in cont.resume(with: self.writerThreadMain(makeWriter: makeWriter)) }
+            let thread = Thread { [self] in cont.resume(with: self.writerThreadMain(freeSpace: freeSpace, makeWriter: makeWriter)) }
             thread.name = "tapedeck-writer"
             thread.start()
         }
@@ -294,7 +298,7 @@ public final class RecordingEngine: Sendable {
 
     // MARK: writer thread
 
-    private func writerThreadMain(makeWriter: @Sendable (AudioFormat) throws -> any TakeWriter) -> Result<RecordingResult, any Error> {
+    private func writerThreadMain(freeSpace: FreeSpace?, makeWriter: @Sendable (AudioFormat) throws -> any TakeWriter) -> Result<RecordingResult, any Error> {
         guard let (ring, format) = shared.withLock({ s in s.ring.map { ($0, s.format!) } }) else {
             return .failure(TapedeckError(.internalError, "record(makeWriter:) was called before open() succeeded."))
         }
@@ -319,6 +323,8 @@ public final class RecordingEngine: Sendable {
         var failure: TapedeckError?
         var peaks = Array(repeating: Float(0), count: format.channels)
         var lastCheckpoint = ContinuousClock.now
+        // A disk that starts low was warned about before recording; warn here only when it becomes low.
+        var warnedLowSpace = freeSpace.map { w in FreeSpace.available(at: w.path).map { $0 < w.warnBelowBytes } ?? true } ?? true
 
         func writeSilence(_ frames: Int64) throws {
             var left = frames
@@ -379,6 +385,11 @@ public final class RecordingEngine: Sendable {
                         stopFlag.store(true, ordering: .releasing)
                     }
                     lastCheckpoint = ContinuousClock.now
+                    if let watch = freeSpace, !warnedLowSpace, let free = FreeSpace.available(at: watch.path),
+                       free < watch.warnBelowBytes {
+                        warnedLowSpace = true
+                        logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: format, path: watch.path))")
+                    }
                 }
                 let (pos, count, gapFrames) = (position, overruns.count, overrunFrames)
                 shared.withLock { st in

@@ -75,4 +75,30 @@ struct DiskFullEndToEndTests {
             #expect(try CLIHarness.tool("python3", [Self.verifier, path, "counter"]).stdout == py.stdout)
         }
     }
+
+    @Test("a disk with too little room is warned about before recording, and a disk running low while recording once")
+    func lowSpaceWarnings() throws {
+        try withSmallDisk(megabytes: 16) { library in
+            let cli = try CLIHarness(library: library)
+            // 16 MiB hold about a minute of 48 kHz stereo s16: ask for ten, and hear about it first.
+            let early = try cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=10")
+            #expect(early.status == 0, "\(early.stderr)")
+            #expect(early.stderr.contains("has room for about 1 minute of 48000 Hz, 2 ch, s16 audio"), "\(early.stderr)")
+
+            // Now a limit the disk crosses about 3 s into a 6 s take (192 000 bytes a second, after
+            // the take's 2 MiB reserve): one warning while recording, none before.
+            var info = statvfs()
+            try #require(statvfs(library.path, &info) == 0)
+            let free = Double(info.f_bavail) * Double(info.f_frsize)
+            let minutes = (free - 2_097_152 - 3 * 192_000) / (60 * 192_000)
+            let r = try cli.run("record", "--duration", "6s", "--set", "storage.warn-free-minutes=\(minutes)")
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.components(separatedBy: "has room for").count == 2, "expected one warning: \(r.stderr)")
+            #expect(r.stderr.contains("[TapedeckCore] The disk holding"), "the warning comes from the writer while recording: \(r.stderr)")
+
+            // 0 turns the warnings off.
+            let quiet = try cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=0")
+            #expect(quiet.status == 0 && !quiet.stderr.contains("has room for"), "\(quiet.stderr)")
+        }
+    }
 }
