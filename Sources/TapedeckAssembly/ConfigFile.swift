@@ -53,7 +53,10 @@ public struct ConfigFile: Sendable, Hashable {
     public static func parse(_ text: String, name: String) throws -> ConfigFile {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: text)
+            // Values are read as text and checked against each setting's declaration, so YAML's
+            // tag resolution (the default resolver compiles a dozen regular expressions, a
+            // millisecond of every command's start) is not needed: the basic resolver has none.
+            root = try Yams.compose(yaml: text, .basic)
         } catch let error as YamlError {
             throw TapedeckError(.configuration, "\(name):\(Self.describe(error))")
         } catch {

@@ -362,7 +362,7 @@ struct ConfigEndToEndTests {
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines == [
             "\(url.path):4: format.chanels: unknown setting (did you mean \"format.channels\"?). Accepted here: channels, sample-format, sample-rate.",
-            "\(url.path):6: storage.checkpoint-second: unknown setting (did you mean \"storage.checkpoint-seconds\"?). Accepted here: backend, checkpoint-seconds.",
+            "\(url.path):6: storage.checkpoint-second: unknown setting (did you mean \"storage.checkpoint-seconds\"?). Accepted here: backend, checkpoint-seconds, warn-free-minutes.",
         ], "\(r.stdout)")
     }
 
