@@ -111,7 +111,7 @@ final class PulseCaptureStream: CaptureStream {
             if now - idleSince > Self.stallNanos {
                 if filled > 0 { break }
                 throw TapedeckError(.deviceLost,
-                    "PulseAudio delivered no audio from \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled source?). Everything captured so far was kept.")
+                    "PulseAudio delivered no audio from \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled source?).")
             }
             // The bytes still wanted, counted as pa_stream_readable_size counts them (the part of
             // the peeked fragment already copied is still in the queue).

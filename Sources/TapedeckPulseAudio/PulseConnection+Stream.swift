@@ -95,14 +95,15 @@ extension PulseConnection {
 
     /// The error a stream that went bad reports. - Thread: owner, lock held.
     func lostError(_ what: String) -> TapedeckError {
-        let kept = settings.role == .capture ? "Everything captured so far was kept." : "Playback stopped."
+        // What became of the audio is the caller's to say (the recorder says what it kept).
+        let kept = settings.role == .capture ? "" : " Playback stopped."
         if contextIsGood {
             return TapedeckError(.deviceLost,
-                "The PulseAudio \(settings.deviceKind) \(settings.deviceLabel) went away (\(errorText().lowercased())) while \(what) it. \(kept)",
+                "The PulseAudio \(settings.deviceKind) \(settings.deviceLabel) went away (\(errorText().lowercased())) while \(what) it.\(kept)",
                 systemCode: errorCode)
         }
         return TapedeckError(.deviceLost,
-            "The PulseAudio server went away (\(errorText().lowercased())) while \(what) \(settings.deviceLabel) at \(settings.serverLabel). \(kept)",
+            "The PulseAudio server went away (\(errorText().lowercased())) while \(what) \(settings.deviceLabel) at \(settings.serverLabel).\(kept)",
             systemCode: errorCode)
     }
 

@@ -12,7 +12,10 @@ import TapedeckCore
 /// container bits, or the sub-format is neither integer PCM nor IEEE float. Mono and stereo integer
 /// PCM of any width (16, 24 or 32 bits) get a plain 16-byte `fmt ` (tag 1), as libsndfile's plain WAV
 /// and most tools write it; mono and stereo 32-bit float get an 18-byte `fmt ` (tag 3, cbSize 0).
-/// The bytes freed become a `JUNK` chunk, so no offset in the file moves.
+/// The bytes freed become a `JUNK` chunk, so no offset in the file moves. And a RIFF file's size
+/// field covers at least its whole `data` chunk: libsndfile leaves the size of the header it first
+/// wrote when no audio was ever written, which readers such as python's `wave` then take as the end
+/// of the file, before the `data` chunk.
 struct WAVHeader {
     /// The RIFF flavour.
     enum Container { case riff, rf64 }
@@ -180,6 +183,16 @@ struct WAVHeader {
             try file.write(Array("JUNK".utf8), at: peak.offset)
             changed = true
         }
+        if let size = riffSizeCoveringData(), try LE.u32(file.read(4, at: 4), 0) < size {
+            changed = try file.patch32(size, at: 4) || changed
+        }
         return changed
+    }
+
+    /// The RIFF size that ends exactly after the `data` chunk, for a RIFF file whose `data` chunk
+    /// lies whole inside the file; `nil` otherwise (RF64, or a size only repair can decide).
+    func riffSizeCoveringData() -> UInt32? {
+        guard container == .riff, dataChunk.payload + Int64(declaredDataSize) <= fileLength else { return nil }
+        return UInt32(exactly: min(dataChunk.next, fileLength) - 8)
     }
 }

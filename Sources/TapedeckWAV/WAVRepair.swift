@@ -91,6 +91,7 @@ enum WAVRepair {
             return false
         }
         let audioEnd = header.dataStart + Int64(declared)
+        if let covering = header.riffSizeCoveringData(), LE.u32(try file.read(4, at: 4), 0) < covering { return false }
         var offset = audioEnd + Int64(declared & 1)
         if audioEnd == length { return true }  // a missing pad byte at the very end is tolerated
         var chunks = 0

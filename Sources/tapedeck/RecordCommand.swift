@@ -34,8 +34,19 @@ struct RecordCommand: AsyncParsableCommand {
     mutating func run() async throws {
         try await reportingErrors {
             let seconds = try duration.map(DurationParser.seconds)
+            // The trap is armed before the config is read and the library opened, so a stop
+            // that arrives while the command starts is a stop request too, not the default
+            // action in the middle of opening the catalog.
+            let stops = StopRelay()
+            let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
+                Task { @MainActor in stops.request() }
+            }
+            defer { signals.cancel() }
             let studio = try await global.makeStudio()
             let recorder = try studio.makeRecorder()
+            if stops.attach(recorder) {
+                throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
+            }
             let showMeter = Terminal.showsProgress && !json
             // Without a meter on screen nothing watches the progress: it is not refreshed while
             // recording and no levels are measured (less CPU, fewer wake-ups).
@@ -43,10 +54,6 @@ struct RecordCommand: AsyncParsableCommand {
                 recorder.settings.progressInterval = nil
                 recorder.settings.measuresLevels = false
             }
-            let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
-                Task { @MainActor in recorder.stop() }
-            }
-            defer { signals.cancel() }
             let meter = showMeter ? Task { await Self.showMeter(recorder) } : nil
             let report: RecordingReport
             do {
@@ -105,5 +112,26 @@ struct RecordCommand: AsyncParsableCommand {
             let bars = peaks.enumerated().map { "\($0.offset + 1) \(Terminal.meter($0.element, width: peaks.count > 2 ? 8 : 20))" }
             Terminal.status("● \(Terminal.clock(seconds))  \(bars.joined(separator: "  "))  overruns \(overruns)")
         }
+    }
+}
+
+/// Carries a stop request from the signal trap to the recorder, which may not exist yet when the
+/// signal arrives.
+/// - Thread: main actor only; never blocks.
+@MainActor
+final class StopRelay {
+    private var recorder: TakeRecorder?
+    private var requested = false
+
+    /// Stops the recorder, or remembers the request until ``attach(_:)``.
+    func request() {
+        requested = true
+        recorder?.stop()
+    }
+
+    /// Hands later stop requests to `recorder`; returns whether one has already arrived.
+    func attach(_ recorder: TakeRecorder) -> Bool {
+        self.recorder = recorder
+        return requested
     }
 }

@@ -114,6 +114,23 @@ struct WAVRepairTests {
         #expect(try WAVTestSupport.bytes(of: url) == before)
     }
 
+    @Test("a RIFF size that ends before the data chunk is found and fixed, for an empty and a full take")
+    func shortRIFFSize() throws {
+        let dir = try WAVTestSupport.makeTempDirectory()
+        defer { WAVTestSupport.cleanUp(dir) }
+        for frames in [0, 480] {
+            let url = dir.appendingPathComponent("short-\(frames).wav")
+            let bytes = WAVTestSupport.render(.frameCounter, format: .cdStereo, frames: frames)
+            try WAVTestSupport.writeTake(bytes, at: url, format: .cdStereo)
+            let good = try WAVTestSupport.bytes(of: url)
+            try WAVTestSupport.patch32(url, at: 4, 96)  // what libsndfile leaves when no audio was written
+            #expect(try WAVEncoder().inspect(fileAt: url)?.headerRepaired == true, "inspection must notice the short RIFF size")
+            let result = try WAVEncoder().repair(fileAt: url)
+            #expect(result.frames == Int64(frames) && result.headerRepaired)
+            #expect(try WAVTestSupport.bytes(of: url) == good)
+        }
+    }
+
     @Test("audio past 4 GiB turns the file into RF64 instead of wrapping its sizes")
     func growsIntoRF64() throws {
         let dir = try WAVTestSupport.makeTempDirectory()
