@@ -168,7 +168,7 @@ public struct TakeImporter: Sendable {
         let input = open(source.path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw TapedeckError.system(errno, while: "open \(source.path)") }
         defer { close(input) }
-        let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+        let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FileModes.file)
         guard output >= 0 else { throw TapedeckError.system(errno, while: "create \(destination.path)") }
         defer { close(output) }
         let size = 1 << 20

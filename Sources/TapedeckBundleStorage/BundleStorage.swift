@@ -272,7 +272,7 @@ public final class BundleStorage: LibraryMaintenance {
         // Hold the take's lock before its entry exists, so no other process ever sees it unlocked while live.
         let pendingURL = try confined(pendingName, in: bundle)
         let lockURL = try confined(".\(id).lock", in: bundle)
-        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
         guard lockFD >= 0 else { throw TapedeckError.system(errno, while: "create the lock file \(lockURL.path)") }
         guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             close(lockFD)
@@ -869,7 +869,7 @@ public final class BundleStorage: LibraryMaintenance {
     }
 
     private func waitForLock(_ url: URL, until deadline: Date) throws -> Int32 {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the lock file \(url.path)") }
         while true {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { return fd }
@@ -896,7 +896,7 @@ public final class BundleStorage: LibraryMaintenance {
     private func claimTakeLock(_ id: String, in bundle: URL) -> Int32? {
         guard let url = try? confined(".\(id).lock", in: bundle) else { return nil }
         for _ in 0..<3 {
-            let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+            let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
             guard fd >= 0 else { return nil }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
                 close(fd)

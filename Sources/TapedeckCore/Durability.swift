@@ -34,7 +34,8 @@ public enum Durability {
         try DurableFiles().moveIntoPlace(source, destination)
     }
 
-    /// Creates a directory (and missing parents) with mode 0777 less the umask; syncs its parent.
+    /// Creates a directory (and missing parents) with mode ``FileModes/directory`` (0775) less the
+    /// umask; syncs its parent.
     /// - Thread: any. Blocks on disk I/O.
     public static func makeDirectory(_ url: URL) throws {
         try DurableFiles().makeDirectory(url)

@@ -28,13 +28,13 @@ public struct PositionalFile: Sendable {
         self.kind = kind
     }
 
-    /// Creates `path` for reading and writing with mode 0666 less the umask, never replacing an
+    /// Creates `path` for reading and writing with mode ``FileModes/file`` (0664) less the umask, never replacing an
     /// existing file and never following a symbolic link.
     /// - Returns: the new descriptor; the caller owns and closes it.
     /// - Throws: `.alreadyExists` if anything is at `path`; an I/O error (`.diskFull` for ENOSPC) otherwise.
     /// - Thread: any. Blocks on disk I/O.
     public static func createNew(atPath path: String) throws -> Int32 {
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
         guard fd >= 0 else {
             let code = errno
             if code == EEXIST {

@@ -171,17 +171,17 @@ public struct DurableFiles: Sendable {
         let parent = url.deletingLastPathComponent()
         if parent.path != url.path { try makeDirectory(parent) }
         try seam.willPerform(.mkdir, on: url)
-        guard mkdir(url.path, 0o777) == 0 || errno == EEXIST else {
+        guard mkdir(url.path, mode_t(FileModes.directory)) == 0 || errno == EEXIST else {
             throw TapedeckError.system(errno, while: "create the folder \(url.path)")
         }
         try syncDirectory(parent)
     }
 
     /// Writes `data` to a new file `url` (which must not exist; never follows a link), syncs it,
-    /// and returns. Permissions are 0666 less the umask.
+    /// and returns. Permissions are ``FileModes/file`` (0664) less the umask.
     public func writeNewFile(_ data: Data, to url: URL) throws {
         try seam.willPerform(.write, on: url)
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FileModes.file)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "create \(url.path)") }
         defer { close(fd) }
         var offset = 0

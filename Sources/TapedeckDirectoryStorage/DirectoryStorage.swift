@@ -46,7 +46,7 @@ public final class DirectoryStorage: LibraryMaintenance {
 
     /// Opens (creating) and `flock`s a lock file, waiting up to `timeout` seconds.
     private static func lockExclusively(_ url: URL, timeout: TimeInterval) throws -> Int32 {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the lock file \(url.path)") }
         let deadline = Date().addingTimeInterval(timeout)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -178,7 +178,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         let pending = "\(folder)/.\(id).pending.\(ext)"
         // Hold the take's lock before its row exists, so no other process ever sees it unlocked while live.
         let lockURL = try confined("\(folder)/.\(id).lock")
-        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
         guard lockFD >= 0 else { throw TapedeckError.system(errno, while: "create the lock file \(lockURL.path)") }
         guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             close(lockFD)
@@ -448,7 +448,7 @@ public final class DirectoryStorage: LibraryMaintenance {
     private func acquireLock(of take: Take) -> Int32? {
         let folder = take.file.split(separator: "/").dropLast().joined(separator: "/")
         guard let url = try? confined("\(folder)/.\(take.id).lock") else { return nil }
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
         guard fd >= 0 else { return nil }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)

@@ -55,7 +55,7 @@ public struct FLACEncoder: AudioEncoder {
         }
     }
 
-    /// Creates the file at `url` (never overwriting: `.alreadyExists` if it exists; mode 0666 less
+    /// Creates the file at `url` (never overwriting: `.alreadyExists` if it exists; mode 0664 less
     /// the umask), writes `fLaC`, STREAMINFO, the tags and the padding, and `fsync`s.
     /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
     /// - Throws: ``TapedeckError`` from ``validate(_:)``, `.alreadyExists`, `.diskFull` or `.io`.

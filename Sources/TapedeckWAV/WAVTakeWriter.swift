@@ -10,7 +10,7 @@ import Darwin
 /// Writes one take's WAV file through libsndfile (RF64 with automatic downgrade to RIFF).
 ///
 /// Single owner, not `Sendable`: create, use and finish it on one thread. The file is opened by
-/// Tapedeck with `O_EXCL` (never overwritten; mode 0666 minus the umask) and handed to libsndfile,
+/// Tapedeck with `O_EXCL` (never overwritten; mode 0664 minus the umask) and handed to libsndfile,
 /// which does not close it, so the writer can normalize the header and `fsync` after libsndfile
 /// is done.
 final class WAVTakeWriter: TakeWriter {

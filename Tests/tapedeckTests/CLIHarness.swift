@@ -38,6 +38,9 @@ struct CLIHarness {
     /// The storage backend: `directory` or `bundle`.
     let storage: String
     var extraEnvironment: [String: String] = [:]
+    /// A program (and its arguments) that runs `tapedeck` for the test, e.g. one that sets a
+    /// umask or traces it; empty to run `tapedeck` directly.
+    var launcher: [String] = []
 
     init(config: String = "ci.yaml", storage: String = "directory", library: URL? = nil) throws {
         self.library = library ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
@@ -61,8 +64,13 @@ struct CLIHarness {
     /// Starts `tapedeck ARGS` and returns the process (stdout and stderr to files).
     func start(_ args: [String]) throws -> (Process, URL, URL) {
         let p = Process()
-        p.executableURL = try Self.binary
-        p.arguments = args
+        if let program = launcher.first {
+            p.executableURL = URL(fileURLWithPath: program)
+            p.arguments = Array(launcher.dropFirst()) + [try Self.binary.path] + args
+        } else {
+            p.executableURL = try Self.binary
+            p.arguments = args
+        }
         p.environment = environment
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString)")
         let err = FileManager.default.temporaryDirectory.appendingPathComponent("err-\(UUID().uuidString)")
