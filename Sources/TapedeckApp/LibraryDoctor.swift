@@ -69,14 +69,30 @@ public struct LibraryDoctor: Sendable {
             findings.append(f)
         }
 
+        // Other processes may record, rename and delete while this runs: a take whose audio
+        // looked missing or wrong is looked at again in a fresh read of the library, and only
+        // what is still wrong there is reported (a take deleted meanwhile is not "missing").
+        var suspects: [(take: Take, url: URL, missing: Bool)] = []
         for session in try storage.sessions() {
             for take in session.takes where take.state != .recording {
-                let subject = "\(session.name)/\(take.name)"
                 let url = try storage.audioURL(for: take)
-                // Only a file that is not there is missing; one that cannot be read (EACCES,
-                // EIO) is reported by the header check and its entry kept.
-                var st = stat()
-                guard lstat(url.path, &st) == 0 || errno != ENOENT else {
+                if Self.isMissing(url) {
+                    suspects.append((take, url, true))
+                } else if checkHeader(take, url: url, subject: "", repair: false) != nil {
+                    suspects.append((take, url, false))
+                }
+            }
+        }
+        if !suspects.isEmpty {
+            var current: [String: (session: Session, take: Take)] = [:]
+            for session in try storage.sessions() {
+                for take in session.takes { current[take.id] = (session, take) }
+            }
+            for suspect in suspects {
+                guard let (session, take) = current[suspect.take.id], take.state != .recording,
+                      let url = try? storage.audioURL(for: take) else { continue }
+                let subject = "\(session.name)/\(take.name)"
+                if Self.isMissing(url) {
                     var f = DoctorFinding(kind: "missing-audio", subject: subject, problem: "The entry names \(url.path), which does not exist.")
                     if repair {
                         f.attempt {
@@ -85,9 +101,7 @@ public struct LibraryDoctor: Sendable {
                         }
                     }
                     findings.append(f)
-                    continue
-                }
-                if let finding = checkHeader(take, url: url, subject: subject, repair: repair) {
+                } else if let finding = checkHeader(take, url: url, subject: subject, repair: repair) {
                     findings.append(finding)
                 }
             }
@@ -101,6 +115,13 @@ public struct LibraryDoctor: Sendable {
             findings.append(f)
         }
         return findings
+    }
+
+    /// Whether `url` is not there. Only a file that is not there is missing; one that cannot be
+    /// read (EACCES, EIO) is reported by the header check and its entry kept.
+    private static func isMissing(_ url: URL) -> Bool {
+        var st = stat()
+        return lstat(url.path, &st) != 0 && errno == ENOENT
     }
 
     /// Compares a take's file with its entry: the decoder reads the header (bounded by the file's

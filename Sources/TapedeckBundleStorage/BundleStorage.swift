@@ -387,7 +387,9 @@ public final class BundleStorage: LibraryMaintenance {
         let (sessionID, bundle) = try locateTake(id)
         var claimed: Int32?
         defer { if let claimed { close(claimed) } }
-        let entry = try locked(bundle) { () -> Manifest.Entry in
+        // The audio is removed under the lock too, so `doctor` never sees it between the entry's
+        // removal and its own as a file no take names.
+        try locked(bundle) {
             var manifest = try readSession(sessionID, in: bundle)
             guard let i = manifest.takes.firstIndex(where: { $0.id == id }) else { throw Self.noTake(id) }
             let entry = manifest.takes[i]
@@ -399,13 +401,12 @@ public final class BundleStorage: LibraryMaintenance {
             }
             manifest.takes.remove(at: i)
             try commit(manifest, in: bundle, "deleteTake")
-            return entry
+            // The entry is gone; now the audio. A failure here leaves orphan files, never entries without audio.
+            try files.remove(try member(entry.file, in: bundle))
+            if let pending = entry.pendingFile { try files.remove(try member(pending, in: bundle)) }
+            try files.syncDirectory(bundle)
+            try files.reached("deleteTake", "audio removed")
         }
-        // The entry is gone; now the audio. A failure here leaves orphan files, never entries without audio.
-        try files.remove(try member(entry.file, in: bundle))
-        if let pending = entry.pendingFile { try files.remove(try member(pending, in: bundle)) }
-        try files.syncDirectory(bundle)
-        try files.reached("deleteTake", "audio removed")
         if claimed != nil, let lock = try? member(".\(id).lock", in: bundle) { unlink(lock.path) }
     }
 
@@ -420,26 +421,49 @@ public final class BundleStorage: LibraryMaintenance {
 
     /// Files in readable bundles that no entry names (audio with no take; pending files of takes
     /// no longer recording). The store's own files (manifest, locks) are not listed.
-    /// - Thread: any. Blocks on disk I/O; takes no lock.
+    /// - Thread: any. Blocks on disk I/O; takes a bundle's lock only to look again at a file
+    ///   that seems unnamed (a delete may be between its entry and its audio).
     public func unreferencedFiles() throws -> [String] {
         var found: [String] = []
         for scanned in try scan() {
-            guard case .success(let manifest) = scanned.result else { continue }
-            var known: Set<String> = [Self.manifestName, Self.libraryLockName]
-            for take in manifest.takes {
-                known.insert(take.file)
-                if take.state == .recording, let pending = take.pendingFile { known.insert(pending) }
-            }
+            guard case .success = scanned.result else { continue }
+            // The folder is listed before the manifest is read again: a take's entry is committed
+            // before its file is created, so any take's file seen here is in the later manifest,
+            // however recordings and imports run meanwhile.
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: scanned.url.path)) ?? []
-            for entry in entries.sorted() where !known.contains(entry) && !(entry.hasPrefix(".") && entry.hasSuffix(".lock"))
-                && !entry.hasPrefix(Self.temporaryPrefix) {
-                // A recording that began after the manifest was read: its lock is held.
-                if entry.hasPrefix("."), entry.contains(".pending."),
-                   let id = entry.dropFirst().split(separator: ".").first.map(String.init), isLocked(id, in: scanned.url) {
-                    continue
-                }
-                found.append(relative(scanned.url.appendingPathComponent(entry)))
+            var unnamed = unreferenced(entries, in: scanned.url)
+            // A delete may be between its entry and its audio: look again once no delete runs.
+            if !unnamed.isEmpty {
+                unnamed = try locked(scanned.url) { unreferenced(unnamed, in: scanned.url) }
             }
+            found += unnamed.map { relative(scanned.url.appendingPathComponent($0)) }
+        }
+        return found
+    }
+
+    /// Those of `entries` (listed in `bundle` before this call) that still exist and that no
+    /// entry of the manifest names, less the store's own files and pending files of recordings
+    /// that began meanwhile. An unreadable manifest names nothing found here (the bundle is
+    /// reported as damaged instead).
+    private func unreferenced(_ entries: [String], in bundle: URL) -> [String] {
+        guard let manifest = try? readManifest(bundle) else { return [] }
+        var known: Set<String> = [Self.manifestName, Self.libraryLockName]
+        for take in manifest.takes {
+            known.insert(take.file)
+            if take.state == .recording, let pending = take.pendingFile { known.insert(pending) }
+        }
+        var found: [String] = []
+        for entry in entries.sorted() where !known.contains(entry) && !(entry.hasPrefix(".") && entry.hasSuffix(".lock"))
+            && !entry.hasPrefix(Self.temporaryPrefix) {
+            // Gone since the listing: a pending file moved into place, or deleted audio.
+            var st = stat()
+            guard lstat(bundle.appendingPathComponent(entry).path, &st) == 0 else { continue }
+            // A recording that began after the manifest was read: its lock is held.
+            if entry.hasPrefix("."), entry.contains(".pending."),
+               let id = entry.dropFirst().split(separator: ".").first.map(String.init), isLocked(id, in: bundle) {
+                continue
+            }
+            found.append(entry)
         }
         return found
     }

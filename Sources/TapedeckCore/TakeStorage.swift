@@ -120,7 +120,9 @@ public struct DamagedPart: Sendable, Hashable {
 public protocol LibraryMaintenance: TakeStorage {
     /// Library-relative paths of files that belong to no entry: audio with no take, and pending
     /// files of takes that are no longer being recorded. Lock files, the catalog, manifests and the
-    /// quarantine folder are not listed.
+    /// quarantine folder are not listed. Exact while other processes record, import and delete:
+    /// a file is listed only if, after it was seen, no entry names it and no delete is between
+    /// its entry and its audio (stores commit a take's entry before creating its file).
     /// - Thread: any. Blocks on disk I/O.
     func unreferencedFiles() throws -> [String]
 

@@ -39,9 +39,22 @@ public final class DirectoryStorage: LibraryMaintenance {
         // Opening sets WAL mode and migrates, which SQLite's busy timeout does not cover: two
         // processes opening a new library at once would see "database is locked". Opening is
         // serialized between processes by a lock file instead.
-        let openLock = try Self.lockExclusively(self.rootURL.appendingPathComponent(".catalog-open.lock"), timeout: busyTimeout)
+        let openLock = try Self.lockExclusively(self.rootURL.appendingPathComponent(Self.libraryLockName), timeout: busyTimeout)
         defer { close(openLock) }
         catalog = try Catalog(url: catalogURL, busyTimeout: busyTimeout)
+        self.busyTimeout = busyTimeout
+    }
+
+    /// The lock file that serializes opening the catalog between processes, and each delete
+    /// (its row, then its audio) with `doctor`'s final check of a file no row names.
+    static let libraryLockName = ".catalog-open.lock"
+    private let busyTimeout: TimeInterval
+
+    /// Runs `body` holding the library lock (see ``libraryLockName``).
+    private func holdingLibraryLock<T>(_ body: () throws -> T) throws -> T {
+        let fd = try Self.lockExclusively(rootURL.appendingPathComponent(Self.libraryLockName), timeout: busyTimeout)
+        defer { close(fd) }
+        return try body()
     }
 
     /// Opens (creating) and `flock`s a lock file, waiting up to `timeout` seconds.
@@ -265,6 +278,12 @@ public final class DirectoryStorage: LibraryMaintenance {
     }
 
     public func deleteTake(_ id: String) throws {
+        // Under the library lock, so `doctor` never sees the audio between the row's removal
+        // and its own as a file no take names.
+        try holdingLibraryLock { try deleteTakeLocked(id) }
+    }
+
+    private func deleteTakeLocked(_ id: String) throws {
         let (take, pending) = try commit("deleteTake") { db -> (Take, String?) in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
@@ -352,6 +371,35 @@ public final class DirectoryStorage: LibraryMaintenance {
     // MARK: maintenance (tapedeck doctor)
 
     public func unreferencedFiles() throws -> [String] {
+        // The folders are listed before the catalog is read: a take's row is committed before
+        // its file is created, so any take's file seen on disk is named by the catalog read
+        // afterwards, however recordings, imports and deletes run meanwhile.
+        var candidates: [String] = []
+        let sessions = rootURL.appendingPathComponent("sessions")
+        let onDisk = (try? FileManager.default.contentsOfDirectory(atPath: sessions.path)) ?? []
+        var foreign: [String] = []
+        for folder in onDisk.sorted() {
+            let relativeFolder = "sessions/" + folder
+            var st = stat()
+            guard lstat(sessions.appendingPathComponent(folder).path, &st) == 0 else { continue }
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                foreign.append(relativeFolder)
+                continue
+            }
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: sessions.appendingPathComponent(folder).path)) ?? []
+            for entry in entries.sorted() where !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
+                candidates.append(relativeFolder + "/" + entry)
+            }
+        }
+        let unnamed = try unreferenced(candidates)
+        guard !unnamed.isEmpty else { return foreign }
+        // A delete may be between its row and its audio: look again once no delete runs.
+        return try foreign + holdingLibraryLock { try unreferenced(unnamed) }
+    }
+
+    /// Those of `candidates` (library-relative paths listed before this call) that still exist
+    /// and that no row names, less pending files of recordings that began meanwhile.
+    private func unreferenced(_ candidates: [String]) throws -> [String] {
         let referenced = try catalog.read { db -> Set<String> in
             var names = Set<String>()
             for row in try Row.fetchAll(db, sql: "SELECT file, pendingFile, state FROM take") {
@@ -361,28 +409,20 @@ public final class DirectoryStorage: LibraryMaintenance {
             return names
         }
         var found: [String] = []
-        let sessions = rootURL.appendingPathComponent("sessions")
-        let onDisk = (try? FileManager.default.contentsOfDirectory(atPath: sessions.path)) ?? []
-        for folder in onDisk.sorted() {
-            let relativeFolder = "sessions/" + folder
+        for relative in candidates where !referenced.contains(relative) {
+            // Gone since the listing: a pending file moved into place as its take finished, or
+            // the audio of a take deleted meanwhile.
             var st = stat()
-            guard lstat(sessions.appendingPathComponent(folder).path, &st) == 0 else { continue }
-            guard (st.st_mode & S_IFMT) == S_IFDIR else {
-                found.append(relativeFolder)
+            guard lstat(rootURL.appendingPathComponent(relative).path, &st) == 0 else { continue }
+            // A recording that began after the catalog was read: its lock is held.
+            let entry = (relative as NSString).lastPathComponent
+            let relativeFolder = (relative as NSString).deletingLastPathComponent
+            if entry.hasPrefix("."), entry.contains(".pending."),
+               let id = entry.dropFirst().split(separator: ".").first.map(String.init),
+               liveLocks.withLock({ $0[id] != nil }) || isLockHeld(relativeFolder + "/." + id + ".lock") {
                 continue
             }
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: sessions.appendingPathComponent(folder).path)) ?? []
-            for entry in entries.sorted() where !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
-                let relative = relativeFolder + "/" + entry
-                guard !referenced.contains(relative) else { continue }
-                // A recording that began after the catalog was read: its lock is held.
-                if entry.hasPrefix("."), entry.contains(".pending."),
-                   let id = entry.dropFirst().split(separator: ".").first.map(String.init),
-                   liveLocks.withLock({ $0[id] != nil }) || isLockHeld(relativeFolder + "/." + id + ".lock") {
-                    continue
-                }
-                found.append(relative)
-            }
+            found.append(relative)
         }
         return found
     }

@@ -34,6 +34,16 @@ struct BundleStorageTests {
                                    reopen: { try BundleStorage(rootURL: $0.rootURL) })
     }
 
+    @Test("doctor's check for unnamed files waits for a delete between its entry and its audio, then finds nothing")
+    func unnamedFilesDuringDelete() throws {
+        let root = try tempDir()
+        let outcome = try ConcurrentMaintenanceCheck.unnamedFilesDuringDelete(
+            make: { seam in try BundleStorage(rootURL: root, seam: seam) }, other: { try BundleStorage(rootURL: root) },
+            committedStep: "manifest committed")
+        #expect(outcome.whileDeleting == nil, "reported while the delete ran: \(outcome.whileDeleting ?? [])")
+        #expect(outcome.finally.isEmpty, "\(outcome.finally)")
+    }
+
     @Test("manifest values survive reopening, and manifest.json is plain JSON in the documented shape")
     func manifestRoundTrip() throws {
         let root = try tempDir()

@@ -78,6 +78,15 @@ struct DirectoryStorageTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: p.fileURL.deletingLastPathComponent().path).filter { $0.hasSuffix(".lock") }.isEmpty)
     }
 
+    @Test("doctor's check for unnamed files waits for a delete between its row and its audio, then finds nothing")
+    func unnamedFilesDuringDelete() throws {
+        let root = try tempRoot()
+        let outcome = try ConcurrentMaintenanceCheck.unnamedFilesDuringDelete(
+            make: { seam in try DirectoryStorage(rootURL: root, seam: seam) }, other: { try DirectoryStorage(rootURL: root) }, committedStep: "catalog committed")
+        #expect(outcome.whileDeleting == nil, "reported while the delete ran: \(outcome.whileDeleting ?? [])")
+        #expect(outcome.finally.isEmpty, "\(outcome.finally)")
+    }
+
     @Test("names are validated: control characters and empty names are refused, long names are kept")
     func names() throws {
         #expect(throws: TapedeckError.self) { try NameRules.validate("a\u{0}b", what: "take") }
