@@ -26,6 +26,9 @@ let package = Package(
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
+        // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
+        // without root). Never linked into Tapedeck.
+        .library(name: "TapedeckQuotaShim", type: .dynamic, targets: ["CQuotaShim"]),
         .library(name: "TapedeckScaffold", targets: ["TapedeckScaffold"]),
         .executable(name: "tapedeck-scaffold", targets: ["tapedeck-scaffold"]),
         .plugin(name: "ScaffoldBackend", targets: ["ScaffoldBackend"]),
@@ -166,6 +169,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+
+        .target(name: "CQuotaShim"),
 
         // Test kit shipped beside the API: conformance suites and test doubles.
         .target(

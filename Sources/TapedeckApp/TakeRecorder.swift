@@ -208,8 +208,8 @@ public final class TakeRecorder {
         }
         phase = .finishing
         apply(engine.takeProgress())
-        if case .writeFailed = result.end {
-            // The writer may not have finalized its header: trust the file's real length instead.
+        if case .writeFailed = result.end, !result.writerFinished {
+            // The writer could not finalize its file: trust the file's real length instead.
             if let repaired = try? await store.perform({ try encoder.repair(fileAt: url) }) {
                 result.frames = repaired.frames
             }

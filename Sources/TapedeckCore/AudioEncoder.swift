@@ -117,6 +117,11 @@ public protocol TakeWriter: AnyObject {
 
     /// Finalizes the header, `fsync`s and closes the file. An encoder that verifies its output
     /// throws here when the file does not decode to exactly what was written.
+    ///
+    /// Also called after ``write(_:frames:)`` failed (a full disk): the writer then either
+    /// finalizes what it wrote whole, so the file is final and holds exactly the returned frames
+    /// (quickly: the recording has stopped and the user waits), or throws, and the caller
+    /// abandons the file and has the encoder repair it.
     /// - Thread: the owning writer thread. Blocks on disk I/O.
     /// - Returns: frames in the file.
     func finish() throws -> Int64

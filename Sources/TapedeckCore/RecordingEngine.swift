@@ -66,6 +66,10 @@ public struct RecordingResult: Sendable, Hashable {
     /// When capture ended on the device thread (the device was lost, the length reached, or the
     /// stop observed), before the file was finished.
     public var captureEnded: ContinuousClock.Instant
+    /// Whether the writer finished the file itself (``TakeWriter/finish()`` returned), so
+    /// ``frames`` is exact and the file final, even after a failed write; `false` when it had to
+    /// be abandoned and needs its encoder's repair.
+    public var writerFinished: Bool = true
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -413,9 +417,11 @@ public final class RecordingEngine: Sendable {
         deviceDone.wait()
 
         var frames = position
+        var writerFinished = true
         do {
             frames = try writer.finish()
         } catch {
+            writerFinished = false
             writer.abandon()
             if failure == nil {
                 failure = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).")
@@ -438,6 +444,7 @@ public final class RecordingEngine: Sendable {
             logger.warning("Recording had \(overruns.count) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds, captureEnded: ended))
+        return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds, captureEnded: ended,
+                                        writerFinished: writerFinished))
     }
 }

@@ -19,6 +19,12 @@ import Darwin
 /// frame, then `fdatasync`s. The next frame libFLAC writes overwrites the record; ``FLACRepair``
 /// turns a record it finds right after the last good frame into a final (verbatim) FLAC frame.
 ///
+/// STREAMINFO's MD5 is computed here, not by libFLAC: over each frame's input as libFLAC writes
+/// the frame, so it always describes exactly the frames in the file. When a write fails (a full
+/// disk), ``finish()`` therefore finalizes the file at once — cut after the last whole frame,
+/// STREAMINFO filled in with those frames' count and MD5 — instead of leaving it for a repair
+/// that would decode the whole take. Up to one block that libFLAC held unwritten is lost.
+///
 /// Single owner, not `Sendable`: create, use and finish it on one thread.
 final class FLACTakeWriter: TakeWriter {
     let format: AudioFormat
@@ -51,6 +57,16 @@ final class FLACTakeWriter: TakeWriter {
     private var sampleCapacity: Int
     /// The frames libFLAC holds but has not yet written (interleaved), for checkpoint tails.
     private var tail: FLACTail
+    /// MD5 of the frames written so far, as FLAC defines it (little-endian samples, interleaved).
+    fileprivate var md5 = MD5()
+    /// Input bytes (packed as given to ``write(_:frames:)``, which is FLAC's MD5 layout) not yet
+    /// in a written frame, from `unhashedStart`.
+    fileprivate var unhashed: [UInt8] = []
+    fileprivate var unhashedStart = 0
+    /// Where the last whole frame ends, and the smallest and largest frames written.
+    fileprivate var framesEnd: Int64 = 0
+    fileprivate var minFrameBytes = Int.max
+    fileprivate var maxFrameBytes = 0
 
     /// Creates the file at `path` (never overwriting), writes `fLaC`, STREAMINFO, the tags and the
     /// padding, and `fsync`s, so the metadata is on disk before the first audio frame.
@@ -97,6 +113,7 @@ final class FLACTakeWriter: TakeWriter {
         _ = FLAC__stream_encoder_set_sample_rate(enc, UInt32(format.sampleRate))
         _ = FLAC__stream_encoder_set_compression_level(enc, UInt32(level))
         _ = FLAC__stream_encoder_set_verify(enc, verify ? 1 : 0)
+        _ = FLAC__stream_encoder_set_do_md5(enc, 0)  // computed in the write callback instead
         // The streamable subset stops at 24 bits and at rates a frame header can spell.
         let subset = bits <= 24 && FLAC__format_sample_rate_is_subset(UInt32(format.sampleRate)) != 0
         _ = FLAC__stream_encoder_set_streamable_subset(enc, subset ? 1 : 0)
@@ -119,7 +136,7 @@ final class FLACTakeWriter: TakeWriter {
                 if me.position == me.highWater { me.verifier?.appendEncoded(buffer, count: bytes) }
                 me.position += Int64(bytes)
                 me.highWater = max(me.highWater, me.position)
-                me.framesEncoded += Int64(frames)
+                if frames > 0 { me.frameWritten(frames: Int(frames), bytes: bytes) }
                 return FLAC__STREAM_ENCODER_WRITE_STATUS_OK
             },
             { _, offset, client in
@@ -169,11 +186,28 @@ final class FLACTakeWriter: TakeWriter {
             for i in 0..<count { out[i] = Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)) }
         }
         verifier?.appendInput(out, count: count)
+        if unhashedStart > 0 && unhashedStart >= unhashed.count / 2 {
+            unhashed.removeFirst(unhashedStart)
+            unhashedStart = 0
+        }
+        unhashed.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: frames * format.bytesPerFrame))
         guard FLAC__stream_encoder_process_interleaved(enc, out, UInt32(frames)) != 0 else {
             throw failure(enc, while: "write audio to \(path)")
         }
         framesSubmitted += Int64(frames)
         tail.keep(pending: Int(framesSubmitted - framesEncoded), of: out, frames: frames)
+    }
+
+    /// Takes a frame of `frames` frames that libFLAC has just written (`bytes` long, ending at
+    /// ``position``) into the MD5 and the frame statistics. - Thread: the owning writer thread.
+    fileprivate func frameWritten(frames: Int, bytes: Int) {
+        let count = frames * format.bytesPerFrame
+        unhashed.withUnsafeBytes { md5.update($0.baseAddress! + unhashedStart, count: min(count, $0.count - unhashedStart)) }
+        unhashedStart = min(unhashedStart + count, unhashed.count)
+        framesEncoded += Int64(frames)
+        framesEnd = position
+        minFrameBytes = min(minFrameBytes, bytes)
+        maxFrameBytes = max(maxFrameBytes, bytes)
     }
 
     /// `fdatasync`s the frames libFLAC has written, after recording the frames it still holds as a
@@ -196,6 +230,7 @@ final class FLACTakeWriter: TakeWriter {
     /// - Throws: `.diskFull`/`.io`, including when libFLAC's verify mode found a mismatch.
     func finish() throws -> Int64 {
         guard let enc = encoder else { throw TapedeckError(.internalError, "Finished the FLAC writer for \(path) twice.") }
+        if writeErrno != 0 { return try finishAfterWriteFailure() }
         let ok = FLAC__stream_encoder_finish(enc) != 0
         let problem = ok ? nil : failure(enc, while: "finish \(path)")
         discardEncoder()
@@ -205,6 +240,7 @@ final class FLACTakeWriter: TakeWriter {
         if let problem { throw problem }
         let file = FLACFile(fd: fd, path: path, kind: "FLAC")
         if try file.length() > highWater { try file.truncate(to: highWater) }
+        try writeSignature(to: file)
         try file.sync()
         var how: String?
         if let verifier {
@@ -226,6 +262,39 @@ final class FLACTakeWriter: TakeWriter {
             verification = "\(how); STREAMINFO holds \(framesSubmitted) frames and MD5 \(MD5.hex(info.md5))"
         }
         return framesSubmitted
+    }
+
+    /// After a failed write (the disk is full): keeps the frames written whole, without touching
+    /// the disk beyond shortening the file and rewriting STREAMINFO in place, and without decoding
+    /// anything, so the take is final at once however long it is. The frames libFLAC still held,
+    /// and any checkpoint tail, are dropped.
+    /// - Returns: the frames kept.
+    private func finishAfterWriteFailure() throws -> Int64 {
+        refuseIO = true
+        if let verifier {
+            self.verifier = nil
+            _ = try? verifier.finish()
+        }
+        discardEncoder()
+        let fd = self.fd
+        self.fd = -1
+        defer { close(fd) }
+        let file = FLACFile(fd: fd, path: path, kind: "FLAC")
+        let end = max(framesEnd, try FLACHeader.read(from: file).audioStart)
+        if try file.length() > end { try file.truncate(to: end) }
+        try writeSignature(to: file)
+        try file.sync()
+        return framesEncoded
+    }
+
+    /// Writes the frames' count, MD5 and frame sizes into STREAMINFO.
+    private func writeSignature(to file: FLACFile) throws {
+        var info = try FLACHeader.read(from: file).streamInfo
+        info.totalSamples = UInt64(framesEncoded)
+        var digest = md5
+        info.md5 = digest.finalize()
+        (info.minFrameSize, info.maxFrameSize) = framesEncoded == 0 ? (0, 0) : (minFrameBytes, maxFrameBytes)
+        try file.write(info.bytes, at: FLACHeader.streamInfoOffset)
     }
 
     /// Closes the file exactly as a killed process would leave it: libFLAC's clean-up (which

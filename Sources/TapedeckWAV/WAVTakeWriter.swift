@@ -23,6 +23,9 @@ final class WAVTakeWriter: TakeWriter {
 
     private var fd: Int32
     private var handle: OpaquePointer?
+    /// Whether a write failed (the disk is full): ``finish()`` then sizes the header from the
+    /// whole frames actually in the file.
+    private var writeFailed = false
 
     /// Creates the file at `path` and writes its header.
     /// - Thread: the writer thread that will own it. Blocks on disk I/O.
@@ -76,7 +79,10 @@ final class WAVTakeWriter: TakeWriter {
         let written = sf_write_raw(handle, buffer, sf_count_t(bytes))
         let code = errno
         framesWritten += written / Int64(format.bytesPerFrame)
-        guard written == sf_count_t(bytes) else { throw failure(handle, errno: code, while: "write audio to \(path)") }
+        guard written == sf_count_t(bytes) else {
+            writeFailed = true
+            throw failure(handle, errno: code, while: "write audio to \(path)")
+        }
     }
 
     /// Brings the header up to date (normalized, as ``finish()`` leaves it) and `fdatasync`s, so a
@@ -114,6 +120,11 @@ final class WAVTakeWriter: TakeWriter {
             throw TapedeckError(.io, "Could not finish \(path): \(Sndfile.errorString(code: status)). The take can be repaired.")
         }
         let file = RawFile(fd: fd, path: path, kind: "WAV")
+        if writeFailed {
+            // A short write may have left part of a frame: keep the whole frames, with a header
+            // that says so (in place, in constant time, whatever the take's length).
+            return try WAVRepair.repair(file).frames
+        }
         try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
         try file.sync()
         return framesWritten

@@ -102,3 +102,92 @@ struct DiskFullEndToEndTests {
         }
     }
 }
+
+/// A recording that fills the disk on any file system, without root: the quota shim
+/// (`libTapedeckQuotaShim.so`, loaded with LD_PRELOAD) gives the library 4 MiB of free space and
+/// fails writes past it with ENOSPC, catalog writes included.
+@Suite("disk full through a byte quota")
+struct ByteQuotaEndToEndTests {
+    static var shim: String { (try? CLIHarness.binary.deletingLastPathComponent().appendingPathComponent("libTapedeckQuotaShim.so").path) ?? "" }
+
+    static func monotonicNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
+    /// Whether `raw` (little-endian 16-bit samples) is the frame counter's prefix.
+    static func isCounterPrefix(_ raw: Data) -> Bool {
+        raw.withUnsafeBytes { bytes in
+            let samples = bytes.bindMemory(to: Int16.self)
+            for (k, v) in samples.enumerated() where v != Int16(truncatingIfNeeded: k) { return false }
+            return true
+        }
+    }
+
+    @Test("the audio reaches the quota: stopped within 1 s of the first ENOSPC, exit 5, kept as truncated with a matching header",
+          arguments: ["directory", "bundle"], ["wav", "flac"])
+    func quotaFills(storage: String, encoder: String) throws {
+        try #require(FileManager.default.fileExists(atPath: Self.shim), "build the package first: \(Self.shim) is missing")
+        var cli = try CLIHarness(storage: storage)
+        defer { try? FileManager.default.removeItem(at: cli.library) }
+        try FileManager.default.createDirectory(at: cli.library, withIntermediateDirectories: true)
+        let first = try cli.run("record", "--name", "before", "--duration", "1s", "--set", "capture.null.signal=counter",
+                                "--set", "encoder.name=\(encoder)")
+        #expect(first.status == 0, "\(first.stderr)")
+
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-quota-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        cli.extraEnvironment = ["LD_PRELOAD": Self.shim, "QUOTA_SHIM_DIR": cli.library.path,
+                                "QUOTA_SHIM_BYTES": String(4 << 20), "QUOTA_SHIM_LOG": log.path]
+        let (p, out, err) = try cli.start(["record", "--name", "filler", "--json", "--set", "capture.null.signal=counter",
+                                           "--set", "capture.null.paced=false", "--set", "encoder.name=\(encoder)"])
+        p.waitUntilExit()
+        let exited = Self.monotonicNanoseconds()
+        cli.extraEnvironment = [:]
+        let stderr = try String(contentsOf: err, encoding: .utf8)
+        #expect(p.terminationStatus == 5, "exit \(p.terminationStatus): \(stderr)")
+        #expect(stderr.contains("No space left") && stderr.contains("Free some space"), "\(stderr)")
+        let logged = try String(contentsOf: log, encoding: .utf8)
+        let refused = try #require(Int64(logged.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+        let stopping = Double(exited - refused) / 1e9
+        #expect(stopping >= 0 && stopping < 1.0, "exited \(stopping) s after the first ENOSPC")
+
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        #expect(report["end"] as? String == "write-failed")
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["state"] as? String == "truncated")
+        let frames = try #require(take["frames"] as? Int)
+        #expect(frames > 48_000, "only \(frames) frames were kept")
+        let path = try #require(take["path"] as? String)
+
+        // Independent readers: the header matches the audio, which is the counter's prefix.
+        let raw: Data
+        if encoder == "wav" {
+            let py = try CLIHarness.tool("python3", [DiskFullEndToEndTests.verifier, path, "counter"])
+            #expect(py.status == 0 && py.stdout.contains("header-ok"), "python's wave: \(py.stdout) \(py.stderr)")
+            #expect(Int(py.stdout.split(separator: " ").first ?? "") == frames)
+            raw = try Data(contentsOf: URL(fileURLWithPath: path)).suffix(frames * 4)
+        } else {
+            let test = try CLIHarness.tool("flac", ["-t", "-s", path])
+            #expect(test.status == 0 && test.stderr.isEmpty, "flac -t: \(test.stderr)")
+            let total = try CLIHarness.tool("metaflac", ["--show-total-samples", path])
+            #expect(Int(total.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == frames)
+            let decoded = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-quota-\(UUID().uuidString).raw")
+            defer { try? FileManager.default.removeItem(at: decoded) }
+            let d = try CLIHarness.tool("flac", ["-d", "-s", "--force-raw-format", "--endian=little", "--sign=signed", "-o", decoded.path, path])
+            #expect(d.status == 0, "\(d.stderr)")
+            raw = try Data(contentsOf: decoded)
+        }
+        #expect(raw.count == frames * 4)
+        #expect(Self.isCounterPrefix(raw), "the kept audio is not the counter's prefix")
+
+        // The catalog agrees and the earlier take is intact.
+        let takes = try cli.takes()
+        #expect(takes.count == 2)
+        #expect(takes.first { $0["name"] as? String == "before" }?["state"] as? String == "complete")
+        #expect(takes.first { $0["name"] as? String == "before" }?["frames"] as? Int == 48_000)
+        #expect(takes.first { $0["name"] as? String == "filler" }?["frames"] as? Int == frames)
+        #expect(!takes.contains { $0["state"] as? String == "recording" })
+    }
+}
