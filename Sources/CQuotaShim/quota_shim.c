@@ -127,11 +127,14 @@ static size_t admit(off_t size, off_t offset, size_t len) {
     return fits;
 }
 
-ssize_t write(int fd, const void *buf, size_t len) {
-    off_t size;
-    if (!fd_counted(fd, &size)) return real_write(fd, buf, len);
+// One write through the quota: admits what fits of `len` bytes at `offset` (the descriptor's
+// cursor, or its end for O_APPEND, when `offset` is negative) and lets `perform` write that many,
+// holding the lock throughout so sizes cannot change between the check and the write.
+typedef ssize_t (*perform_fn)(int fd, size_t fits, const void *context);
+
+static ssize_t guarded(int fd, off_t size, off_t offset, size_t len, perform_fn perform, const void *context) {
     pthread_mutex_lock(&quota_lock);
-    off_t offset = (fcntl(fd, F_GETFL) & O_APPEND) ? size : lseek(fd, 0, SEEK_CUR);
+    if (offset < 0) offset = (fcntl(fd, F_GETFL) & O_APPEND) ? size : lseek(fd, 0, SEEK_CUR);
     size_t fits = admit(size, offset, len);
     ssize_t r;
     if (len > 0 && fits == 0) {
@@ -139,27 +142,49 @@ ssize_t write(int fd, const void *buf, size_t len) {
         errno = ENOSPC;
         r = -1;
     } else {
-        r = real_write(fd, buf, fits);
+        r = perform(fd, fits, context);
     }
     pthread_mutex_unlock(&quota_lock);
     return r;
 }
 
+struct plain { const void *buf; off_t offset; };
+
+static ssize_t perform_write(int fd, size_t fits, const void *context) {
+    return real_write(fd, ((const struct plain *)context)->buf, fits);
+}
+
+static ssize_t perform_pwrite(int fd, size_t fits, const void *context) {
+    const struct plain *p = context;
+    return real_pwrite(fd, p->buf, fits, p->offset);
+}
+
+struct vector { const struct iovec *iov; int count; };
+
+static ssize_t perform_writev(int fd, size_t fits, const void *context) {
+    const struct vector *v = context;
+    struct iovec cut[1024];
+    int n = 0;
+    for (size_t left = fits; n < v->count && left > 0; n++) {
+        cut[n] = v->iov[n];
+        if (cut[n].iov_len > left) cut[n].iov_len = left;
+        left -= cut[n].iov_len;
+    }
+    return real_writev(fd, cut, n);
+}
+
+ssize_t write(int fd, const void *buf, size_t len) {
+    off_t size;
+    if (!fd_counted(fd, &size)) return real_write(fd, buf, len);
+    struct plain p = { buf, -1 };
+    return guarded(fd, size, -1, len, perform_write, &p);
+}
+
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t offset) {
     off_t size;
-    if (!fd_counted(fd, &size)) return real_pwrite(fd, buf, len, offset);
-    pthread_mutex_lock(&quota_lock);
-    size_t fits = admit(size, offset, len);
-    ssize_t r;
-    if (len > 0 && fits == 0) {
-        note_refusal();
-        errno = ENOSPC;
-        r = -1;
-    } else {
-        r = real_pwrite(fd, buf, fits, offset);
-    }
-    pthread_mutex_unlock(&quota_lock);
-    return r;
+    if (!fd_counted(fd, &size) || offset < 0) return real_pwrite(fd, buf, len, offset);
+    struct plain p = { buf, offset };
+    return guarded(fd, size, offset, len, perform_pwrite, &p);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t offset) { return pwrite(fd, buf, len, offset); }
@@ -169,42 +194,28 @@ ssize_t writev(int fd, const struct iovec *iov, int count) {
     if (!fd_counted(fd, &size) || count <= 0 || count > 1024) return real_writev(fd, iov, count);
     size_t total = 0;
     for (int i = 0; i < count; i++) total += iov[i].iov_len;
-    pthread_mutex_lock(&quota_lock);
-    off_t offset = (fcntl(fd, F_GETFL) & O_APPEND) ? size : lseek(fd, 0, SEEK_CUR);
-    size_t fits = admit(size, offset, total);
-    ssize_t r;
-    if (total > 0 && fits == 0) {
+    struct vector v = { iov, count };
+    return guarded(fd, size, -1, total, perform_writev, &v);
+}
+
+// Takes the space that allocating `len` bytes at `offset` of a file of `size` needs: 0, or
+// ENOSPC when it does not fit (nothing taken). Lock held.
+static int take_allocation(off_t size, off_t offset, off_t len) {
+    off_t end = offset + len, growth = end > size ? end - size : 0;
+    if (growth > quota_free) {
         note_refusal();
-        errno = ENOSPC;
-        r = -1;
-    } else {
-        struct iovec cut[1024];
-        int n = 0;
-        size_t left = fits;
-        for (int i = 0; i < count && left > 0; i++, n++) {
-            cut[n] = iov[i];
-            if (cut[n].iov_len > left) cut[n].iov_len = left;
-            left -= cut[n].iov_len;
-        }
-        r = real_writev(fd, cut, n);
+        return ENOSPC;
     }
-    pthread_mutex_unlock(&quota_lock);
-    return r;
+    quota_free -= growth;
+    return 0;
 }
 
 int posix_fallocate(int fd, off_t offset, off_t len) {
     off_t size;
     if (!fd_counted(fd, &size)) return real_posix_fallocate(fd, offset, len);
     pthread_mutex_lock(&quota_lock);
-    off_t end = offset + len, growth = end > size ? end - size : 0;
-    int r;
-    if (growth > quota_free) {
-        note_refusal();
-        r = ENOSPC;
-    } else {
-        quota_free -= growth;
-        r = real_posix_fallocate(fd, offset, len);
-    }
+    int refused = take_allocation(size, offset, len);
+    int r = refused ? refused : real_posix_fallocate(fd, offset, len);
     pthread_mutex_unlock(&quota_lock);
     return r;
 }
@@ -215,16 +226,8 @@ int fallocate(int fd, int mode, off_t offset, off_t len) {
     off_t size;
     if (!fd_counted(fd, &size) || mode != 0) return real_fallocate(fd, mode, offset, len);
     pthread_mutex_lock(&quota_lock);
-    off_t end = offset + len, growth = end > size ? end - size : 0;
-    int r;
-    if (growth > quota_free) {
-        note_refusal();
-        errno = ENOSPC;
-        r = -1;
-    } else {
-        quota_free -= growth;
-        r = real_fallocate(fd, mode, offset, len);
-    }
+    int refused = take_allocation(size, offset, len);
+    int r = refused ? (errno = refused, -1) : real_fallocate(fd, mode, offset, len);
     pthread_mutex_unlock(&quota_lock);
     return r;
 }

@@ -10,6 +10,18 @@ import Glibc
 struct DiskFullEndToEndTests {
     static let verifier = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/verify_wav.py").path
 
+    /// Checks `record --json`'s report of a take the full disk cut short (kept as `truncated`,
+    /// more than a second long); returns its frames and path.
+    static func truncatedTake(report json: Data) throws -> (frames: Int, path: String) {
+        let report = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        #expect(report["end"] as? String == "write-failed")
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["state"] as? String == "truncated")
+        let frames = try #require(take["frames"] as? Int)
+        #expect(frames > 48_000, "only \(frames) frames were kept")
+        return (frames, try #require(take["path"] as? String))
+    }
+
     /// Mounts a tmpfs of `megabytes` for the duration of `body`.
     func withSmallDisk(megabytes: Int, _ body: (URL) throws -> Void) throws {
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-full-\(UUID().uuidString)")
@@ -36,15 +48,9 @@ struct DiskFullEndToEndTests {
                                 "--set", "capture.null.paced=false")
             #expect(r.status == 5, "exit \(r.status): \(r.stderr)")
             #expect(r.stderr.contains("full"), "\(r.stderr)")
-            let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
-            #expect(report["end"] as? String == "write-failed")
-            let take = try #require(report["take"] as? [String: Any])
-            #expect(take["state"] as? String == "truncated")
-            let frames = try #require(take["frames"] as? Int)
-            #expect(frames > 48_000, "only \(frames) frames were kept")
+            let (frames, path) = try Self.truncatedTake(report: Data(r.stdout.utf8))
 
             // Independent readers accept it: the header matches the audio, which is the signal's prefix.
-            let path = try #require(take["path"] as? String)
             let py = try CLIHarness.tool("python3", [Self.verifier, path, "counter"])
             #expect(py.status == 0, "python's wave refused the truncated take: \(py.stderr)")
             let fields = py.stdout.split(separator: " ").map(String.init)
@@ -153,13 +159,7 @@ struct ByteQuotaEndToEndTests {
         let stopping = Double(exited - refused) / 1e9
         #expect(stopping >= 0 && stopping < 1.0, "exited \(stopping) s after the first ENOSPC")
 
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
-        #expect(report["end"] as? String == "write-failed")
-        let take = try #require(report["take"] as? [String: Any])
-        #expect(take["state"] as? String == "truncated")
-        let frames = try #require(take["frames"] as? Int)
-        #expect(frames > 48_000, "only \(frames) frames were kept")
-        let path = try #require(take["path"] as? String)
+        let (frames, path) = try DiskFullEndToEndTests.truncatedTake(report: Data(contentsOf: out))
 
         // Independent readers: the header matches the audio, which is the counter's prefix.
         let raw: Data
