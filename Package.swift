@@ -163,12 +163,15 @@ let package = Package(
         .executableTarget(
             name: "tapedeck",
             dependencies: [
-                "TapedeckAssembly", "TapedeckApp", "TapedeckCore",
+                "TapedeckAssembly", "TapedeckApp", "TapedeckCore", "CStopSignals",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
+
+        // Stop signals through a pipe, so none is lost while the command starts.
+        .target(name: "CStopSignals"),
 
         .target(name: "CQuotaShim"),
 

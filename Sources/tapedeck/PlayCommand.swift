@@ -21,7 +21,7 @@ struct PlayCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "\"\(take)\" is a session. Name a take as SESSION/TAKE or by its id.")
             }
             let player = try studio.makePlayer()
-            let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in Task { @MainActor in player.stop() } }
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in Task { @MainActor in player.stop() } }
             defer { signals.cancel() }
             let progress = Terminal.showsProgress ? Task { @MainActor in
                 while !Task.isCancelled {

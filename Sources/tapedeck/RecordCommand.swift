@@ -38,7 +38,7 @@ struct RecordCommand: AsyncParsableCommand {
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog.
             let stops = StopRelay()
-            let signals = SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
                 Task { @MainActor in stops.request() }
             }
             defer { signals.cancel() }

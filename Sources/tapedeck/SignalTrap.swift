@@ -1,39 +1,73 @@
-import Dispatch
+import CStopSignals
+import Foundation
+import TapedeckCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Turns stop signals into a callback on a private queue (the default actions are disabled
-/// while the trap is armed, so the process is not killed before it can finalize the take).
+/// Turns stop signals into a callback on a thread of the trap's own (the default actions are
+/// replaced while the trap is armed, so the process is not killed before it can finalize the take).
+///
+/// The handler is installed before `init` returns and only writes the signal's number to a pipe
+/// (see `CStopSignals`); a reader thread turns each byte into a call of `handler`. A signal that
+/// arrives at any moment after `init` is therefore seen, which a libdispatch signal source does
+/// not promise on Linux: it installs its handler later, on its manager thread, and a signal in
+/// between is lost (a `record` stopped in that window would record until killed).
 ///
 /// A second signal means the first did not end things: the process exits at once with status
 /// 130, and anything unfinished is recovered the next time the library is opened.
 final class SignalTrap {
-    private let sources: [any DispatchSourceSignal]
     private let signals: [Int32]
+    private let writeFD: Int32
+    private var armed = true
 
-    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
-        let queue = DispatchQueue(label: "tapedeck.signals")
+    /// Arms the trap for `signals`.
+    /// - Parameter handler: called once per signal, on the trap's reader thread; must not block.
+    /// - Throws: `.io` when the pipe or the handlers cannot be set up (the default actions stay).
+    /// - Thread: any (the commands arm it on the main actor). Never blocks.
+    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) throws {
+        var readFD: Int32 = -1
+        var writeFD: Int32 = -1
+        guard tapedeck_stop_signals_pipe(&readFD, &writeFD) == 0 else {
+            throw TapedeckError(.io, "Could not set up the stop-signal handler: \(String(cString: strerror(errno))). Close some files or raise the open-file limit (ulimit -n) and try again.")
+        }
         self.signals = signals
-        nonisolated(unsafe) var received = 0 // only touched on `queue`
-        sources = signals.map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler {
+        self.writeFD = writeFD
+        let pipeEnd = readFD
+        let reader = Thread {
+            var received = 0
+            var byte: UInt8 = 0
+            while true {
+                let n = read(pipeEnd, &byte, 1)
+                if n < 0 && errno == EINTR { continue }
+                guard n == 1 else { break } // end of file: the trap was cancelled
                 received += 1
                 if received > 1 {
                     Terminal.writeStderr("\ntapedeck: Stopping again: exiting now. An unfinished take is recovered the next time the library is opened.\n")
                     _exit(130)
                 }
-                handler(sig)
+                handler(Int32(byte))
             }
-            source.resume()
-            return source
+            close(pipeEnd)
+        }
+        reader.name = "tapedeck-signals"
+        reader.start()
+        let status = signals.withUnsafeBufferPointer {
+            tapedeck_stop_signals_arm(writeFD, $0.baseAddress, Int32($0.count))
+        }
+        if status != 0 {
+            let reason = String(cString: strerror(errno))
+            cancel()
+            throw TapedeckError(.io, "Could not install the stop-signal handler: \(reason).")
         }
     }
 
+    /// Restores the signals' default actions and ends the reader thread.
+    /// - Thread: any; call once (later calls do nothing). Never blocks.
     func cancel() {
-        for s in sources { s.cancel() }
-        for sig in signals { signal(sig, SIG_DFL) }
+        guard armed else { return }
+        armed = false
+        signals.withUnsafeBufferPointer { tapedeck_stop_signals_disarm($0.baseAddress, Int32($0.count)) }
+        close(writeFD)
     }
 }

@@ -111,6 +111,79 @@ struct EndToEndTests {
         #expect(py.firstBad == -1 && py.headerOK && py.frames == take["frames"] as? Int)
     }
 
+    @Test("a stop signal that comes as soon as record or play has taken SIGTERM over is never lost, however slowly the process runs",
+          arguments: ["play", "record"])
+    func stopSignalWhileArming(command: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
+            Issue.record("strace is missing (scripts/install-deps installs it)")
+            return
+        }
+        var cli = try CLIHarness()
+        if command == "play" {
+            #expect(try cli.run("record", "--duration", "20s", "--set", "capture.null.paced=false").status == 0)
+        }
+        // strace slows every sigaction by 0.2 s and writes each thread's calls to its own file,
+        // one whole line per finished call; the signal goes the moment a line shows SIGTERM's
+        // action changed from the default. A trap that sets SIGTERM to "ignore" and installs its
+        // real handler later (on another thread) loses that signal, and the command runs on.
+        let trace = cli.library.appendingPathExtension("trace")
+        cli.launcher = ["/usr/bin/strace", "-ff", "-qq", "-e", "trace=rt_sigaction",
+                        "-e", "inject=rt_sigaction:delay_enter=200000", "-o", trace.path]
+        let args = command == "record"
+            ? ["record", "--json", "--set", "capture.null.signal=counter"]
+            : ["play", "--set", "playback.null.paced=true", "Session 1/Take 1"]
+        let (strace, _, err) = try cli.start(args)
+        let folder = trace.deletingLastPathComponent()
+        var tracee: pid_t = 0
+        defer {
+            if strace.isRunning {
+                if tracee > 0 { kill(tracee, SIGKILL) }
+                strace.terminate()
+            }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            where name.hasPrefix(trace.lastPathComponent + ".") {
+                try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+            }
+        }
+        // The process that took SIGTERM over: the thread-group id of the thread whose file shows it.
+        let taken = CLIHarness.wait(timeout: 30) {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            for name in files where name.hasPrefix(trace.lastPathComponent + ".") {
+                let text = (try? String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)) ?? ""
+                let changed = text.split(separator: "\n").contains {
+                    $0.hasPrefix("rt_sigaction(SIGTERM, {sa_handler=") && !$0.hasPrefix("rt_sigaction(SIGTERM, {sa_handler=SIG_DFL")
+                        && $0.contains(") = 0")
+                }
+                let status = (try? String(contentsOfFile: "/proc/\(name.split(separator: ".").last ?? "")/status", encoding: .utf8)) ?? ""
+                if changed, let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Tgid:") }) {
+                    tracee = pid_t(line.dropFirst(5).trimmingCharacters(in: .whitespaces)) ?? 0
+                    return true
+                }
+            }
+            return false
+        }
+        try #require(taken && tracee > 0, "SIGTERM's action never changed")
+        kill(tracee, SIGTERM)
+        let ended = CLIHarness.wait(timeout: 15) { !strace.isRunning }
+        if !ended { kill(tracee, SIGKILL) }
+        strace.waitUntilExit()
+        let stderr = try String(contentsOf: err, encoding: .utf8)
+        cli.launcher = []
+        #expect(ended, "\(command) still ran 15 s after SIGTERM: the signal was lost")
+        if command == "record" {
+            // Stopped before the take began (nothing made) or after (a complete take).
+            #expect([0, 130].contains(strace.terminationStatus), "exit \(strace.terminationStatus): \(stderr)")
+            if strace.terminationStatus == 130 {
+                #expect(stderr.contains("Stopped before recording began"))
+                #expect(try cli.takes().isEmpty)
+            } else {
+                #expect(try cli.takes().map { $0["state"] as? String } == ["complete"])
+            }
+        } else {
+            #expect(strace.terminationStatus == 0, "exit \(strace.terminationStatus): \(stderr)")
+        }
+    }
+
     @Test("an injected overrun and a device loss show in the take, the report and the exit status")
     func faultsReported() throws {
         let cli = try CLIHarness()

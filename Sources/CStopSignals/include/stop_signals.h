@@ -1,0 +1,30 @@
+// Stop signals delivered through a pipe (the self-pipe pattern).
+//
+// A signal handler can do almost nothing safely, and it cannot carry context, so this shim keeps
+// the one thing it needs (the pipe's write end) in a static and its handler only write(2)s the
+// signal's number, one byte, to that pipe. The caller reads the pipe on a thread of its own.
+//
+// Unlike a libdispatch signal source, which on Linux installs its handler later, on its manager
+// thread, the handler is in place when tapedeck_stop_signals_arm returns: a signal that arrives
+// after that is never lost, whichever thread the kernel delivers it to.
+#ifndef TAPEDECK_STOP_SIGNALS_H
+#define TAPEDECK_STOP_SIGNALS_H
+
+/// Makes the pipe: both ends close-on-exec, the write end non-blocking (a full pipe drops the
+/// byte rather than stalling the thread the signal interrupted).
+/// Returns 0, or -1 with errno set by pipe2(2).
+/// Thread: any. Never blocks.
+int tapedeck_stop_signals_pipe(int *read_fd, int *write_fd);
+
+/// Installs the pipe-writing handler for `signals[0..<count]` (SA_RESTART; the signal is not
+/// blocked for the process). `write_fd` is the write end from tapedeck_stop_signals_pipe.
+/// Returns 0, or -1 with errno set by sigaction(2) (handlers installed before the failure stay).
+/// Thread: any; call once per arming. Never blocks.
+int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count);
+
+/// Restores the default action of `signals[0..<count]` and forgets the pipe. The caller closes
+/// the write end afterwards.
+/// Thread: any. Never blocks.
+void tapedeck_stop_signals_disarm(const int *signals, int count);
+
+#endif
