@@ -175,6 +175,17 @@ let package = Package(
 
         .target(name: "CQuotaShim"),
 
+        // Fuzzing (docs/RELIABILITY.md, case 6): the parsers of untrusted input as fuzz targets,
+        // and the program scripts/fuzz builds with libFuzzer (a replay tool in ordinary builds).
+        .target(
+            name: "TapedeckFuzzTargets",
+            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckBundleStorage", "TapedeckAssembly"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "tapedeck-fuzz", dependencies: ["TapedeckFuzzTargets", "CFuzzerMain"], swiftSettings: swiftSettings),
+        .target(name: "CFuzzerMain"),
+        .testTarget(name: "TapedeckFuzzTargetsTests", dependencies: ["TapedeckFuzzTargets", "TapedeckCore"], swiftSettings: swiftSettings),
+
         // Test kit shipped beside the API: conformance suites and test doubles.
         .target(
             name: "TapedeckTesting",

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,8 @@ import Darwin
 
 /// A session bundle's `manifest.json`, validated: every value is in range and every file name is
 /// a plain name inside the bundle. Only ``ManifestCodec/decode(_:)`` makes one from bytes.
-struct Manifest: Sendable, Hashable {
+/// (`package`: the fuzz targets in `TapedeckFuzzTargets` feed the codec untrusted bytes.)
+package struct Manifest: Sendable, Hashable {
     /// The schema this version writes.
     static let schema = 1
     /// The schemas this version reads.
@@ -50,14 +51,14 @@ struct Manifest: Sendable, Hashable {
 }
 
 /// Why a manifest is refused: where in the JSON, and what is wrong there.
-struct ManifestProblem: Error, Sendable, Hashable {
+package struct ManifestProblem: Error, Sendable, Hashable {
     /// A JSON path such as `takes[3].file`; empty for the document as a whole.
     var path: String
     var problem: String
 }
 
 /// Reads and writes `manifest.json`.
-enum ManifestCodec {
+package enum ManifestCodec {
     // MARK: wire format
 
     struct Wire: Codable {
@@ -117,7 +118,7 @@ enum ManifestCodec {
     // MARK: encoding
 
     /// The manifest as pretty-printed JSON with sorted keys.
-    static func encode(_ manifest: Manifest) throws -> Data {
+    package static func encode(_ manifest: Manifest) throws -> Data {
         let wire = Wire(
             schema: Manifest.schema, id: manifest.id, name: manifest.name, createdAt: formatDate(manifest.createdAt),
             takes: manifest.takes.map { e in
@@ -137,7 +138,7 @@ enum ManifestCodec {
 
     /// Parses and validates untrusted manifest bytes.
     /// - Throws: ``ManifestProblem`` naming the JSON path and what is wrong.
-    static func decode(_ data: Data) throws -> Manifest {
+    package static func decode(_ data: Data) throws -> Manifest {
         let decoder = JSONDecoder()
         let head: Head
         do { head = try decoder.decode(Head.self, from: data) } catch let error as DecodingError { throw problem(error) }

@@ -60,6 +60,11 @@ struct WAVHeader {
     var dataChunk: Chunk
     /// The data size the header claims (from `ds64` for RF64), not yet checked against the file.
     var declaredDataSize: UInt64
+    /// `LIST` chunks (before the audio, or in a clean chain after it) whose sub-chunks claim more
+    /// bytes than the chunk holds. libsndfile 1.2 can loop forever in `sf_open` on such a chunk
+    /// (libsndfile issue #1118), so the reader refuses these files and ``WAVRepair`` renames the
+    /// chunk to `JUNK`: its bytes stay where they are, and every reader skips them.
+    var damagedLists: [Chunk] = []
 
     /// Where the audio starts.
     var dataStart: Int64 { dataChunk.payload }
@@ -81,20 +86,15 @@ struct WAVHeader {
         guard LE.isID(riff, 8, "WAVE") else { throw corrupt("it is a RIFF file but not WAVE audio") }
 
         var junk: Chunk?, ds64: Chunk?, fmtChunk: Chunk?, fact: Chunk?, peak: Chunk?, data: Chunk?
-        var offset: Int64 = 12
-        var walked = 0
-        while offset + 8 <= length && walked < 1024 {
-            let head = try file.read(8, at: offset)
-            let chunk = Chunk(offset: offset, size: LE.u32(head, 4))
-            walked += 1
-            if LE.isID(head, 0, "data") { data = chunk; break }
-            if chunk.next > length { break }  // a chunk before the audio runs past the end
+        try forEachChunk(in: file, length: length) { head, chunk in
+            if LE.isID(head, 0, "data") { data = chunk; return false }
+            if chunk.next > length { return false }  // a chunk before the audio runs past the end
             if LE.isID(head, 0, "fmt ") && fmtChunk == nil { fmtChunk = chunk }
             if LE.isID(head, 0, "fact") && fact == nil && chunk.size >= 4 { fact = chunk }
-            if LE.isID(head, 0, "ds64") && offset == 12 && chunk.size >= 24 { ds64 = chunk }
-            if LE.isID(head, 0, "JUNK") && offset == 12 { junk = chunk }
+            if LE.isID(head, 0, "ds64") && chunk.offset == 12 && chunk.size >= 24 { ds64 = chunk }
+            if LE.isID(head, 0, "JUNK") && chunk.offset == 12 { junk = chunk }
             if LE.isID(head, 0, "PEAK") && peak == nil { peak = chunk }
-            offset = chunk.next
+            return true
         }
         guard let fmtChunk else { throw corrupt("it has no complete 'fmt ' chunk before its audio") }
         guard let data else { throw corrupt("it has no 'data' chunk") }
@@ -106,8 +106,65 @@ struct WAVHeader {
             guard let ds64 else { throw corrupt("it is RF64 but has no 'ds64' chunk") }
             if data.size == 0xFFFF_FFFF { declared = LE.u64(try file.read(24, at: ds64.payload), 8) }
         }
-        return WAVHeader(container: container, fileLength: length, junk: junk, ds64: ds64, fmtChunk: fmtChunk,
-                         fmt: fmt, fact: fact, peak: peak, dataChunk: data, declaredDataSize: declared)
+        var header = WAVHeader(container: container, fileLength: length, junk: junk, ds64: ds64, fmtChunk: fmtChunk,
+                               fmt: fmt, fact: fact, peak: peak, dataChunk: data, declaredDataSize: declared)
+        header.damagedLists = try damagedLists(in: file)
+        return header
+    }
+
+    /// The damaged `LIST` chunks of the top-level chain, walked as libsndfile walks it: through the
+    /// `data` chunk when its size fits, to the end of the file, at most 1024 chunks. Needs no
+    /// complete header (libsndfile loops on a damaged LIST whatever else the file lacks); returns
+    /// nothing for a file that is not RIFF/RF64 WAVE.
+    static func damagedLists(in file: RawFile) throws -> [Chunk] {
+        let length = try file.length()
+        guard length >= 12 else { return [] }
+        let riff = try file.read(12, at: 0)
+        guard LE.isID(riff, 0, "RIFF") || LE.isID(riff, 0, "RF64"), LE.isID(riff, 8, "WAVE") else { return [] }
+        var found: [Chunk] = []
+        try forEachChunk(in: file, length: length) { head, chunk in
+            if LE.isID(head, 0, "LIST"), try listIsDamaged(chunk, in: file, length: length) { found.append(chunk) }
+            return true
+        }
+        return found
+    }
+
+    /// Visits the top-level chunks from byte 12 while each chunk's header lies inside the file,
+    /// at most `limit` of them; `visit` gets the 8-byte header and returns whether to go on.
+    static func forEachChunk(in file: RawFile, length: Int64, limit: Int = 1024,
+                             _ visit: (_ head: [UInt8], _ chunk: Chunk) throws -> Bool) throws {
+        var offset: Int64 = 12
+        var walked = 0
+        while offset + 8 <= length && walked < limit {
+            let head = try file.read(8, at: offset)
+            let chunk = Chunk(offset: offset, size: LE.u32(head, 4))
+            walked += 1
+            guard try visit(head, chunk) else { return }
+            offset = chunk.next
+        }
+    }
+
+    /// The damaged `LIST` chunks outside `audioBytes` of audio and inside the first `fileEnd`
+    /// bytes: the ones ``WAVRepair`` retires (bytes of audio that spell LIST stay audio).
+    func damagedLists(outsideAudio audioBytes: Int64, fileEnd: Int64) -> [Chunk] {
+        damagedLists.filter { $0.offset + 8 <= fileEnd && ($0.offset < dataStart || $0.offset >= dataStart + audioBytes) }
+    }
+
+    /// Whether a `LIST` chunk's list type and sub-chunks fail to fit inside it (and the file). The walk reads
+    /// one 8-byte header per sub-chunk, at most 1024 of them.
+    static func listIsDamaged(_ list: Chunk, in file: RawFile, length: Int64) throws -> Bool {
+        let end = min(list.payload + Int64(list.size), length)
+        guard list.size >= 4 else { return true }
+        var offset = list.payload + 4
+        var walked = 0
+        while offset + 8 <= end {
+            walked += 1
+            if walked > 1024 { return true }
+            let size = Int64(LE.u32(try file.read(8, at: offset), 4))
+            if offset + 8 + size > end { return true }
+            offset += 8 + size + (size & 1)
+        }
+        return false
     }
 
     private static func parseFmt(_ b: [UInt8]) throws -> Fmt {

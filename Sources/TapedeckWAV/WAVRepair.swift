@@ -4,6 +4,8 @@ import TapedeckCore
 enum WAVRepair {
     /// Largest size a 32-bit RIFF field can hold.
     static let max32 = Int64(UInt32.max)
+    /// `JUNK` as a little-endian 32-bit value.
+    static let junkID: UInt32 = 0x4B4E_554A
 
     /// Repairs the open file behind `file` in place and syncs it.
     ///
@@ -65,6 +67,10 @@ enum WAVRepair {
         }
         // An interrupted file's PEAK chunk (if any) describes audio that is not what the file holds.
         changed = try header.normalize(in: file, retiringPeak: !consistent) || changed
+        // Damaged LIST chunks become JUNK (same bytes, skipped by every reader).
+        for list in header.damagedLists(outsideAudio: payload, fileEnd: newLength) {
+            changed = try file.patch32(junkID, at: list.offset) || changed
+        }
         try file.sync()
         return RepairResult(frames: frames, format: format, headerRepaired: changed)
     }
@@ -76,7 +82,8 @@ enum WAVRepair {
         let format = try header.audioFormat(path: file.path)
         let frameBytes = Int64(format.bytesPerFrame)
         if try isConsistent(header, file: file, frameBytes: frameBytes) {
-            return RepairResult(frames: Int64(header.declaredDataSize) / frameBytes, format: format, headerRepaired: false)
+            return RepairResult(frames: Int64(header.declaredDataSize) / frameBytes, format: format,
+                                headerRepaired: !header.damagedLists(outsideAudio: Int64(header.declaredDataSize), fileEnd: header.fileLength).isEmpty)
         }
         let available = max(0, header.fileLength - header.dataStart)
         return RepairResult(frames: available / frameBytes, format: format, headerRepaired: true)

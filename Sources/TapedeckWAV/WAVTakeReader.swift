@@ -30,6 +30,12 @@ final class WAVTakeReader: TakeReader {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
+        // libsndfile can loop forever in sf_open on a damaged LIST chunk: look first.
+        if let list = try? WAVHeader.damagedLists(in: RawFile(fd: fd, path: path, kind: "WAV")).first {
+            closeDescriptor(fd)
+            throw TapedeckError(.corruptFile,
+                "\(path) has a damaged LIST (metadata) chunk at byte \(list.offset); its audio is intact. Run `tapedeck doctor --repair` to turn the chunk into padding, then try again.")
+        }
         var info = SF_INFO()
         guard let handle = sf_open_fd(fd, Int32(SFM_READ), &info, 0 /* closed by us */) else {
             let reason = Sndfile.errorString(nil)

@@ -114,6 +114,41 @@ struct WAVRepairTests {
         #expect(try WAVTestSupport.bytes(of: url) == before)
     }
 
+    @Test("a LIST chunk whose entry claims more than the chunk holds is refused by the reader, not handed to libsndfile, and repair turns it into JUNK")
+    func damagedListChunk() throws {
+        // Found by scripts/fuzz: libsndfile 1.2's sf_open loops forever on such a chunk.
+        let dir = try WAVTestSupport.makeTempDirectory()
+        defer { WAVTestSupport.cleanUp(dir) }
+        let url = dir.appendingPathComponent("list.wav")
+        let audio = WAVTestSupport.render(.frameCounter, format: .cdStereo, frames: 4_800)
+        try WAVTestSupport.writeTake(audio, at: url, format: .cdStereo)
+        var bytes = try WAVTestSupport.bytes(of: url)
+        let list = try #require(firstOffset(of: Array("LIST".utf8), in: bytes))
+        #expect(Array(bytes[(list + 8)..<(list + 12)]) == Array("INFO".utf8))
+        bytes.replaceSubrange((list + 16)..<(list + 20), with: [0xFF, 0xF7, 0xFF, 0xFF])  // the first entry's size
+        try Data(bytes).write(to: url)
+
+        let start = ContinuousClock.now
+        let refusal = #expect(throws: TapedeckError.self) { _ = try WAVDecoder().openReader(at: url) }
+        #expect(refusal?.code == .corruptFile && refusal?.message.contains("doctor --repair") == true)
+        #expect(ContinuousClock.now - start < .milliseconds(100))
+        #expect(try WAVEncoder().inspect(fileAt: url)?.headerRepaired == true)
+        let result = try WAVEncoder().repair(fileAt: url)
+        #expect(result.frames == 4_800 && result.headerRepaired)
+        let repaired = try WAVTestSupport.bytes(of: url)
+        #expect(Array(repaired[list..<(list + 4)]) == Array("JUNK".utf8) && repaired.count == bytes.count)
+        #expect(try WAVEncoder().inspect(fileAt: url)?.headerRepaired == false)
+        let reader = try WAVDecoder().openReader(at: url)
+        defer { reader.close() }
+        #expect(reader.frameCount == 4_800)
+        try Self.expectSoxReads(url, exactly: audio, format: .cdStereo, in: dir)
+    }
+
+    func firstOffset(of needle: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= needle.count else { return nil }
+        return (0...(bytes.count - needle.count)).first { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+
     @Test("a RIFF size that ends before the data chunk is found and fixed, for an empty and a full take")
     func shortRIFFSize() throws {
         let dir = try WAVTestSupport.makeTempDirectory()

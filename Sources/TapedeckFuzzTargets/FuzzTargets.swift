@@ -1,0 +1,170 @@
+public import Foundation
+import TapedeckAssembly
+import TapedeckBundleStorage
+import TapedeckCore
+import TapedeckFLAC
+import TapedeckWAV
+
+/// The parsers that read untrusted bytes, each wrapped as a fuzz target: the bytes go in, and the
+/// target checks what Tapedeck promises about any input, not just that nothing crashed.
+///
+/// - `wav`: a WAV/RF64 file through the header reader (`inspect`), the decoder (libsndfile) and
+///   `repair`. Every frame count claimed fits in the file (for the decoder, which reads codecs
+///   Tapedeck does not write, at most 8 frames per byte); `repair` is a fixed point (inspecting
+///   the repaired file finds nothing to fix and the same frames).
+/// - `flac`: a FLAC file through the decoder (Tapedeck's metadata reader, then libFLAC) and
+///   `repair`; repairing twice changes nothing the second time.
+/// - `manifest`: a bundle's `manifest.json` through the validating codec; what it accepts encodes
+///   to a canonical form that decodes and encodes to the same bytes.
+/// - `config`: a config file through the YAML reader and the configuration loader (problems and
+///   resolution for this machine).
+///
+/// In every target, refusing the input is a correct answer, but only with Tapedeck's own typed
+/// error (a message for the user); any other error, a broken promise, or a crash is a finding.
+/// `scripts/fuzz` runs them under libFuzzer with the address sanitizer; the unit tests replay the
+/// seeds and every input that once failed.
+public enum FuzzTargets {
+    /// The targets' names, in the order `scripts/fuzz` runs them.
+    public static let names = ["wav", "flac", "manifest", "config"]
+
+    /// A broken promise found by a target.
+    public struct Finding: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Runs target `name` on `bytes`.
+    /// - Parameter scratch: a file the target may create, overwrite and remove (the file-based
+    ///   parsers read the bytes from there); one per process.
+    /// - Returns: the broken promise, or `nil` when the input was read or refused correctly.
+    /// - Throws: `TapedeckError` `.invalidArgument` for an unknown target name.
+    /// - Thread: any; not reentrant for one `scratch`. Blocks on disk I/O.
+    public static func run(_ name: String, _ bytes: UnsafeRawBufferPointer, scratch: URL) throws -> Finding? {
+        let data = Data(bytes)
+        do {
+            switch name {
+            case "wav": try wav(data, scratch)
+            case "flac": try flac(data, scratch)
+            case "manifest": try manifest(data)
+            case "config": try config(data)
+            default:
+                throw TapedeckError(.invalidArgument, "There is no fuzz target \"\(name)\"; the targets are \(names.joined(separator: ", ")).")
+            }
+        } catch let finding as Finding {
+            return finding
+        }
+        return nil
+    }
+
+    // MARK: targets
+
+    static func wav(_ data: Data, _ scratch: URL) throws {
+        try data.write(to: scratch)
+        let size = Int64(data.count)
+        let encoder = WAVEncoder()
+        try typed("inspect") {
+            if let r = try encoder.inspect(fileAt: scratch) { try fits(r.frames, r.format, size, "inspect") }
+        }
+        try typed("decode") {
+            // The reader delivers its own format (8-bit and ADPCM files arrive as 16-bit samples),
+            // and no WAV codec libsndfile reads packs more than 8 frames into a byte.
+            let reader = try WAVDecoder().openReader(at: scratch)
+            defer { reader.close() }
+            if reader.frameCount > size * 8 { throw Finding("the reader claims \(reader.frameCount) frames from a \(size)-byte file") }
+            try drain(reader, limit: size * 8, "the decoder")
+        }
+        try typed("repair") {
+            let repaired = try encoder.repair(fileAt: scratch)
+            try fits(repaired.frames, repaired.format, size, "repair")
+            guard let again = try encoder.inspect(fileAt: scratch) else { throw Finding("inspect cannot read a file repair just wrote") }
+            if again.headerRepaired || again.frames != repaired.frames {
+                throw Finding("repair is not a fixed point: it left \(repaired.frames) frames, then inspect found \(again.frames) and \(again.headerRepaired ? "a header to repair" : "nothing to repair")")
+            }
+        }
+    }
+
+    static func flac(_ data: Data, _ scratch: URL) throws {
+        try data.write(to: scratch)
+        // A FLAC frame holds at most 65 535 samples per channel in a few bytes (constant subframes).
+        let limit = Int64(data.count) * 65_535
+        try typed("decode") {
+            let reader = try FLACDecoder().openReader(at: scratch)
+            defer { reader.close() }
+            if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from \(data.count) bytes") }
+            try drain(reader, limit: limit, "the decoder")
+        }
+        let encoder = FLACEncoder()
+        try typed("repair") {
+            let first = try encoder.repair(fileAt: scratch)
+            if first.frames > limit { throw Finding("repair claims \(first.frames) frames from \(data.count) bytes") }
+            let second = try encoder.repair(fileAt: scratch)
+            if second.headerRepaired || second.frames != first.frames {
+                throw Finding("repair is not a fixed point: \(first.frames) frames, then \(second.frames)\(second.headerRepaired ? " and another repair" : "")")
+            }
+        }
+    }
+
+    static func manifest(_ data: Data) throws {
+        let decoded: Manifest
+        do {
+            decoded = try ManifestCodec.decode(data)
+        } catch is ManifestProblem {
+            return
+        } catch {
+            throw Finding("the manifest codec threw \(type(of: error)) (\(error)), not a ManifestProblem")
+        }
+        let canonical = try ManifestCodec.encode(decoded)
+        let again: Manifest
+        do { again = try ManifestCodec.decode(canonical) } catch {
+            throw Finding("the codec refuses a manifest it wrote itself: \(error)")
+        }
+        if try ManifestCodec.encode(again) != canonical {
+            throw Finding("the manifest's canonical form changes when read back")
+        }
+    }
+
+    static func config(_ data: Data) throws {
+        guard let text = String(data: data, encoding: .utf8) else { return } // ConfigFile.load refuses non-UTF-8 first
+        try typed("parse") {
+            let file = try ConfigFile.parse(text, name: "fuzz.yaml")
+            let loader = ConfigurationLoader(catalog: .builtIn, environment: [:], hostName: "fuzz-host")
+            _ = loader.problems(file: file, flags: [:], machine: nil)
+            _ = try loader.resolve(file: file, flags: [:], machine: nil)
+        }
+    }
+
+    // MARK: promises
+
+    /// Runs `body`; a `TapedeckError` is a correct refusal, any other error a finding.
+    static func typed(_ step: String, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch is TapedeckError {
+        } catch let finding as Finding {
+            throw finding
+        } catch {
+            throw Finding("\(step) threw \(type(of: error)) (\(error)), not a TapedeckError")
+        }
+    }
+
+    static func fits(_ frames: Int64, _ format: AudioFormat, _ size: Int64, _ who: String) throws {
+        let bytes = frames.multipliedReportingOverflow(by: Int64(format.bytesPerFrame))
+        if frames < 0 || bytes.overflow || bytes.partialValue > size {
+            throw Finding("\(who) claims \(frames) frames of \(format.bytesPerFrame) bytes from a \(size)-byte file")
+        }
+    }
+
+    /// Reads everything `reader` gives, failing past `limit` frames.
+    static func drain(_ reader: any TakeReader, limit: Int64, _ who: String) throws {
+        let frameBytes = max(1, reader.format.bytesPerFrame)
+        let chunk = max(1, (64 << 10) / frameBytes)
+        var buffer = [UInt8](repeating: 0, count: chunk * frameBytes)
+        var total: Int64 = 0
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try reader.read(into: $0.baseAddress!, maxFrames: chunk) }
+            if n == 0 { return }
+            total += Int64(n)
+            if total > limit { throw Finding("\(who) gave more than \(limit) frames") }
+        }
+    }
+}
