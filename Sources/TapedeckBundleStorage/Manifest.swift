@@ -388,7 +388,21 @@ package enum ManifestCodec {
         }
         guard i == b.count else { return nil }
         let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
-        return Date(timeIntervalSince1970: Double(seconds * 1_000_000 + micro) / 1e6)
+        let wanted = seconds * 1_000_000 + micro
+        var date = Date(timeIntervalSince1970: Double(wanted) / 1e6)
+        // A Date (a Double) cannot hold every microsecond far from 2001, and the division rounds:
+        // settle on the nearest Date that formats back to the same microsecond, so a manifest
+        // read and written again is unchanged instead of drifting a microsecond per rewrite
+        // (found by scripts/fuzz). Where no Date has that microsecond, the nearest one stays.
+        for _ in 0..<16 {
+            let got = micros(date)
+            if got == wanted { break }
+            let t = date.timeIntervalSinceReferenceDate
+            let next = Date(timeIntervalSinceReferenceDate: got < wanted ? t.nextUp : t.nextDown)
+            if abs(micros(next) - wanted) > abs(got - wanted) { break }
+            date = next
+        }
+        return date
     }
 
     static func pad(_ v: Int64, _ width: Int) -> String {
