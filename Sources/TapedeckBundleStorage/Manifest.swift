@@ -326,7 +326,25 @@ package enum ManifestCodec {
 
     /// `date` as a manifest stores it (whole microseconds), so values read back compare equal.
     static func quantize(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: Double(micros(date)) / 1e6)
+        self.date(micros: micros(date))
+    }
+
+    /// The `Date` that ``micros(_:)`` maps back to `wanted`, microseconds since 1970. A `Date`
+    /// (a `Double` from 2001) cannot hold every microsecond far from 2001 and the division rounds,
+    /// so the plain conversion can land a microsecond off, and a manifest read and written again
+    /// would drift (found by scripts/fuzz): step to the neighbouring values until it maps back.
+    /// Where no `Date` has that microsecond (around year 9999), the nearest one stays.
+    static func date(micros wanted: Int64) -> Date {
+        var date = Date(timeIntervalSince1970: Double(wanted) / 1e6)
+        for _ in 0..<16 {
+            let got = micros(date)
+            if got == wanted { break }
+            let t = date.timeIntervalSinceReferenceDate
+            let next = Date(timeIntervalSinceReferenceDate: got < wanted ? t.nextUp : t.nextDown)
+            if abs(micros(next) - wanted) > abs(got - wanted) { break }
+            date = next
+        }
+        return date
     }
 
     /// `2024-05-01T18:30:00.123456Z`.
@@ -388,21 +406,7 @@ package enum ManifestCodec {
         }
         guard i == b.count else { return nil }
         let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
-        let wanted = seconds * 1_000_000 + micro
-        var date = Date(timeIntervalSince1970: Double(wanted) / 1e6)
-        // A Date (a Double) cannot hold every microsecond far from 2001, and the division rounds:
-        // settle on the nearest Date that formats back to the same microsecond, so a manifest
-        // read and written again is unchanged instead of drifting a microsecond per rewrite
-        // (found by scripts/fuzz). Where no Date has that microsecond, the nearest one stays.
-        for _ in 0..<16 {
-            let got = micros(date)
-            if got == wanted { break }
-            let t = date.timeIntervalSinceReferenceDate
-            let next = Date(timeIntervalSinceReferenceDate: got < wanted ? t.nextUp : t.nextDown)
-            if abs(micros(next) - wanted) > abs(got - wanted) { break }
-            date = next
-        }
-        return date
+        return date(micros: seconds * 1_000_000 + micro)
     }
 
     static func pad(_ v: Int64, _ width: Int) -> String {

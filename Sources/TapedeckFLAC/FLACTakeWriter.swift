@@ -164,7 +164,7 @@ final class FLACTakeWriter: TakeWriter {
     /// Appends `frames` interleaved frames, packed little-endian in ``format``.
     /// - Thread: the owning writer thread. Blocks on disk I/O (libFLAC writes whole frames).
     /// - Throws: `.diskFull` for ENOSPC/EDQUOT, `.io` for other failures (including a verify
-    ///   mismatch); after a failure the writer should be abandoned.
+    ///   mismatch); after a failure, ``finish()`` finalizes what was written whole.
     func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
         guard let enc = encoder else {
             throw TapedeckError(.internalError, "Wrote to the FLAC writer for \(path) after it was closed.")
@@ -223,8 +223,9 @@ final class FLACTakeWriter: TakeWriter {
         guard fdatasync(fd) == 0 else { throw TapedeckError.system(errno, while: "flush \(path) to disk") }
     }
 
-    /// Encodes the last block, lets libFLAC rewrite STREAMINFO (total samples, MD5, frame sizes),
-    /// cuts off any checkpoint tail, `fsync`s and closes the file.
+    /// Encodes the last block, lets libFLAC rewrite STREAMINFO (total samples, frame sizes), cuts
+    /// off any checkpoint tail, writes Tapedeck's own MD5 of the input (``writeSignature(to:)``),
+    /// `fsync`s and closes the file.
     /// - Thread: the owning writer thread. Blocks on disk I/O.
     /// - Returns: frames in the file.
     /// - Throws: `.diskFull`/`.io`, including when libFLAC's verify mode found a mismatch.
@@ -254,7 +255,7 @@ final class FLACTakeWriter: TakeWriter {
             how = "every frame decoded by libFLAC's verify mode and compared with the input"
         }
         if let how {
-            // The MD5 libFLAC computed over the input is in STREAMINFO with the true length.
+            // STREAMINFO as it reached the disk holds the true length and the MD5 of the input.
             let info = try FLACHeader.read(from: file).streamInfo
             guard Int64(info.totalSamples) == framesSubmitted, info.md5.contains(where: { $0 != 0 }) else {
                 throw TapedeckError(.io, "Verifying \(path) failed: STREAMINFO says \(info.totalSamples) frames and holds no MD5. Nothing was kept.")

@@ -27,45 +27,55 @@ public enum FuzzTargets {
     /// The targets' names, in the order `scripts/fuzz` runs them.
     public static let names = ["wav", "flac", "manifest", "config"]
 
-    /// A broken promise found by a target.
-    public struct Finding: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    /// A broken promise found by a target (reported as ``Outcome/broken(_:)``).
+    struct Finding: Error, CustomStringConvertible, Sendable {
+        var description: String
         init(_ description: String) { self.description = description }
+    }
+
+    /// What a target made of an input.
+    public enum Outcome: Sendable, Equatable {
+        /// Every step read the input.
+        case read
+        /// A step refused it with Tapedeck's own error: a correct answer.
+        case refused
+        /// A broken promise.
+        case broken(String)
     }
 
     /// Runs target `name` on `bytes`.
     /// - Parameter scratch: a file the target may create, overwrite and remove (the file-based
     ///   parsers read the bytes from there); one per process.
-    /// - Returns: the broken promise, or `nil` when the input was read or refused correctly.
     /// - Throws: `TapedeckError` `.invalidArgument` for an unknown target name.
     /// - Thread: any; not reentrant for one `scratch`. Blocks on disk I/O.
-    public static func run(_ name: String, _ bytes: UnsafeRawBufferPointer, scratch: URL) throws -> Finding? {
+    public static func run(_ name: String, _ bytes: UnsafeRawBufferPointer, scratch: URL) throws -> Outcome {
         let data = Data(bytes)
         do {
+            let read: Bool
             switch name {
-            case "wav": try wav(data, scratch)
-            case "flac": try flac(data, scratch)
-            case "manifest": try manifest(data)
-            case "config": try config(data)
+            case "wav": read = try wav(data, scratch)
+            case "flac": read = try flac(data, scratch)
+            case "manifest": read = try manifest(data)
+            case "config": read = try config(data)
             default:
                 throw TapedeckError(.invalidArgument, "There is no fuzz target \"\(name)\"; the targets are \(names.joined(separator: ", ")).")
             }
+            return read ? .read : .refused
         } catch let finding as Finding {
-            return finding
+            return .broken(finding.description)
         }
-        return nil
     }
 
     // MARK: targets
 
-    static func wav(_ data: Data, _ scratch: URL) throws {
+    static func wav(_ data: Data, _ scratch: URL) throws -> Bool {
         try data.write(to: scratch)
         let size = Int64(data.count)
         let encoder = WAVEncoder()
-        try typed("inspect") {
+        let inspectRead = try typed("inspect") {
             if let r = try encoder.inspect(fileAt: scratch) { try fits(r.frames, r.format, size, "inspect") }
         }
-        try typed("decode") {
+        let decodeRead = try typed("decode") {
             // The decoder reads whatever libsndfile reads (import takes AIFF, Ogg, MP3, FLAC…), in
             // its own delivered format, and compressed codecs pack many frames into a byte (an MP3
             // frame count is an estimate): the bound is FLAC's, 65 535 frames in a few bytes.
@@ -75,7 +85,7 @@ public enum FuzzTargets {
             if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from a \(size)-byte file") }
             try drain(reader, limit: limit, "the decoder")
         }
-        try typed("repair") {
+        let repairRead = try typed("repair") {
             let repaired = try encoder.repair(fileAt: scratch)
             try fits(repaired.frames, repaired.format, size, "repair")
             guard let again = try encoder.inspect(fileAt: scratch) else { throw Finding("inspect cannot read a file repair just wrote") }
@@ -83,20 +93,21 @@ public enum FuzzTargets {
                 throw Finding("repair is not a fixed point: it left \(repaired.frames) frames, then inspect found \(again.frames) and \(again.headerRepaired ? "a header to repair" : "nothing to repair")")
             }
         }
+        return inspectRead && decodeRead && repairRead
     }
 
-    static func flac(_ data: Data, _ scratch: URL) throws {
+    static func flac(_ data: Data, _ scratch: URL) throws -> Bool {
         try data.write(to: scratch)
         // A FLAC frame holds at most 65 535 samples per channel in a few bytes (constant subframes).
         let limit = Int64(data.count) * 65_535
-        try typed("decode") {
+        let decodeRead = try typed("decode") {
             let reader = try FLACDecoder().openReader(at: scratch)
             defer { reader.close() }
             if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from \(data.count) bytes") }
             try drain(reader, limit: limit, "the decoder")
         }
         let encoder = FLACEncoder()
-        try typed("repair") {
+        let repairRead = try typed("repair") {
             let first = try encoder.repair(fileAt: scratch)
             if first.frames > limit { throw Finding("repair claims \(first.frames) frames from \(data.count) bytes") }
             let second = try encoder.repair(fileAt: scratch)
@@ -104,14 +115,15 @@ public enum FuzzTargets {
                 throw Finding("repair is not a fixed point: \(first.frames) frames, then \(second.frames)\(second.headerRepaired ? " and another repair" : "")")
             }
         }
+        return decodeRead && repairRead
     }
 
-    static func manifest(_ data: Data) throws {
+    static func manifest(_ data: Data) throws -> Bool {
         let decoded: Manifest
         do {
             decoded = try ManifestCodec.decode(data)
         } catch is ManifestProblem {
-            return
+            return false
         } catch {
             throw Finding("the manifest codec threw \(type(of: error)) (\(error)), not a ManifestProblem")
         }
@@ -123,11 +135,12 @@ public enum FuzzTargets {
         if try ManifestCodec.encode(again) != canonical {
             throw Finding("the manifest's canonical form changes when read back")
         }
+        return true
     }
 
-    static func config(_ data: Data) throws {
-        guard let text = String(data: data, encoding: .utf8) else { return } // ConfigFile.load refuses non-UTF-8 first
-        try typed("parse") {
+    static func config(_ data: Data) throws -> Bool {
+        guard let text = String(data: data, encoding: .utf8) else { return false } // ConfigFile.load refuses non-UTF-8 first
+        return try typed("parse") {
             let file = try ConfigFile.parse(text, name: "fuzz.yaml")
             let loader = ConfigurationLoader(catalog: .builtIn, environment: [:], hostName: "fuzz-host")
             _ = loader.problems(file: file, flags: [:], machine: nil)
@@ -138,10 +151,14 @@ public enum FuzzTargets {
     // MARK: promises
 
     /// Runs `body`; a `TapedeckError` is a correct refusal, any other error a finding.
-    static func typed(_ step: String, _ body: () throws -> Void) throws {
+    /// - Returns: whether `body` read the input (false: refused).
+    @discardableResult
+    static func typed(_ step: String, _ body: () throws -> Void) throws -> Bool {
         do {
             try body()
+            return true
         } catch is TapedeckError {
+            return false
         } catch let finding as Finding {
             throw finding
         } catch {

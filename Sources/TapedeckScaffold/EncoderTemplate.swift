@@ -142,6 +142,8 @@ enum EncoderTemplate {
                 let path: String
                 var frames: Int64 = 0
                 var closed = false
+                /// A write failed part way: the file may hold bytes `frames` does not count.
+                var writeFailed = false
 
                 init(fd: Int32, format: AudioFormat, path: String) {
                     self.fd = fd
@@ -166,7 +168,12 @@ enum EncoderTemplate {
                 }
 
                 func write(_ buffer: UnsafeRawPointer, frames n: Int) throws {
-                    try writeRaw(buffer, count: n * format.bytesPerFrame)
+                    do {
+                        try writeRaw(buffer, count: n * format.bytesPerFrame)
+                    } catch {
+                        writeFailed = true
+                        throw error
+                    }
                     frames += Int64(n)
                 }
 
@@ -176,6 +183,9 @@ enum EncoderTemplate {
 
                 func finish() throws -> Int64 {
                     defer { abandon() }
+                    // After a failed write the file may hold bytes `frames` does not count: throw,
+                    // and the recorder repairs the file from its length (TakeWriter.finish).
+                    if writeFailed { throw TapedeckError(.io, "\\(path) was cut short by a failed write; it is repaired from its length.") }
                     guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \\(path)") }
                     return frames
                 }

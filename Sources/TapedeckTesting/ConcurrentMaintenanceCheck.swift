@@ -67,7 +67,8 @@ public enum ConcurrentMaintenanceCheck {
                                           fileExtension: "raw", startDate: Date())
         try Data(count: 4_096).write(to: pending.fileURL)
         let take = try store.finishTake(pending, frames: 1_024, state: .complete, overruns: [])
-        otherBox.withLock { $0 = try? other() }
+        let second = try other()
+        otherBox.withLock { $0 = second }
         try store.deleteTake(take.id)
         guard done.wait(timeout: .now() + 15) == .success else {
             return Outcome(whileDeleting: seen.withLock { $0 }, finally: ["(the check never finished)"])

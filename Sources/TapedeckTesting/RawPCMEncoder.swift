@@ -46,6 +46,8 @@ public struct RawPCMEncoder: AudioEncoder, AudioDecoder {
         let path: String
         var frames: Int64 = 0
         var closed = false
+        /// A write failed part way: the file may hold bytes ``frames`` does not count.
+        var writeFailed = false
         init(fd: Int32, bytesPerFrame: Int, path: String) {
             self.fd = fd
             self.bytesPerFrame = bytesPerFrame
@@ -58,6 +60,7 @@ public struct RawPCMEncoder: AudioEncoder, AudioDecoder {
                 let w = Glibc.write(fd, buffer + offset, total - offset)
                 if w < 0 {
                     if errno == EINTR { continue }
+                    writeFailed = true
                     throw TapedeckError.system(errno, while: "write to \(path)")
                 }
                 offset += w
@@ -69,6 +72,9 @@ public struct RawPCMEncoder: AudioEncoder, AudioDecoder {
         }
         func finish() throws -> Int64 {
             defer { abandon() }
+            // After a failed write the file's length, not `frames`, says what it holds: leave it
+            // to repair (the TakeWriter contract).
+            if writeFailed { throw TapedeckError(.io, "\(path) was cut short by a failed write; it is repaired from its length.") }
             guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \(path)") }
             return frames
         }

@@ -60,11 +60,6 @@ struct WAVHeader {
     var dataChunk: Chunk
     /// The data size the header claims (from `ds64` for RF64), not yet checked against the file.
     var declaredDataSize: UInt64
-    /// `LIST` chunks (before the audio, or in a clean chain after it) whose sub-chunks claim more
-    /// bytes than the chunk holds. libsndfile 1.2 can loop forever in `sf_open` on such a chunk
-    /// (libsndfile issue #1118), so the reader refuses these files and ``WAVRepair`` renames the
-    /// chunk to `JUNK`: its bytes stay where they are, and every reader skips them.
-    var damagedLists: [Chunk] = []
 
     /// Where the audio starts.
     var dataStart: Int64 { dataChunk.payload }
@@ -86,7 +81,7 @@ struct WAVHeader {
         guard LE.isID(riff, 8, "WAVE") else { throw corrupt("it is a RIFF file but not WAVE audio") }
 
         var junk: Chunk?, ds64: Chunk?, fmtChunk: Chunk?, fact: Chunk?, peak: Chunk?, data: Chunk?
-        try forEachChunk(in: file, length: length) { head, chunk in
+        try forEachChunk(in: file, from: 12, end: length) { head, chunk in
             if LE.isID(head, 0, "data") { data = chunk; return false }
             if chunk.next > length { return false }  // a chunk before the audio runs past the end
             if LE.isID(head, 0, "fmt ") && fmtChunk == nil { fmtChunk = chunk }
@@ -106,65 +101,64 @@ struct WAVHeader {
             guard let ds64 else { throw corrupt("it is RF64 but has no 'ds64' chunk") }
             if data.size == 0xFFFF_FFFF { declared = LE.u64(try file.read(24, at: ds64.payload), 8) }
         }
-        var header = WAVHeader(container: container, fileLength: length, junk: junk, ds64: ds64, fmtChunk: fmtChunk,
-                               fmt: fmt, fact: fact, peak: peak, dataChunk: data, declaredDataSize: declared)
-        header.damagedLists = try damagedLists(in: file)
-        return header
+        return WAVHeader(container: container, fileLength: length, junk: junk, ds64: ds64, fmtChunk: fmtChunk,
+                         fmt: fmt, fact: fact, peak: peak, dataChunk: data, declaredDataSize: declared)
     }
 
-    /// The damaged `LIST` chunks of the top-level chain, walked as libsndfile walks it: through the
-    /// `data` chunk when its size fits, to the end of the file, at most 1024 chunks. Needs no
-    /// complete header (libsndfile loops on a damaged LIST whatever else the file lacks); returns
-    /// nothing for a file that is not RIFF/RF64 WAVE.
+    /// `LIST` chunks whose entries claim more bytes than the chunk holds, in the top-level chain
+    /// walked as libsndfile walks it (through the `data` chunk when its size fits, to the end of
+    /// the file). libsndfile 1.2 can loop forever in `sf_open` on such a chunk (libsndfile issue
+    /// #1118), so the reader refuses these files and ``WAVRepair`` retires the chunk. Needs no
+    /// complete header; returns nothing for a file that is not RIFF/RF64 WAVE.
+    /// - Thread: any. Blocks on disk I/O (one 8-byte read per chunk and per list entry).
     static func damagedLists(in file: RawFile) throws -> [Chunk] {
         let length = try file.length()
         guard length >= 12 else { return [] }
         let riff = try file.read(12, at: 0)
         guard LE.isID(riff, 0, "RIFF") || LE.isID(riff, 0, "RF64"), LE.isID(riff, 8, "WAVE") else { return [] }
         var found: [Chunk] = []
-        try forEachChunk(in: file, length: length) { head, chunk in
+        try forEachChunk(in: file, from: 12, end: length) { head, chunk in
             if LE.isID(head, 0, "LIST"), try listIsDamaged(chunk, in: file, length: length) { found.append(chunk) }
             return true
         }
         return found
     }
 
-    /// Visits the top-level chunks from byte 12 while each chunk's header lies inside the file,
-    /// at most `limit` of them; `visit` gets the 8-byte header and returns whether to go on.
-    static func forEachChunk(in file: RawFile, length: Int64, limit: Int = 1024,
-                             _ visit: (_ head: [UInt8], _ chunk: Chunk) throws -> Bool) throws {
-        var offset: Int64 = 12
+    /// Visits the chunks that start at `from` while each chunk's 8-byte header lies before `end`,
+    /// at most `limit` of them; `visit` gets the header and returns whether to go on.
+    /// - Returns: where the walk stopped (the offset after the last chunk visited in full).
+    @discardableResult
+    static func forEachChunk(in file: RawFile, from start: Int64, end: Int64, limit: Int = 1024,
+                             _ visit: (_ head: [UInt8], _ chunk: Chunk) throws -> Bool) throws -> Int64 {
+        var offset = start
         var walked = 0
-        while offset + 8 <= length && walked < limit {
+        while offset + 8 <= end && walked < limit {
             let head = try file.read(8, at: offset)
             let chunk = Chunk(offset: offset, size: LE.u32(head, 4))
             walked += 1
-            guard try visit(head, chunk) else { return }
+            guard try visit(head, chunk) else { return offset }
             offset = chunk.next
         }
+        return offset
     }
 
-    /// The damaged `LIST` chunks outside `audioBytes` of audio and inside the first `fileEnd`
-    /// bytes: the ones ``WAVRepair`` retires (bytes of audio that spell LIST stay audio).
-    func damagedLists(outsideAudio audioBytes: Int64, fileEnd: Int64) -> [Chunk] {
-        damagedLists.filter { $0.offset + 8 <= fileEnd && ($0.offset < dataStart || $0.offset >= dataStart + audioBytes) }
-    }
-
-    /// Whether a `LIST` chunk's list type and sub-chunks fail to fit inside it (and the file). The walk reads
-    /// one 8-byte header per sub-chunk, at most 1024 of them.
+    /// Whether a `LIST` chunk's list type and entries fail to fit inside it (and the file). Walks
+    /// at most 65 536 entries; a list longer than that is taken as sound.
     static func listIsDamaged(_ list: Chunk, in file: RawFile, length: Int64) throws -> Bool {
-        let end = min(list.payload + Int64(list.size), length)
         guard list.size >= 4 else { return true }
-        var offset = list.payload + 4
-        var walked = 0
-        while offset + 8 <= end {
-            walked += 1
-            if walked > 1024 { return true }
-            let size = Int64(LE.u32(try file.read(8, at: offset), 4))
-            if offset + 8 + size > end { return true }
-            offset += 8 + size + (size & 1)
+        let end = min(list.payload + Int64(list.size), length)
+        var damaged = false
+        try forEachChunk(in: file, from: list.payload + 4, end: end, limit: 65_536) { _, entry in
+            damaged = entry.payload + Int64(entry.size) > end
+            return !damaged
         }
-        return false
+        return damaged
+    }
+
+    /// Renames `chunk` to `JUNK`: its bytes stay where they are, and every reader skips them.
+    /// Does not sync.
+    static func retire(_ chunk: Chunk, in file: RawFile) throws {
+        try file.write(Array("JUNK".utf8), at: chunk.offset)
     }
 
     private static func parseFmt(_ b: [UInt8]) throws -> Fmt {
@@ -237,7 +231,7 @@ struct WAVHeader {
             changed = true
         }
         if retiringPeak, let peak {
-            try file.write(Array("JUNK".utf8), at: peak.offset)
+            try Self.retire(peak, in: file)
             changed = true
         }
         if let size = riffSizeCoveringData(), try LE.u32(file.read(4, at: 4), 0) < size {

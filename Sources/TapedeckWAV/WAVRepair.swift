@@ -4,8 +4,6 @@ import TapedeckCore
 enum WAVRepair {
     /// Largest size a 32-bit RIFF field can hold.
     static let max32 = Int64(UInt32.max)
-    /// `JUNK` as a little-endian 32-bit value.
-    static let junkID: UInt32 = 0x4B4E_554A
 
     /// Repairs the open file behind `file` in place and syncs it.
     ///
@@ -67,9 +65,10 @@ enum WAVRepair {
         }
         // An interrupted file's PEAK chunk (if any) describes audio that is not what the file holds.
         changed = try header.normalize(in: file, retiringPeak: !consistent) || changed
-        // Damaged LIST chunks become JUNK (same bytes, skipped by every reader).
-        for list in header.damagedLists(outsideAudio: payload, fileEnd: newLength) {
-            changed = try file.patch32(junkID, at: list.offset) || changed
+        // Damaged LIST chunks, which libsndfile cannot open, become JUNK.
+        for list in try retirableLists(header, file: file, audioBytes: payload, fileEnd: newLength) {
+            try WAVHeader.retire(list, in: file)
+            changed = true
         }
         try file.sync()
         return RepairResult(frames: frames, format: format, headerRepaired: changed)
@@ -82,8 +81,9 @@ enum WAVRepair {
         let format = try header.audioFormat(path: file.path)
         let frameBytes = Int64(format.bytesPerFrame)
         if try isConsistent(header, file: file, frameBytes: frameBytes) {
-            return RepairResult(frames: Int64(header.declaredDataSize) / frameBytes, format: format,
-                                headerRepaired: !header.damagedLists(outsideAudio: Int64(header.declaredDataSize), fileEnd: header.fileLength).isEmpty)
+            let audioBytes = Int64(header.declaredDataSize)
+            let lists = try retirableLists(header, file: file, audioBytes: audioBytes, fileEnd: header.fileLength)
+            return RepairResult(frames: audioBytes / frameBytes, format: format, headerRepaired: !lists.isEmpty)
         }
         let available = max(0, header.fileLength - header.dataStart)
         return RepairResult(frames: available / frameBytes, format: format, headerRepaired: true)
@@ -99,18 +99,21 @@ enum WAVRepair {
         }
         let audioEnd = header.dataStart + Int64(declared)
         if let covering = header.riffSizeCoveringData(), LE.u32(try file.read(4, at: 4), 0) < covering { return false }
-        var offset = audioEnd + Int64(declared & 1)
         if audioEnd == length { return true }  // a missing pad byte at the very end is tolerated
-        var chunks = 0
-        while offset < length {
-            guard offset + 8 <= length, chunks < 64 else { return false }
-            let head = try file.read(8, at: offset)
-            guard head[0..<4].allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else { return false }
-            let size = Int64(LE.u32(head, 4))
-            offset += 8 + size + (size & 1)
-            chunks += 1
+        var printable = true
+        let stop = try WAVHeader.forEachChunk(in: file, from: audioEnd + Int64(declared & 1), end: length, limit: 64) { head, _ in
+            printable = head[0..<4].allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
+            return printable
         }
-        return offset == length || (offset == length + 1)
+        return printable && (stop == length || stop == length + 1)
+    }
+
+    /// The damaged `LIST` chunks repair renames: those outside the `audioBytes` of audio kept
+    /// (bytes of audio that happen to spell LIST stay audio) and inside the first `fileEnd` bytes.
+    static func retirableLists(_ header: WAVHeader, file: RawFile, audioBytes: Int64, fileEnd: Int64) throws -> [WAVHeader.Chunk] {
+        try WAVHeader.damagedLists(in: file).filter {
+            $0.offset + 8 <= fileEnd && ($0.offset < header.dataStart || $0.offset >= header.dataStart + audioBytes)
+        }
     }
 
     /// Turns a RIFF header into RF64 by laying out `ds64`, the `fmt ` chunk and a `JUNK` filler in

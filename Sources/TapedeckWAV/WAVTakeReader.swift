@@ -25,16 +25,22 @@ final class WAVTakeReader: TakeReader {
 
     /// Opens `path`.
     /// - Thread: the thread that will read it. Blocks on disk I/O.
-    /// - Throws: `.notFound` if missing; `.corruptFile` if libsndfile cannot read it.
+    /// - Throws: `.notFound` if missing; `.corruptFile` if libsndfile cannot read it, or if it has a
+    ///   damaged `LIST` chunk (``WAVHeader/damagedLists(in:)``), which is refused before libsndfile sees it.
     init(path: String) throws {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path)") }
         // libsndfile can loop forever in sf_open on a damaged LIST chunk: look first.
-        if let list = try? WAVHeader.damagedLists(in: RawFile(fd: fd, path: path, kind: "WAV")).first {
+        let raw = RawFile(fd: fd, path: path, kind: "WAV")
+        if let list = try? WAVHeader.damagedLists(in: raw).first {
+            // Say "repair" only where repair can work: a header Tapedeck reads, in a format it writes.
+            let repairable = (try? WAVHeader.read(from: raw).audioFormat(path: path)) != nil
             closeDescriptor(fd)
-            throw TapedeckError(.corruptFile,
-                "\(path) has a damaged LIST (metadata) chunk at byte \(list.offset); its audio is intact. Run `tapedeck doctor --repair` to turn the chunk into padding, then try again.")
+            throw TapedeckError(.corruptFile, "\(path) has a damaged LIST (metadata) chunk at byte \(list.offset), which libsndfile cannot open safely. "
+                + (repairable
+                    ? "If it is a take in your library, run `tapedeck doctor --repair`: it turns the chunk into padding and keeps the audio. A file from elsewhere needs the chunk removed by the program that made it."
+                    : "Tapedeck cannot repair this file (its header is incomplete or its encoding is one Tapedeck does not write); re-save it from the program that made it."))
         }
         var info = SF_INFO()
         guard let handle = sf_open_fd(fd, Int32(SFM_READ), &info, 0 /* closed by us */) else {

@@ -68,7 +68,7 @@ final class WAVTakeWriter: TakeWriter {
     /// Appends `frames` interleaved frames, packed little-endian in ``format``.
     /// - Thread: the owning writer thread. Blocks on disk I/O.
     /// - Throws: ``TapedeckError`` `.diskFull` for ENOSPC/EDQUOT, `.io` for other failures; after a
-    ///   failure the writer should be abandoned.
+    ///   failure, ``finish()`` finalizes what was written whole.
     func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
         guard let handle else {
             throw TapedeckError(.internalError, "Wrote to the WAV writer for \(path) after it was closed.")

@@ -5,7 +5,7 @@
 // TAPEDECK_FUZZ_SCRATCH the file it may use, and a broken promise aborts so libFuzzer keeps the
 // input. In an ordinary build it replays inputs instead:
 //
-//     tapedeck-fuzz TARGET FILE...     exit 0 when every file is read or refused correctly
+//     tapedeck-fuzz TARGET FILE...     prints read/refused/FAIL per file; exit 0 when none failed
 import Foundation
 import TapedeckFuzzTargets
 
@@ -23,7 +23,7 @@ public func tapedeckFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> 
     let scratch = getenv("TAPEDECK_FUZZ_SCRATCH").map { URL(fileURLWithPath: String(cString: $0)) }
         ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fuzz-\(getpid())")
     do {
-        if let finding = try FuzzTargets.run(target, UnsafeRawBufferPointer(start: data, count: size), scratch: scratch) {
+        if case .broken(let finding) = try FuzzTargets.run(target, UnsafeRawBufferPointer(start: data, count: size), scratch: scratch) {
             complain("tapedeck-fuzz: \(target): \(finding)\n")
             abort()
         }
@@ -45,21 +45,28 @@ enum ReplayTool {
             exit(64)
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fuzz-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        // exit() never returns, so no `defer`: every way out removes the scratch file first.
+        func finish(_ status: Int32) -> Never {
+            try? FileManager.default.removeItem(at: scratch)
+            exit(status)
+        }
         var failed = 0
         for path in arguments.dropFirst() {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path))
-                let finding = try data.withUnsafeBytes { try FuzzTargets.run(target, $0, scratch: scratch) }
-                print("\(finding == nil ? "ok  " : "FAIL") \(path)\(finding.map { ": \($0)" } ?? "")")
-                if finding != nil { failed += 1 }
+                switch try data.withUnsafeBytes({ try FuzzTargets.run(target, $0, scratch: scratch) }) {
+                case .read: print("read    \(path)")
+                case .refused: print("refused \(path)")
+                case .broken(let finding):
+                    print("FAIL    \(path): \(finding)")
+                    failed += 1
+                }
             } catch {
                 complain("tapedeck-fuzz: \(path): \(error)\n")
-                exit(66)
+                finish(66)
             }
         }
-        try? FileManager.default.removeItem(at: scratch)
-        exit(failed == 0 ? 0 : 1)
+        finish(failed == 0 ? 0 : 1)
     }
 }
 #endif

@@ -40,7 +40,7 @@ final class SignalTrap {
             while true {
                 let n = read(pipeEnd, &byte, 1)
                 if n < 0 && errno == EINTR { continue }
-                guard n == 1 else { break } // end of file: the trap was cancelled
+                guard n == 1, byte != Self.stopReading else { break }
                 received += 1
                 if received > 1 {
                     Terminal.writeStderr("\ntapedeck: Stopping again: exiting now. An unfinished take is recovered the next time the library is opened.\n")
@@ -48,7 +48,6 @@ final class SignalTrap {
                 }
                 handler(Int32(byte))
             }
-            close(pipeEnd)
         }
         reader.name = "tapedeck-signals"
         reader.start()
@@ -58,16 +57,22 @@ final class SignalTrap {
         if status != 0 {
             let reason = String(cString: strerror(errno))
             cancel()
-            throw TapedeckError(.io, "Could not install the stop-signal handler: \(reason).")
+            throw TapedeckError(.internalError, "Could not install the stop-signal handler (\(reason)). This is a bug in Tapedeck; please report it with the command you ran.")
         }
     }
 
-    /// Restores the signals' default actions and ends the reader thread.
+    /// The byte ``cancel()`` sends the reader (no signal has number 0).
+    private static let stopReading: UInt8 = 0
+
+    /// Restores the signals' default actions and ends the reader thread. The pipe stays open for
+    /// the life of the process: a handler that was already running may still write to it, and a
+    /// closed descriptor's number could by then belong to a take's file (commands arm one trap).
     /// - Thread: any; call once (later calls do nothing). Never blocks.
     func cancel() {
         guard armed else { return }
         armed = false
         signals.withUnsafeBufferPointer { tapedeck_stop_signals_disarm($0.baseAddress, Int32($0.count)) }
-        close(writeFD)
+        var stop = Self.stopReading
+        _ = write(writeFD, &stop, 1)
     }
 }
