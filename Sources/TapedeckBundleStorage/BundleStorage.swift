@@ -107,13 +107,22 @@ public final class BundleStorage: LibraryMaintenance {
     /// The `.tapedeck` folders that are not usable sessions, with the reason: a manifest that
     /// fails validation, a missing manifest (a half-created or half-deleted bundle), a symbolic
     /// link, or a copy of a session that is in the library already. For `tapedeck doctor`.
-    /// - Thread: any. Blocks on disk I/O; takes no lock.
+    ///
+    /// A session being created or deleted lacks its manifest for a moment, under the library
+    /// lock; so when the first look finds anything, the second is made holding that lock, and
+    /// only what is still unusable then is reported.
+    /// - Thread: any. Blocks on disk I/O; takes the library lock only when something looks damaged.
     public func damagedBundles() -> [(url: URL, problem: String)] {
-        do {
-            return try scan().compactMap { scanned in
+        func look() throws -> [(url: URL, problem: String)] {
+            try scan().compactMap { scanned in
                 if case .failure(let error) = scanned.result { return (scanned.url, error.message) }
                 return nil
             }
+        }
+        do {
+            let suspects = try look()
+            if suspects.isEmpty || isSingleBundle { return suspects }
+            return try locked(nil) { try look() }
         } catch let error as TapedeckError {
             return [(rootURL, error.message)]
         } catch {
@@ -479,7 +488,7 @@ public final class BundleStorage: LibraryMaintenance {
     }
 
     /// Bundles that cannot be used, as library-relative paths (see ``damagedBundles()``).
-    /// - Thread: any. Blocks on disk I/O; takes no lock.
+    /// - Thread: any. Blocks on disk I/O and, when something looks damaged, on the library lock.
     public func damagedParts() throws -> [DamagedPart] {
         damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem) }
     }

@@ -44,6 +44,29 @@ struct BundleStorageTests {
         #expect(outcome.finally.isEmpty, "\(outcome.finally)")
     }
 
+    @Test("doctor's check for damaged bundles waits for a session being created, then finds nothing")
+    func damagedBundlesDuringCreate() throws {
+        // Found by scripts/reliability-contention: doctor reported the new bundle, still without
+        // its manifest, as damaged.
+        let root = try tempDir()
+        let other = try BundleStorage(rootURL: root)
+        let seen = Mutex<[String]?>(nil)
+        let hook = StepHook(StorageStep("createSession", "folder created")) {
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                seen.withLock { $0 = other.damagedBundles().map(\.problem) }
+                done.signal()
+            }
+            // Held here, the new folder has no manifest; the check must wait for the lock.
+            #expect(done.wait(timeout: .now() + 0.5) == .timedOut, "the check did not wait for the creation")
+        }
+        let store = try BundleStorage(rootURL: root, seam: hook)
+        _ = try store.createSession(named: "New")
+        let deadline = Date().addingTimeInterval(15)
+        while seen.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(seen.withLock { $0 } == [], "\(seen.withLock { $0 } ?? ["(the check never finished)"])")
+    }
+
     @Test("manifest values survive reopening, and manifest.json is plain JSON in the documented shape")
     func manifestRoundTrip() throws {
         let root = try tempDir()
