@@ -29,6 +29,9 @@ let package = Package(
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
         // without root). Never linked into Tapedeck.
         .library(name: "TapedeckQuotaShim", type: .dynamic, targets: ["CQuotaShim"]),
+        // Test support: an LD_PRELOAD library that logs every change to a folder, for the
+        // power-loss replay (scripts/reliability-powerloss). Never linked into Tapedeck.
+        .library(name: "TapedeckCrashLogShim", type: .dynamic, targets: ["CCrashLogShim"]),
         .library(name: "TapedeckScaffold", targets: ["TapedeckScaffold"]),
         .executable(name: "tapedeck-scaffold", targets: ["tapedeck-scaffold"]),
         .plugin(name: "ScaffoldBackend", targets: ["ScaffoldBackend"]),
@@ -174,6 +177,7 @@ let package = Package(
         .target(name: "CStopSignals"),
 
         .target(name: "CQuotaShim"),
+        .target(name: "CCrashLogShim"),
 
         // Fuzzing (docs/RELIABILITY.md, case 6): the parsers of untrusted input as fuzz targets,
         // and the program scripts/fuzz builds with libFuzzer (a replay tool in ordinary builds).

@@ -159,10 +159,14 @@ public struct LibraryDoctor: Sendable {
 
     /// Recovers an interrupted take as opening the library does, and says what happened.
     private func recover(_ interrupted: InterruptedTake) throws -> String {
-        guard let take = try TakeRecovery.recover(interrupted, storage: storage, encoders: encoders) else {
+        switch try TakeRecovery.recover(interrupted, storage: storage, encoders: encoders) {
+        case .recovered(let take):
+            return "recovered \(take.frames) frames"
+        case .removed:
             return "removed the entry (no audio was ever written)"
+        case .quarantined(_, let path, let reason):
+            return "its file cannot be recovered (\(reason)); moved it to \(path), bytes intact, and removed the entry"
         }
-        return "recovered \(take.frames) frames"
     }
 }
 

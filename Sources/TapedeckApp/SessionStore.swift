@@ -27,7 +27,8 @@ public final class SessionStore {
     /// Repairs takes left in `recording` by a process that died, then loads the sessions.
     ///
     /// For each such take, `encoders` (by encoding name) repair the file: its length is trusted,
-    /// not its header. The take becomes `recovered`; a take with no audio byte is removed.
+    /// not its header. The take becomes `recovered`; a take with no audio byte is removed; a file
+    /// that cannot be read as audio of its kind is moved into the quarantine and the take removed.
     /// - Returns: the recovered takes.
     /// - Thread: main actor; the work runs on a background queue.
     @discardableResult
@@ -37,16 +38,21 @@ public final class SessionStore {
         let recovered = try await perform {
             var recovered: [Take] = []
             for interrupted in try storage.interruptedTakes() {
-                let take: Take?
+                let outcome: TakeRecovery.Outcome
                 do {
-                    take = try TakeRecovery.recover(interrupted, storage: storage, encoders: encoders)
+                    outcome = try TakeRecovery.recover(interrupted, storage: storage, encoders: encoders)
                 } catch let error as TapedeckError {
                     logger.error("\(error.message)")
                     continue
                 }
-                if let take {
+                switch outcome {
+                case .recovered(let take):
                     logger.notice("Recovered take \"\(take.name)\" (\(String(format: "%.3f", take.seconds)) s) left by a recording that did not finish.")
                     recovered.append(take)
+                case .removed:
+                    break
+                case .quarantined(let take, let path, let reason):
+                    logger.warning("Take \"\(take.name)\", left by a recording that did not finish, could not be recovered (\(reason)); its file was moved to \(path) in the library, bytes intact, and the take removed from the list.")
                 }
             }
             return recovered

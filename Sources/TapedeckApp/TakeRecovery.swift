@@ -4,13 +4,25 @@ import Foundation
 /// Recovering one take left `recording` by a process that died: the one procedure both opening
 /// the library and `tapedeck doctor --repair` use.
 enum TakeRecovery {
+    /// What became of an interrupted take.
+    enum Outcome {
+        /// Its file was repaired; the take is `recovered`.
+        case recovered(Take)
+        /// No audio byte was ever written; the entry (and its empty file) is gone.
+        case removed
+        /// Its file cannot be read as audio of its kind (after a power loss, a header that never
+        /// reached the disk): the file was moved to `path` in the quarantine, bytes intact, and
+        /// the entry removed, so no entry is left without audio.
+        case quarantined(Take, path: String, reason: String)
+    }
+
     /// Repairs the take's file with the encoder that wrote it (its length is trusted, not its
-    /// header) and marks it `recovered`; a take with no audio byte is removed, with its empty file.
-    /// - Returns: the recovered take, or `nil` when it was removed.
-    /// - Throws: ``TapedeckError`` when this build has no such encoder or the repair failed; the
-    ///   take is then left as it is.
+    /// header) and marks it `recovered`; a take with no audio byte is removed, with its empty file;
+    /// a file the encoder finds unrepairable is quarantined (never deleted) and the entry removed.
+    /// - Throws: ``TapedeckError`` when this build has no such encoder or the repair failed for
+    ///   another reason (an I/O error); the take is then left as it is.
     /// - Thread: any except the main actor's. Blocks on disk I/O.
-    static func recover(_ interrupted: InterruptedTake, storage: any TakeStorage, encoders: [any AudioEncoder]) throws -> Take? {
+    static func recover(_ interrupted: InterruptedTake, storage: any TakeStorage, encoders: [any AudioEncoder]) throws -> Outcome {
         var repaired: RepairResult?
         let size = interrupted.fileURL.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int } ?? 0
         if let url = interrupted.fileURL, size == 0 {
@@ -23,10 +35,29 @@ enum TakeRecovery {
             }
             do {
                 repaired = try encoder.repair(fileAt: url)
+            } catch let error as TapedeckError where error.code == .corruptFile || error.code == .unsupportedFormat {
+                guard let maintenance = storage as? any LibraryMaintenance,
+                      let relative = relativePath(of: url, under: storage.rootURL) else {
+                    throw TapedeckError(.corruptFile, "Could not repair \(url.path): \(error.message) It was left as it is; run `tapedeck doctor`.")
+                }
+                // Quarantined first: a crash in between leaves an entry whose file is gone, which
+                // the next recovery removes (no audio) instead of a file without an entry.
+                let moved = try maintenance.quarantine(relative)
+                _ = try storage.completeRecovery(of: interrupted.take, repaired: nil)
+                return .quarantined(interrupted.take, path: moved, reason: error.message)
             } catch {
                 throw TapedeckError(.corruptFile, "Could not repair \(url.path): \(error). It was left as it is; run `tapedeck doctor`.")
             }
         }
-        return try storage.completeRecovery(of: interrupted.take, repaired: repaired)
+        guard let take = try storage.completeRecovery(of: interrupted.take, repaired: repaired) else { return .removed }
+        return .recovered(take)
+    }
+
+    /// `url`'s path relative to `root`, or `nil` when it does not lie beneath it.
+    private static func relativePath(of url: URL, under root: URL) -> String? {
+        let base = root.standardizedFileURL.path
+        let path = url.standardizedFileURL.path
+        guard path.hasPrefix(base + "/") else { return nil }
+        return String(path.dropFirst(base.count + 1))
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import TapedeckCore
 
-/// The SQLite catalog (`catalog.sqlite`) of a directory library: WAL journal, a busy timeout so
+/// The SQLite catalog (`catalog.sqlite`) of a directory library: WAL journal synced at every
+/// commit (`synchronous = FULL`, so a commit that returned survives power loss), a busy timeout so
 /// concurrent `tapedeck` processes wait instead of failing, and every write in an immediate
 /// transaction.
 struct Catalog: Sendable {
@@ -16,6 +17,10 @@ struct Catalog: Sendable {
         config.label = "tapedeck.catalog"
         do {
             queue = try DatabaseQueue(path: url.path, configuration: config)
+            // GRDB sets `synchronous = NORMAL` with WAL, which syncs the WAL only at checkpoints:
+            // a power loss could then undo commits that had returned, a finished take's entry
+            // among them (scripts/reliability-powerloss found it). FULL syncs the WAL at every commit.
+            try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(queue)
         } catch let error as DatabaseError {
             throw Self.translate(error, url: url)

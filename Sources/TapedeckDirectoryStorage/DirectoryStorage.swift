@@ -17,7 +17,7 @@ import Glibc
 /// ``TakeStorage``.
 public final class DirectoryStorage: LibraryMaintenance {
     public let rootURL: URL
-    private let catalog: Catalog
+    let catalog: Catalog
     private let catalogURL: URL
     /// Every mutation of the library goes through here (and so through the seam).
     private let files: DurableFiles

@@ -13,6 +13,15 @@ struct DirectoryStorageTests {
         return url
     }
 
+    @Test("every catalog commit syncs the WAL (synchronous = FULL), so a power loss cannot undo it")
+    func catalogSyncsEveryCommit() throws {
+        // GRDB's WAL setup leaves NORMAL, which syncs only at checkpoints; found by
+        // scripts/reliability-powerloss, which lost a finished take's entry that way.
+        let store = try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib"))
+        let level = try store.catalog.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+        #expect(level == 2)
+    }
+
     @Test("the storage conformance suite passes")
     func conformance() throws {
         try StorageConformance.run(make: { seam in try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib"), seam: seam) },
