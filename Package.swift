@@ -183,12 +183,12 @@ let package = Package(
         // and the program scripts/fuzz builds with libFuzzer (a replay tool in ordinary builds).
         .target(
             name: "TapedeckFuzzTargets",
-            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckBundleStorage", "TapedeckAssembly"],
+            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckBundleStorage", "TapedeckAssembly"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "tapedeck-fuzz", dependencies: ["TapedeckFuzzTargets", "CFuzzerMain"], swiftSettings: swiftSettings),
         .target(name: "CFuzzerMain"),
-        .testTarget(name: "TapedeckFuzzTargetsTests", dependencies: ["TapedeckFuzzTargets", "TapedeckCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckFuzzTargetsTests", dependencies: ["TapedeckFuzzTargets", "TapedeckCore", "TapedeckTesting"], swiftSettings: swiftSettings),
 
         // Test kit shipped beside the API: conformance suites and test doubles.
         .target(

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -34,7 +35,6 @@ static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 
 static int (*real_openat)(int, const char *, int, ...);
 static ssize_t (*real_write)(int, const void *, size_t);
-static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static ssize_t (*real_writev)(int, const struct iovec *, int);
 static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
 static int (*real_ftruncate)(int, off_t);
@@ -50,31 +50,52 @@ static int (*real_mkdirat)(int, const char *, mode_t);
 static ssize_t (*real_copy_file_range)(int, off_t *, int, off_t *, size_t, unsigned int);
 static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
 
+// Stops the process under test with exit status 70: a log that silently misses changes would make
+// every replay wrong.
+static void fail(const char *what, const char *detail) {
+    char message[PATH_MAX + 200];
+    int n = snprintf(message, sizeof message, "libTapedeckCrashLogShim: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    if (n > 0) (void)!syscall(SYS_write, 2, message, (size_t)n < sizeof message ? (size_t)n : sizeof message - 1);
+    _exit(70); // not abort(): nothing here may run more of the process (or the shim) again
+}
+
+static void *real(const char *name) {
+    void *function = dlsym(RTLD_NEXT, name);
+    if (!function) fail("this C library lacks a function the shim wraps", name);
+    return function;
+}
+
 static void load_now(void) {
-    real_openat = dlsym(RTLD_NEXT, "openat64");
-    real_write = dlsym(RTLD_NEXT, "write");
-    real_pwrite = dlsym(RTLD_NEXT, "pwrite64");
-    real_writev = dlsym(RTLD_NEXT, "writev");
-    real_pwritev = dlsym(RTLD_NEXT, "pwritev64");
-    real_ftruncate = dlsym(RTLD_NEXT, "ftruncate64");
-    real_truncate = dlsym(RTLD_NEXT, "truncate64");
-    real_fallocate = dlsym(RTLD_NEXT, "fallocate64");
-    real_posix_fallocate = dlsym(RTLD_NEXT, "posix_fallocate64");
-    real_fsync = dlsym(RTLD_NEXT, "fsync");
-    real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
-    real_unlinkat = dlsym(RTLD_NEXT, "unlinkat");
-    real_renameat2 = dlsym(RTLD_NEXT, "renameat2");
-    real_linkat = dlsym(RTLD_NEXT, "linkat");
-    real_mkdirat = dlsym(RTLD_NEXT, "mkdirat");
-    real_copy_file_range = dlsym(RTLD_NEXT, "copy_file_range");
-    real_sendfile = dlsym(RTLD_NEXT, "sendfile64");
+    real_openat = real("openat64");
+    real_write = real("write");
+    real_writev = real("writev");
+    real_pwritev = real("pwritev64");
+    real_ftruncate = real("ftruncate64");
+    real_truncate = real("truncate64");
+    real_fallocate = real("fallocate64");
+    real_posix_fallocate = real("posix_fallocate64");
+    real_fsync = real("fsync");
+    real_fdatasync = real("fdatasync");
+    real_unlinkat = real("unlinkat");
+    real_renameat2 = real("renameat2");
+    real_linkat = real("linkat");
+    real_mkdirat = real("mkdirat");
+    real_copy_file_range = real("copy_file_range");
+    real_sendfile = real("sendfile64");
     const char *dir = getenv("CRASHLOG_DIR"), *file = getenv("CRASHLOG_FILE");
-    if (!dir || !file || !realpath(dir, log_root)) return;
+    if (!dir && !file) return; // loaded but not asked to log
+    if (!dir || !file) fail("set both CRASHLOG_DIR and CRASHLOG_FILE", NULL);
+    if (!realpath(dir, log_root)) fail("CRASHLOG_DIR must name an existing folder", dir);
     log_root_len = strlen(log_root);
     log_fd = real_openat(AT_FDCWD, file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (log_fd < 0) fail("cannot open CRASHLOG_FILE for appending", file);
 }
 
 static void load(void) { pthread_once(&loaded, load_now); }
+
+// Loaded before the program runs; load() stays in every wrapper for calls made by other
+// libraries' constructors that run before this one.
+__attribute__((constructor)) static void load_at_start(void) { load(); }
 
 // The library-relative part of the absolute path `full`, or NULL when it lies outside the folder.
 static const char *inside(const char *full) {
@@ -115,56 +136,66 @@ static const char *resolve(int dirfd, const char *path, char out[PATH_MAX]) {
     return inside(out);
 }
 
-// Whether `fd` is a regular file or folder inside the library; its inode, kind and relative path.
-static int tracked_fd(int fd, ino_t *ino, int *is_dir, char path[PATH_MAX], const char **relative) {
+// Whether `fd` is a regular file or folder inside the library; its inode and kind, and (when
+// `relative` is given, PATH_MAX bytes) its library-relative path.
+static int tracked(int fd, ino_t *ino, int *is_dir, char *relative) {
     if (log_fd < 0 || fd < 0) return 0;
     struct stat st;
     if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return 0;
-    char link[64];
+    char link[64], path[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, PATH_MAX - 1);
+    ssize_t n = readlink(link, path, sizeof path - 1);
     if (n <= 0) return 0;
     path[n] = 0;
     const char *deleted = " (deleted)";
     size_t dl = strlen(deleted);
     if ((size_t)n > dl && strcmp(path + n - dl, deleted) == 0) path[n - dl] = 0;
-    *relative = inside(path);
-    if (!*relative) return 0;
+    const char *inner = inside(path);
+    if (!inner) return 0;
+    if (relative) snprintf(relative, PATH_MAX, "%s", inner);
     *ino = st.st_ino;
     *is_dir = S_ISDIR(st.st_mode);
     return 1;
 }
 
-// Appends one record with a single write. Called with log_lock held.
+// Whether `fd` is a regular file inside the library, and its inode.
+static int tracked_file(int fd, ino_t *ino) {
+    int is_dir;
+    return tracked(fd, ino, &is_dir, NULL) && !is_dir;
+}
+
+// Appends one record with a single write: the first `dlen` bytes of `iov` are its data. Called
+// with log_lock held.
 static void emit(char op, unsigned long long ino, long long offset, long long length,
-                 const char *p1, const char *p2, const void *data, size_t dlen,
-                 const struct iovec *iov, int iovcnt) {
+                 const char *p1, const char *p2, const struct iovec *iov, int iovcnt, size_t dlen) {
     size_t l1 = p1 ? strlen(p1) : 0, l2 = p2 ? strlen(p2) + 1 : 0;
     char head[160];
     int hl = snprintf(head, sizeof head, "%c %llu %lld %lld %zu %zu\n", op, ino, offset, length, l1 + l2, dlen);
     size_t total = (size_t)hl + l1 + l2 + dlen;
     char *record = malloc(total);
-    if (!record) abort();
+    if (!record) fail("out of memory for a log record", NULL);
     char *at = record;
     memcpy(at, head, (size_t)hl); at += hl;
     if (l1) { memcpy(at, p1, l1); at += l1; }
     if (l2) { *at++ = 0; memcpy(at, p2, l2 - 1); at += l2 - 1; }
-    if (data) { memcpy(at, data, dlen); at += dlen; }
-    else if (iov) {
-        size_t left = dlen;
-        for (int i = 0; i < iovcnt && left > 0; i++) {
-            size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
-            memcpy(at, iov[i].iov_base, take); at += take; left -= take;
-        }
+    size_t left = dlen;
+    for (int i = 0; i < iovcnt && left > 0; i++) {
+        size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
+        memcpy(at, iov[i].iov_base, take); at += take; left -= take;
     }
     size_t done = 0;
     while (done < total) {
         ssize_t w = real_write(log_fd, record + done, total - done);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) abort(); // a log with a hole would make every replay wrong
+        if (w <= 0) fail("cannot write to CRASHLOG_FILE", strerror(errno));
         done += (size_t)w;
     }
     free(record);
+}
+
+// A record without data.
+static void note(char op, unsigned long long ino, long long offset, long long length, const char *p1, const char *p2) {
+    emit(op, ino, offset, length, p1, p2, NULL, 0, 0);
 }
 
 // ---- creating and truncating through open ----
@@ -183,10 +214,10 @@ static int logged_open(int dirfd, const char *path, int flags, mode_t mode) {
     int code = errno;
     if (fd >= 0) {
         struct stat st;
-        if ((flags & __O_TMPFILE) == __O_TMPFILE) emit('?', 0, 0, 0, "O_TMPFILE", NULL, NULL, 0, NULL, 0);
+        if ((flags & __O_TMPFILE) == __O_TMPFILE) note('?', 0, 0, 0, "O_TMPFILE", NULL);
         else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (!existed) emit('C', st.st_ino, 0, 0, relative, NULL, NULL, 0, NULL, 0);
-            else if (flags & O_TRUNC) emit('T', st.st_ino, 0, 0, NULL, NULL, NULL, 0, NULL, 0);
+            if (!existed) note('C', st.st_ino, 0, 0, relative, NULL);
+            else if (flags & O_TRUNC) note('T', st.st_ino, 0, 0, NULL, NULL);
         }
     }
     pthread_mutex_unlock(&log_lock);
@@ -219,70 +250,67 @@ int creat64(const char *path, mode_t mode) { return creat(path, mode); }
 
 // ---- writing ----
 
-// Where a write through `fd`'s own position lands.
-static off_t position(int fd) {
+// Where a write through `fd` lands: at `offset` for a positional write (-1: at the descriptor's
+// position), except that with O_APPEND Linux appends whatever the offset.
+static off_t landing(int fd, off_t offset) {
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0 && (flags & O_APPEND)) {
         struct stat st;
         return fstat(fd, &st) == 0 ? st.st_size : -1;
     }
-    return lseek(fd, 0, SEEK_CUR);
+    return offset >= 0 ? offset : lseek(fd, 0, SEEK_CUR);
 }
 
+// Writes `iov` to the library file `fd` (inode `ino`) at `offset` (-1: at its position) and logs
+// what was written.
+static ssize_t logged_write(int fd, ino_t ino, const struct iovec *iov, int count, off_t offset) {
+    pthread_mutex_lock(&log_lock);
+    off_t at = landing(fd, offset);
+    ssize_t r = offset >= 0 ? real_pwritev(fd, iov, count, offset) : real_writev(fd, iov, count);
+    int code = errno;
+    if (r > 0) emit('W', ino, at, r, NULL, NULL, iov, count, (size_t)r);
+    pthread_mutex_unlock(&log_lock);
+    errno = code;
+    return r;
+}
+
+// Descriptors that are not library files (the stop-signal pipe written from a signal handler
+// among them) pass straight to the C library, without the lock.
 ssize_t write(int fd, const void *buf, size_t len) {
     load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    // Not library files (the stop-signal pipe written from a signal handler among them) pass
-    // without taking the lock.
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative) || is_dir) return real_write(fd, buf, len);
-    pthread_mutex_lock(&log_lock);
-    off_t at = position(fd);
-    ssize_t r = real_write(fd, buf, len);
-    int code = errno;
-    if (r > 0) emit('W', ino, at, r, NULL, NULL, buf, (size_t)r, NULL, 0);
-    pthread_mutex_unlock(&log_lock);
-    errno = code;
-    return r;
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_write(fd, buf, len);
+    struct iovec one = { (void *)buf, len };
+    return logged_write(fd, ino, &one, 1, -1);
 }
-
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t offset) {
     load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative) || is_dir) return real_pwrite(fd, buf, len, offset);
-    pthread_mutex_lock(&log_lock);
-    ssize_t r = real_pwrite(fd, buf, len, offset);
-    int code = errno;
-    if (r > 0) emit('W', ino, offset, r, NULL, NULL, buf, (size_t)r, NULL, 0);
-    pthread_mutex_unlock(&log_lock);
-    errno = code;
-    return r;
+    struct iovec one = { (void *)buf, len };
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_pwritev(fd, &one, 1, offset);
+    return logged_write(fd, ino, &one, 1, offset);
 }
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t offset) { return pwrite(fd, buf, len, offset); }
-
-static ssize_t vector_write(int fd, const struct iovec *iov, int count, off_t offset, int positional) {
+ssize_t writev(int fd, const struct iovec *iov, int count) {
     load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative) || is_dir)
-        return positional ? real_pwritev(fd, iov, count, offset) : real_writev(fd, iov, count);
-    pthread_mutex_lock(&log_lock);
-    off_t at = positional ? offset : position(fd);
-    ssize_t r = positional ? real_pwritev(fd, iov, count, offset) : real_writev(fd, iov, count);
-    int code = errno;
-    if (r > 0) emit('W', ino, at, r, NULL, NULL, NULL, (size_t)r, iov, count);
-    pthread_mutex_unlock(&log_lock);
-    errno = code;
-    return r;
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_writev(fd, iov, count);
+    return logged_write(fd, ino, iov, count, -1);
 }
-ssize_t writev(int fd, const struct iovec *iov, int count) { return vector_write(fd, iov, count, 0, 0); }
-ssize_t pwritev(int fd, const struct iovec *iov, int count, off_t offset) { return vector_write(fd, iov, count, offset, 1); }
-ssize_t pwritev64(int fd, const struct iovec *iov, int count, off_t offset) { return vector_write(fd, iov, count, offset, 1); }
+ssize_t pwritev(int fd, const struct iovec *iov, int count, off_t offset) {
+    load();
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_pwritev(fd, iov, count, offset);
+    return logged_write(fd, ino, iov, count, offset);
+}
+ssize_t pwritev64(int fd, const struct iovec *iov, int count, off_t offset) { return pwritev(fd, iov, count, offset); }
 
 // A copy into a library file through the kernel cannot be replayed: it is logged as such.
 static void unfollowable(int fd, const char *what) {
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative)) return;
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return;
     pthread_mutex_lock(&log_lock);
-    emit('?', ino, 0, 0, what, NULL, NULL, 0, NULL, 0);
+    note('?', ino, 0, 0, what, NULL);
     pthread_mutex_unlock(&log_lock);
 }
 ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len, unsigned int flags) {
@@ -301,12 +329,12 @@ ssize_t sendfile64(int out, int in, off_t *offset, size_t count) { return sendfi
 
 int ftruncate(int fd, off_t length) {
     load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative) || is_dir) return real_ftruncate(fd, length);
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_ftruncate(fd, length);
     pthread_mutex_lock(&log_lock);
     int r = real_ftruncate(fd, length);
     int code = errno;
-    if (r == 0) emit('T', ino, 0, length, NULL, NULL, NULL, 0, NULL, 0);
+    if (r == 0) note('T', ino, 0, length, NULL, NULL);
     pthread_mutex_unlock(&log_lock);
     errno = code;
     return r;
@@ -321,7 +349,7 @@ int truncate(const char *path, off_t length) {
     int r = real_truncate(path, length);
     int code = errno;
     struct stat st;
-    if (r == 0 && stat(full, &st) == 0) emit('T', st.st_ino, 0, length, NULL, NULL, NULL, 0, NULL, 0);
+    if (r == 0 && stat(full, &st) == 0) note('T', st.st_ino, 0, length, NULL, NULL);
     pthread_mutex_unlock(&log_lock);
     errno = code;
     return r;
@@ -330,14 +358,14 @@ int truncate64(const char *path, off_t length) { return truncate(path, length); 
 
 int fallocate(int fd, int mode, off_t offset, off_t length) {
     load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative) || is_dir) return real_fallocate(fd, mode, offset, length);
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_fallocate(fd, mode, offset, length);
     pthread_mutex_lock(&log_lock);
     int r = real_fallocate(fd, mode, offset, length);
     int code = errno;
     if (r == 0) {
-        if (mode == 0) emit('A', ino, offset, length, NULL, NULL, NULL, 0, NULL, 0);
-        else if (mode != FALLOC_FL_KEEP_SIZE) emit('?', ino, 0, 0, "fallocate mode", NULL, NULL, 0, NULL, 0);
+        if (mode == 0) note('A', ino, offset, length, NULL, NULL);
+        else if (mode != FALLOC_FL_KEEP_SIZE) note('?', ino, 0, 0, "fallocate mode", NULL);
     }
     pthread_mutex_unlock(&log_lock);
     errno = code;
@@ -347,11 +375,11 @@ int fallocate64(int fd, int mode, off_t offset, off_t length) { return fallocate
 
 int posix_fallocate(int fd, off_t offset, off_t length) {
     load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative) || is_dir) return real_posix_fallocate(fd, offset, length);
+    ino_t ino;
+    if (!tracked_file(fd, &ino)) return real_posix_fallocate(fd, offset, length);
     pthread_mutex_lock(&log_lock);
     int r = real_posix_fallocate(fd, offset, length);
-    if (r == 0) emit('A', ino, offset, length, NULL, NULL, NULL, 0, NULL, 0);
+    if (r == 0) note('A', ino, offset, length, NULL, NULL);
     pthread_mutex_unlock(&log_lock);
     return r;
 }
@@ -359,23 +387,22 @@ int posix_fallocate64(int fd, off_t offset, off_t length) { return posix_falloca
 
 // ---- syncing ----
 
-static int logged_sync(int fd, int (*real)(int)) {
-    load();
-    ino_t ino; int is_dir; char path[PATH_MAX]; const char *relative;
-    if (!tracked_fd(fd, &ino, &is_dir, path, &relative)) return real(fd);
+static int logged_sync(int fd, int (*perform)(int)) {
+    ino_t ino; int is_dir; char relative[PATH_MAX];
+    if (!tracked(fd, &ino, &is_dir, relative)) return perform(fd);
     pthread_mutex_lock(&log_lock);
-    int r = real(fd);
+    int r = perform(fd);
     int code = errno;
     if (r == 0) {
-        if (is_dir) emit('D', ino, 0, 0, relative, NULL, NULL, 0, NULL, 0);
-        else emit('S', ino, 0, 0, NULL, NULL, NULL, 0, NULL, 0);
+        if (is_dir) note('D', ino, 0, 0, relative, NULL);
+        else note('S', ino, 0, 0, NULL, NULL);
     }
     pthread_mutex_unlock(&log_lock);
     errno = code;
     return r;
 }
-int fsync(int fd) { return logged_sync(fd, real_fsync ? real_fsync : (load(), real_fsync)); }
-int fdatasync(int fd) { return logged_sync(fd, real_fdatasync ? real_fdatasync : (load(), real_fdatasync)); }
+int fsync(int fd) { load(); return logged_sync(fd, real_fsync); }
+int fdatasync(int fd) { load(); return logged_sync(fd, real_fdatasync); }
 
 // ---- names ----
 
@@ -387,7 +414,7 @@ int unlinkat(int dirfd, const char *path, int flags) {
     pthread_mutex_lock(&log_lock);
     int r = real_unlinkat(dirfd, path, flags);
     int code = errno;
-    if (r == 0) emit((flags & AT_REMOVEDIR) ? 'X' : 'U', 0, 0, 0, relative, NULL, NULL, 0, NULL, 0);
+    if (r == 0) note((flags & AT_REMOVEDIR) ? 'X' : 'U', 0, 0, 0, relative, NULL);
     pthread_mutex_unlock(&log_lock);
     errno = code;
     return r;
@@ -410,10 +437,10 @@ int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned i
     int r = real_renameat2(fromfd, from, tofd, to, flags);
     int code = errno;
     if (r == 0) {
-        if (flags & 2 /* RENAME_EXCHANGE */) emit('?', 0, 0, 0, "RENAME_EXCHANGE", NULL, NULL, 0, NULL, 0);
-        else if (rel_from && rel_to) emit('R', 0, 0, 0, rel_from, rel_to, NULL, 0, NULL, 0);
-        else if (rel_from) emit('U', 0, 0, 0, rel_from, NULL, NULL, 0, NULL, 0);
-        else emit('?', 0, 0, 0, "a file moved in from outside", rel_to, NULL, 0, NULL, 0);
+        if (flags & 2 /* RENAME_EXCHANGE */) note('?', 0, 0, 0, "RENAME_EXCHANGE", NULL);
+        else if (rel_from && rel_to) note('R', 0, 0, 0, rel_from, rel_to);
+        else if (rel_from) note('U', 0, 0, 0, rel_from, NULL);
+        else note('?', 0, 0, 0, "a file moved in from outside", rel_to);
     }
     pthread_mutex_unlock(&log_lock);
     errno = code;
@@ -431,8 +458,8 @@ int linkat(int fromfd, const char *from, int tofd, const char *to, int flags) {
     int r = real_linkat(fromfd, from, tofd, to, flags);
     int code = errno;
     if (r == 0) {
-        if (rel_from) emit('L', 0, 0, 0, rel_from, rel_to, NULL, 0, NULL, 0);
-        else emit('?', 0, 0, 0, "a file linked in from outside", rel_to, NULL, 0, NULL, 0);
+        if (rel_from) note('L', 0, 0, 0, rel_from, rel_to);
+        else note('?', 0, 0, 0, "a file linked in from outside", rel_to);
     }
     pthread_mutex_unlock(&log_lock);
     errno = code;
@@ -448,7 +475,7 @@ int mkdirat(int dirfd, const char *path, mode_t mode) {
     pthread_mutex_lock(&log_lock);
     int r = real_mkdirat(dirfd, path, mode);
     int code = errno;
-    if (r == 0) emit('M', 0, 0, 0, relative, NULL, NULL, 0, NULL, 0);
+    if (r == 0) note('M', 0, 0, 0, relative, NULL);
     pthread_mutex_unlock(&log_lock);
     errno = code;
     return r;

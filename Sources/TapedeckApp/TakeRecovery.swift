@@ -37,7 +37,7 @@ enum TakeRecovery {
                 repaired = try encoder.repair(fileAt: url)
             } catch let error as TapedeckError where error.code == .corruptFile || error.code == .unsupportedFormat {
                 guard let maintenance = storage as? any LibraryMaintenance,
-                      let relative = relativePath(of: url, under: storage.rootURL) else {
+                      let relative = storage.relativePath(of: url) else {
                     throw TapedeckError(.corruptFile, "Could not repair \(url.path): \(error.message) It was left as it is; run `tapedeck doctor`.")
                 }
                 // Quarantined first: a crash in between leaves an entry whose file is gone, which
@@ -53,11 +53,4 @@ enum TakeRecovery {
         return .recovered(take)
     }
 
-    /// `url`'s path relative to `root`, or `nil` when it does not lie beneath it.
-    private static func relativePath(of url: URL, under root: URL) -> String? {
-        let base = root.standardizedFileURL.path
-        let path = url.standardizedFileURL.path
-        guard path.hasPrefix(base + "/") else { return nil }
-        return String(path.dropFirst(base.count + 1))
-    }
 }

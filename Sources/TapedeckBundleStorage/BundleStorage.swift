@@ -109,24 +109,29 @@ public final class BundleStorage: LibraryMaintenance {
     /// link, or a copy of a session that is in the library already. For `tapedeck doctor`.
     ///
     /// A session being created or deleted lacks its manifest for a moment, under the library
-    /// lock; so when the first look finds anything, the second is made holding that lock, and
-    /// only what is still unusable then is reported.
-    /// - Thread: any. Blocks on disk I/O; takes the library lock only when something looks damaged.
-    public func damagedBundles() -> [(url: URL, problem: String)] {
-        func look() throws -> [(url: URL, problem: String)] {
-            try scan().compactMap { scanned in
-                if case .failure(let error) = scanned.result { return (scanned.url, error.message) }
-                return nil
-            }
+    /// lock; so a bundle found without one is looked at again holding that lock, and reported
+    /// only if it is still there without a usable manifest.
+    /// - Throws: ``TapedeckError`` when the library cannot be listed, or stays busy.
+    /// - Thread: any. Blocks on disk I/O, and on the library lock when a manifest is missing.
+    public func damagedBundles() throws -> [(url: URL, problem: String)] {
+        let suspects: [(url: URL, error: TapedeckError)] = try scan().compactMap { scanned in
+            if case .failure(let error) = scanned.result { return (scanned.url, error) }
+            return nil
         }
-        do {
-            let suspects = try look()
-            if suspects.isEmpty || isSingleBundle { return suspects }
-            return try locked(nil) { try look() }
-        } catch let error as TapedeckError {
-            return [(rootURL, error.message)]
-        } catch {
-            return [(rootURL, "\(error)")]
+        guard !isSingleBundle, suspects.contains(where: { $0.error.code == .notFound }) else {
+            return suspects.map { ($0.url, $0.error.message) }
+        }
+        return try locked(nil) {
+            suspects.compactMap { suspect in
+                guard suspect.error.code == .notFound else { return (suspect.url, suspect.error.message) }
+                guard FileManager.default.fileExists(atPath: suspect.url.path) else { return nil }  // deleted
+                do {
+                    _ = try readManifest(suspect.url)
+                    return nil  // created
+                } catch {
+                    return (suspect.url, Self.typed(error).message)
+                }
+            }
         }
     }
 
@@ -423,9 +428,7 @@ public final class BundleStorage: LibraryMaintenance {
 
     /// A path relative to ``rootURL`` (the bundle's own name in single-bundle mode is not part of it).
     private func relative(_ url: URL) -> String {
-        let root = rootURL.standardizedFileURL.path
-        let path = url.standardizedFileURL.path
-        return path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : url.lastPathComponent
+        relativePath(of: url) ?? url.lastPathComponent
     }
 
     /// Files in readable bundles that no entry names (audio with no take; pending files of takes
@@ -490,7 +493,7 @@ public final class BundleStorage: LibraryMaintenance {
     /// Bundles that cannot be used, as library-relative paths (see ``damagedBundles()``).
     /// - Thread: any. Blocks on disk I/O and, when something looks damaged, on the library lock.
     public func damagedParts() throws -> [DamagedPart] {
-        damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem) }
+        try damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem) }
     }
 
     /// Moves a file or an unusable bundle into `quarantine/<time>/` in the library.

@@ -100,6 +100,14 @@ extension TakeStorage {
     public func session(id: String) throws -> Session? {
         try sessions().first { $0.id == id }
     }
+
+    /// `url`'s path relative to ``rootURL``, or `nil` when it does not lie beneath it.
+    /// - Thread: any. Never blocks.
+    public func relativePath(of url: URL) -> String? {
+        let root = rootURL.standardizedFileURL.path
+        let path = url.standardizedFileURL.path
+        return path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : nil
+    }
 }
 
 /// A part of a library that cannot be read, found by ``LibraryMaintenance/damagedParts()``.

@@ -3,6 +3,7 @@ import TapedeckAssembly
 import TapedeckBundleStorage
 import TapedeckCore
 import TapedeckFLAC
+import TapedeckOpus
 import TapedeckWAV
 
 /// The parsers that read untrusted bytes, each wrapped as a fuzz target: the bytes go in, and the
@@ -14,6 +15,8 @@ import TapedeckWAV
 ///   the repaired file finds nothing to fix and the same frames).
 /// - `flac`: a FLAC file through the decoder (Tapedeck's metadata reader, then libFLAC) and
 ///   `repair`; repairing twice changes nothing the second time.
+/// - `opus`: an Ogg Opus file (what `import` and a killed Opus recording hand over) through the
+///   decoder (libopusfile) and `repair` (Tapedeck's Ogg page walk); the same bounds and fixed point.
 /// - `manifest`: a bundle's `manifest.json` through the validating codec; what it accepts encodes
 ///   to a canonical form that decodes and encodes to the same bytes.
 /// - `config`: a config file through the YAML reader and the configuration loader (problems and
@@ -25,7 +28,7 @@ import TapedeckWAV
 /// seeds and every input that once failed.
 public enum FuzzTargets {
     /// The targets' names, in the order `scripts/fuzz` runs them.
-    public static let names = ["wav", "flac", "manifest", "config"]
+    public static let names = ["wav", "flac", "opus", "manifest", "config"]
 
     /// A broken promise found by a target (reported as ``Outcome/broken(_:)``).
     struct Finding: Error, CustomStringConvertible, Sendable {
@@ -55,6 +58,7 @@ public enum FuzzTargets {
             switch name {
             case "wav": read = try wav(data, scratch)
             case "flac": read = try flac(data, scratch)
+            case "opus": read = try opus(data, scratch)
             case "manifest": read = try manifest(data)
             case "config": read = try config(data)
             default:
@@ -107,6 +111,29 @@ public enum FuzzTargets {
             try drain(reader, limit: limit, "the decoder")
         }
         let encoder = FLACEncoder()
+        let repairRead = try typed("repair") {
+            let first = try encoder.repair(fileAt: scratch)
+            if first.frames > limit { throw Finding("repair claims \(first.frames) frames from \(data.count) bytes") }
+            let second = try encoder.repair(fileAt: scratch)
+            if second.headerRepaired || second.frames != first.frames {
+                throw Finding("repair is not a fixed point: \(first.frames) frames, then \(second.frames)\(second.headerRepaired ? " and another repair" : "")")
+            }
+        }
+        return decodeRead && repairRead
+    }
+
+    static func opus(_ data: Data, _ scratch: URL) throws -> Bool {
+        try data.write(to: scratch)
+        // An Opus packet decodes to at most 120 ms (5 760 frames) from a byte or two; FLAC's
+        // 65 535 frames per byte is a bound no valid file reaches.
+        let limit = Int64(data.count) * 65_535
+        let encoder = OpusEncoder()
+        let decodeRead = try typed("decode") {
+            let reader = try encoder.openReader(at: scratch)
+            defer { reader.close() }
+            if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from \(data.count) bytes") }
+            try drain(reader, limit: limit, "the decoder")
+        }
         let repairRead = try typed("repair") {
             let first = try encoder.repair(fileAt: scratch)
             if first.frames > limit { throw Finding("repair claims \(first.frames) frames from \(data.count) bytes") }

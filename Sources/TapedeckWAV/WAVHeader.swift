@@ -106,8 +106,9 @@ struct WAVHeader {
     }
 
     /// `LIST` chunks whose entries claim more bytes than the chunk holds, in the top-level chain
-    /// walked as libsndfile walks it (through the `data` chunk when its size fits, to the end of
-    /// the file). libsndfile 1.2 can loop forever in `sf_open` on such a chunk (libsndfile issue
+    /// walked as libsndfile walks it: through a RIFF `data` chunk to the end of the file, but not
+    /// past an RF64 `data` chunk whose size is the placeholder (libsndfile reads no chunk after it,
+    /// and a 32-bit step would land inside the audio). libsndfile 1.2 can loop forever in `sf_open` on such a chunk (libsndfile issue
     /// #1118), so the reader refuses these files and ``WAVRepair`` retires the chunk. Needs no
     /// complete header; returns nothing for a file that is not RIFF/RF64 WAVE.
     /// - Thread: any. Blocks on disk I/O (one 8-byte read per chunk and per list entry).
@@ -119,7 +120,7 @@ struct WAVHeader {
         var found: [Chunk] = []
         try forEachChunk(in: file, from: 12, end: length) { head, chunk in
             if LE.isID(head, 0, "LIST"), try listIsDamaged(chunk, in: file, length: length) { found.append(chunk) }
-            return true
+            return !(LE.isID(head, 0, "data") && chunk.size == UInt32.max && LE.isID(riff, 0, "RF64"))
         }
         return found
     }

@@ -23,7 +23,8 @@ final class SignalTrap {
 
     /// Arms the trap for `signals`.
     /// - Parameter handler: called once per signal, on the trap's reader thread; must not block.
-    /// - Throws: `.io` when the pipe or the handlers cannot be set up (the default actions stay).
+    /// - Throws: `.io` when the pipe cannot be made (too many open files), `.internalError` when
+    ///   `sigaction` refuses a handler; the default actions stay.
     /// - Thread: any (the commands arm it on the main actor). Never blocks.
     init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) throws {
         var readFD: Int32 = -1

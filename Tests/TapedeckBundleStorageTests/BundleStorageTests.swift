@@ -54,7 +54,8 @@ struct BundleStorageTests {
         let hook = StepHook(StorageStep("createSession", "folder created")) {
             let done = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
-                seen.withLock { $0 = other.damagedBundles().map(\.problem) }
+                let problems = (try? other.damagedBundles().map(\.problem)) ?? ["damagedBundles() threw"]
+                seen.withLock { $0 = problems }
                 done.signal()
             }
             // Held here, the new folder has no manifest; the check must wait for the lock.
@@ -202,7 +203,7 @@ struct BundleStorageTests {
         // A second copy of the same session is reported, not listed twice.
         try FileManager.default.copyItem(at: bundle, to: otherRoot.appendingPathComponent("zz-second-copy.tapedeck"))
         #expect(try other.sessions().count == 2)
-        #expect(other.damagedBundles().contains { $0.url.lastPathComponent == "zz-second-copy.tapedeck" && $0.problem.contains("copy") })
+        #expect(try other.damagedBundles().contains { $0.url.lastPathComponent == "zz-second-copy.tapedeck" && $0.problem.contains("copy") })
     }
 
     /// Rewrites a bundle's manifest through JSONSerialization.
@@ -357,7 +358,7 @@ struct BundleStorageTests {
             // In a library: skipped, reported, and the good session still listed.
             let store = try BundleStorage(rootURL: root)
             #expect(try store.sessions().map(\.name) == ["Good"], "\(hostile.label)")
-            let damaged = store.damagedBundles().filter { $0.url.lastPathComponent == bundle.lastPathComponent }
+            let damaged = try store.damagedBundles().filter { $0.url.lastPathComponent == bundle.lastPathComponent }
             #expect(damaged.count == 1, "\(hostile.label): reported by damagedBundles()")
             for word in hostile.expected {
                 #expect(damaged.first?.problem.contains(word) == true, "\(hostile.label): \"\(word)\" missing from: \(damaged.first?.problem.prefix(300) ?? "")")
@@ -418,7 +419,7 @@ struct BundleStorageTests {
         let outsideBefore = try Self.contents(of: outsideBundle)
         let reopened = try BundleStorage(rootURL: root)
         #expect(try reopened.sessions().isEmpty)
-        let damaged = reopened.damagedBundles()
+        let damaged = try reopened.damagedBundles()
         #expect(damaged.count == 2)
         #expect(damaged.allSatisfy { $0.problem.contains("symbolic link") })
         #expect(throws: TapedeckError.self) { try BundleStorage(rootURL: linkedManifest) }
@@ -444,7 +445,7 @@ struct BundleStorageTests {
         let listed = try reopened.sessions()
         #expect(listed.map(\.name) == ["Kept"])
         #expect(listed[0].takes.map(\.id) == [take.id])
-        #expect(reopened.damagedBundles().map(\.url.lastPathComponent) == [orphan.lastPathComponent])
+        #expect(try reopened.damagedBundles().map(\.url.lastPathComponent) == [orphan.lastPathComponent])
         let names = try FileManager.default.contentsOfDirectory(atPath: bundle.path)
         #expect(!names.contains { $0.hasPrefix(".manifest.json.tmp-") })
     }

@@ -1,6 +1,7 @@
 import Foundation
 import TapedeckCore
 @testable import TapedeckFuzzTargets
+import TapedeckTesting
 import Testing
 
 /// Every seed in `Fuzz/Seeds/TARGET` and every input a fuzzer once failed on (kept in
@@ -11,8 +12,11 @@ struct FuzzReplayTests {
     static let fuzzFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz")
 
+    /// The inputs in `Fuzz/FOLDER/TARGET`; the config target's seeds are the files in `Configuration/`.
     static func inputs(_ folder: String, _ target: String) -> [URL] {
-        let dir = fuzzFolder.appendingPathComponent(folder).appendingPathComponent(target)
+        let dir = folder == "Seeds" && target == "config"
+            ? fuzzFolder.deletingLastPathComponent().appendingPathComponent("Configuration")
+            : fuzzFolder.appendingPathComponent(folder).appendingPathComponent(target)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
         return names.sorted().map { dir.appendingPathComponent($0) }
     }
@@ -26,7 +30,10 @@ struct FuzzReplayTests {
         var read: [String] = []
         for input in seeds + Self.inputs("Findings", target) {
             let data = try Data(contentsOf: input)
-            let outcome = try data.withUnsafeBytes { try FuzzTargets.run(target, $0, scratch: scratch) }
+            // Some findings made libsndfile loop forever: a regression must fail, not hang the run.
+            let outcome = try TimeLimit.run(10, "\(target) on \(input.lastPathComponent)") {
+                try data.withUnsafeBytes { try FuzzTargets.run(target, $0, scratch: scratch) }
+            }
             if case .broken(let finding) = outcome { Issue.record("\(input.lastPathComponent): \(finding)") }
             if outcome == .read { read.append(input.lastPathComponent) }
         }
@@ -38,6 +45,7 @@ struct FuzzReplayTests {
     static let soundSeeds: [String: [String]] = [
         "wav": ["tapedeck-complete", "rf64-ds64", "sox-24bit-3ch-extensible"],
         "flac": ["tapedeck-complete"],
+        "opus": ["tapedeck-complete", "opusenc-sine"],
         "manifest": ["two-takes", "pending-take"],
         "config": ["ci.yaml", "tapedeck.yaml", "fleet.yaml"],
     ]

@@ -127,8 +127,10 @@ struct WAVRepairTests {
         #expect(Array(bytes[(list + 8)..<(list + 12)]) == Array("INFO".utf8))
         try WAVTestSupport.patch32(url, at: list + 16, 0xFFFF_F7FF)  // the first entry's size
 
-        // Without the check this open never returns (libsndfile loops in sf_open).
-        let refusal = #expect(throws: TapedeckError.self) { _ = try WAVDecoder().openReader(at: url) }
+        // Without the check this open never returns (libsndfile loops in sf_open), hence the limit.
+        let refusal = #expect(throws: TapedeckError.self) {
+            try TimeLimit.run(5, "opening the file with the damaged LIST") { _ = try WAVDecoder().openReader(at: url) }
+        }
         #expect(refusal?.code == .corruptFile && refusal?.message.contains("doctor --repair") == true)
         #expect(try WAVEncoder().inspect(fileAt: url)?.headerRepaired == true)
         let result = try WAVEncoder().repair(fileAt: url)
@@ -136,10 +138,45 @@ struct WAVRepairTests {
         let repaired = try WAVTestSupport.bytes(of: url)
         #expect(Array(repaired[list..<(list + 4)]) == Array("JUNK".utf8) && repaired.count == bytes.count)
         #expect(try WAVEncoder().inspect(fileAt: url)?.headerRepaired == false)
-        let reader = try WAVDecoder().openReader(at: url)
-        defer { reader.close() }
-        #expect(reader.frameCount == 4_800)
+        let frames = try TimeLimit.run(5, "opening the repaired file") {
+            let reader = try WAVDecoder().openReader(at: url)
+            defer { reader.close() }
+            return reader.frameCount
+        }
+        #expect(frames == 4_800)
         try Self.expectSoxReads(url, exactly: audio, format: .cdStereo, in: dir)
+    }
+
+    @Test("in an RF64 file past 4 GiB, audio bytes that spell a damaged LIST where a 32-bit walk would land do not get the file refused")
+    func rf64AudioThatLooksLikeList() throws {
+        let dir = try WAVTestSupport.makeTempDirectory()
+        defer { WAVTestSupport.cleanUp(dir) }
+        let url = dir.appendingPathComponent("big.wav")
+        typealias Build = WAVHeaderBombTests
+        let frames: UInt64 = 1_100_000_000  // 4.4 GB of 16-bit stereo, sparse on disk
+        let audioBytes = frames * 4
+        func header(riffSize: UInt64) -> [UInt8] {
+            Build.chunk("ds64", size: 28, payload: Build.le64(riffSize) + Build.le64(audioBytes) + Build.le64(frames) + Build.le32(0))
+                + Build.chunk("fmt ", size: 16, payload: Build.fmt) + Build.chunk("data", size: 0xFFFF_FFFF, payload: [])
+        }
+        let head = Build.riff(header(riffSize: 4 + UInt64(header(riffSize: 0).count) + audioBytes), size: 0xFFFF_FFFF, id: "RF64")
+        // Where a walk using the data chunk's 32-bit size (0xFFFFFFFF, padded) would land.
+        let landing = UInt64(head.count) + 0xFFFF_FFFF + 1
+        let fake = Build.chunk("LIST", size: 16, payload: Array("INFO".utf8) + Build.chunk("INAM", size: 0xFFFF_F7FF, payload: Array("name".utf8)))
+        try Data().write(to: url)
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.write(contentsOf: Data(head))
+        try handle.seek(toOffset: landing)
+        try handle.write(contentsOf: Data(fake))
+        try handle.truncate(atOffset: UInt64(head.count) + audioBytes)
+        try handle.close()
+        let count = try TimeLimit.run(10, "opening the RF64 file") {
+            let reader = try WAVDecoder().openReader(at: url)
+            defer { reader.close() }
+            return reader.frameCount
+        }
+        #expect(count == Int64(frames))
+        #expect(try WAVEncoder().inspect(fileAt: url)?.headerRepaired == false)
     }
 
     @Test("a sound LIST chunk with thousands of entries is read, not refused or retired")
@@ -147,14 +184,12 @@ struct WAVRepairTests {
         let dir = try WAVTestSupport.makeTempDirectory()
         defer { WAVTestSupport.cleanUp(dir) }
         let url = dir.appendingPathComponent("labels.wav")
-        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
-        let fmt: [UInt8] = [1, 0, 2, 0] + le32(44_100) + le32(176_400) + [4, 0, 16, 0]
-        let entries = (0..<3_000).flatMap { _ in Array("labl".utf8) + le32(4) + le32(7) }
+        typealias Build = WAVHeaderBombTests
+        let entries = (0..<3_000).flatMap { _ in Build.chunk("labl", size: 4, payload: Build.le32(7)) }
         let audio = WAVTestSupport.render(.frameCounter, format: .cdStereo, frames: 100)
-        let body = Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16) + fmt
-            + Array("LIST".utf8) + le32(4 + entries.count) + Array("adtl".utf8) + entries
-            + Array("data".utf8) + le32(audio.count) + audio
-        try Data(Array("RIFF".utf8) + le32(body.count) + body).write(to: url)
+        try Data(Build.riff(Build.chunk("fmt ", size: 16, payload: Build.fmt)
+            + Build.chunk("LIST", size: UInt32(4 + entries.count), payload: Array("adtl".utf8) + entries)
+            + Build.chunk("data", size: UInt32(audio.count), payload: audio))).write(to: url)
         let before = try WAVTestSupport.bytes(of: url)
         let reader = try WAVDecoder().openReader(at: url)
         reader.close()

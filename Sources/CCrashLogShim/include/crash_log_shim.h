@@ -19,7 +19,11 @@
 //   M  folder PATH made                              X  folder PATH removed
 //   U  PATH unlinked                                 R  PATH renamed to the second path
 //   L  the second path linked to the file at PATH    ?  a change the shim cannot follow (PATH says which)
-// Writes through mmap are not seen (SQLite's -shm file, which holds nothing durable).
+// Not seen: writes through mmap (SQLite's -shm file, which holds nothing durable), stdio's own
+// writes (fopen/fwrite go through glibc's internal calls), mkstemp, symlink and openat2. Tapedeck
+// uses none of these on a library; a full replay that differs from the real library shows when
+// something unseen changed it. Set both variables or neither: a shim asked to log that cannot
+// (a missing folder, an unwritable log) stops the process with a message rather than log nothing.
 #ifndef TAPEDECK_CRASH_LOG_SHIM_H
 #define TAPEDECK_CRASH_LOG_SHIM_H
 #endif
