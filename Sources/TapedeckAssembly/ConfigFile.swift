@@ -80,7 +80,7 @@ public struct ConfigFile: Sendable, Hashable {
         guard sections.removeValue(forKey: "machines") != nil else { return }
         for (key, entry) in entries where key.hasPrefix("machines.") {
             entries[key] = nil
-            let parts = key.split(separator: ".", maxSplits: 2).map(String.init)
+            let parts = try machineParts(key, line: entry.line)
             guard parts.count == 3 else {
                 throw TapedeckError(.configuration, "\(name):\(entry.line ?? 0): \(key): a machine section holds sections (capture:, format:, …), not a value.")
             }
@@ -88,13 +88,23 @@ public struct ConfigFile: Sendable, Hashable {
         }
         for (key, line) in sections where key.hasPrefix("machines.") {
             sections[key] = nil
-            let parts = key.split(separator: ".", maxSplits: 2).map(String.init)
+            let parts = try machineParts(key, line: line)
             if parts.count == 2 {
                 machines[parts[1], default: Machine()].line = line
             } else {
                 machines[parts[1], default: Machine()].sections[parts[2]] = line
             }
         }
+    }
+
+    /// `machines.NAME[.REST]` split in (at most) three, refusing an empty machine name (a YAML key
+    /// `""` under `machines:`), which would otherwise match no host and index past the parts.
+    private func machineParts(_ key: String, line: Int?) throws -> [String] {
+        let parts = key.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 2, !parts[1].isEmpty else {
+            throw TapedeckError(.configuration, "\(name):\(line ?? 0): machines: each section needs a host name, e.g. machines: { studio-pi: { capture: { backend: alsa } } }.")
+        }
+        return parts
     }
 
     /// Refuses a config file (or its folder) that someone other than its owner may write, or that

@@ -101,35 +101,24 @@ public enum FuzzTargets {
     }
 
     static func flac(_ data: Data, _ scratch: URL) throws -> Bool {
-        try data.write(to: scratch)
         // A FLAC frame holds at most 65 535 samples per channel in a few bytes (constant subframes).
-        let limit = Int64(data.count) * 65_535
-        let decodeRead = try typed("decode") {
-            let reader = try FLACDecoder().openReader(at: scratch)
-            defer { reader.close() }
-            if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from \(data.count) bytes") }
-            try drain(reader, limit: limit, "the decoder")
-        }
-        let encoder = FLACEncoder()
-        let repairRead = try typed("repair") {
-            let first = try encoder.repair(fileAt: scratch)
-            if first.frames > limit { throw Finding("repair claims \(first.frames) frames from \(data.count) bytes") }
-            let second = try encoder.repair(fileAt: scratch)
-            if second.headerRepaired || second.frames != first.frames {
-                throw Finding("repair is not a fixed point: \(first.frames) frames, then \(second.frames)\(second.headerRepaired ? " and another repair" : "")")
-            }
-        }
-        return decodeRead && repairRead
+        try decodeAndRepair(data, scratch, decoder: FLACDecoder(), encoder: FLACEncoder())
     }
 
     static func opus(_ data: Data, _ scratch: URL) throws -> Bool {
+        // An Opus packet decodes to at most 120 ms (5 760 frames) from a byte or two, well inside
+        // FLAC's bound.
+        try decodeAndRepair(data, scratch, decoder: OpusEncoder(), encoder: OpusEncoder())
+    }
+
+    /// The file through `decoder` (claimed and decoded frames at most 65 535 per byte) and
+    /// `encoder`'s repair (within the same bound, and a fixed point: repairing again changes
+    /// nothing).
+    static func decodeAndRepair(_ data: Data, _ scratch: URL, decoder: some AudioDecoder, encoder: some AudioEncoder) throws -> Bool {
         try data.write(to: scratch)
-        // An Opus packet decodes to at most 120 ms (5 760 frames) from a byte or two; FLAC's
-        // 65 535 frames per byte is a bound no valid file reaches.
         let limit = Int64(data.count) * 65_535
-        let encoder = OpusEncoder()
         let decodeRead = try typed("decode") {
-            let reader = try encoder.openReader(at: scratch)
+            let reader = try decoder.openReader(at: scratch)
             defer { reader.close() }
             if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from \(data.count) bytes") }
             try drain(reader, limit: limit, "the decoder")

@@ -107,6 +107,15 @@ struct ConfigurationTests {
             == "fleet.yaml:15 (machines.ci): format.chanels: unknown setting (did you mean \"format.channels\"?). Accepted here: channels, sample-format, sample-rate.")
     }
 
+    @Test("a machine section with an empty name is refused with a message, for a section and for a value")
+    func emptyMachineName() throws {
+        // Found by scripts/fuzz (Fuzz/Findings/config): the parser indexed past the key's parts and crashed.
+        for yaml in ["machines:\n  \"\":\n    format:\n      channels: 1\n", "machines:\n  \"\": 3\n"] {
+            let said = message { _ = try ConfigFile.parse(yaml, name: "fleet.yaml") }
+            #expect(said.hasPrefix("fleet.yaml:") && said.hasSuffix(": machines: each section needs a host name, e.g. machines: { studio-pi: { capture: { backend: alsa } } }."), "\(said)")
+        }
+    }
+
     @Test("config check lists every problem, not only the first")
     func allProblems() throws {
         let yaml = """
