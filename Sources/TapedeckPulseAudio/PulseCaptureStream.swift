@@ -3,10 +3,12 @@ import CPulse
 import Logging
 import TapedeckCore
 
-/// A PulseAudio record stream on its own context and threaded mainloop.
+/// A PulseAudio record stream on its own context and main loop, both run by the device thread.
 ///
-/// - Reads block on a semaphore signalled by the stream's read callback (every wait bounded),
-///   then take data with `pa_stream_peek`/`pa_stream_drop`. A fragment larger than the caller's
+/// - A read runs the connection's main loop (a bounded `poll` on the server's socket) until a
+///   whole fragment has arrived, taking data with `pa_stream_peek`/`pa_stream_drop` as it comes:
+///   the device thread is the only thread, so a fragment costs one wake-up, with no mainloop
+///   thread to hand it over and no lock to contend for. A fragment larger than the caller's
 ///   buffer is not copied aside: it stays peeked, and the next read continues at ``fragmentOffset``
 ///   (so there is no staging buffer and nothing is allocated per period).
 /// - A hole (`pa_stream_peek` giving no data but a length) is audio the server never delivered:
@@ -67,10 +69,8 @@ final class PulseCaptureStream: CaptureStream {
             connection.close()
             throw error
         }
-        connection.lock()
         let negotiated = pa_stream_get_buffer_attr(stream)?.pointee.fragsize ?? fragment
         let device = pa_stream_get_device_name(stream).map { String(cString: $0) } ?? settings.deviceLabel
-        connection.unlock()
         self.connection = connection
         self.stream = stream
         self.format = format
@@ -94,16 +94,12 @@ final class PulseCaptureStream: CaptureStream {
         var filled = 0
         var idleSince: UInt64 = 0
         while true {
-            connection.lock()
             guard connection.streamIsGood(stream) else {
-                let error = connection.lostError("recording from")
-                connection.unlock()
                 if filled > 0 { break }
-                throw error
+                throw connection.lostError("recording from")
             }
             let (frames, stoppedAtHole) = take(stream, into: buffer + filled * bytesPerFrame,
                                                maxFrames: maxFrames - filled, lost: &lost, holeAllowed: filled == 0)
-            connection.unlock()
             filled += frames
             if filled == maxFrames || stoppedAtHole { break }
             let now = PulseConnection.now()
@@ -113,20 +109,17 @@ final class PulseCaptureStream: CaptureStream {
                 throw TapedeckError(.deviceLost,
                     "PulseAudio delivered no audio from \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled source?).")
             }
-            // The bytes still wanted, counted as pa_stream_readable_size counts them (the part of
-            // the peeked fragment already copied is still in the queue).
-            connection.events.readThreshold.store((maxFrames - filled) * bytesPerFrame + fragmentOffset, ordering: .relaxed)
-            connection.events.wait(nanoseconds: 2 * fragmentNanos + 50_000_000)
+            connection.iterate(nanoseconds: 2 * fragmentNanos + 50_000_000)
         }
-        connection.events.readThreshold.store(0, ordering: .relaxed)
         delivered += Int64(filled) + lost
         return CaptureRead(frames: filled, lostFramesBefore: lost)
     }
 
-    /// Delivers the audio the source captured up to the stop: what has arrived, and then what is
-    /// still in flight (a monitor of a sink that renders ahead can be seconds behind), until the
-    /// frames delivered reach the wall time since the first read, within one fragment. Waits at
-    /// most ``drainLimitNanos`` in all; returns 0 frames when the take is complete.
+    /// Delivers the audio the source captured up to the stop and nothing after it: what has
+    /// arrived, then what is still in flight (the server sends whole fragments, and a monitor of a
+    /// sink that renders ahead can be seconds behind), until the frames delivered reach the wall
+    /// time from the first read to the first drain; the piece that crosses that point is cut
+    /// there. Waits at most ``drainLimitNanos`` in all; returns 0 frames when the take is complete.
     /// - Thread: the device thread. Blocks at most two fragments per call.
     func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
         guard let stream, started else { return CaptureRead(frames: 0) }
@@ -135,32 +128,27 @@ final class PulseCaptureStream: CaptureStream {
             drainTarget = Int64((now &- startNanos) / 1_000) * Int64(format.sampleRate) / 1_000_000
             drainDeadline = now + Self.drainLimitNanos
         }
-        let target = drainTarget! - Int64(periodFrames)
+        let target = drainTarget!
         var lost: Int64 = 0
-        while true {
-            let frames = takeIfConnected(stream, into: buffer, maxFrames: maxFrames, lost: &lost)
+        while delivered < target {
+            guard connection.streamIsGood(stream) else { return CaptureRead(frames: 0) }
+            let wanted = Int(min(Int64(maxFrames), target - delivered))
+            let frames = take(stream, into: buffer, maxFrames: wanted, lost: &lost, holeAllowed: true).frames
             if frames > 0 || lost > 0 {
-                delivered += Int64(frames) + lost
-                return CaptureRead(frames: frames, lostFramesBefore: lost)
+                // A hole comes before the frames copied after it; whatever reaches past the stop is cut.
+                let remaining = target - delivered
+                let keptLost = min(lost, remaining)
+                let keptFrames = Int(min(Int64(frames), remaining - keptLost))
+                delivered += Int64(keptFrames) + keptLost
+                return CaptureRead(frames: keptFrames, lostFramesBefore: keptLost)
             }
-            guard delivered < target, PulseConnection.now() < drainDeadline else { return CaptureRead(frames: 0) }
-            _ = connection.wait(nanoseconds: 2 * fragmentNanos) {
-                connection.streamIsGood(stream) ? pa_stream_readable_size(stream) > 0 : true
-            }
-            connection.lock()
-            let good = connection.streamIsGood(stream)
-            connection.unlock()
-            if !good { return CaptureRead(frames: 0) }
+            guard PulseConnection.now() < drainDeadline else { break }
+            connection.iterate(nanoseconds: 2 * fragmentNanos)
         }
+        return CaptureRead(frames: 0)
     }
 
-    private func takeIfConnected(_ stream: OpaquePointer, into buffer: UnsafeMutableRawPointer, maxFrames: Int, lost: inout Int64) -> Int {
-        connection.lock()
-        defer { connection.unlock() }
-        return connection.streamIsGood(stream) ? take(stream, into: buffer, maxFrames: maxFrames, lost: &lost, holeAllowed: true).frames : 0
-    }
-
-    /// Copies as much as is readable, up to `maxFrames`, across fragments (lock held). Holes are
+    /// Copies as much as is readable, up to `maxFrames`, across fragments. Holes are
     /// skipped and added to `lost` only before the first frame copied (`holeAllowed`) — a hole
     /// after copied frames belongs to the next read, so it is left in place and reported by
     /// `stoppedAtHole`.
@@ -203,15 +191,13 @@ final class PulseCaptureStream: CaptureStream {
     private func uncork(_ stream: OpaquePointer) {
         started = true
         startNanos = PulseConnection.now()
-        connection.lock()
-        if let op = pa_stream_cork(stream, 0, PulseEvents.streamSuccess, connection.events.userdata) {
+        if let op = pa_stream_cork(stream, 0, nil, nil) {
             pa_operation_unref(op)
         }
-        connection.unlock()
     }
 
-    /// Disconnects the stream and the context and frees the mainloop.
-    /// - Thread: the device thread. Blocks until the mainloop thread stops.
+    /// Disconnects the stream and the context and frees the main loop.
+    /// - Thread: the device thread. Never blocks.
     func close() {
         guard let stream else { return }
         self.stream = nil

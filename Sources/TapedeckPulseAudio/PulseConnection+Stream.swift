@@ -15,16 +15,11 @@ extension PulseConnection {
         guard pa_sample_spec_valid(&spec) != 0 else {
             throw TapedeckError(.unsupportedFormat, "PulseAudio cannot carry \(format). Use 1 to 32 channels at 8000 to 192000 Hz.")
         }
-        lock()
         guard let stream = pa_stream_new(context, settings.streamName, &spec, nil) else {
             let reason = errorText()
-            unlock()
             throw TapedeckError(.deviceUnavailable, "PulseAudio refused to create a stream for \(format) (\(reason)).")
         }
         let userdata = events.userdata
-        pa_stream_set_state_callback(stream, PulseEvents.streamNotify, userdata)
-        pa_stream_set_read_callback(stream, PulseEvents.streamReadable, userdata)
-        pa_stream_set_write_callback(stream, PulseEvents.streamRequest, userdata)
         pa_stream_set_overflow_callback(stream, PulseEvents.streamOverflow, userdata)
         pa_stream_set_underflow_callback(stream, PulseEvents.streamUnderflow, userdata)
         var attr = attributes
@@ -34,7 +29,6 @@ extension PulseConnection {
         case .playback: pa_stream_connect_playback(stream, device, &attr, flags, nil, nil)
         }
         let early = rc < 0 ? errorText() : nil
-        unlock()
         if let early {
             closeStream(stream)
             throw noDevice(early, code: errorCode)
@@ -43,13 +37,11 @@ extension PulseConnection {
             let s = pa_stream_get_state(stream)
             return s != PA_STREAM_CREATING && s != PA_STREAM_UNCONNECTED || !contextIsGood
         }
-        lock()
         let ready = pa_stream_get_state(stream) == PA_STREAM_READY
         let reason = errorText()
         let code = errorCode
         let contextGood = contextIsGood
         let actual = pa_stream_get_sample_spec(stream)?.pointee
-        unlock()
         guard ready else {
             closeStream(stream)
             if !contextGood {
@@ -87,13 +79,13 @@ extension PulseConnection {
             systemCode: code)
     }
 
-    /// Whether the stream (and its context) is still usable. - Thread: owner, lock held.
+    /// Whether the stream (and its context) is still usable. - Thread: owner.
     func streamIsGood(_ stream: OpaquePointer) -> Bool {
         let s = pa_stream_get_state(stream)
         return s != PA_STREAM_FAILED && s != PA_STREAM_TERMINATED && contextIsGood
     }
 
-    /// The error a stream that went bad reports. - Thread: owner, lock held.
+    /// The error a stream that went bad reports. - Thread: owner.
     func lostError(_ what: String) -> TapedeckError {
         // What became of the audio is the caller's to say (the recorder says what it kept).
         let kept = settings.role == .capture ? "" : " Playback stopped."
@@ -108,19 +100,14 @@ extension PulseConnection {
     }
 
     /// Clears the stream's callbacks, disconnects and releases it.
-    /// - Thread: owner; takes the lock.
+    /// - Thread: owner. Never blocks.
     func closeStream(_ stream: OpaquePointer) {
-        lock()
-        pa_stream_set_state_callback(stream, nil, nil)
-        pa_stream_set_read_callback(stream, nil, nil)
-        pa_stream_set_write_callback(stream, nil, nil)
         pa_stream_set_overflow_callback(stream, nil, nil)
         pa_stream_set_underflow_callback(stream, nil, nil)
         if pa_stream_get_state(stream) == PA_STREAM_READY || pa_stream_get_state(stream) == PA_STREAM_CREATING {
             pa_stream_disconnect(stream)
         }
         pa_stream_unref(stream)
-        unlock()
     }
 }
 #endif

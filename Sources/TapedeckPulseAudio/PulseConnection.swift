@@ -3,10 +3,12 @@ import CPulse
 import Dispatch
 import TapedeckCore
 
-/// A `pa_threaded_mainloop` with one connected `pa_context`: what each stream and each device
-/// listing owns. Not thread-safe as a whole; it is owned by one thread (a device thread, or the
-/// caller of `devices()`), while PulseAudio's callbacks run on the mainloop's own thread and only
-/// signal ``events``.
+/// A plain `pa_mainloop` with one connected `pa_context`: what each stream and each device
+/// listing owns. Not thread-safe; it is owned by one thread (a device thread, or the caller of
+/// `devices()`), which also runs the loop: every wait is ``iterate(nanoseconds:)`` (one bounded
+/// `poll` on the server's socket, then PulseAudio's callbacks, on this thread), so there is no
+/// mainloop thread, no lock, and no hand-off between threads per fragment. The callbacks only
+/// record what happened in ``events``.
 final class PulseConnection {
     let settings: PulseSettings
     let events = PulseEvents()
@@ -21,24 +23,17 @@ final class PulseConnection {
     /// - Throws: `.deviceUnavailable` naming the server and what to do.
     init(settings: PulseSettings) throws {
         self.settings = settings
-        guard let ml = pa_threaded_mainloop_new() else {
+        guard let ml = pa_mainloop_new() else {
             throw TapedeckError(.deviceUnavailable, "Could not create a PulseAudio main loop (out of memory?).")
         }
         mainloop = ml
-        guard let ctx = pa_context_new(pa_threaded_mainloop_get_api(ml), settings.clientName) else {
+        guard let ctx = pa_context_new(pa_mainloop_get_api(ml), settings.clientName) else {
             close()
             throw TapedeckError(.deviceUnavailable, "Could not create a PulseAudio context (out of memory?).")
         }
         context = ctx
-        pa_context_set_state_callback(ctx, PulseEvents.contextState, events.userdata)
-        guard pa_threaded_mainloop_start(ml) >= 0 else {
-            close()
-            throw TapedeckError(.deviceUnavailable, "Could not start the PulseAudio main loop thread.")
-        }
-        lock()
         let rc = pa_context_connect(ctx, settings.serverAddress, PA_CONTEXT_NOAUTOSPAWN, nil)
         let early = rc < 0 ? errorText() : nil
-        unlock()
         if let early {
             close()
             throw noServer(early)
@@ -47,10 +42,8 @@ final class PulseConnection {
             let s = pa_context_get_state(ctx)
             return s == PA_CONTEXT_READY || !PulseConnection.isGood(s)
         }
-        lock()
         let state = pa_context_get_state(ctx)
         let reason = errorText()
-        unlock()
         if state != PA_CONTEXT_READY {
             close()
             if !finished {
@@ -71,43 +64,48 @@ final class PulseConnection {
         s != PA_CONTEXT_FAILED && s != PA_CONTEXT_TERMINATED
     }
 
-    /// Whether the context is still connected. - Thread: owner, with the lock held.
+    /// Whether the context is still connected. - Thread: owner.
     var contextIsGood: Bool {
         guard let context else { return false }
         return Self.isGood(pa_context_get_state(context))
     }
 
-    /// The context's last error as text. - Thread: owner, with the lock held.
+    /// The context's last error as text. - Thread: owner.
     func errorText() -> String {
         guard let context else { return "not connected" }
         return String(cString: pa_strerror(pa_context_errno(context)))
     }
 
-    /// The context's last error code. - Thread: owner, with the lock held.
+    /// The context's last error code. - Thread: owner.
     var errorCode: Int32 { context.map { pa_context_errno($0) } ?? 0 }
-
-    /// Takes the mainloop lock. - Thread: owner; blocks while a callback runs.
-    func lock() { if let mainloop { pa_threaded_mainloop_lock(mainloop) } }
-    /// Releases the mainloop lock. - Thread: owner.
-    func unlock() { if let mainloop { pa_threaded_mainloop_unlock(mainloop) } }
 
     /// Monotonic nanoseconds. Never blocks or allocates.
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// Evaluates `done` under the lock until it returns true or `nanoseconds` pass, sleeping on
-    /// ``events`` (without the lock) in between. Never allocates.
+    /// Runs one iteration of the main loop: waits up to `nanoseconds` for the server's socket
+    /// (or one of PulseAudio's timers), then runs the callbacks for what arrived. A signal that
+    /// interrupts the wait ends it early. Never allocates.
+    /// - Thread: owner; blocks up to `nanoseconds`.
+    func iterate(nanoseconds: UInt64) {
+        guard let mainloop else { return }
+        let micros = Int32(min(nanoseconds / 1_000, UInt64(Int32.max)))
+        guard pa_mainloop_prepare(mainloop, micros) >= 0 else { return }
+        // A failed poll (EINTR is not a failure to libpulse) still leaves the loop ready for dispatch.
+        _ = pa_mainloop_poll(mainloop)
+        _ = pa_mainloop_dispatch(mainloop)
+    }
+
+    /// Evaluates `done` until it returns true or `nanoseconds` pass, running the main loop in
+    /// between. Never allocates.
     /// - Returns: whether `done` became true.
     /// - Thread: owner; blocks up to `nanoseconds`.
     func wait(nanoseconds: UInt64, until done: () -> Bool) -> Bool {
         let deadline = Self.now() + nanoseconds
         while true {
-            lock()
-            let ok = done()
-            unlock()
-            if ok { return true }
+            if done() { return true }
             let now = Self.now()
             if now >= deadline { return false }
-            events.wait(nanoseconds: deadline - now)
+            iterate(nanoseconds: deadline - now)
         }
     }
 
@@ -118,27 +116,21 @@ final class PulseConnection {
         let done = wait(nanoseconds: nanoseconds) {
             pa_operation_get_state(operation) != PA_OPERATION_RUNNING || !contextIsGood
         }
-        lock()
         if pa_operation_get_state(operation) == PA_OPERATION_RUNNING { pa_operation_cancel(operation) }
         pa_operation_unref(operation)
-        unlock()
         return done
     }
 
-    /// Disconnects the context, stops and frees the mainloop. Idempotent.
-    /// - Thread: owner. Blocks until the mainloop thread has stopped.
+    /// Disconnects the context and frees the mainloop. Idempotent.
+    /// - Thread: owner. Never blocks.
     func close() {
         guard let ml = mainloop else { return }
         if let ctx = context {
-            lock()
-            pa_context_set_state_callback(ctx, nil, nil)
             pa_context_disconnect(ctx)
             pa_context_unref(ctx)
-            unlock()
             context = nil
         }
-        pa_threaded_mainloop_stop(ml)
-        pa_threaded_mainloop_free(ml)
+        pa_mainloop_free(ml)
         mainloop = nil
     }
 

@@ -4,15 +4,13 @@ import TapedeckCore
 
 /// Lists a server's sources and sinks through a short-lived connection.
 enum PulseDeviceList {
-    /// What the introspection callbacks collect. Written on the mainloop thread (lock held) and
-    /// read by the caller after the operations finished (lock taken), so it needs no lock of its own.
+    /// What the introspection callbacks collect. Written and read on the caller's thread (the
+    /// callbacks run inside the connection's main loop iterations there).
     private final class Collected {
         var defaultSource = ""
         var defaultSink = ""
         var sources: [AudioDevice] = []
         var sinks: [AudioDevice] = []
-        let events: PulseEvents
-        init(events: PulseEvents) { self.events = events }
         var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
         static func from(_ p: UnsafeMutableRawPointer?) -> Collected? {
             p.map { Unmanaged<Collected>.fromOpaque($0).takeUnretainedValue() }
@@ -26,16 +24,14 @@ enum PulseDeviceList {
     static func list(settings: PulseSettings) throws -> (sources: [AudioDevice], sinks: [AudioDevice]) {
         let connection = try PulseConnection(settings: settings)
         defer { connection.close() }
-        let collected = Collected(events: connection.events)
+        let collected = Collected()
         let context = connection.context
-        connection.lock()
         let server = pa_context_get_server_info(context, { _, info, userdata in
             guard let c = Collected.from(userdata) else { return }
             if let info = info?.pointee {
                 c.defaultSink = info.default_sink_name.map { String(cString: $0) } ?? ""
                 c.defaultSource = info.default_source_name.map { String(cString: $0) } ?? ""
             }
-            c.events.wakeup.signal()
         }, collected.userdata)
         let sources = pa_context_get_source_info_list(context, { _, info, eol, userdata in
             guard let c = Collected.from(userdata) else { return }
@@ -46,7 +42,6 @@ enum PulseDeviceList {
                                              description: i.description.map { String(cString: $0) } ?? "",
                                              canCapture: true, canPlay: false, isDefault: false, details: details))
             }
-            c.events.wakeup.signal()
         }, collected.userdata)
         let sinks = pa_context_get_sink_info_list(context, { _, info, eol, userdata in
             guard let c = Collected.from(userdata) else { return }
@@ -57,16 +52,12 @@ enum PulseDeviceList {
                                            description: i.description.map { String(cString: $0) } ?? "",
                                            canCapture: false, canPlay: true, isDefault: false, details: details))
             }
-            c.events.wakeup.signal()
         }, collected.userdata)
-        connection.unlock()
         let ok = [server, sources, sinks].map { connection.finish($0) }.allSatisfy { $0 }
-        connection.lock()
         let good = connection.contextIsGood
         let reason = connection.errorText()
         var result = (sources: collected.sources, sinks: collected.sinks)
         let (defaultSource, defaultSink) = (collected.defaultSource, collected.defaultSink)
-        connection.unlock()
         guard ok, good else {
             throw TapedeckError(.deviceUnavailable,
                 "The PulseAudio server at \(settings.serverLabel) did not list its devices (\(good ? "timed out" : reason.lowercased())). Is it running? Check \(settings.keyPrefix).server.")

@@ -3,10 +3,10 @@ import CPulse
 import Logging
 import TapedeckCore
 
-/// A PulseAudio playback stream on its own context and threaded mainloop.
+/// A PulseAudio playback stream on its own context and main loop, both run by the device thread.
 ///
-/// `write` waits (bounded) on a semaphore signalled by the stream's write callback until the
-/// server wants data, then copies with `pa_stream_write`. Underflows (the server ran dry and
+/// `write` runs the main loop (each wait bounded) until the server wants data, then copies with
+/// `pa_stream_write`. Underflows (the server ran dry and
 /// played silence) are counted by the underflow callback; since PulseAudio does not say how
 /// long each lasted, a write reports one period of silence per underflow seen since the last
 /// write, an estimate. `drain` is `pa_stream_drain`, waited for at most the queued duration
@@ -43,10 +43,8 @@ final class PulsePlaybackStream: PlaybackStream {
             connection.close()
             throw error
         }
-        connection.lock()
         let attr = pa_stream_get_buffer_attr(stream)?.pointee
         let device = pa_stream_get_device_name(stream).map { String(cString: $0) } ?? settings.deviceLabel
-        connection.unlock()
         self.connection = connection
         self.stream = stream
         self.format = format
@@ -69,36 +67,27 @@ final class PulsePlaybackStream: PlaybackStream {
         var offset = 0
         var idleSince: UInt64 = 0
         while offset < total {
-            connection.lock()
-            guard connection.streamIsGood(stream) else {
-                let error = connection.lostError("playing to")
-                connection.unlock()
-                throw error
-            }
+            guard connection.streamIsGood(stream) else { throw connection.lostError("playing to") }
             let writable = pa_stream_writable_size(stream)
             // (size_t)-1, an error, imports as -1.
             if writable >= bytesPerFrame {
                 let n = min(writable, total - offset) / bytesPerFrame * bytesPerFrame
                 let rc = pa_stream_write(stream, buffer + offset, n, nil, 0, PA_SEEK_RELATIVE)
-                if rc < 0 {
-                    let error = connection.lostError("playing to")
-                    connection.unlock()
-                    throw error
-                }
-                connection.unlock()
+                if rc < 0 { throw connection.lostError("playing to") }
                 offset += n
                 idleSince = 0
                 continue
             }
-            connection.unlock()
             let now = PulseConnection.now()
             if idleSince == 0 { idleSince = now }
             if now - idleSince > Self.stallNanos {
                 throw TapedeckError(.deviceLost,
                     "PulseAudio took no audio for \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled sink?). Playback stopped.")
             }
-            connection.events.wait(nanoseconds: 2 * latencyNanos + 50_000_000)
+            connection.iterate(nanoseconds: 2 * latencyNanos + 50_000_000)
         }
+        // pa_stream_write only queues; the main loop sends. Send now rather than at the next wait.
+        connection.iterate(nanoseconds: 0)
         let seen = underflows
         let fresh = seen - underflowsReported
         underflowsReported = seen
@@ -111,29 +100,20 @@ final class PulsePlaybackStream: PlaybackStream {
     func drain() throws {
         guard let stream else { return }
         let events = connection.events
-        connection.lock()
-        guard connection.streamIsGood(stream) else {
-            let error = connection.lostError("draining")
-            connection.unlock()
-            throw error
-        }
+        guard connection.streamIsGood(stream) else { throw connection.lostError("draining") }
         events.drainState.store(0, ordering: .relaxed)
         let op = pa_stream_drain(stream, PulseEvents.drainDone, events.userdata)
-        connection.unlock()
         let bound = latencyNanos + 2_000_000_000
         let finished = connection.finish(op, nanoseconds: bound)
         guard finished, events.drainState.load(ordering: .acquiring) == 1 else {
-            connection.lock()
-            let error = connection.streamIsGood(stream)
+            throw connection.streamIsGood(stream)
                 ? TapedeckError(.deviceLost, "PulseAudio did not finish playing \(connection.settings.deviceLabel) within \(bound / 1_000_000) ms. The end of the audio may be cut.")
                 : connection.lostError("draining")
-            connection.unlock()
-            throw error
         }
     }
 
-    /// Disconnects the stream and the context and frees the mainloop.
-    /// - Thread: the device thread. Blocks until the mainloop thread stops.
+    /// Disconnects the stream and the context and frees the main loop.
+    /// - Thread: the device thread. Never blocks.
     func close() {
         guard let stream else { return }
         self.stream = nil

@@ -14,9 +14,9 @@ public enum PulsePlugin {
             SettingDeclaration("client-name", .string, default: "Tapedeck", help: "The client name the server shows."),
             SettingDeclaration("stream-name", .string, default: role == .capture ? "Tapedeck recording" : "Tapedeck playback",
                                help: "The stream name the server shows."),
-            SettingDeclaration("fragment-ms", .int(1...2000), default: role == .capture ? "100" : "20",
+            SettingDeclaration("fragment-ms", .int(1...2000), default: String(PulseSettings.defaultFragmentMilliseconds(role)),
                                help: role == .capture
-                                   ? "Capture fragment size in milliseconds: how often audio arrives. Smaller costs more CPU; a stop still keeps everything captured up to it."
+                                   ? "Capture fragment size in milliseconds: how often audio arrives. Smaller costs more CPU; a stop still keeps the audio exactly up to it."
                                    : "Target playback latency in milliseconds."),
         ]
     }

@@ -18,13 +18,19 @@ struct PulseSettings: Sendable, Hashable {
     /// Capture fragment size / playback target latency, in milliseconds.
     var fragmentMilliseconds: Int
 
+    /// The default `fragment-ms` for each role. Capture: 250 ms, four wake-ups a second, which is
+    /// as often as the recording engine's writer and meter use the audio (it batches up to
+    /// 500 ms), and a stop still keeps the audio exactly up to the stop (see
+    /// ``PulseCaptureStream/drain(into:maxFrames:)``). Playback: a 20 ms target latency.
+    static func defaultFragmentMilliseconds(_ role: Role) -> Int { role == .capture ? 250 : 20 }
+
     init(role: Role, settings: PluginSettings) {
         self.role = role
         server = settings.string("server") ?? ""
         device = settings.string("device") ?? ""
         clientName = settings.string("client-name") ?? "Tapedeck"
         streamName = settings.string("stream-name") ?? (role == .capture ? "Tapedeck recording" : "Tapedeck playback")
-        fragmentMilliseconds = settings.int("fragment-ms") ?? (role == .capture ? 100 : 20)
+        fragmentMilliseconds = settings.int("fragment-ms") ?? Self.defaultFragmentMilliseconds(role)
     }
 
     /// The address handed to `pa_context_connect`: `nil` for the usual lookup (`PULSE_SERVER`,
