@@ -92,6 +92,9 @@ let package = Package(
             name: "CPulse",
             providers: [.apt(["libpulse-dev"])]
         ),
+        // A main loop for libpulse without the wake-up pipe of pa_mainloop (see its header). Its
+        // header does not include PulseAudio's, so CPulse stays the one module that does.
+        .target(name: "CPulseLoop"),
 
         // Backends: one plugin module each, importing only Core and its own shim.
         .target(
@@ -116,7 +119,8 @@ let package = Package(
         ),
         .target(
             name: "TapedeckPulseAudio",
-            dependencies: ["TapedeckCore", .target(name: "CPulse", condition: .when(traits: ["PulseAudio"]))],
+            dependencies: ["TapedeckCore", .target(name: "CPulse", condition: .when(traits: ["PulseAudio"])),
+                           .target(name: "CPulseLoop", condition: .when(traits: ["PulseAudio"]))],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -293,8 +293,10 @@ public struct ConfigurationLoader: Sendable {
     }
 
     private func validateEnvironment() throws {
+        let candidates = environment.keys.filter { $0.hasPrefix("TAPEDECK_") && !Self.reservedVariables.contains($0) }
+        guard !candidates.isEmpty else { return }
         let names = Dictionary(knownKeys().map { (Self.environmentName(for: $0), $0) }, uniquingKeysWith: { a, _ in a })
-        for variable in environment.keys.sorted() where variable.hasPrefix("TAPEDECK_") && !Self.reservedVariables.contains(variable) {
+        for variable in candidates.sorted() {
             guard names[variable] == nil else { continue }
             let guess = Suggestion.closest(to: variable, in: Array(names.keys)).map { " (did you mean \($0)?)" } ?? ""
             throw TapedeckError(.configuration,
@@ -322,9 +324,21 @@ public struct ConfigurationLoader: Sendable {
 
     /// `capture.null.overrun-at-frame` → `TAPEDECK_CAPTURE_NULL_OVERRUN_AT_FRAME`.
     public static func environmentName(for key: String) -> String {
-        "TAPEDECK_" + key.split(separator: ".").map { part in
-            String(part.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
-        }.joined(separator: "_")
+        guard key.utf8.allSatisfy({ $0 < 0x80 }) else {
+            return "TAPEDECK_" + key.split(separator: ".").map { part in
+                String(part.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+            }.joined(separator: "_")
+        }
+        // Setting names are ASCII: the same result without Unicode property lookups.
+        var name = Array("TAPEDECK_".utf8)
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): name.append(byte - 32)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): name.append(byte)
+            default: name.append(UInt8(ascii: "_"))
+            }
+        }
+        return String(decoding: name, as: UTF8.self)
     }
 
     private static func values(_ dict: [String: String]) -> [AbsoluteConfigKey: ConfigValue] {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,15 +12,29 @@ extension TakeMetadata {
     /// Made with the C library's `gmtime_r`, not Foundation's calendar: a writer is created when
     /// a recording starts, and loading a calendar there costs milliseconds of start-up.
     /// - Thread: any. Never blocks.
-    public var startDateISO8601: String {
-        var seconds = time_t(startDate.timeIntervalSince1970.rounded(.down))
+    public var startDateISO8601: String { startDate.iso8601UTC }
+}
+
+extension Date {
+    /// This date as ISO 8601 in UTC, to the second (`2023-11-14T22:13:20Z`), the same text as
+    /// `ISO8601Format()`.
+    ///
+    /// Made with the C library's `gmtime_r`, not Foundation's calendar: writers and `--json`
+    /// reports need it when a command starts or ends, and loading a calendar costs milliseconds.
+    /// - Thread: any. Never blocks.
+    public var iso8601UTC: String {
+        var seconds = time_t(timeIntervalSince1970.rounded(.down))
         var parts = tm()
-        guard gmtime_r(&seconds, &parts) != nil else { return startDate.ISO8601Format() }
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))"
-            + "T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+        guard gmtime_r(&seconds, &parts) != nil else { return ISO8601Format() }
+        return "\(zeroPadded(Int(parts.tm_year) + 1900, width: 4))-\(zeroPadded(Int(parts.tm_mon) + 1, width: 2))-\(zeroPadded(Int(parts.tm_mday), width: 2))"
+            + "T\(zeroPadded(Int(parts.tm_hour), width: 2)):\(zeroPadded(Int(parts.tm_min), width: 2)):\(zeroPadded(Int(parts.tm_sec), width: 2))Z"
     }
+}
+
+/// `value` in decimal with leading zeros up to `width` digits (`zeroPadded(7, width: 3)` is
+/// `"007"`), without `String(format:)`, whose first use costs a scan of every protocol
+/// conformance in the program. - Thread: any. Never blocks.
+public func zeroPadded(_ value: Int, width: Int) -> String {
+    let digits = String(value.magnitude)
+    return (value < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - digits.count)) + digits
 }

@@ -215,7 +215,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                     while used.contains("Take \(n)") { n += 1 }
                     finalName = "Take \(n)"
                 }
-                let file = String(format: "%@/%03d-%@-%@.%@", folder, number, NameRules.slug(finalName, fallback: "take"), String(id.prefix(8)), ext)
+                let file = "\(folder)/\(zeroPadded(number, width: 3))-\(NameRules.slug(finalName, fallback: "take"))-\(id.prefix(8)).\(ext)"
                 let take = Take(id: id, sessionID: sessionID, name: finalName, number: number, createdAt: startDate,
                                 state: .recording, format: format, encoding: encoding, file: file, frames: 0)
                 try db.execute(sql: """

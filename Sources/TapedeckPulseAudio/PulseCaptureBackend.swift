@@ -4,7 +4,8 @@ public import Logging
 
 /// Capture from a PulseAudio server (or PipeWire's PulseAudio service): `capture.backend: pulse`.
 ///
-/// A value holding settings only; every stream gets its own context and threaded mainloop.
+/// A value holding settings only; every stream gets its own context and main loop, run by the
+/// device thread.
 public struct PulseCaptureBackend: CaptureBackend {
     public let name = "pulse"
     let settings: PulseSettings

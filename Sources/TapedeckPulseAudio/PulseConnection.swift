@@ -1,14 +1,18 @@
 #if PulseAudio
 import CPulse
+import CPulseLoop
 import Dispatch
 import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A plain `pa_mainloop` with one connected `pa_context`: what each stream and each device
-/// listing owns. Not thread-safe; it is owned by one thread (a device thread, or the caller of
-/// `devices()`), which also runs the loop: every wait is ``iterate(nanoseconds:)`` (one bounded
-/// `poll` on the server's socket, then PulseAudio's callbacks, on this thread), so there is no
-/// mainloop thread, no lock, and no hand-off between threads per fragment. The callbacks only
-/// record what happened in ``events``.
+/// A main loop (`CPulseLoop`, libpulse's main loop API without `pa_mainloop`'s wake-up pipe) with
+/// one connected `pa_context`: what each stream and each device listing owns. Not thread-safe; it
+/// is owned by one thread (a device thread, or the caller of `devices()`), which also runs the
+/// loop: every wait is ``iterate(nanoseconds:)`` (one bounded `poll` on the server's socket, then
+/// PulseAudio's callbacks, on this thread), so there is no mainloop thread, no lock, and no
+/// hand-off between threads per fragment. The callbacks only record what happened in ``events``.
 final class PulseConnection {
     let settings: PulseSettings
     let events = PulseEvents()
@@ -23,11 +27,12 @@ final class PulseConnection {
     /// - Throws: `.deviceUnavailable` naming the server and what to do.
     init(settings: PulseSettings) throws {
         self.settings = settings
-        guard let ml = pa_mainloop_new() else {
+        guard let ml = tapedeck_pulse_loop_new() else {
             throw TapedeckError(.deviceUnavailable, "Could not create a PulseAudio main loop (out of memory?).")
         }
         mainloop = ml
-        guard let ctx = pa_context_new(pa_mainloop_get_api(ml), settings.clientName) else {
+        let api = tapedeck_pulse_loop_api(ml).assumingMemoryBound(to: pa_mainloop_api.self)
+        guard let ctx = pa_context_new(api, settings.clientName) else {
             close()
             throw TapedeckError(.deviceUnavailable, "Could not create a PulseAudio context (out of memory?).")
         }
@@ -88,11 +93,12 @@ final class PulseConnection {
     /// - Thread: owner; blocks up to `nanoseconds`.
     func iterate(nanoseconds: UInt64) {
         guard let mainloop else { return }
-        let micros = Int32(min(nanoseconds / 1_000, UInt64(Int32.max)))
-        guard pa_mainloop_prepare(mainloop, micros) >= 0 else { return }
-        // A failed poll (EINTR is not a failure to libpulse) still leaves the loop ready for dispatch.
-        _ = pa_mainloop_poll(mainloop)
-        _ = pa_mainloop_dispatch(mainloop)
+        let micros = Int64(min(nanoseconds / 1_000, UInt64(Int64.max)))
+        // A signal ends the poll early (EINTR is not a failure). Should poll really fail, the
+        // callers' own deadlines end their waits; the pause keeps the loop from spinning until then.
+        if tapedeck_pulse_loop_iterate(mainloop, micros) < 0 {
+            usleep(UInt32(min(micros, 10_000)))
+        }
     }
 
     /// Evaluates `done` until it returns true or `nanoseconds` pass, running the main loop in
@@ -130,7 +136,7 @@ final class PulseConnection {
             pa_context_unref(ctx)
             context = nil
         }
-        pa_mainloop_free(ml)
+        tapedeck_pulse_loop_free(ml)
         mainloop = nil
     }
 

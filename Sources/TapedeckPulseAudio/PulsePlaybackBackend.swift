@@ -4,7 +4,8 @@ public import Logging
 
 /// Playback to a PulseAudio server (or PipeWire's PulseAudio service): `playback.backend: pulse`.
 ///
-/// A value holding settings only; every stream gets its own context and threaded mainloop.
+/// A value holding settings only; every stream gets its own context and main loop, run by the
+/// device thread.
 public struct PulsePlaybackBackend: PlaybackBackend {
     public let name = "pulse"
     let settings: PulseSettings

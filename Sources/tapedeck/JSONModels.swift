@@ -47,7 +47,10 @@ struct TakeJSON: Encodable {
         format = FormatJSON(take.format)
         encoding = take.encoding
         path = url?.path ?? ""
-        bytes = url.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int64 }
+        bytes = url.flatMap { url in
+            var info = stat()
+            return stat(url.path, &info) == 0 ? Int64(info.st_size) : nil
+        }
         createdAt = take.createdAt
         overruns = take.overruns.count
         overrunFrames = take.overruns.reduce(0) { $0 + $1.frames }

@@ -38,7 +38,10 @@ enum Terminal {
     static func printJSON<T: Encodable>(_ value: T) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.iso8601UTC)
+        }
         FileHandle.standardOutput.write(try encoder.encode(value))
         FileHandle.standardOutput.write(Data("\n".utf8))
     }
