@@ -14,7 +14,7 @@ public enum HostSettings {
 
     public static let sections: [Section] = [
         Section(name: "capture", selector: "backend", role: .capture, settings: [
-            SettingDeclaration("period-frames", .int(16...65_536), default: "4096",
+            SettingDeclaration("period-frames", .int(16...65_536), default: "8192",
                                help: "Frames per device read: larger costs less CPU, smaller stops and meters more promptly."),
             SettingDeclaration("buffer-seconds", .double(0.1...60), default: "2",
                                help: "Seconds of audio buffered between the device thread and the writer before an overrun."),

@@ -78,8 +78,8 @@ struct EndToEndTests {
         #expect(take["state"] as? String == "recovered")
         let path = try #require(take["path"] as? String)
         let seconds = try #require(take["seconds"] as? Double)
-        // Lost at most one checkpoint interval (1 s) plus one period (4096 frames).
-        #expect(seconds >= capturedAtLeast - 1.0 - 4096.0 / 48_000 - 0.1, "recovered \(seconds) s of at least \(capturedAtLeast) s")
+        // Lost at most one checkpoint interval (1 s) plus one period (8192 frames, the default).
+        #expect(seconds >= capturedAtLeast - 1.0 - 8192.0 / 48_000 - 0.1, "recovered \(seconds) s of at least \(capturedAtLeast) s")
         let py = try verify(path, "counter")
         #expect(py.frames == take["frames"] as? Int)
         #expect(py.firstBad == -1, "the recovered audio is the counter's prefix")
@@ -137,7 +137,7 @@ struct EndToEndTests {
         #expect(report["end"] as? String == "stopped")
         let seconds = try #require(take["seconds"] as? Double)
         let wall = try #require(report["wallSeconds"] as? Double)
-        #expect(abs(seconds - wall) <= 4096.0 / 48_000 + 0.02, "recorded \(seconds) s over \(wall) s of wall time")
+        #expect(abs(seconds - wall) <= 8192.0 / 48_000 + 0.02, "recorded \(seconds) s over \(wall) s of wall time")
         let py = try verify(try #require(take["path"] as? String), "counter")
         #expect(py.firstBad == -1 && py.headerOK && py.frames == take["frames"] as? Int)
     }
