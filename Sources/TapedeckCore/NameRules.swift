@@ -5,10 +5,33 @@ public enum NameRules {
     /// The longest display name accepted, in UTF-8 bytes.
     public static let maxNameBytes = 1024
 
+    /// The first 8 characters of an id without its dashes, lowercased: a UUID's short form.
+    /// - Thread: any. Never blocks.
+    public static func shortID(of id: String) -> String {
+        guard id.utf8.allSatisfy({ $0 < 0x80 }) else {
+            return String(id.filter { $0 != "-" }.prefix(8)).lowercased()
+        }
+        // ASCII (every id Tapedeck makes): without generic collection code, whose first use at
+        // start-up costs a scan of the program's protocol conformances.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(8)
+        for byte in id.utf8 where byte != UInt8(ascii: "-") {
+            bytes.append(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte)
+            if bytes.count == 8 { break }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether a character is blank as Foundation's `whitespacesAndNewlines` counts it: Unicode's
+    /// White_Space, and the zero-width space. - Thread: any. Never blocks.
+    public static func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isWhitespace || scalar == "\u{200B}"
+    }
+
     /// Checks a display name. Any Unicode is allowed except control characters (NUL included);
     /// the name is never used as a path. - Thread: any. Never blocks.
     public static func validate(_ name: String, what: String) throws -> String {
-        guard !name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        guard !name.unicodeScalars.allSatisfy(isBlank) else {
             throw TapedeckError(.invalidArgument, "The \(what) name is empty. Give a name with at least one visible character.")
         }
         guard name.utf8.count <= maxNameBytes else {
@@ -38,5 +61,20 @@ public enum NameRules {
         }
         while out.hasSuffix("-") { out.removeLast() }
         return out.isEmpty ? fallback : out.lowercased()
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs (Unicode space separators, tab and
+    /// the zero-width space: what Foundation's `CharacterSet.whitespaces` holds), without Foundation's `NSString`
+    /// bridge, whose first use at start-up costs milliseconds. - Thread: any. Never blocks.
+    public var trimmingSpaces: Substring {
+        func isSpace(_ s: Unicode.Scalar) -> Bool {
+            s == " " || s == "\t" || (s.value >= 0x80 && (s.properties.generalCategory == .spaceSeparator || s == "\u{200B}"))
+        }
+        let scalars = Substring(self).unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+              let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return Substring(scalars[first...last])
     }
 }

@@ -75,7 +75,7 @@ public struct SettingDeclaration: Sendable, Hashable {
             default: return .failure(SettingProblem("expected true or false, got \"\(text)\""))
             }
         case .int(let range):
-            guard let v = Int(text.trimmingCharacters(in: .whitespaces)) else {
+            guard let v = Int(text.trimmingSpaces) else {
                 return .failure(SettingProblem("expected an integer from \(range.lowerBound) to \(range.upperBound), got \"\(text)\""))
             }
             guard range.contains(v) else {
@@ -83,7 +83,7 @@ public struct SettingDeclaration: Sendable, Hashable {
             }
             return .success(.int(v))
         case .double(let range):
-            guard let v = Double(text.trimmingCharacters(in: .whitespaces)), v.isFinite else {
+            guard let v = Double(text.trimmingSpaces), v.isFinite else {
                 return .failure(SettingProblem("expected a number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\""))
             }
             guard range.contains(v) else {

@@ -19,5 +19,5 @@ public struct Session: Sendable, Hashable, Codable, Identifiable {
     }
 
     /// The first eight characters of the id, as printed by `tapedeck list`.
-    public var shortID: String { String(id.lazy.filter { $0 != "-" }.prefix(8)).lowercased() }
+    public var shortID: String { NameRules.shortID(of: id) }
 }

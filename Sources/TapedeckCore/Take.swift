@@ -83,5 +83,5 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     public var seconds: Double { format.seconds(forFrames: frames) }
 
     /// The first eight characters of the id, as printed by `tapedeck list`.
-    public var shortID: String { String(id.lazy.filter { $0 != "-" }.prefix(8)).lowercased() }
+    public var shortID: String { NameRules.shortID(of: id) }
 }

@@ -31,10 +31,11 @@ extension Date {
     }
 }
 
-/// `value` in decimal with leading zeros up to `width` digits (`zeroPadded(7, width: 3)` is
-/// `"007"`), without `String(format:)`, whose first use costs a scan of every protocol
+/// `value` in decimal with leading zeros up to `width` characters, a minus sign included
+/// (`zeroPadded(7, width: 3)` is `"007"`, as `String(format: "%03d", 7)`), without `String(format:)`, whose first use costs a scan of every protocol
 /// conformance in the program. - Thread: any. Never blocks.
 public func zeroPadded(_ value: Int, width: Int) -> String {
     let digits = String(value.magnitude)
-    return (value < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - digits.count)) + digits
+    let sign = value < 0 ? "-" : ""
+    return sign + String(repeating: "0", count: max(0, width - sign.count - digits.count)) + digits
 }

@@ -498,7 +498,7 @@ public final class DirectoryStorage: LibraryMaintenance {
     }
 
     private func releaseLock(takeID: String, folderOf file: String) {
-        let folder = file.split(separator: "/").dropLast().joined(separator: "/")
+        let folder = file.lastIndex(of: "/").map { String(file[..<$0]) } ?? ""
         if let url = try? confined("\(folder)/.\(takeID).lock") { unlink(url.path) }
         if let fd = liveLocks.withLock({ $0.removeValue(forKey: takeID) }) { close(fd) }
     }

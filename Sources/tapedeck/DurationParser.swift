@@ -4,7 +4,7 @@ import TapedeckCore
 enum DurationParser {
     static func seconds(_ text: String) throws -> Double {
         let units: [(String, Double)] = [("ms", 0.001), ("h", 3600), ("m", 60), ("s", 1)]
-        var rest = Substring(text.trimmingCharacters(in: .whitespaces).lowercased())
+        var rest = Substring(text.trimmingSpaces.lowercased())
         guard !rest.isEmpty else { throw invalid(text) }
         if let plain = Double(rest) {
             guard plain > 0, plain.isFinite, plain < 366 * 86400 else { throw invalid(text) }

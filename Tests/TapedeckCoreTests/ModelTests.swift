@@ -41,6 +41,24 @@ struct ModelTests {
         #expect(metadata.startDateISO8601 == date.ISO8601Format())
     }
 
+    @Test("start-up helpers that avoid Foundation give Foundation's results")
+    func foundationFreeHelpers() {
+        for text in ["", "  ", "\t5 ", "1.5\u{00A0}", "\u{3000}x y\u{2003}", "é ", " \n7\n ", "\u{200B}8"] {
+            #expect(String(text.trimmingSpaces) == text.trimmingCharacters(in: .whitespaces), "\(text.debugDescription)")
+        }
+        // NameRules' blank-name test against Foundation's whitespacesAndNewlines.
+        for name in ["", " \t", "\n\u{2028}\u{85}\r", "\u{3000}\u{A0}", "a", " \u{200B} ", "\u{1680}x"] {
+            #expect(name.unicodeScalars.allSatisfy(NameRules.isBlank) == name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
+                    "\(name.debugDescription)")
+        }
+        for id in ["3F2504E0-4F89-11D3-9A0C-0305E82C3301", "abc", "a-b-c-d-e-f-g-h-i-j", "ÄB-cd-EF-gh-ij"] {
+            #expect(NameRules.shortID(of: id) == String(id.replacingOccurrences(of: "-", with: "").prefix(8)).lowercased())
+        }
+        for value in [0, 7, 42, 123, 1234, -5] {
+            #expect(zeroPadded(value, width: 3) == String(format: "%03d", value))
+        }
+    }
+
     @Test("ENOSPC becomes diskFull with advice")
     func systemErrors() {
         let e = TapedeckError.system(28, while: "write x")
