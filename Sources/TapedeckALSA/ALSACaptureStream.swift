@@ -8,7 +8,8 @@ import Glibc
 /// An open ALSA capture PCM. Owned by the device thread that opened it.
 ///
 /// The handle is non-blocking: `read` calls `snd_pcm_readi` and, when nothing is ready, waits in
-/// `snd_pcm_wait` slices of 100 ms. A read that makes no progress for ``ALSAPCMSetup/stallLimitNanos`` (1.5 s;
+/// `snd_pcm_wait` slices of one period plus 50 ms (at least 100 ms), so a wait normally ends when a
+/// period is ready rather than in the middle of one. A read that makes no progress for ``ALSAPCMSetup/stallLimitNanos`` (1.5 s;
 /// 5 s before the first frames, while a device or server starts) throws `.deviceLost`, so a vanished
 /// device or sound server is noticed even when ALSA never reports it.
 ///
@@ -35,6 +36,8 @@ final class ALSACaptureStream: CaptureStream {
     private var pendingAfterLastData: Int64 = 0
     /// Frames lost in xruns, owed to the next delivery.
     private var owedLostFrames: Int64 = 0
+    /// How long one `snd_pcm_wait` may last, in milliseconds.
+    private let waitMillis: Int32
 
     init(device: String, opened: ALSAOpenedPCM, format: AudioFormat) {
         self.device = device
@@ -43,6 +46,7 @@ final class ALSACaptureStream: CaptureStream {
         self.bufferFrames = opened.bufferFrames
         self.format = format
         self.bytesPerFrame = format.bytesPerFrame
+        self.waitMillis = Int32(clamping: max(100, opened.periodFrames * 1000 / max(1, format.sampleRate) + 50))
     }
 
     /// Blocks until `min(maxFrames, periodFrames)` frames are captured (fewer only when an xrun
@@ -69,7 +73,7 @@ final class ALSACaptureStream: CaptureStream {
                 if ALSAClock.nanoseconds() - lastProgress > (started ? ALSAPCMSetup.stallLimitNanos : ALSAPCMSetup.startLimitNanos) {
                     throw stalled(started ? "1.5 s" : "5 s after starting")
                 }
-                let w = snd_pcm_wait(pcm, 100)
+                let w = snd_pcm_wait(pcm, waitMillis)
                 if w >= 0 { continue }
                 r = Int(w)
             }
