@@ -47,10 +47,10 @@ print(f"{'exit status (worst)':26}{max(col(0, 'rc')):>24}{max(col(1, 'rc')):>20}
 print(f"{'wall time':26}{fmt(median(col(0, 'wall'))):>24}{fmt(median(col(1, 'wall'))):>20}")
 print(f"{'CPU user+sys':26}{fmt(median(col(0, 'cpu'))):>24}{fmt(median(col(1, 'cpu'))):>20}")
 print(f"{'CPU each round':26}{' '.join(f'{x:.3f}' for x in col(0, 'cpu')):>24}"
-      f"{' '.join(f'{x:.3f}' for x in col(1, 'cpu')):>20}")
+      f"  {' '.join(f'{x:.3f}' for x in col(1, 'cpu')):>20}")
 print(f"{'peak RSS':26}{fmt(median(col(0, 'rss')) / 1024, 'MiB', 1):>24}{fmt(median(col(1, 'rss')) / 1024, 'MiB', 1):>20}")
 print(f"{'first frame after':26}{fmt(median(col(0, 'first'))):>24}{fmt(median(col(1, 'first'))):>20}")
-print(f"{'frames each round':26}{'/'.join(map(str, col(0, 'frames'))):>24}{'/'.join(map(str, col(1, 'frames'))):>20}")
+print(f"{'frames each round':26}{'/'.join(map(str, col(0, 'frames'))):>24}  {'/'.join(map(str, col(1, 'frames'))):>20}")
 print(f"{'overruns each round':26}{'/'.join(map(str, col(0, 'overruns'))):>24}{'(not reported)':>20}")
 print()
 ratios = [t["cpu"] / a["cpu"] for t, a in rounds_seen if a["cpu"] > 0]

@@ -8,7 +8,8 @@
 ///
 /// libpulse's own `pa_mainloop` writes a byte to a wake-up pipe whenever an event is added or
 /// re-armed, even from inside its own dispatch on its own thread, and reads it back before the
-/// next poll: about four extra system calls and one extra poll for every packet the server sends.
+/// next poll: several extra system calls and an extra poll for every packet the server sends (a
+/// 4 s recording at 250 ms fragments made 330 writes, 171 reads and 85 polls more).
 /// This loop has no wake-up pipe, because nothing outside the owning thread ever touches it.
 /// Semantics otherwise follow `pa_mainloop`: enabled deferred events run instead of polling; time
 /// events fire once and are then disabled; events are freed after the iteration that released them.
