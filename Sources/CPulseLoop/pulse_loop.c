@@ -134,6 +134,7 @@ static pa_time_event *time_new(pa_mainloop_api *a, const struct timeval *tv, pa_
 }
 
 static void time_restart(pa_time_event *e, const struct timeval *tv) {
+    if (e->dead) return;
     e->enabled = tv != NULL;
     if (tv) {
         e->when = *tv;

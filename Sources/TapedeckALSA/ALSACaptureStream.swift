@@ -9,8 +9,9 @@ import Glibc
 ///
 /// The handle is non-blocking: `read` calls `snd_pcm_readi` and, when nothing is ready, waits in
 /// `snd_pcm_wait` slices of one period plus 50 ms (at least 100 ms), so a wait normally ends when a
-/// period is ready rather than in the middle of one. A read that makes no progress for ``ALSAPCMSetup/stallLimitNanos`` (1.5 s;
-/// 5 s before the first frames, while a device or server starts) throws `.deviceLost`, so a vanished
+/// period is ready rather than in the middle of one. A read that makes no progress for 1.5 s (two
+/// periods, if that is longer; 5 s before the first frames, while a device or server starts)
+/// throws `.deviceLost`, so a vanished
 /// device or sound server is noticed even when ALSA never reports it.
 ///
 /// Xruns: on `-EPIPE` (overrun) the PCM is recovered and restarted at once; the frames lost are
@@ -38,6 +39,9 @@ final class ALSACaptureStream: CaptureStream {
     private var owedLostFrames: Int64 = 0
     /// How long one `snd_pcm_wait` may last, in milliseconds.
     private let waitMillis: Int32
+    /// No progress for this long means the device is gone: ``ALSAPCMSetup/stallLimitNanos``, or
+    /// two periods when a period is longer than half of that (a read completes once per period).
+    private let stallLimitNanos: Int64
 
     init(device: String, opened: ALSAOpenedPCM, format: AudioFormat) {
         self.device = device
@@ -47,6 +51,8 @@ final class ALSACaptureStream: CaptureStream {
         self.format = format
         self.bytesPerFrame = format.bytesPerFrame
         self.waitMillis = Int32(clamping: max(100, opened.periodFrames * 1000 / max(1, format.sampleRate) + 50))
+        self.stallLimitNanos = max(ALSAPCMSetup.stallLimitNanos,
+                                   2 * Int64(opened.periodFrames) * 1_000_000_000 / Int64(max(1, format.sampleRate)))
     }
 
     /// Blocks until `min(maxFrames, periodFrames)` frames are captured (fewer only when an xrun
@@ -70,8 +76,8 @@ final class ALSACaptureStream: CaptureStream {
                 continue
             }
             if r == 0 || r == -Int(EAGAIN) {
-                if ALSAClock.nanoseconds() - lastProgress > (started ? ALSAPCMSetup.stallLimitNanos : ALSAPCMSetup.startLimitNanos) {
-                    throw stalled(started ? "1.5 s" : "5 s after starting")
+                if ALSAClock.nanoseconds() - lastProgress > (started ? stallLimitNanos : ALSAPCMSetup.startLimitNanos) {
+                    throw stalled(started ? "\(Double(stallLimitNanos / 1_000_000) / 1000) s" : "5 s after starting")
                 }
                 let w = snd_pcm_wait(pcm, waitMillis)
                 if w >= 0 { continue }

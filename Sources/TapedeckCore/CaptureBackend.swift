@@ -59,11 +59,13 @@ public protocol CaptureStream: AnyObject {
     /// - Throws: ``TapedeckError`` `.deviceLost` when the device or server went away.
     func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead
 
-    /// Called once after the last ``read(into:maxFrames:)`` when recording is stopped by the user:
-    /// returns frames the device already captured but not yet delivered, without waiting for
-    /// another full period. Returns 0 frames when nothing is pending.
+    /// Called after the last ``read(into:maxFrames:)`` when recording is stopped by the user, again
+    /// and again until it returns 0 frames: returns frames the device captured up to the stop but
+    /// has not yet delivered. Returns 0 frames when nothing more is pending.
     ///
-    /// - Thread: the device thread only. Must not block for longer than one period.
+    /// - Thread: the device thread only. Must not allocate. Should not block for longer than one
+    ///   period; a stream whose source delivers late (a PulseAudio monitor can run behind) may
+    ///   wait for that audio, and documents its bound in all.
     func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead
 
     /// Closes the device. Called once, on the device thread.

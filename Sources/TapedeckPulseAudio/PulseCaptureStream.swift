@@ -115,17 +115,23 @@ final class PulseCaptureStream: CaptureStream {
         return CaptureRead(frames: filled, lostFramesBefore: lost)
     }
 
-    /// Delivers the audio the source captured up to the stop and nothing after it: what has
-    /// arrived, then what is still in flight (the server sends whole fragments, and a monitor of a
-    /// sink that renders ahead can be seconds behind), until the frames delivered reach the wall
-    /// time from the first read to the first drain; the piece that crosses that point is cut
-    /// there. Waits at most ``drainLimitNanos`` in all; returns 0 frames when the take is complete.
-    /// - Thread: the device thread. Blocks at most two fragments per call.
+    /// Delivers the audio the source captured up to the stop: everything that has already arrived,
+    /// then what is still in flight (the server sends whole fragments, and a monitor of a sink can
+    /// run behind), until the frames delivered reach the wall time from the first read to the
+    /// first drain; a piece that arrives later and crosses that point is cut there. The stop is
+    /// when the device thread acts on it, after the read in progress (at most one fragment after
+    /// the request). Returns 0 frames when the take is complete.
+    /// - Thread: the device thread. Blocks at most ``drainLimitNanos`` (3 s) over all calls.
     func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
         guard let stream, started else { return CaptureRead(frames: 0) }
         let now = PulseConnection.now()
         if drainTarget == nil {
-            drainTarget = Int64((now &- startNanos) / 1_000) * Int64(format.sampleRate) / 1_000_000
+            // Never cut audio that is already here: a source whose clock runs fast against this
+            // machine's has delivered more than the wall time by the stop, and all of it came before.
+            let readable = pa_stream_readable_size(stream)
+            let arrived = readable > 0 ? Int64(max(0, readable - fragmentOffset) / bytesPerFrame) : 0
+            let wall = Int64((now &- startNanos) / 1_000) * Int64(format.sampleRate) / 1_000_000
+            drainTarget = max(wall, delivered + arrived)
             drainDeadline = now + Self.drainLimitNanos
         }
         let target = drainTarget!
@@ -139,6 +145,7 @@ final class PulseCaptureStream: CaptureStream {
                 let remaining = target - delivered
                 let keptLost = min(lost, remaining)
                 let keptFrames = Int(min(Int64(frames), remaining - keptLost))
+                holeFrames -= lost - keptLost
                 delivered += Int64(keptFrames) + keptLost
                 return CaptureRead(frames: keptFrames, lostFramesBefore: keptLost)
             }

@@ -97,7 +97,7 @@ final class PulseConnection {
         // A signal ends the poll early (EINTR is not a failure). Should poll really fail, the
         // callers' own deadlines end their waits; the pause keeps the loop from spinning until then.
         if tapedeck_pulse_loop_iterate(mainloop, micros) < 0 {
-            usleep(UInt32(min(micros, 10_000)))
+            usleep(UInt32(min(max(micros, 1_000), 10_000)))
         }
     }
 

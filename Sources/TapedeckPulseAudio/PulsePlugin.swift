@@ -16,7 +16,7 @@ public enum PulsePlugin {
                                help: "The stream name the server shows."),
             SettingDeclaration("fragment-ms", .int(1...2000), default: String(PulseSettings.defaultFragmentMilliseconds(role)),
                                help: role == .capture
-                                   ? "Capture fragment size in milliseconds: how often audio arrives. Smaller costs more CPU; a stop still keeps the audio exactly up to it."
+                                   ? "Capture fragment size in milliseconds: how often audio arrives. Smaller costs more CPU; larger lets a stop come up to one fragment late. Nothing up to the stop is lost either way."
                                    : "Target playback latency in milliseconds."),
         ]
     }

@@ -20,7 +20,7 @@ struct PulseSettings: Sendable, Hashable {
 
     /// The default `fragment-ms` for each role. Capture: 250 ms, four wake-ups a second, which is
     /// as often as the recording engine's writer and meter use the audio (it batches up to
-    /// 500 ms), and a stop still keeps the audio exactly up to the stop (see
+    /// 500 ms); a stop comes at most one fragment late and loses nothing up to it (see
     /// ``PulseCaptureStream/drain(into:maxFrames:)``). Playback: a 20 ms target latency.
     static func defaultFragmentMilliseconds(_ role: Role) -> Int { role == .capture ? 250 : 20 }
 
