@@ -255,7 +255,8 @@ public struct ConfigurationLoader: Sendable {
 
     private func validateSection(_ path: String, origin: String) throws {
         let parts = path.split(separator: ".").map(String.init)
-        guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else {
+        // A section key with no name (`""`, `.`) has no parts at all.
+        guard let first = parts.first, let section = HostSettings.sections.first(where: { $0.name == first }) else {
             throw unknownKey(path, origin: origin)
         }
         if parts.count == 1 { return }
