@@ -62,11 +62,13 @@ let package = Package(
         // Models and ports.
         .target(
             name: "TapedeckCore",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: [.product(name: "Logging", package: "swift-log"), "CFileSpace"],
             swiftSettings: swiftSettings
         ),
 
         // C shims.
+        // fallocate(2) for take preallocation (Glibc's Swift module leaves it out).
+        .target(name: "CFileSpace"),
         .systemLibrary(
             name: "CSndfile",
             pkgConfig: "sndfile",

@@ -84,7 +84,9 @@ public struct FLACEncoder: AudioEncoder {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) for repair") }
         defer { close(fd) }
-        return try FLACRepair.repair(FLACFile(fd: fd, path: path, kind: "FLAC"))
+        let result = try FLACRepair.repair(FLACFile(fd: fd, path: path, kind: "FLAC"))
+        Preallocation.trim(fd)  // blocks a killed writer had allocated ahead
+        return result
     }
 
     /// Decodes the whole file at `url` with libFLAC's MD5 checking, as export does after encoding.

@@ -43,6 +43,8 @@ final class FLACTakeWriter: TakeWriter {
     fileprivate var writeErrno: Int32 = 0
     /// Set by ``abandon()``: libFLAC's clean-up may not touch the file any more.
     fileprivate var refuseIO = false
+    /// Allocates the file's blocks a few seconds ahead of the frames.
+    fileprivate var preallocation = Preallocation()
     /// Decodes the stream on a second thread while it is written (when given the threads).
     fileprivate var verifier: FLACStreamVerifier?
     /// Whether libFLAC's own (same-thread) verify mode is on.
@@ -127,6 +129,7 @@ final class FLACTakeWriter: TakeWriter {
             { _, buffer, bytes, frames, _, client in
                 let me = Unmanaged<FLACTakeWriter>.fromOpaque(client!).takeUnretainedValue()
                 guard !me.refuseIO, let buffer else { return FLAC__STREAM_ENCODER_WRITE_STATUS_FATAL_ERROR }
+                me.preallocation.cover(me.fd, through: me.position + Int64(bytes))
                 let code = writeFully(me.fd, buffer, bytes, at: me.position)
                 guard code == 0 else {
                     me.writeErrno = code
@@ -241,6 +244,7 @@ final class FLACTakeWriter: TakeWriter {
         if let problem { throw problem }
         let file = FLACFile(fd: fd, path: path, kind: "FLAC")
         if try file.length() > highWater { try file.truncate(to: highWater) }
+        Preallocation.trim(fd)
         try writeSignature(to: file)
         try file.sync()
         var how: String?
@@ -283,6 +287,7 @@ final class FLACTakeWriter: TakeWriter {
         let file = FLACFile(fd: fd, path: path, kind: "FLAC")
         let end = max(framesEnd, try FLACHeader.read(from: file).audioStart)
         if try file.length() > end { try file.truncate(to: end) }
+        Preallocation.trim(fd)
         try writeSignature(to: file)
         try file.sync()
         return framesEncoded

@@ -137,16 +137,19 @@ struct MD5 {
     }
 
     @inline(__always) private static func rotate(_ v: UInt32, _ s: UInt32) -> UInt32 { (v << s) | (v >> (32 &- s)) }
+    // Each step adds the message word and the constant to `a` first: they do not depend on the
+    // step before, so only the round function of `b` stays on the critical path. F and G are
+    // written in the forms with the fewest operations after `b` is known (RFC 1321's are equal).
     @inline(__always) private static func f(_ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32) -> UInt32 {
-        b &+ rotate(a &+ ((b & c) | (~b & d)) &+ x &+ t, s)
+        b &+ rotate((a &+ x &+ t) &+ (d ^ (b & (c ^ d))), s)
     }
     @inline(__always) private static func g(_ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32) -> UInt32 {
-        b &+ rotate(a &+ ((d & b) | (~d & c)) &+ x &+ t, s)
+        b &+ rotate((a &+ x &+ t &+ (c & ~d)) &+ (b & d), s)
     }
     @inline(__always) private static func h(_ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32) -> UInt32 {
-        b &+ rotate(a &+ (b ^ c ^ d) &+ x &+ t, s)
+        b &+ rotate((a &+ x &+ t) &+ (b ^ (c ^ d)), s)
     }
     @inline(__always) private static func i(_ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32) -> UInt32 {
-        b &+ rotate(a &+ (c ^ (b | ~d)) &+ x &+ t, s)
+        b &+ rotate((a &+ x &+ t) &+ (c ^ (b | ~d)), s)
     }
 }

@@ -5,10 +5,11 @@ import TapedeckCore
 
 /// A PulseAudio record stream on its own context and main loop, both run by the device thread.
 ///
-/// - A read runs the connection's main loop (a bounded `poll` on the server's socket) until a
-///   whole fragment has arrived, taking data with `pa_stream_peek`/`pa_stream_drop` as it comes:
-///   the device thread is the only thread, so a fragment costs one wake-up, with no mainloop
-///   thread to hand it over and no lock to contend for. A fragment larger than the caller's
+/// - A read takes what has arrived, sleeps until the rest of its fragment is due, takes what came
+///   meanwhile, and only then runs the connection's main loop (a bounded `poll` on the server's
+///   socket) for any piece still missing, taking data with `pa_stream_peek`/`pa_stream_drop`:
+///   the device thread is the only thread, so a fragment costs one wake-up however the server
+///   splits it, with no mainloop thread to hand it over and no lock to contend for. A fragment larger than the caller's
 ///   buffer is not copied aside: it stays peeked, and the next read continues at ``fragmentOffset``
 ///   (so there is no staging buffer and nothing is allocated per period).
 /// - A hole (`pa_stream_peek` giving no data but a length) is audio the server never delivered:
@@ -47,6 +48,11 @@ final class PulseCaptureStream: CaptureStream {
     private var drainDeadline: UInt64 = 0
     /// The longest a stop waits for audio in flight (a sink's monitor can run seconds behind).
     static let drainLimitNanos: UInt64 = 3_000_000_000
+    /// The steps of a read that is not yet full: take what has already arrived, then sleep until
+    /// the rest is due, then (only when nothing at all has come) wait for the first piece.
+    private enum Pace { case collectArrived, sleepUntilDue, waitForAny }
+    /// Shorter waits than this are left to the main loop's poll.
+    static let minimumSleepNanos: UInt64 = 5_000_000
     /// Holes seen, and the frames they covered.
     private(set) var holes = 0
     private(set) var holeFrames: Int64 = 0
@@ -82,9 +88,11 @@ final class PulseCaptureStream: CaptureStream {
         logger.info("PulseAudio capture from \(device) at \(settings.serverLabel): \(PulseFormat.describe(PulseFormat.sampleSpec(format))), fragment \(frames) frames (\(fragmentNanos / 1_000_000) ms; asked \(settings.fragmentMilliseconds) ms).")
     }
 
-    /// Blocks until `maxFrames` frames have arrived (one fragment: the engine asks for
-    /// ``periodFrames``), or fewer when a hole follows them or the server goes away after them.
-    /// Filling the whole buffer means one hand-off per fragment however the server splits it.
+    /// Delivers up to `maxFrames` frames (one fragment: the engine asks for ``periodFrames``):
+    /// at once when that much has arrived; otherwise after sleeping until the rest is due, what
+    /// has come by then (fewer when the source runs a little behind, and fewer when a hole
+    /// follows them or the server goes away after them). A fragment costs one wake-up however
+    /// the server splits it.
     /// - Thread: the device thread. Blocks about one fragment; never allocates.
     /// - Throws: `.deviceLost` when the server or stream went away, or nothing arrived for 5 s.
     func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
@@ -93,7 +101,8 @@ final class PulseCaptureStream: CaptureStream {
         var lost: Int64 = 0
         var filled = 0
         var idleSince: UInt64 = 0
-        while true {
+        var stage = Pace.collectArrived
+        reading: while true {
             guard connection.streamIsGood(stream) else {
                 if filled > 0 { break }
                 throw connection.lostError("recording from")
@@ -109,7 +118,30 @@ final class PulseCaptureStream: CaptureStream {
                 throw TapedeckError(.deviceLost,
                     "PulseAudio delivered no audio from \(connection.settings.deviceLabel) for \(Self.stallNanos / 1_000_000_000) s although the server is connected (suspended or stalled source?).")
             }
-            connection.iterate(nanoseconds: 2 * fragmentNanos + 50_000_000)
+            switch stage {
+            case .collectArrived:
+                // What the server sent while the engine handled the last read.
+                stage = .sleepUntilDue
+                connection.dispatchPending()
+            case .sleepUntilDue:
+                // The server passes audio on in the pieces its source hands over, which are much
+                // smaller than a fragment when another client of the source asked for low latency.
+                // Waking for each piece would cost a wake-up per piece; sleeping until the rest of
+                // the buffer is due (and a little longer, so a piece due then has come), then
+                // taking everything that came, costs one. A read may then come back short; what
+                // is missing comes with the next one.
+                stage = .waitForAny
+                let due = UInt64(maxFrames - filled) * 1_000_000_000 / UInt64(format.sampleRate)
+                if due >= Self.minimumSleepNanos {
+                    PulseConnection.sleep(nanoseconds: min(due, fragmentNanos) + fragmentNanos / 50)
+                    connection.dispatchPending()
+                }
+            case .waitForAny:
+                // Nothing at all yet (a source running late, or one piece per fragment arriving
+                // just after the sleep): wake for the first piece that comes.
+                if filled > 0 { break reading }
+                connection.iterate(nanoseconds: 2 * fragmentNanos + 50_000_000)
+            }
         }
         delivered += Int64(filled) + lost
         return CaptureRead(frames: filled, lostFramesBefore: lost)

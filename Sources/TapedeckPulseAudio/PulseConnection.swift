@@ -101,6 +101,24 @@ final class PulseConnection {
         }
     }
 
+    /// Runs the callbacks for everything that has already arrived (or is due), without waiting.
+    /// Never allocates. - Thread: owner; never blocks.
+    func dispatchPending() {
+        guard let mainloop else { return }
+        // Each pass handles what one poll found; a bound keeps a flood from holding the thread.
+        var passes = 0
+        while passes < 64 && tapedeck_pulse_loop_iterate(mainloop, 0) > 0 { passes += 1 }
+    }
+
+    /// Sleeps `nanoseconds` without running the main loop: what the server sends meanwhile waits
+    /// in the socket and the server's queue. Never allocates.
+    /// - Thread: any; blocks `nanoseconds`.
+    static func sleep(nanoseconds: UInt64) {
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+
     /// Evaluates `done` until it returns true or `nanoseconds` pass, running the main loop in
     /// between. Never allocates.
     /// - Returns: whether `done` became true.

@@ -15,6 +15,17 @@ public enum EncoderConformance {
         #expect(readFormat == format)
         #expect(decoded.count == expected.count, "decoded \(decoded.count / format.bytesPerFrame) of \(frames) frames")
         #expect(firstDifference(decoded, expected) == nil, "round trip must be bit-exact for \(format)")
+        #expect(try blocksPastEnd(url) == 0, "a finished take keeps no disk blocks past its end")
+    }
+
+    /// Bytes of disk blocks allocated past the end of the file at `url` (beyond the block its
+    /// last byte is in): what a writer that allocates ahead has not given back.
+    public static func blocksPastEnd(_ url: URL) throws -> Int64 {
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { throw TapedeckError.system(errno, while: "inspect \(url.path)") }
+        let blockSize = Int64(st.st_blksize)
+        let needed = (Int64(st.st_size) + blockSize - 1) / blockSize * blockSize
+        return max(0, Int64(st.st_blocks) * 512 - needed)
     }
 
     /// Refuses to overwrite an existing file.
@@ -40,6 +51,7 @@ public enum EncoderConformance {
         #expect(firstDifference(decoded, expected) == nil)
         // Repairing again changes nothing.
         #expect(try encoder.repair(fileAt: url).frames == 10_000)
+        #expect(try blocksPastEnd(url) == 0, "a repaired take keeps no disk blocks past its end")
     }
 
     /// For lossy codecs, which keep the sound and not the samples: a 1 kHz sine at half scale

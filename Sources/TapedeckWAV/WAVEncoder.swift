@@ -47,7 +47,9 @@ public struct WAVEncoder: AudioEncoder {
         let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) for repair") }
         defer { close(fd) }
-        return try WAVRepair.repair(RawFile(fd: fd, path: path, kind: "WAV"))
+        let result = try WAVRepair.repair(RawFile(fd: fd, path: path, kind: "WAV"))
+        Preallocation.trim(fd)  // blocks a killed writer had allocated ahead
+        return result
     }
 
     /// Reads the header and checks it against the file's length; changes nothing.

@@ -26,6 +26,8 @@ final class WAVTakeWriter: TakeWriter {
     /// Whether a write failed (the disk is full): ``finish()`` then sizes the header from the
     /// whole frames actually in the file.
     private var writeFailed = false
+    /// Allocates the file's blocks a few seconds ahead of the audio.
+    private var preallocation = Preallocation()
 
     /// Creates the file at `path` and writes its header.
     /// - Thread: the writer thread that will own it. Blocks on disk I/O.
@@ -75,6 +77,8 @@ final class WAVTakeWriter: TakeWriter {
         }
         guard frames > 0 else { return }
         let bytes = frames * format.bytesPerFrame
+        // The header is far smaller than the 64 KiB allowed for it here.
+        preallocation.cover(fd, through: (framesWritten + Int64(frames)) * Int64(format.bytesPerFrame) + 65_536)
         errno = 0
         let written = sf_write_raw(handle, buffer, sf_count_t(bytes))
         let code = errno
@@ -119,6 +123,7 @@ final class WAVTakeWriter: TakeWriter {
             if code != 0 && status == Int32(SF_ERR_SYSTEM) { throw TapedeckError.system(code, while: "finish \(path)") }
             throw TapedeckError(.io, "Could not finish \(path): \(Sndfile.errorString(code: status)). The take can be repaired.")
         }
+        Preallocation.trim(fd)
         let file = RawFile(fd: fd, path: path, kind: "WAV")
         if writeFailed {
             // A short write may have left part of a frame: keep the whole frames, with a header
