@@ -91,7 +91,7 @@ struct ExportJob {
             .appendingPathComponent(".\(target.lastPathComponent).partial-\(UUID().uuidString.prefix(8))")
         let metadata = TakeMetadata(takeName: item.take.name, sessionName: item.session.name, takeNumber: item.take.number,
                                     startDate: item.take.createdAt, notes: item.take.notes)
-        let writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads))
+        let writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
         var finished = false
         defer {
             if !finished {

@@ -80,14 +80,21 @@ extension AudioEncoder {
     public var isLossless: Bool { true }
 }
 
-/// How a writer may use the machine.
+/// How a writer may use the machine, and what its caller needs.
 public struct WriterOptions: Sendable, Hashable {
     /// Threads the writer may keep busy: 1 means only the calling thread; more lets an encoder
     /// verify or encode on threads of its own (an export with cores to spare).
     public var threads: Int
+    /// The caller has the finished file verified in any case (an export does). An encoder that
+    /// can check its output while writing, more cheaply than decoding it again afterwards (FLAC
+    /// decodes each frame as it goes), does so even when its own setting leaves that off, and
+    /// says so through ``TakeWriter/verification``.
+    public var verifyWhileWriting: Bool
 
-    public init(threads: Int = 1) {
+    /// - Thread: any. Does not block.
+    public init(threads: Int = 1, verifyWhileWriting: Bool = false) {
         self.threads = max(1, threads)
+        self.verifyWhileWriting = verifyWhileWriting
     }
 }
 

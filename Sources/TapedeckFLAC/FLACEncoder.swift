@@ -16,7 +16,11 @@ import Darwin
 public struct FLACEncoder: AudioEncoder {
     /// Compression level, 0 (fastest) to 8 (smallest), as `flac -0` … `-8`.
     public let level: Int
-    /// Whether libFLAC decodes every frame while encoding and compares (verify mode).
+    /// Whether every frame is decoded while encoding and compared with the input. Off by default,
+    /// as with `flac` and sox: STREAMINFO always carries the MD5 of the input, so `flac -t` (or
+    /// any reader that checks it) finds a frame that does not decode to what was recorded, and a
+    /// recording that stopped at such a frame would lose everything after it. Exports verify
+    /// every file regardless (``WriterOptions/verifyWhileWriting``).
     public let verify: Bool
     /// Bytes of PADDING kept after the tags, so they can be edited without rewriting the file.
     public let paddingBytes: Int
@@ -29,7 +33,7 @@ public struct FLACEncoder: AudioEncoder {
     /// Creates the encoder. `level` is clamped to 0...8 and `paddingBytes` to 0...16 777 215 (the
     /// largest metadata block FLAC allows).
     /// - Thread: any. Does not block.
-    public init(level: Int = 5, verify: Bool = true, paddingBytes: Int = 8192) {
+    public init(level: Int = 5, verify: Bool = false, paddingBytes: Int = 8192) {
         self.level = min(max(level, 0), 8)
         self.verify = verify
         self.paddingBytes = min(max(paddingBytes, 0), (1 << 24) - 1)
@@ -63,13 +67,14 @@ public struct FLACEncoder: AudioEncoder {
         try makeWriter(at: url, format: format, metadata: metadata, options: WriterOptions())
     }
 
-    /// Creates the writer; with `options.threads` of 2 or more and verification on, frames are
-    /// verified on a second thread instead of in libFLAC's verify mode on the calling thread.
+    /// Creates the writer. Frames are verified while writing when ``verify`` is on or the caller
+    /// asks (`options.verifyWhileWriting`): with `options.threads` of 2 or more on a second
+    /// thread, otherwise in libFLAC's verify mode on the calling thread.
     /// - Thread: the writer thread that will own the writer. Blocks on disk I/O.
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter {
         try validate(format)
-        return try FLACTakeWriter(path: url.path, format: format, metadata: metadata,
-                                  level: level, verify: verify, paddingBytes: paddingBytes, threads: options.threads)
+        return try FLACTakeWriter(path: url.path, format: format, metadata: metadata, level: level,
+                                  verify: verify || options.verifyWhileWriting, paddingBytes: paddingBytes, threads: options.threads)
     }
 
     /// Repairs a file whose writer died: keeps every frame that decodes cleanly (up to the first

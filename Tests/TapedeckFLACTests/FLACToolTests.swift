@@ -47,6 +47,34 @@ struct FLACToolTests {
         #expect(summary.tags["TITLE"] == "Take 1" && summary.tags.count == 6)
     }
 
+    @Test("verification while writing: off by default, on by the setting (libFLAC's verify mode) or by the caller (a second thread)")
+    func verificationWhileWriting() throws {
+        let dir = try FLACTestSupport.makeTempDirectory()
+        defer { FLACTestSupport.cleanUp(dir) }
+        let source = FLACTestSupport.render(format: format, frames: 30_000)
+        let cases: [(FLACEncoder, WriterOptions, String?)] = [
+            (FLACEncoder(), WriterOptions(), nil),
+            (FLACEncoder(verify: true), WriterOptions(), "libFLAC's verify mode"),
+            (FLACEncoder(), WriterOptions(threads: 2, verifyWhileWriting: true), "second thread"),
+            (FLACEncoder(), WriterOptions(threads: 1, verifyWhileWriting: true), "libFLAC's verify mode"),
+        ]
+        for (n, (encoder, options, how)) in cases.enumerated() {
+            let url = dir.appendingPathComponent("v\(n).flac")
+            let writer = try encoder.makeWriter(at: url, format: format, metadata: FLACTestSupport.metadata, options: options)
+            #expect(writer.verifiesOutput == (how != nil))
+            try FLACTestSupport.write(source, to: writer, format: format)
+            #expect(try writer.finish() == 30_000)
+            if let how {
+                #expect(writer.verification?.contains(how) == true, "\(writer.verification ?? "nil")")
+            } else {
+                #expect(writer.verification == nil)
+            }
+            // Verified or not, the file carries the MD5 of the input, which flac -t checks.
+            #expect(try FLACTestSupport.run(["flac", "-t", "-s", url.path]).status == 0)
+            #expect(try FLACEncoder.verifyFile(at: url).md5 == FLACTestSupport.md5Hex(source))
+        }
+    }
+
     @Test func fiveTagsWithoutNotesAndNoPaddingWhenZero() throws {
         let dir = try FLACTestSupport.makeTempDirectory()
         defer { FLACTestSupport.cleanUp(dir) }
@@ -84,7 +112,7 @@ struct FLACToolTests {
         let settings = try PluginSettings.resolving(plugin.settings, overrides: ["level": "8", "padding": "0"])
         let made = try plugin.make(settings, PluginContext(logger: .init(label: "t"), defaultLibraryURL: URL(fileURLWithPath: "/tmp")))
         let encoder = try #require(made as? FLACEncoder)
-        #expect(encoder.level == 8 && encoder.paddingBytes == 0 && encoder.verify)
+        #expect(encoder.level == 8 && encoder.paddingBytes == 0 && !encoder.verify)
         #expect(FLACPlugin.decoder.name == "flac")
     }
 
