@@ -53,6 +53,8 @@ final class PulseCaptureStream: CaptureStream {
     private enum Pace { case collectArrived, sleepUntilDue, waitForAny }
     /// Shorter waits than this are left to the main loop's poll.
     static let minimumSleepNanos: UInt64 = 5_000_000
+    /// Times a read slept or waited for the server: about one per fragment (for tests).
+    private(set) var waits = 0
     /// Holes seen, and the frames they covered.
     private(set) var holes = 0
     private(set) var holeFrames: Int64 = 0
@@ -133,6 +135,7 @@ final class PulseCaptureStream: CaptureStream {
                 stage = .waitForAny
                 let due = UInt64(maxFrames - filled) * 1_000_000_000 / UInt64(format.sampleRate)
                 if due >= Self.minimumSleepNanos {
+                    waits += 1
                     PulseConnection.sleep(nanoseconds: min(due, fragmentNanos) + fragmentNanos / 50)
                     connection.dispatchPending()
                 }
@@ -140,6 +143,7 @@ final class PulseCaptureStream: CaptureStream {
                 // Nothing at all yet (a source running late, or one piece per fragment arriving
                 // just after the sleep): wake for the first piece that comes.
                 if filled > 0 { break reading }
+                waits += 1
                 connection.iterate(nanoseconds: 2 * fragmentNanos + 50_000_000)
             }
         }

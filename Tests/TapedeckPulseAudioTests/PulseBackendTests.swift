@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 import TapedeckCore
-import TapedeckPulseAudio
+@testable import TapedeckPulseAudio
 import TapedeckTesting
 
 /// The shared conformance suites, device listing and open failures, against private daemons.
@@ -26,6 +26,35 @@ struct PulseBackendTests {
             var buffer = [UInt8](repeating: 0, count: stream.periodFrames * format.bytesPerFrame)
             let r = try buffer.withUnsafeMutableBytes { try stream.read(into: $0.baseAddress!, maxFrames: stream.periodFrames) }
             #expect(r.frames > 0)
+        }
+    }
+
+    @Test("a fragment costs one wake-up even when another client of the source makes the server send 20 ms pieces")
+    func oneWakeUpPerFragment() async throws {
+        // The daemon's keeper records the monitor asking for 20 ms (see PulseAudioDaemon.start),
+        // so the monitor hands its audio on in 20 ms pieces, and the server passes them on to
+        // every record stream of the source as they come.
+        try await PulseTestSupport.withDaemon { daemon in
+            let backend = try PulseTestSupport.capture(server: daemon.serverAddress)
+            let stream = try backend.openCaptureStream(format: PulseTestSupport.format, options: CaptureOptions(periodFrames: 256))
+            defer { stream.close() }
+            let pulse = try #require(stream as? PulseCaptureStream)
+            var buffer = [UInt8](repeating: 0, count: stream.periodFrames * PulseTestSupport.format.bytesPerFrame)
+            let reads = 8
+            var frames = 0
+            let started = ContinuousClock.now
+            for _ in 0..<reads {
+                let r = try buffer.withUnsafeMutableBytes { try stream.read(into: $0.baseAddress!, maxFrames: stream.periodFrames) }
+                #expect(r.frames > 0)
+                frames += r.frames + Int(r.lostFramesBefore)
+            }
+            let elapsed = started.duration(to: .now)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            // Waking for every piece would be about 12 waits a read (250 ms in 20 ms pieces).
+            #expect(pulse.waits <= reads + 3, "\(pulse.waits) waits for \(reads) reads")
+            // And the reads keep up with the source: the audio of that time came.
+            let due = seconds * Double(PulseTestSupport.format.sampleRate)
+            #expect(abs(Double(frames) - due) <= Double(stream.periodFrames) * 1.5, "\(frames) frames in \(seconds) s")
         }
     }
 
