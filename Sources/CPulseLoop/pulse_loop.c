@@ -312,6 +312,37 @@ int tapedeck_pulse_loop_iterate(tapedeck_pulse_loop *loop, int64_t timeout_usec)
     return dispatched;
 }
 
+int tapedeck_pulse_loop_doze(tapedeck_pulse_loop *loop, int64_t timeout_usec) {
+    sweep(loop, false);
+    unsigned n = 0;
+    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
+        if (!e->dead) n++;
+    }
+    if (n > loop->capacity) {
+        unsigned capacity = n * 2;
+        struct pollfd *fds = realloc(loop->pollfds, capacity * sizeof *fds);
+        if (!fds) abort();
+        loop->pollfds = fds;
+        struct pa_io_event **polled = realloc(loop->polled, capacity * sizeof *polled);
+        if (!polled) abort();
+        loop->polled = polled;
+        loop->capacity = capacity;
+    }
+    unsigned i = 0;
+    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
+        if (e->dead) continue;
+        loop->pollfds[i].fd = e->fd;
+        loop->pollfds[i].events = POLLRDHUP;  // POLLHUP and POLLERR are always reported
+        loop->pollfds[i].revents = 0;
+        i++;
+    }
+    int64_t wait = timeout_usec < 0 ? 0 : timeout_usec;
+    struct timespec ts = { .tv_sec = wait / 1000000, .tv_nsec = (wait % 1000000) * 1000 };
+    int ready = ppoll(loop->pollfds, n, &ts, NULL);
+    if (ready < 0) return errno == EINTR ? 0 : -1;
+    return ready > 0 ? 1 : 0;
+}
+
 void tapedeck_pulse_loop_free(tapedeck_pulse_loop *loop) {
     if (!loop) return;
     sweep(loop, true);

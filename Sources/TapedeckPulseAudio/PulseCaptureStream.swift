@@ -131,12 +131,12 @@ final class PulseCaptureStream: CaptureStream {
                 // Waking for each piece would cost a wake-up per piece; sleeping until the rest of
                 // the buffer is due (and a little longer, so a piece due then has come), then
                 // taking everything that came, costs one. A read may then come back short; what
-                // is missing comes with the next one.
+                // is missing comes with the next one. The server going away ends the sleep at once.
                 stage = .waitForAny
                 let due = UInt64(maxFrames - filled) * 1_000_000_000 / UInt64(format.sampleRate)
                 if due >= Self.minimumSleepNanos {
                     waits += 1
-                    PulseConnection.sleep(nanoseconds: min(due, fragmentNanos) + fragmentNanos / 50)
+                    connection.doze(nanoseconds: min(due, fragmentNanos) + fragmentNanos / 50)
                     connection.dispatchPending()
                 }
             case .waitForAny:

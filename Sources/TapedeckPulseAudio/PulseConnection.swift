@@ -110,13 +110,16 @@ final class PulseConnection {
         while passes < 64 && tapedeck_pulse_loop_iterate(mainloop, 0) > 0 { passes += 1 }
     }
 
-    /// Sleeps `nanoseconds` without running the main loop: what the server sends meanwhile waits
-    /// in the socket and the server's queue. Never allocates.
-    /// - Thread: any; blocks `nanoseconds`.
-    static func sleep(nanoseconds: UInt64) {
-        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    /// Sleeps up to `nanoseconds` without running the main loop: what the server sends meanwhile
+    /// waits in the socket and the server's queue. Only the server going away (its socket hanging
+    /// up) ends the sleep early, so a lost server is noticed at once. Never allocates.
+    /// - Thread: owner; blocks up to `nanoseconds`.
+    func doze(nanoseconds: UInt64) {
+        guard let mainloop else { return }
+        let micros = Int64(min(nanoseconds / 1_000, UInt64(Int64.max)))
+        if tapedeck_pulse_loop_doze(mainloop, micros) < 0 {
+            usleep(UInt32(min(max(micros, 1_000), 10_000)))
+        }
     }
 
     /// Evaluates `done` until it returns true or `nanoseconds` pass, running the main loop in

@@ -28,6 +28,13 @@ void *tapedeck_pulse_loop_api(tapedeck_pulse_loop *loop);
 /// Returns the number of callbacks run, or -1 when poll failed (other than by EINTR).
 int tapedeck_pulse_loop_iterate(tapedeck_pulse_loop *loop, int64_t timeout_usec);
 
+/// Sleeps up to `timeout_usec` microseconds, waking early only when one of the I/O events' file
+/// descriptors hangs up or fails (the server went away): data arriving does not wake it, and no
+/// callback runs. A caller then runs `tapedeck_pulse_loop_iterate` to take what came.
+/// Returns 1 when a descriptor hung up or failed, 0 when the time ran out (or a signal ended the
+/// wait), -1 when poll failed.
+int tapedeck_pulse_loop_doze(tapedeck_pulse_loop *loop, int64_t timeout_usec);
+
 /// Frees every event (running their destroy callbacks) and the loop.
 void tapedeck_pulse_loop_free(tapedeck_pulse_loop *loop);
 
