@@ -108,7 +108,7 @@ row("parecord → WAV", "wav", 1, overruns=False)
 row("arecord -D pulse → WAV", "wav", 2, overruns=False)
 if have_sox:
     row("tapedeck → FLAC (level 5, default)", "flac", 2)
-    row("tapedeck → FLAC (level 5, verify=true)", "flac", 0)
+    row("tapedeck → FLAC (level 5, verify)", "flac", 0)
     row("sox -t pulseaudio → FLAC (-C 5)", "flac", 1, overruns=False)
 else:
     print("sox → FLAC: skipped (sox has no pulseaudio driver; libsox-fmt-pulse could not be installed)")
