@@ -236,6 +236,36 @@ tapedeck_pulse_loop *tapedeck_pulse_loop_new(void) {
 
 void *tapedeck_pulse_loop_api(tapedeck_pulse_loop *loop) { return &loop->api; }
 
+// Fills the poll set with the live I/O events' descriptors (growing it as needed) and returns how
+// many there are. `hangup_only` asks only for a hang-up (POLLRDHUP; POLLHUP and POLLERR are always
+// reported), not for the events' own flags.
+static unsigned fill_pollfds(tapedeck_pulse_loop *loop, bool hangup_only) {
+    unsigned n = 0;
+    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
+        if (!e->dead) n++;
+    }
+    if (n > loop->capacity) {
+        unsigned capacity = n * 2;
+        struct pollfd *fds = realloc(loop->pollfds, capacity * sizeof *fds);
+        if (!fds) abort();
+        loop->pollfds = fds;
+        struct pa_io_event **polled = realloc(loop->polled, capacity * sizeof *polled);
+        if (!polled) abort();
+        loop->polled = polled;
+        loop->capacity = capacity;
+    }
+    unsigned i = 0;
+    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
+        if (e->dead) continue;
+        loop->pollfds[i].fd = e->fd;
+        loop->pollfds[i].events = hangup_only ? POLLRDHUP : to_poll(e->events);
+        loop->pollfds[i].revents = 0;
+        loop->polled[i] = e;
+        i++;
+    }
+    return n;
+}
+
 int tapedeck_pulse_loop_iterate(tapedeck_pulse_loop *loop, int64_t timeout_usec) {
     int dispatched = 0;
     sweep(loop, false);
@@ -259,29 +289,7 @@ int tapedeck_pulse_loop_iterate(tapedeck_pulse_loop *loop, int64_t timeout_usec)
         if (left < wait) wait = left < 0 ? 0 : left;
     }
 
-    unsigned n = 0;
-    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
-        if (!e->dead) n++;
-    }
-    if (n > loop->capacity) {
-        unsigned capacity = n * 2;
-        struct pollfd *fds = realloc(loop->pollfds, capacity * sizeof *fds);
-        if (!fds) abort();
-        loop->pollfds = fds;
-        struct pa_io_event **polled = realloc(loop->polled, capacity * sizeof *polled);
-        if (!polled) abort();
-        loop->polled = polled;
-        loop->capacity = capacity;
-    }
-    unsigned i = 0;
-    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
-        if (e->dead) continue;
-        loop->pollfds[i].fd = e->fd;
-        loop->pollfds[i].events = to_poll(e->events);
-        loop->pollfds[i].revents = 0;
-        loop->polled[i] = e;
-        i++;
-    }
+    unsigned n = fill_pollfds(loop, false);
 
     struct timespec ts = { .tv_sec = wait / 1000000, .tv_nsec = (wait % 1000000) * 1000 };
     int ready = ppoll(loop->pollfds, n, &ts, NULL);
@@ -314,28 +322,7 @@ int tapedeck_pulse_loop_iterate(tapedeck_pulse_loop *loop, int64_t timeout_usec)
 
 int tapedeck_pulse_loop_doze(tapedeck_pulse_loop *loop, int64_t timeout_usec) {
     sweep(loop, false);
-    unsigned n = 0;
-    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
-        if (!e->dead) n++;
-    }
-    if (n > loop->capacity) {
-        unsigned capacity = n * 2;
-        struct pollfd *fds = realloc(loop->pollfds, capacity * sizeof *fds);
-        if (!fds) abort();
-        loop->pollfds = fds;
-        struct pa_io_event **polled = realloc(loop->polled, capacity * sizeof *polled);
-        if (!polled) abort();
-        loop->polled = polled;
-        loop->capacity = capacity;
-    }
-    unsigned i = 0;
-    for (struct pa_io_event *e = loop->ios; e; e = e->next) {
-        if (e->dead) continue;
-        loop->pollfds[i].fd = e->fd;
-        loop->pollfds[i].events = POLLRDHUP;  // POLLHUP and POLLERR are always reported
-        loop->pollfds[i].revents = 0;
-        i++;
-    }
+    unsigned n = fill_pollfds(loop, true);
     int64_t wait = timeout_usec < 0 ? 0 : timeout_usec;
     struct timespec ts = { .tv_sec = wait / 1000000, .tv_nsec = (wait % 1000000) * 1000 };
     int ready = ppoll(loop->pollfds, n, &ts, NULL);
