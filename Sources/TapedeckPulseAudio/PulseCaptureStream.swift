@@ -5,13 +5,14 @@ import TapedeckCore
 
 /// A PulseAudio record stream on its own context and main loop, both run by the device thread.
 ///
-/// - A read takes what has arrived, sleeps until the rest of its fragment is due, takes what came
-///   meanwhile, and only then runs the connection's main loop (a bounded `poll` on the server's
-///   socket) for any piece still missing, taking data with `pa_stream_peek`/`pa_stream_drop`:
-///   the device thread is the only thread, so a fragment costs one wake-up however the server
-///   splits it, with no mainloop thread to hand it over and no lock to contend for. A fragment larger than the caller's
-///   buffer is not copied aside: it stays peeked, and the next read continues at ``fragmentOffset``
-///   (so there is no staging buffer and nothing is allocated per period).
+/// - A read takes what has arrived, sleeps until the rest of its fragment is due (a sleep that
+///   only the server hanging up ends early), takes what came meanwhile, and runs the connection's
+///   main loop (a bounded `poll` on the server's socket) only when nothing at all has come, taking
+///   data with `pa_stream_peek`/`pa_stream_drop`. The device thread is the only thread, so a
+///   fragment costs one wake-up however the server splits it, with no mainloop thread to hand it
+///   over and no lock to contend for. A fragment larger than the caller's buffer is not copied
+///   aside: it stays peeked, and the next read continues at ``fragmentOffset`` (so there is no
+///   staging buffer and nothing is allocated per period).
 /// - A hole (`pa_stream_peek` giving no data but a length) is audio the server never delivered:
 ///   it is returned as ``CaptureRead/lostFramesBefore`` with the next data, and the engine fills
 ///   it with silence, so the take's timeline stays true. Holes are counted in ``holes``.
