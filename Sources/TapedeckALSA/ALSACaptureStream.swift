@@ -11,8 +11,8 @@ import Glibc
 /// `snd_pcm_wait` slices of one period plus 50 ms (at least 100 ms), so a wait normally ends when a
 /// period is ready rather than in the middle of one. A read that makes no progress for 1.5 s (two
 /// periods, if that is longer; 5 s before the first frames, while a device or server starts)
-/// throws `.deviceLost`, so a vanished
-/// device or sound server is noticed even when ALSA never reports it.
+/// throws `.deviceLost`, so a vanished device or sound server is noticed even when ALSA never
+/// reports it.
 ///
 /// Xruns: on `-EPIPE` (overrun) the PCM is recovered and restarted at once; the frames lost are
 /// estimated as those still in the buffer at the last successful read plus the audio the device

@@ -65,7 +65,7 @@ public protocol CaptureStream: AnyObject {
     ///
     /// - Thread: the device thread only. Must not allocate. Should not block for longer than one
     ///   period; a stream whose source delivers late (a PulseAudio monitor can run behind) may
-    ///   wait for that audio, and documents its bound in all.
+    ///   wait for that audio, and documents how long it waits at most.
     func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead
 
     /// Closes the device. Called once, on the device thread.

@@ -30,12 +30,10 @@ public struct Preallocation {
     /// End of the allocated range (0: nothing allocated yet).
     private var allocatedEnd: Int64 = 0
     /// Cleared when the file system refuses; then nothing more is asked.
-    private var enabled: Bool
+    private var enabled = true
 
-    /// - Parameter enabled: `false` never preallocates (for tests of the plain path).
-    public init(enabled: Bool = true) {
-        self.enabled = enabled
-    }
+    /// - Thread: any. Does not block.
+    public init() {}
 
     /// Makes sure blocks are allocated up to at least `end` (the file's end after the write about
     /// to happen), allocating ``chunkBytes`` past it when they are not.

@@ -32,8 +32,9 @@ extension Date {
 }
 
 /// `value` in decimal with leading zeros up to `width` characters, a minus sign included
-/// (`zeroPadded(7, width: 3)` is `"007"`, as `String(format: "%03d", 7)`), without `String(format:)`, whose first use costs a scan of every protocol
-/// conformance in the program. - Thread: any. Never blocks.
+/// (`zeroPadded(7, width: 3)` is `"007"`, as `String(format: "%03d", 7)`), without
+/// `String(format:)`, whose first use costs a scan of every protocol conformance in the program.
+/// - Thread: any. Never blocks.
 public func zeroPadded(_ value: Int, width: Int) -> String {
     let digits = String(value.magnitude)
     let sign = value < 0 ? "-" : ""

@@ -130,14 +130,15 @@ final class PulseCaptureStream: CaptureStream {
                 // The server passes audio on in the pieces its source hands over, which are much
                 // smaller than a fragment when another client of the source asked for low latency.
                 // Waking for each piece would cost a wake-up per piece; sleeping until the rest of
-                // the buffer is due (and a little longer, so a piece due then has come), then
+                // the buffer is due (a little longer, so a piece due then has come, but never past
+                // one fragment, so a stop still comes at most one fragment late), then
                 // taking everything that came, costs one. A read may then come back short; what
                 // is missing comes with the next one. The server going away ends the sleep at once.
                 stage = .waitForAny
                 let due = UInt64(maxFrames - filled) * 1_000_000_000 / UInt64(format.sampleRate)
                 if due >= Self.minimumSleepNanos {
                     waits += 1
-                    connection.doze(nanoseconds: min(due, fragmentNanos) + fragmentNanos / 50)
+                    connection.doze(nanoseconds: min(due + fragmentNanos / 50, fragmentNanos))
                     connection.dispatchPending()
                 }
             case .waitForAny:
