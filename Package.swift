@@ -199,7 +199,7 @@ let package = Package(
         // Test kit shipped beside the API: conformance suites and test doubles.
         .target(
             name: "TapedeckTesting",
-            dependencies: ["TapedeckCore"],
+            dependencies: ["TapedeckCore", "CFileSpace"],
             swiftSettings: swiftSettings
         ),
 

@@ -53,7 +53,8 @@ public struct Preallocation {
     public static func trim(_ fd: Int32) {
         var st = stat()
         guard fstat(fd, &st) == 0 else { return }
-        // Allocated blocks (512-byte units) beyond what the length needs: something to give back.
+        // Allocated blocks (512-byte units) beyond what the length needs: something to give back
+        // (or the file system's own bookkeeping blocks, which the truncate leaves as they are).
         guard Int64(st.st_blocks) * 512 > Int64(st.st_size) + Int64(st.st_blksize) else { return }
         _ = ftruncate(fd, st.st_size)
     }

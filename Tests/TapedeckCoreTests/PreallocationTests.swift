@@ -39,11 +39,32 @@ struct PreallocationTests {
         preallocation.cover(fd, through: Preallocation.chunkBytes + 20_000)
         #expect(allocated(fd) >= 2 * Preallocation.chunkBytes)
         #expect(length(fd) == 10_000)
+        #expect(try EncoderConformance.blocksPastEnd(url) >= Preallocation.chunkBytes, "the blocks ahead lie past the end")
 
         Preallocation.trim(fd)
         #expect(length(fd) == 10_000)
         #expect(try EncoderConformance.blocksPastEnd(url) == 0)
         #expect(try Data(contentsOf: url) == Data(data), "trimming keeps every byte written")
+    }
+
+    @Test("a file in many extents has no blocks past its end, though the file system keeps bookkeeping blocks for it")
+    func fragmentedFileHasNothingPastItsEnd() throws {
+        // Two files appended to in turn, each synced after every write (as takes are at their
+        // checkpoints), get their blocks in many separate extents; ext4 then gives each a 4 KiB
+        // extent-tree block that st_blocks counts but that lies past nothing.
+        let (first, a) = try temporaryFile()
+        let (second, b) = try temporaryFile()
+        defer { close(a); close(b); unlink(first.path); unlink(second.path) }
+        var chunk = [UInt8](repeating: 0, count: 6_000)
+        for round in 0..<48 {
+            for fd in [a, b] {
+                for i in chunk.indices { chunk[i] = UInt8(truncatingIfNeeded: i &* 31 &+ round) }
+                #expect(chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == chunk.count)
+                #expect(fdatasync(fd) == 0)
+            }
+        }
+        #expect(try EncoderConformance.blocksPastEnd(first) == 0)
+        #expect(try EncoderConformance.blocksPastEnd(second) == 0)
     }
 
     @Test("a descriptor that cannot be preallocated is written as before, and not asked again")

@@ -11,4 +11,13 @@
 /// Thread: any. Blocks on disk I/O (allocation only; no data is written).
 int tapedeck_preallocate(int fd, int64_t offset, int64_t length);
 
+/// Sets `*end` to the end, in bytes, of the last range of blocks the file system holds for the
+/// file's data: written blocks and blocks allocated ahead (also past the file's length), as
+/// FIEMAP lists them after flushing delayed allocation. Blocks the file system spends on its own
+/// bookkeeping (ext4's extent tree, which `st_blocks` also counts once a file has more than four
+/// extents) are not included. 0 for a file without blocks. Returns 0, or an errno (EOPNOTSUPP
+/// where the file system or the system has no FIEMAP, as tmpfs).
+/// Thread: any. Blocks on disk I/O (it flushes the file's dirty pages first).
+int tapedeck_allocated_end(int fd, int64_t *end);
+
 #endif
