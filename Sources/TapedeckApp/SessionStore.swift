@@ -5,6 +5,11 @@ import Foundation
 
 /// The library as the app sees it: every session and take, refreshed after each change.
 ///
+/// A store opened without loading the sessions (``open(recoveringWith:loadingSessions:)``, as
+/// `tapedeck record` does) keeps no list and is not refreshed after changes until ``refresh()``
+/// loads it: recording then reads nothing of the library but the session it records into, so it
+/// costs the same in a library of any size.
+///
 /// Runs on the main actor. Storage calls run on a background queue and are awaited; the
 /// published ``sessions`` always hold the last good state, and failures are logged and rethrown.
 @MainActor
@@ -14,8 +19,10 @@ public final class SessionStore {
     public let storage: any TakeStorage
     @ObservationIgnored private let logger: Logger
 
-    /// Every session with its takes, as of the last successful refresh.
+    /// Every session with its takes, as of the last successful refresh (empty until loaded).
     public private(set) var sessions: [Session] = []
+    /// Whether ``sessions`` has been loaded; only then do changes refresh it.
+    public private(set) var isLoaded = false
     /// The last failure, for display.
     public private(set) var lastError: TapedeckError?
 
@@ -24,7 +31,8 @@ public final class SessionStore {
         self.logger = logger
     }
 
-    /// Repairs takes left in `recording` by a process that died, then loads the sessions.
+    /// Repairs takes left in `recording` by a process that died, then (with `loadingSessions`)
+    /// loads the sessions.
     ///
     /// For each such take, `encoders` (by encoding name) repair the file: its length is trusted,
     /// not its header. The take becomes `recovered`; a take with no audio byte is removed; a file
@@ -32,7 +40,7 @@ public final class SessionStore {
     /// - Returns: the recovered takes.
     /// - Thread: main actor; the work runs on a background queue.
     @discardableResult
-    public func open(recoveringWith encoders: [any AudioEncoder]) async throws -> [Take] {
+    public func open(recoveringWith encoders: [any AudioEncoder], loadingSessions: Bool = true) async throws -> [Take] {
         let storage = self.storage
         let logger = self.logger
         let recovered = try await perform {
@@ -57,7 +65,7 @@ public final class SessionStore {
             }
             return recovered
         }
-        try await refresh()
+        if loadingSessions { try await refresh() }
         return recovered
     }
 
@@ -66,6 +74,13 @@ public final class SessionStore {
     public func refresh() async throws {
         let storage = self.storage
         sessions = try await perform { try storage.sessions() }
+        isLoaded = true
+    }
+
+    /// Reloads ``sessions`` after a change, when they have been loaded.
+    /// - Thread: main actor; the read runs on a background queue.
+    func refreshIfLoaded() async throws {
+        if isLoaded { try await refresh() }
     }
 
     /// Resolves a user's reference to a session or take. - Thread: main actor; never blocks.
@@ -74,25 +89,19 @@ public final class SessionStore {
     }
 
     /// The session named `name` (creating it), or with `nil` the most recently active session
-    /// (creating "Session N" when there is none).
+    /// (creating "Session N" when there is none), as storage has it now (see
+    /// ``TakeStorage/findSessionForRecording(named:)``); returned without its takes.
     /// - Thread: main actor; storage work runs on a background queue.
     public func sessionForRecording(named name: String?) async throws -> Session {
-        if let name {
-            if let s = sessions.first(where: { $0.name == name }) { return s }
-            do {
-                return try await createSession(named: name)
-            } catch let error as TapedeckError where error.code == .alreadyExists {
-                // Another process created it since this one last looked: record into that one.
-                try await refresh()
-                if let s = sessions.first(where: { $0.name == name }) { return s }
-                throw error
-            }
+        let storage = self.storage
+        if let found = try await perform({ try storage.findSessionForRecording(named: name) }) { return found }
+        do {
+            return try await createSession(named: name)
+        } catch let error as TapedeckError where error.code == .alreadyExists && name != nil {
+            // Another process created it since this one looked: record into that one.
+            if let found = try await perform({ try storage.findSessionForRecording(named: name) }) { return found }
+            throw error
         }
-        let latest = sessions.max { a, b in
-            (a.takes.map(\.createdAt).max() ?? a.createdAt) < (b.takes.map(\.createdAt).max() ?? b.createdAt)
-        }
-        if let latest { return latest }
-        return try await createSession(named: nil)
     }
 
     /// Creates a session (with `nil`, the next default name).
@@ -100,7 +109,7 @@ public final class SessionStore {
     public func createSession(named name: String?) async throws -> Session {
         let storage = self.storage
         let s = try await perform { try storage.createSession(named: name) }
-        try await refresh()
+        try await refreshIfLoaded()
         return s
     }
 
@@ -112,7 +121,7 @@ public final class SessionStore {
         case .session(let s): _ = try await perform { try storage.renameSession(s.id, to: name) }
         case .take(let t, _): _ = try await perform { try storage.renameTake(t.id, to: name) }
         }
-        try await refresh()
+        try await refreshIfLoaded()
     }
 
     /// Deletes a session (with all its takes) or a take: rows first, then audio.
@@ -123,7 +132,7 @@ public final class SessionStore {
         case .session(let s): try await perform { try storage.deleteSession(s.id) }
         case .take(let t, _): try await perform { try storage.deleteTake(t.id) }
         }
-        try await refresh()
+        try await refreshIfLoaded()
     }
 
     /// Runs storage work off the main actor, logging and keeping the failure.

@@ -203,7 +203,7 @@ public final class TakeRecorder {
                 try? FileManager.default.removeItem(at: url)
                 return try storage.completeRecovery(of: pending.take, repaired: nil)
             }
-            try? await store.refresh()
+            try? await store.refreshIfLoaded()
             throw error
         }
         phase = .finishing
@@ -236,7 +236,7 @@ public final class TakeRecorder {
         let take = try await store.perform {
             try storage.finishTake(pending, frames: finalFrames, state: state, overruns: overruns)
         }
-        try await store.refresh()
+        try await store.refreshIfLoaded()
         phase = .finished
         self.engine = nil
         return RecordingReport(take: take, session: session, fileURL: try storage.audioURL(for: take),

@@ -51,12 +51,14 @@ public final class Studio {
         decoders = try catalog.decoders.map { try $0.make(try PluginSettings.resolving($0.settings), context) }
     }
 
-    /// Opens the library: recovers takes interrupted by a crash, then loads the sessions.
+    /// Opens the library: recovers takes interrupted by a crash, then (with `loadingSessions`)
+    /// loads the sessions. A command that only records passes `false`, so that it reads nothing
+    /// of the library but the session it records into.
     /// - Returns: the takes recovered.
     /// - Thread: main actor; suspends while storage works.
     @discardableResult
-    public func openLibrary() async throws -> [Take] {
-        try await store.open(recoveringWith: encoders)
+    public func openLibrary(loadingSessions: Bool = true) async throws -> [Take] {
+        try await store.open(recoveringWith: encoders, loadingSessions: loadingSessions)
     }
 
     /// The configured capture backend.

@@ -52,6 +52,14 @@ public protocol TakeStorage: Sendable {
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func sessions() throws -> [Session]
 
+    /// The session a recording goes into, without its takes: the one named `name`, or with `nil`
+    /// the most recently active one (whose latest take, or when it has none its creation, is the
+    /// newest; the oldest session of equals). `nil` when there is no such session. A store should
+    /// answer this without reading every take (the default implementation reads ``sessions()``),
+    /// so that starting a recording costs the same in a library of any size.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
+    func findSessionForRecording(named name: String?) throws -> Session?
+
     /// Creates a session. With `name == nil`, the next free default name ("Session 1", …).
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func createSession(named name: String?) throws -> Session
@@ -96,6 +104,23 @@ public protocol TakeStorage: Sendable {
 }
 
 extension TakeStorage {
+    /// Reads ``sessions()`` and picks the session as the requirement says. - Thread: any. Blocks
+    /// as ``sessions()`` does.
+    public func findSessionForRecording(named name: String?) throws -> Session? {
+        let all = try sessions()
+        var found: Session?
+        if let name {
+            found = all.first { $0.name == name }
+        } else {
+            // max(by:) keeps the first of equals, and sessions() lists the oldest first.
+            found = all.max { a, b in
+                (a.takes.map(\.createdAt).max() ?? a.createdAt) < (b.takes.map(\.createdAt).max() ?? b.createdAt)
+            }
+        }
+        found?.takes = []
+        return found
+    }
+
     /// Finds a session by id.
     public func session(id: String) throws -> Session? {
         try sessions().first { $0.id == id }

@@ -98,6 +98,29 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
     }
 
+    /// One query on the catalog, which its take index answers without reading every take
+    /// (``TakeStorage``'s default reads the whole library for this).
+    public func findSessionForRecording(named name: String?) throws -> Session? {
+        try catalog.read { db in
+            let row: Row?
+            if let name {
+                row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE name = ? ORDER BY createdAt, rowid LIMIT 1",
+                                       arguments: [name])
+            } else {
+                // The session whose latest take (or, without takes, its creation) is the newest;
+                // the oldest of equals, as sessions() lists them.
+                row = try Row.fetchOne(db, sql: """
+                    SELECT * FROM session
+                    ORDER BY COALESCE((SELECT MAX(take.createdAt) FROM take WHERE take.sessionId = session.id),
+                                      session.createdAt) DESC,
+                             session.createdAt, session.rowid
+                    LIMIT 1
+                    """)
+            }
+            return row.map { Catalog.session(from: $0).0 }
+        }
+    }
+
     public func audioURL(for take: Take) throws -> URL {
         try confined(take.file)
     }

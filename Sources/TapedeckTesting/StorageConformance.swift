@@ -15,6 +15,7 @@ public enum StorageConformance {
     public static func run(make: (any StorageSeam) throws -> any TakeStorage,
                            reopen: (any TakeStorage) throws -> any TakeStorage) throws {
         try defaultNamesAndOrder(try make(.none))
+        try sessionForRecording(try make(.none))
         try finishAndDelete(try make(.none))
         try hostileNames(try make(.none))
         try renames(try make(.none))
@@ -55,6 +56,41 @@ public enum StorageConformance {
         #expect(listed.map(\.name) == ["Session 1", "Session 2"])
         #expect(listed[0].takes.map(\.name) == ["Take 1", "Take 2"])
         #expect(throws: TapedeckError.self) { try begin(store, s1, "Take 1") }
+    }
+
+    /// ``TakeStorage/findSessionForRecording(named:)`` picks what ``TakeStorage/sessions()`` says
+    /// it should: the named session, or the one with the newest take (or creation), the oldest of
+    /// equals; without takes; `nil` when there is none.
+    static func sessionForRecording(_ store: any TakeStorage) throws {
+        #expect(try store.findSessionForRecording(named: nil) == nil)
+        #expect(try store.findSessionForRecording(named: "Session 1") == nil)
+        let s1 = try store.createSession(named: nil)
+        let s2 = try store.createSession(named: "Gig")
+        let s3 = try store.createSession(named: nil)
+        // Sessions created in the same instant: the oldest listed wins; otherwise the newest.
+        let newest = try store.sessions().max { $0.createdAt < $1.createdAt }!
+        let newestFirst = try store.sessions().first { $0.createdAt == newest.createdAt }!
+        #expect(try store.findSessionForRecording(named: nil)?.id == newestFirst.id)
+        let now = Date()
+        func record(_ session: Session, at date: Date) throws {
+            let pending = try store.beginTake(in: session.id, named: nil, format: .cdStereo, encoding: "raw",
+                                              fileExtension: "raw", startDate: date)
+            try writeAudio(pending)
+            _ = try store.finishTake(pending, frames: 1024, state: .complete, overruns: [])
+        }
+        try record(s2, at: now.addingTimeInterval(60))
+        try record(s1, at: now.addingTimeInterval(30))
+        let found = try store.findSessionForRecording(named: nil)
+        #expect(found?.id == s2.id, "the session with the newest take, not the newest session")
+        #expect(found?.name == "Gig" && found?.takes.isEmpty == true)
+        try record(s1, at: now.addingTimeInterval(90))
+        #expect(try store.findSessionForRecording(named: nil)?.id == s1.id)
+        #expect(try store.findSessionForRecording(named: "Gig")?.id == s2.id)
+        #expect(try store.findSessionForRecording(named: s3.name)?.id == s3.id)
+        #expect(try store.findSessionForRecording(named: "gig") == nil, "names match exactly")
+        _ = try store.renameSession(s2.id, to: "Gig, second night")
+        #expect(try store.findSessionForRecording(named: "Gig") == nil)
+        #expect(try store.findSessionForRecording(named: "Gig, second night")?.id == s2.id)
     }
 
     static func finishAndDelete(_ store: any TakeStorage) throws {

@@ -41,11 +41,11 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Loads the configuration and assembles the graph, then opens the library (recovering
-    /// interrupted takes).
+    /// interrupted takes, and with `loadingSessions` listing every session and take).
     @MainActor
-    func makeStudio() async throws -> Studio {
+    func makeStudio(loadingSessions: Bool = true) async throws -> Studio {
         let studio = try makeStudioWithoutLibrary()
-        try await studio.openLibrary()
+        try await studio.openLibrary(loadingSessions: loadingSessions)
         return studio
     }
 

@@ -42,7 +42,9 @@ struct RecordCommand: AsyncParsableCommand {
                 Task { @MainActor in stops.request() }
             }
             defer { signals.cancel() }
-            let studio = try await global.makeStudio()
+            // Recording reads only the session it records into, never the whole library, so it
+            // starts as quickly in a library of thousands of takes as in an empty one.
+            let studio = try await global.makeStudio(loadingSessions: false)
             let recorder = try studio.makeRecorder()
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")

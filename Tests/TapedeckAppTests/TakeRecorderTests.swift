@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 @testable import TapedeckApp
 import TapedeckCore
 import TapedeckTesting
@@ -29,6 +30,28 @@ struct TakeRecorderTests {
         let second = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(100))
         #expect(second.session.id == first.session.id && second.take.name == "Take 2")
         #expect(store.sessions.count == 1 && store.sessions[0].takes.count == 2)
+    }
+
+    @Test("a store opened without loading records into the most recently active session and never lists the library")
+    func recordWithoutListing() async throws {
+        let storage = ListingCounter(try InMemoryStorage())
+        let store = SessionStore(storage: storage, logger: logger)
+        try await store.open(recoveringWith: [], loadingSessions: false)
+        let first = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(100))
+        #expect(first.session.name == "Session 1" && first.take.name == "Take 1")
+        let gig = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: "Gig", takeName: nil, duration: .frames(100))
+        #expect(gig.session.name == "Gig" && gig.take.name == "Take 1")
+        // Without a name: the session with the newest take, now Gig; with a name: that one.
+        let next = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: nil, takeName: nil, duration: .frames(100))
+        #expect(next.session.id == gig.session.id && next.take.name == "Take 2")
+        let back = try await makeRecorder([.frames(1_000_000)], store: store).record(sessionName: "Session 1", takeName: nil, duration: .frames(100))
+        #expect(back.session.id == first.session.id && back.take.name == "Take 2")
+        #expect(storage.listings.withLock { $0 } == 0, "recording listed the whole library")
+        #expect(!store.isLoaded && store.sessions.isEmpty)
+        // Loading it afterwards shows everything recorded, and changes refresh it from then on.
+        try await store.refresh()
+        #expect(store.sessions.map(\.name) == ["Session 1", "Gig"])
+        #expect(store.sessions.map(\.takes.count) == [2, 2])
     }
 
     @Test("device loss gives an interrupted take with the audio captured so far")
@@ -174,4 +197,36 @@ struct ExportHelperTests {
         #expect(whole == pieces && whole.hex == pieces.hex)
         #expect(whole.hex != changed.hex)
     }
+}
+
+/// A store that counts how often the whole library is listed (``TakeStorage/sessions()``).
+private final class ListingCounter: TakeStorage {
+    let base: InMemoryStorage
+    let listings = Mutex(0)
+    init(_ base: InMemoryStorage) { self.base = base }
+
+    var rootURL: URL { base.rootURL }
+    func sessions() throws -> [Session] {
+        listings.withLock { $0 += 1 }
+        return try base.sessions()
+    }
+    func findSessionForRecording(named name: String?) throws -> Session? {
+        // What a catalog answers with one query: the same choice, without counting as a listing.
+        try base.findSessionForRecording(named: name)
+    }
+    func createSession(named name: String?) throws -> Session { try base.createSession(named: name) }
+    func beginTake(in sessionID: String, named name: String?, format: AudioFormat, encoding: String, fileExtension: String,
+                   startDate: Date) throws -> PendingTake {
+        try base.beginTake(in: sessionID, named: name, format: format, encoding: encoding, fileExtension: fileExtension, startDate: startDate)
+    }
+    func finishTake(_ pending: PendingTake, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take {
+        try base.finishTake(pending, frames: frames, state: state, overruns: overruns)
+    }
+    func renameSession(_ id: String, to name: String) throws -> Session { try base.renameSession(id, to: name) }
+    func renameTake(_ id: String, to name: String) throws -> Take { try base.renameTake(id, to: name) }
+    func deleteSession(_ id: String) throws { try base.deleteSession(id) }
+    func deleteTake(_ id: String) throws { try base.deleteTake(id) }
+    func interruptedTakes() throws -> [InterruptedTake] { try base.interruptedTakes() }
+    func completeRecovery(of take: Take, repaired: RepairResult?) throws -> Take? { try base.completeRecovery(of: take, repaired: repaired) }
+    func audioURL(for take: Take) throws -> URL { try base.audioURL(for: take) }
 }
