@@ -59,8 +59,11 @@ public struct TakeImporter: Sendable {
         } else {
             try encoder.validate(format)
             ext = encoder.fileExtension
+            // The number the store will give the take (the session passed in may be listed without
+            // its takes, or be older than the takes imported before this one).
+            let number = (try storage.session(id: session.id)?.takes.map(\.number).max() ?? 0) + 1
             try transcode(url, decoder: decoder, to: temp, format: format,
-                          metadata: TakeMetadata(takeName: name, sessionName: session.name, takeNumber: session.takes.count + 1, startDate: started))
+                          metadata: TakeMetadata(takeName: name, sessionName: session.name, takeNumber: number, startDate: started))
         }
         return try commit(temp, name: name, in: session, format: format, encoding: encoding, fileExtension: ext,
                           startDate: started, frames: frames, state: .complete, overruns: [])

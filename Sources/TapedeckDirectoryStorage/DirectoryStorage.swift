@@ -98,14 +98,16 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
     }
 
-    /// One query on the catalog, which its take index answers without reading every take
-    /// (``TakeStorage``'s default reads the whole library for this).
+    /// One query on the catalog that reads no take (``TakeStorage``'s default reads the whole
+    /// library for this); the take index finds each session's newest take.
     public func findSessionForRecording(named name: String?) throws -> Session? {
         try catalog.read { db in
             let row: Row?
             if let name {
-                row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE name = ? ORDER BY createdAt, rowid LIMIT 1",
-                                       arguments: [name])
+                // Names are compared as Swift compares them (canonically equivalent spellings, NFC
+                // and NFD, are one name), not byte for byte as SQL would; a library has few sessions.
+                row = try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid")
+                    .first { ($0["name"] as String) == name }
             } else {
                 // The session whose latest take (or, without takes, its creation) is the newest;
                 // the oldest of equals, as sessions() lists them.

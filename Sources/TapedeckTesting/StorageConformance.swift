@@ -88,6 +88,8 @@ public enum StorageConformance {
         #expect(try store.findSessionForRecording(named: "Gig")?.id == s2.id)
         #expect(try store.findSessionForRecording(named: s3.name)?.id == s3.id)
         #expect(try store.findSessionForRecording(named: "gig") == nil, "names match exactly")
+        let cafe = try store.createSession(named: "Caf\u{E9}")
+        #expect(try store.findSessionForRecording(named: "Cafe\u{301}")?.id == cafe.id, "NFC and NFD spellings are one name")
         _ = try store.renameSession(s2.id, to: "Gig, second night")
         #expect(try store.findSessionForRecording(named: "Gig") == nil)
         #expect(try store.findSessionForRecording(named: "Gig, second night")?.id == s2.id)

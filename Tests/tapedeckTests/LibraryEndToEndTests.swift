@@ -263,6 +263,15 @@ struct ImportEndToEndTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: wav), "WAV copied byte for byte")
         #expect(try Data(contentsOf: URL(fileURLWithPath: paths[1])) == Data(contentsOf: flac), "FLAC copied byte for byte")
         #expect(try Self.samples(paths[2]) == Self.samples(aiff.path), "AIFF's samples kept")
+        // The stored WAV's INFO tags number the take as the store does: the session's third.
+        let track = try CLIHarness.tool("python3", ["-c", """
+            import sys
+            data = open(sys.argv[1], 'rb').read(65536)
+            at = data.find(b'ITRK')
+            size = int.from_bytes(data[at + 4:at + 8], 'little')
+            print(data[at + 8:at + 8 + size].rstrip(b'\\0').decode() if at >= 0 else 'none')
+            """, paths[2]])
+        #expect(track.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "ITRK: \(track.stdout) \(track.stderr)")
         #expect(try CLIHarness.tool("flac", ["-t", "-s", paths[1]]).status == 0)
     }
 
