@@ -225,13 +225,23 @@ public enum StorageConformance {
     /// Recovers every interrupted take the way the recorder does (a file with audio is kept as
     /// it is; no file means no take), then checks that no entry lacks its audio.
     static func recoverAll(_ store: any TakeStorage, context: String) throws {
-        for interrupted in try store.interruptedTakes() {
-            if let url = interrupted.fileURL {
-                let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-                _ = try store.completeRecovery(of: interrupted.take, repaired: RepairResult(frames: Int64(size / 4), format: interrupted.take.format, headerRepaired: false))
-            } else {
-                _ = try store.completeRecovery(of: interrupted.take, repaired: nil)
+        // No recorder is alive here, so every take in `recording` was interrupted. Its lock can
+        // still look held for a moment: a child process that another test of this process is
+        // starting holds copies of this process's descriptors (the dropped store's lock files
+        // among them) from its fork until its exec. So a take still `recording` is looked at
+        // again, for up to a second, before the checks below count it as never recovered.
+        for attempt in 1...50 {
+            for interrupted in try store.interruptedTakes() {
+                if let url = interrupted.fileURL {
+                    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+                    _ = try store.completeRecovery(of: interrupted.take, repaired: RepairResult(frames: Int64(size / 4), format: interrupted.take.format, headerRepaired: false))
+                } else {
+                    _ = try store.completeRecovery(of: interrupted.take, repaired: nil)
+                }
             }
+            let recording = try store.sessions().contains { $0.takes.contains { $0.state == .recording } }
+            guard recording, attempt < 50 else { break }
+            usleep(20_000)
         }
         #expect(try store.interruptedTakes().isEmpty, "\(context): nothing left to recover")
         for session in try store.sessions() {
