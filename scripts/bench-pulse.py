@@ -1,6 +1,8 @@
 """The measuring half of scripts/bench-pulse (which starts the private daemon and the pink noise).
 
-    python3 scripts/bench-pulse.py WORK TAPEDECK SECONDS STOP_SECONDS ROUNDS HAVE_SOX_PULSE
+    python3 scripts/bench-pulse.py WORK TAPEDECK SECONDS STOP_SECONDS ROUNDS HAVE_SOX_PULSE [KEY=VALUE ...]
+
+Each KEY=VALUE becomes --set KEY=VALUE on every tapedeck recording.
 """
 import json
 import os
@@ -13,6 +15,7 @@ from benchlib import fmt, median, run_together  # noqa: E402
 work, td = sys.argv[1], sys.argv[2]
 seconds, stop_after, rounds = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 have_sox = sys.argv[6] == "yes"
+settings = [arg for kv in sys.argv[7:] for arg in ("--set", kv)]
 server = os.environ["PULSE_SERVER"]
 spec = ["--format=s24le", "--rate=48000", "--channels=2"]
 
@@ -21,7 +24,7 @@ def tapedeck(name, library, *extra, duration=True):
     cmd = [td, "record", "--config", "Configuration/ci.yaml", "--set", "capture.backend=pulse",
            "--set", f"capture.pulse.server={server}", "--set", "capture.pulse.device=null.monitor",
            "--set", "format.sample-format=s24", "--set", "format.sample-rate=48000", "--set", "format.channels=2",
-           *extra, "--name", name, "--json"] + (["--duration", f"{seconds}s"] if duration else [])
+           *settings, *extra, "--name", name, "--json"] + (["--duration", f"{seconds}s"] if duration else [])
     return {"cmd": cmd, "watch": library, "env": {"TAPEDECK_STORAGE_DIRECTORY_PATH": library}}
 
 
@@ -43,6 +46,8 @@ def soxi(path):
 
 
 cases = {"wav": [], "flac": [], "stop": []}
+if settings:
+    print("tapedeck records with " + " ".join(sys.argv[7:]), flush=True)
 for n in range(1, rounds + 1):
     lib, other = folder(f"wav-lib-{n}"), folder(f"wav-others-{n}")
     t, p, a = run_together(work, [
