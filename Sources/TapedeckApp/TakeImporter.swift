@@ -7,12 +7,15 @@ import Glibc
 /// Brings existing recordings into the library as takes, and whole sessions from another store
 /// (a `.tapedeck` bundle) into this one.
 ///
-/// A WAV or FLAC file is copied byte for byte (its format, header and tags kept) after it has been
-/// decoded from end to end; anything else libsndfile reads (AIFF, Ogg Vorbis, …) is decoded and
-/// written with the library's encoder in the same rate, channels and sample format. The audio is
-/// prepared in a hidden file inside the library, synced, and only then does the take's entry
-/// exist: a file that cannot be decoded is refused with the reader's reason, and nothing
-/// half-imported remains.
+/// A WAV or FLAC file is copied byte for byte (its format, header and tags kept); anything else
+/// libsndfile reads (AIFF, Ogg Vorbis, …) is decoded and written with the library's encoder in the
+/// same rate, channels and sample format. Every file is
+/// decoded from end to end first, so one that cannot be is refused with the reader's reason before
+/// anything is written. The audio is prepared in a hidden file inside the library, synced, and moved
+/// into place; a copied file is prepared before its take's entry exists, a transcoded one while
+/// its entry is held as a recording's is (so its tags carry the take number the library gives it).
+/// A failure removes the entry again, and after a crash the next open does: nothing half-imported
+/// remains.
 public struct TakeImporter: Sendable {
     public let storage: any TakeStorage
     /// Used for files that are neither WAV nor FLAC.
@@ -52,21 +55,19 @@ public struct TakeImporter: Sendable {
         defer { unlink(temp.path) }
 
         let (format, frames) = try decodeAll(url, decoder: decoder)
-        let ext: String
         if encoding == kind {
             try Self.copy(url, to: temp)
-            ext = kind
-        } else {
-            try encoder.validate(format)
-            ext = encoder.fileExtension
-            // The number the store will give the take (the session passed in may be listed without
-            // its takes, or be older than the takes imported before this one).
-            let number = (try storage.session(id: session.id)?.takes.map(\.number).max() ?? 0) + 1
-            try transcode(url, decoder: decoder, to: temp, format: format,
-                          metadata: TakeMetadata(takeName: name, sessionName: session.name, takeNumber: number, startDate: started))
+            return try commit(temp, name: name, in: session, format: format, encoding: encoding, fileExtension: kind,
+                              startDate: started, frames: frames, state: .complete, overruns: [])
         }
-        return try commit(temp, name: name, in: session, format: format, encoding: encoding, fileExtension: ext,
-                          startDate: started, frames: frames, state: .complete, overruns: [])
+        try encoder.validate(format)
+        // Written once the entry exists: its tags carry the number the store gave the take.
+        return try commit(temp, name: name, in: session, format: format, encoding: encoding,
+                          fileExtension: encoder.fileExtension, startDate: started, frames: frames,
+                          state: .complete, overruns: []) { take in
+            try transcode(url, decoder: decoder, to: temp, format: format,
+                          metadata: TakeMetadata(takeName: name, sessionName: session.name, takeNumber: take.number, startDate: started))
+        }
     }
 
     /// Imports every finished take of `source`'s session into a new session of this store, with
@@ -100,14 +101,17 @@ public struct TakeImporter: Sendable {
         }
     }
 
-    /// Begins the take, moves the prepared file into its place, and finishes it. If the move
-    /// fails, the entry is removed again (a crash in between leaves an entry with no audio,
-    /// which the next open removes).
+    /// Begins the take, lets `prepare` write `temp` for it (when the file is not prepared yet),
+    /// moves the file into its place, and finishes the take. If preparing or the move fails, the
+    /// entry is removed again (a crash in between leaves an entry with no audio, which the next
+    /// open removes).
     private func commit(_ temp: URL, name: String, in session: Session, format: AudioFormat, encoding: String,
-                        fileExtension: String, startDate: Date, frames: Int64, state: TakeState, overruns: [OverrunEvent]) throws -> Take {
+                        fileExtension: String, startDate: Date, frames: Int64, state: TakeState, overruns: [OverrunEvent],
+                        prepare: (Take) throws -> Void = { _ in }) throws -> Take {
         let pending = try storage.beginTake(in: session.id, named: name, format: format, encoding: encoding,
                                             fileExtension: fileExtension, startDate: startDate)
         do {
+            try prepare(pending.take)
             try Durability.moveIntoPlace(temp, pending.fileURL)
         } catch {
             _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
