@@ -54,7 +54,9 @@ enum PulseTestSupport {
         }
     }
 
-    /// Frequency from rising zero crossings.
+    /// Frequency from the median interval between rising zero crossings, so that a gap in the
+    /// tone (the sink playing silence while a loaded machine's player catches up) does not pull it
+    /// down, as dividing the count of crossings by their span would.
     static func frequency(_ samples: [Double], sampleRate: Int) -> Double {
         var crossings: [Double] = []
         for i in 1..<samples.count where samples[i - 1] < 0 && samples[i] >= 0 {
@@ -62,7 +64,8 @@ enum PulseTestSupport {
             crossings.append(t)
         }
         guard crossings.count > 2 else { return 0 }
-        return Double(crossings.count - 1) * Double(sampleRate) / (crossings.last! - crossings.first!)
+        let periods = zip(crossings.dropFirst(), crossings).map { $0 - $1 }.sorted()
+        return Double(sampleRate) / periods[periods.count / 2]
     }
 
     static func seconds(since start: ContinuousClock.Instant) -> Double {
