@@ -29,7 +29,7 @@ public enum EncoderConformance {
     /// extent map (tmpfs), `st_blocks` is used; such file systems keep no bookkeeping blocks there.
     /// - Thread: any; blocks on disk I/O.
     public static func blocksPastEnd(_ url: URL) throws -> Int64 {
-        let fd = open(url.path, O_RDONLY)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(url.path)") }
         defer { close(fd) }
         var st = stat()

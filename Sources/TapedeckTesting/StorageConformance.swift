@@ -231,16 +231,8 @@ public enum StorageConformance {
         // among them) from its fork until its exec. So a take still `recording` is looked at
         // again, for up to a second, before the checks below count it as never recovered.
         for attempt in 1...50 {
-            for interrupted in try store.interruptedTakes() {
-                if let url = interrupted.fileURL {
-                    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-                    _ = try store.completeRecovery(of: interrupted.take, repaired: RepairResult(frames: Int64(size / 4), format: interrupted.take.format, headerRepaired: false))
-                } else {
-                    _ = try store.completeRecovery(of: interrupted.take, repaired: nil)
-                }
-            }
-            let recording = try store.sessions().contains { $0.takes.contains { $0.state == .recording } }
-            guard recording, attempt < 50 else { break }
+            try recoverUnlocked(store)
+            guard attempt < 50, try store.sessions().contains(where: { $0.takes.contains { $0.state == .recording } }) else { break }
             usleep(20_000)
         }
         #expect(try store.interruptedTakes().isEmpty, "\(context): nothing left to recover")
@@ -249,6 +241,19 @@ public enum StorageConformance {
                 #expect(FileManager.default.fileExists(atPath: try store.audioURL(for: take).path),
                         "\(context): take \"\(take.name)\" is listed without its audio")
                 #expect(take.state != .recording, "\(context): take \"\(take.name)\" still recording after recovery")
+            }
+        }
+    }
+
+    /// One pass of the recorder's recovery over the takes ``TakeStorage/interruptedTakes()`` gives
+    /// (those whose lock is free): a file with audio is kept as it is; no file means no take.
+    static func recoverUnlocked(_ store: any TakeStorage) throws {
+        for interrupted in try store.interruptedTakes() {
+            if let url = interrupted.fileURL {
+                let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+                _ = try store.completeRecovery(of: interrupted.take, repaired: RepairResult(frames: Int64(size / 4), format: interrupted.take.format, headerRepaired: false))
+            } else {
+                _ = try store.completeRecovery(of: interrupted.take, repaired: nil)
             }
         }
     }
