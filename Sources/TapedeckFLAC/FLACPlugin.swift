@@ -10,7 +10,7 @@ public enum FLACPlugin {
         settings: [
             SettingDeclaration("level", .int(0...8), default: "5", help: "Compression level, as flac -0 … -8."),
             SettingDeclaration("verify", .bool, default: "false",
-                               help: "Decode every frame while recording and compare it with the input (about 15% more CPU). Takes always carry the MD5 of the input, which flac -t checks; exports are always verified."),
+                               help: "Decode every frame while recording and compare it with the input (about 20% more CPU). Takes always carry the MD5 of the input, which flac -t checks; exports are always verified."),
             SettingDeclaration("padding", .int(0...1_048_576), default: "8192",
                                help: "Bytes of PADDING kept so tags can be edited without rewriting the file."),
         ],
