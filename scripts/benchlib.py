@@ -7,6 +7,8 @@ import statistics
 import subprocess
 import time
 
+from reliabilitylib import default_stop_signals
+
 
 def audio_files(root):
     """Files under root that can hold audio (not the catalog, not lock files)."""
@@ -28,7 +30,8 @@ def run_together(work, jobs, interrupt_after=None):
         env = dict(os.environ, **job.get("env", {}))
         runs.append({"job": job, "out": out, "start": time.monotonic(), "first": None, "done": False,
                      "interrupted_at": None,
-                     "p": subprocess.Popen(job["cmd"], stdout=out, stderr=subprocess.DEVNULL, env=env)})
+                     "p": subprocess.Popen(job["cmd"], stdout=out, stderr=subprocess.DEVNULL, env=env,
+                                           preexec_fn=default_stop_signals)})
     while not all(r["done"] for r in runs):
         now = time.monotonic()
         for r in runs:

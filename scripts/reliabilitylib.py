@@ -24,6 +24,16 @@ def tapedeck_binary(script, tools=()):
     return binary
 
 
+def default_stop_signals():
+    """For subprocess.Popen(preexec_fn=...): the child starts with SIGINT, SIGTERM and SIGHUP at
+    their default actions. A script run as a background job of another script inherits SIGINT
+    ignored (and under nohup SIGHUP), children inherit that too, and tapedeck leaves a signal it
+    was started with ignored alone, as Unix programs do."""
+    import signal
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def library_env(library, storage="directory", drop=("TAPEDECK_",), **extra):
     """This process's environment without Tapedeck's (and `drop`'s) variables, with the CI config
     and `library` as the storage's path."""

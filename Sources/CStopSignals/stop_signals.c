@@ -36,7 +36,7 @@ int tapedeck_stop_signals_pipe(int *read_fd, int *write_fd) {
     return 0;
 }
 
-int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count) {
+int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count, int *armed) {
     atomic_store(&pipe_write_fd, write_fd);
     struct sigaction action;
     memset(&action, 0, sizeof action);
@@ -44,7 +44,14 @@ int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count) {
     action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     for (int i = 0; i < count; i++) {
+        armed[i] = 0;
+        struct sigaction current;
+        if (sigaction(signals[i], NULL, &current) != 0) return -1;
+        // Inherited "ignore" is the parent's decision (nohup ignores SIGHUP; a script's
+        // background job ignores SIGINT, so Ctrl-C reaches only the foreground): it stays.
+        if (current.sa_handler == SIG_IGN) continue;
         if (sigaction(signals[i], &action, NULL) != 0) return -1;
+        armed[i] = 1;
     }
     return 0;
 }

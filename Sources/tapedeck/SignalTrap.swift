@@ -16,12 +16,18 @@ import Glibc
 ///
 /// A second signal means the first did not end things: the process exits at once with status
 /// 130, and anything unfinished is recovered the next time the library is opened.
+///
+/// A signal the process was started with ignored stays ignored, as Unix programs leave it:
+/// `nohup tapedeck record &` keeps recording when its terminal hangs up, and a script's
+/// background job (whose SIGINT the shell ignores) is not stopped by a Ctrl-C meant for the
+/// foreground. The other signals (SIGTERM, as a rule) still stop it.
 final class SignalTrap {
-    private let signals: [Int32]
+    /// The signals the trap handles: those asked for that were not ignored when it was armed.
+    private(set) var signals: [Int32] = []
     private let writeFD: Int32
     private var armed = true
 
-    /// Arms the trap for `signals`.
+    /// Arms the trap for `signals` (those not started ignored; see ``signals``).
     /// - Parameter handler: called once per signal, on the trap's reader thread; must not block.
     /// - Throws: `.io` when the pipe cannot be made (too many open files), `.internalError` when
     ///   `sigaction` refuses a handler; the default actions stay.
@@ -32,7 +38,6 @@ final class SignalTrap {
         guard tapedeck_stop_signals_pipe(&readFD, &writeFD) == 0 else {
             throw TapedeckError(.io, "Could not set up the stop-signal handler: \(String(cString: strerror(errno))). Close some files or raise the open-file limit (ulimit -n) and try again.")
         }
-        self.signals = signals
         self.writeFD = writeFD
         let pipeEnd = readFD
         let reader = Thread {
@@ -52,9 +57,13 @@ final class SignalTrap {
         }
         reader.name = "tapedeck-signals"
         reader.start()
-        let status = signals.withUnsafeBufferPointer {
-            tapedeck_stop_signals_arm(writeFD, $0.baseAddress, Int32($0.count))
+        var armed = [Int32](repeating: 0, count: signals.count)
+        let status = signals.withUnsafeBufferPointer { requested in
+            armed.withUnsafeMutableBufferPointer {
+                tapedeck_stop_signals_arm(writeFD, requested.baseAddress, Int32(requested.count), $0.baseAddress)
+            }
         }
+        self.signals = zip(signals, armed).filter { $0.1 != 0 }.map(\.0)
         if status != 0 {
             let reason = String(cString: strerror(errno))
             cancel()

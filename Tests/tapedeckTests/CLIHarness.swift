@@ -64,13 +64,12 @@ struct CLIHarness {
     /// Starts `tapedeck ARGS` and returns the process (stdout and stderr to files).
     func start(_ args: [String]) throws -> (Process, URL, URL) {
         let p = Process()
-        if let program = launcher.first {
-            p.executableURL = URL(fileURLWithPath: program)
-            p.arguments = Array(launcher.dropFirst()) + [try Self.binary.path] + args
-        } else {
-            p.executableURL = try Self.binary
-            p.arguments = args
-        }
+        // The stop signals start at their default actions whatever the test runner inherited
+        // (a runner started as a script's background job ignores SIGINT, and Process passes an
+        // ignored signal on): `tapedeck` leaves a signal it was started with ignored alone.
+        // env execs, so the process id is the command's.
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["--default-signal=INT,TERM,HUP"] + launcher + [try Self.binary.path] + args
         p.environment = environment
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString)")
         let err = FileManager.default.temporaryDirectory.appendingPathComponent("err-\(UUID().uuidString)")

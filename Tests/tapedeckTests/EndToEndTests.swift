@@ -142,6 +142,29 @@ struct EndToEndTests {
         #expect(py.firstBad == -1 && py.headerOK && py.frames == take["frames"] as? Int)
     }
 
+    @Test("a stop signal the command was started with ignored stays ignored (nohup, a script's background job); SIGTERM still stops it cleanly")
+    func inheritedIgnoredSignalsStayIgnored() throws {
+        var cli = try CLIHarness()
+        cli.launcher = ["/usr/bin/env", "--ignore-signal=HUP,INT"]
+        let (p, out, _) = try cli.start(["record", "--json", "--set", "capture.null.signal=counter"])
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        #expect(cli.waitForPendingFile())
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(p.processIdentifier, SIGHUP)
+        kill(p.processIdentifier, SIGINT)
+        Thread.sleep(forTimeInterval: 1.0)
+        #expect(p.isRunning, "a hang-up the command was told to ignore stopped the recording")
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(report["end"] as? String == "stopped")
+        #expect(take["state"] as? String == "complete")
+        let seconds = try #require(take["seconds"] as? Double)
+        #expect(seconds >= 1.3, "the take ends at SIGTERM, not at the ignored signals: \(seconds) s")
+    }
+
     @Test("a stop signal that comes as soon as record or play has taken SIGTERM over is never lost, however slowly the process runs",
           arguments: ["play", "record"])
     func stopSignalWhileArming(command: String) throws {

@@ -17,10 +17,13 @@
 int tapedeck_stop_signals_pipe(int *read_fd, int *write_fd);
 
 /// Installs the pipe-writing handler for `signals[0..<count]` (SA_RESTART; the signal is not
-/// blocked for the process). `write_fd` is the write end from tapedeck_stop_signals_pipe.
+/// blocked for the process), except for a signal the process was started with ignored: that one
+/// stays ignored (nohup ignores SIGHUP; a background job of a script ignores SIGINT).
+/// `armed[i]` is set to 1 where the handler was installed, 0 where the signal stays ignored.
+/// `write_fd` is the write end from tapedeck_stop_signals_pipe.
 /// Returns 0, or -1 with errno set by sigaction(2) (handlers installed before the failure stay).
 /// Thread: any; call once per arming. Never blocks.
-int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count);
+int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count, int *armed);
 
 /// Restores the default action of `signals[0..<count]` and forgets the pipe. A handler already
 /// running may still write its byte, so the caller must not close the write end (its number could
