@@ -3,6 +3,7 @@ the binary under test, the environment of a private library, and the independent
 take's audio and of the SQLite catalog."""
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -29,7 +30,6 @@ def default_stop_signals():
     their default actions. A script run as a background job of another script inherits SIGINT
     ignored (and under nohup SIGHUP), children inherit that too, and tapedeck leaves a signal it
     was started with ignored alone, as Unix programs do."""
-    import signal
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
 

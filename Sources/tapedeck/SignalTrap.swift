@@ -23,11 +23,11 @@ import Glibc
 /// foreground. The other signals (SIGTERM, as a rule) still stop it.
 final class SignalTrap {
     /// The signals the trap handles: those asked for that were not ignored when it was armed.
-    private(set) var signals: [Int32] = []
+    private let signals: [Int32]
     private let writeFD: Int32
     private var armed = true
 
-    /// Arms the trap for `signals` (those not started ignored; see ``signals``).
+    /// Arms the trap for those of `signals` the process was not started with ignored.
     /// - Parameter handler: called once per signal, on the trap's reader thread; must not block.
     /// - Throws: `.io` when the pipe cannot be made (too many open files), `.internalError` when
     ///   `sigaction` refuses a handler; the default actions stay.

@@ -98,6 +98,20 @@ struct CLIHarness {
         return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
     }
 
+    /// The `record --json` report that a recording ended by a stop signal wrote to `out`: its take,
+    /// the take's seconds and the recording's wall time. Expects the report to say `stopped` and
+    /// the take to be `complete`.
+    static func stoppedRecording(_ out: URL, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> (take: [String: Any], seconds: Double, wall: Double) {
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any],
+                                  sourceLocation: sourceLocation)
+        let take = try #require(report["take"] as? [String: Any], sourceLocation: sourceLocation)
+        #expect(report["end"] as? String == "stopped", sourceLocation: sourceLocation)
+        #expect(take["state"] as? String == "complete", sourceLocation: sourceLocation)
+        return (take, try #require(take["seconds"] as? Double, sourceLocation: sourceLocation),
+                try #require(report["wallSeconds"] as? Double, sourceLocation: sourceLocation))
+    }
+
     /// Bytes in the largest pending (still recording) audio file in the library; 0 when none.
     func pendingBytes() -> Int {
         let sessions = library.appendingPathComponent("sessions")

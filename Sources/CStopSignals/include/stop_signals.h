@@ -25,7 +25,8 @@ int tapedeck_stop_signals_pipe(int *read_fd, int *write_fd);
 /// Thread: any; call once per arming. Never blocks.
 int tapedeck_stop_signals_arm(int write_fd, const int *signals, int count, int *armed);
 
-/// Restores the default action of `signals[0..<count]` and forgets the pipe. A handler already
+/// Restores the default action of `signals[0..<count]` (those tapedeck_stop_signals_arm armed;
+/// a signal it left ignored must stay so) and forgets the pipe. A handler already
 /// running may still write its byte, so the caller must not close the write end (its number could
 /// be reused by another file by then); it tells its reader to stop through the pipe instead.
 /// Thread: any. Never blocks.
