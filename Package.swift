@@ -46,7 +46,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML"]),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
@@ -151,7 +150,6 @@ let package = Package(
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",
-                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -235,7 +233,7 @@ let package = Package(
         .testTarget(name: "TapedeckAppTests", dependencies: ["TapedeckApp", "TapedeckTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TapedeckAssemblyTests",
-            dependencies: ["TapedeckAssembly", "TapedeckTesting"],
+            dependencies: ["TapedeckAssembly", "TapedeckTesting", "TapedeckNull", "TapedeckDirectoryStorage"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -17,6 +17,8 @@ public struct ALSACaptureBackend: CaptureBackend {
     /// ALSA configuration text added to the system's for this backend's opens (e.g. a
     /// `pcm.name { … }` definition), or `nil` for the system configuration alone.
     public var definitions: String?
+    /// How messages name the periods setting, e.g. `capture.alsa.periods`.
+    public var periodsKey: String
 
     /// Creates a backend; nothing is opened until ``openCaptureStream(format:options:)``.
     /// - Parameters:
@@ -24,9 +26,12 @@ public struct ALSACaptureBackend: CaptureBackend {
     ///   - periods: buffer size in periods, clamped to 2...32.
     ///   - definitions: extra ALSA configuration text, e.g. `pcm.mine { type plug slave.pcm "hw:0" }`.
     ///   - logger: where ALSA's own error messages go (see ``ALSAErrorLog``); `nil` leaves that as it is.
+    ///   - periodsKey: how messages name the periods setting (the plugin passes its full key).
     /// - Thread: any. Never blocks.
-    public init(device: String = "default", periods: Int = 4, definitions: String? = nil, logger: Logger? = nil) {
+    public init(device: String = ALSASettings.device.defaultValue, periods: Int = ALSASettings.periods.defaultValue,
+                definitions: String? = nil, logger: Logger? = nil, periodsKey: String = ALSASettings.periods.key) {
         self.device = device
+        self.periodsKey = periodsKey
         self.periods = min(max(periods, 2), 32)
         self.definitions = definitions
         if let logger { ALSAErrorLog.install(logger) }
@@ -44,7 +49,7 @@ public struct ALSACaptureBackend: CaptureBackend {
     ///   naming the rates, channels and sample formats the device accepts.
     public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {
         let opened = try ALSAPCMSetup.open(device: device, definitions: definitions, stream: SND_PCM_STREAM_CAPTURE,
-                                           format: format, periodFrames: options.periodFrames, periods: periods)
+                                           format: format, periodFrames: options.periodFrames, periods: periods, periodsKey: periodsKey)
         return ALSACaptureStream(device: device, opened: opened, format: format)
     }
 }

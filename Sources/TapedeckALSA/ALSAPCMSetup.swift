@@ -57,7 +57,7 @@ enum ALSAPCMSetup {
     /// writes wait with `snd_pcm_wait` and a timeout, so a vanished device is noticed).
     /// - Thread: the device thread. Blocks while the device opens.
     static func open(device: String, definitions: String?, stream: snd_pcm_stream_t, format: AudioFormat,
-                     periodFrames: Int, periods: Int) throws -> ALSAOpenedPCM {
+                     periodFrames: Int, periods: Int, periodsKey: String) throws -> ALSAOpenedPCM {
         try format.validate()
         let direction = stream == SND_PCM_STREAM_CAPTURE ? "capture" : "playback"
         var handle: OpaquePointer?
@@ -67,7 +67,7 @@ enum ALSAPCMSetup {
         }
         do {
             let (period, buffer) = try setHardware(pcm, device: device, direction: direction, format: format,
-                                                   periodFrames: periodFrames, periods: periods)
+                                                   periodFrames: periodFrames, periods: periods, periodsKey: periodsKey)
             try setSoftware(pcm, device: device, capture: stream == SND_PCM_STREAM_CAPTURE, period: period, buffer: buffer)
             let nb = snd_pcm_nonblock(pcm, 1)
             guard nb >= 0 else {
@@ -129,7 +129,7 @@ enum ALSAPCMSetup {
     }
 
     private static func setHardware(_ pcm: OpaquePointer, device: String, direction: String, format: AudioFormat,
-                                    periodFrames: Int, periods: Int) throws -> (Int, Int) {
+                                    periodFrames: Int, periods: Int, periodsKey: String) throws -> (Int, Int) {
         var hwp: OpaquePointer?
         guard snd_pcm_hw_params_malloc(&hwp) >= 0, let hw = hwp else {
             throw TapedeckError(.internalError, "Out of memory while configuring the ALSA device \(device).")
@@ -166,7 +166,7 @@ enum ALSAPCMSetup {
         guard err >= 0 else {
             throw TapedeckError(.unsupportedFormat,
                 "The ALSA device \(device) refused \(format) with \(period)-frame periods: \(describe(err)). It can do \(capabilities). "
-                + "Try another capture.period-frames or alsa.periods, or use `plughw:…`.", systemCode: -err)
+                + "Try another \(direction).period-frames or \(periodsKey), or use `plughw:…`.", systemCode: -err)
         }
         _ = snd_pcm_hw_params_get_period_size(hw, &period, &dir)
         _ = snd_pcm_hw_params_get_buffer_size(hw, &buffer)

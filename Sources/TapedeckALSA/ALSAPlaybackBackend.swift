@@ -13,6 +13,8 @@ public struct ALSAPlaybackBackend: PlaybackBackend {
     public var periods: Int
     /// ALSA configuration text added to the system's for this backend's opens, or `nil`.
     public var definitions: String?
+    /// How messages name the periods setting, e.g. `capture.alsa.periods`.
+    public var periodsKey: String
 
     /// Creates a backend; nothing is opened until ``openPlaybackStream(format:options:)``.
     /// - Parameters:
@@ -20,9 +22,12 @@ public struct ALSAPlaybackBackend: PlaybackBackend {
     ///   - periods: buffer size in periods, clamped to 2...32.
     ///   - definitions: extra ALSA configuration text.
     ///   - logger: where ALSA's own error messages go (see ``ALSAErrorLog``); `nil` leaves that as it is.
+    ///   - periodsKey: how messages name the periods setting (the plugin passes its full key).
     /// - Thread: any. Never blocks.
-    public init(device: String = "default", periods: Int = 4, definitions: String? = nil, logger: Logger? = nil) {
+    public init(device: String = ALSASettings.device.defaultValue, periods: Int = ALSASettings.periods.defaultValue,
+                definitions: String? = nil, logger: Logger? = nil, periodsKey: String = ALSASettings.periods.key) {
         self.device = device
+        self.periodsKey = periodsKey
         self.periods = min(max(periods, 2), 32)
         self.definitions = definitions
         if let logger { ALSAErrorLog.install(logger) }
@@ -39,7 +44,7 @@ public struct ALSAPlaybackBackend: PlaybackBackend {
     /// - Throws: `.deviceUnavailable` or `.unsupportedFormat`, as for capture.
     public func openPlaybackStream(format: AudioFormat, options: PlaybackOptions) throws -> any PlaybackStream {
         let opened = try ALSAPCMSetup.open(device: device, definitions: definitions, stream: SND_PCM_STREAM_PLAYBACK,
-                                           format: format, periodFrames: options.periodFrames, periods: periods)
+                                           format: format, periodFrames: options.periodFrames, periods: periods, periodsKey: periodsKey)
         return ALSAPlaybackStream(device: device, opened: opened, format: format)
     }
 }

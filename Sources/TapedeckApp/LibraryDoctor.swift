@@ -54,7 +54,7 @@ public struct LibraryDoctor: Sendable {
 
         for part in try storage.damagedParts() {
             var f = DoctorFinding(kind: "damaged", subject: part.path, problem: part.problem)
-            if repair, part.path != "catalog.sqlite" {
+            if repair, part.canQuarantine {
                 f.attempt { "moved to " + (try storage.quarantine(part.path)) }
             }
             findings.append(f)

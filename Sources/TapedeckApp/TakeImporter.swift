@@ -7,9 +7,10 @@ import Glibc
 /// Brings existing recordings into the library as takes, and whole sessions from another store
 /// (a `.tapedeck` bundle) into this one.
 ///
-/// A WAV or FLAC file is copied byte for byte (its format, header and tags kept); anything else
-/// libsndfile reads (AIFF, Ogg Vorbis, …) is decoded and written with the library's encoder in the
-/// same rate, channels and sample format. Every file is
+/// A file that a decoder says the library can keep as it is (``AudioDecoder/storesVerbatim(_:)``)
+/// is copied byte for byte (its format, header and tags kept); anything else a decoder reads
+/// (``AudioDecoder/canRead(_:)``) is decoded and written with the library's encoder in the same
+/// rate, channels and sample format. Every file is
 /// decoded from end to end first, so one that cannot be is refused with the reader's reason before
 /// anything is written. The audio is prepared in a hidden file inside the library, synced, and moved
 /// into place; a copied file is prepared before its take's entry exists, a transcoded one while
@@ -18,7 +19,7 @@ import Glibc
 /// remains.
 public struct TakeImporter: Sendable {
     public let storage: any TakeStorage
-    /// Used for files that are neither WAV nor FLAC.
+    /// Used for files that cannot be kept as they are.
     public let encoder: any AudioEncoder
     public let decoders: [any AudioDecoder]
 
@@ -33,21 +34,15 @@ public struct TakeImporter: Sendable {
     public func importFile(_ url: URL, into session: Session) throws -> Take {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), !isDir.boolValue else {
-            throw TapedeckError(.notFound, "\(url.path) is not a file. Give audio files (WAV, FLAC, AIFF, Ogg, …) or one NAME.tapedeck bundle.")
+            throw TapedeckError(.notFound, "\(url.path) is not a file. Give the audio files to import.")
         }
-        let kind = try Self.sniff(url)
+        guard FileManager.default.isReadableFile(atPath: url.path) else {
+            throw TapedeckError.system(EACCES, while: "read \(url.path)")
+        }
         // Verbatim when the file already is what the library stores; otherwise decode and encode.
-        let encoding: String
-        let decoderName: String
-        if kind == "flac", decoders.contains(where: { $0.name == "flac" }) {
-            (encoding, decoderName) = ("flac", "flac")
-        } else if kind == "wav" {
-            (encoding, decoderName) = ("wav", "wav")
-        } else {
-            (encoding, decoderName) = (encoder.name, "wav") // libsndfile reads the rest
-        }
-        guard let decoder = decoders.first(where: { $0.name == decoderName }) else {
-            throw TapedeckError(.unsupportedFormat, "This build has no decoder for \(url.lastPathComponent).")
+        let verbatim = decoders.lazy.compactMap { d in d.storesVerbatim(url).map { (d, $0) } }.first
+        guard let decoder = verbatim?.0 ?? decoders.first(where: { $0.canRead(url) }) else {
+            throw unreadable(url)
         }
         let name = url.deletingPathExtension().lastPathComponent
         let started = (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date()
@@ -55,14 +50,15 @@ public struct TakeImporter: Sendable {
         defer { unlink(temp.path) }
 
         let (format, frames) = try decodeAll(url, decoder: decoder)
-        if encoding == kind {
+        if let kept = verbatim?.1 {
             try Self.copy(url, to: temp)
-            return try commit(temp, name: name, in: session, format: format, encoding: encoding, fileExtension: kind,
-                              startDate: started, frames: frames, state: .complete, overruns: [])
+            return try commit(temp, name: name, in: session, format: format, encoding: kept.encoding,
+                              fileExtension: kept.fileExtension, startDate: started, frames: frames,
+                              state: .complete, overruns: [])
         }
         try encoder.validate(format)
         // Written once the entry exists: its tags carry the number the store gave the take.
-        return try commit(temp, name: name, in: session, format: format, encoding: encoding,
+        return try commit(temp, name: name, in: session, format: format, encoding: encoder.name,
                           fileExtension: encoder.fileExtension, startDate: started, frames: frames,
                           state: .complete, overruns: []) { take in
             try transcode(url, decoder: decoder, to: temp, format: format,
@@ -75,7 +71,7 @@ public struct TakeImporter: Sendable {
     /// - Thread: any except the main actor's. Blocks for as long as decoding and copying take.
     public func importSession(_ sessionID: String, from source: any TakeStorage, named name: String?) throws -> (Session, [Take]) {
         guard let original = try source.session(id: sessionID) else {
-            throw TapedeckError(.notFound, "The bundle holds no session \(sessionID).")
+            throw TapedeckError(.notFound, "\(source.rootURL.path) holds no session \(sessionID).")
         }
         let session = try storage.createSession(named: name ?? original.name)
         do {
@@ -157,17 +153,19 @@ public struct TakeImporter: Sendable {
         finished = true
     }
 
-    /// `flac`, `wav` (RIFF/RF64 WAVE) or `other`, from the first bytes.
-    static func sniff(_ url: URL) throws -> String {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let head = try handle.read(upToCount: 12) ?? Data()
-        if head.starts(with: Array("fLaC".utf8)) { return "flac" }
-        if head.count == 12, head.starts(with: Array("RIFF".utf8)) || head.starts(with: Array("RF64".utf8)),
-           head.suffix(4).elementsEqual(Array("WAVE".utf8)) {
-            return "wav"
+    /// Why no decoder reads `url`: the first decoder's own reason (its code kept), naming the
+    /// decoders tried.
+    private func unreadable(_ url: URL) -> TapedeckError {
+        let tried = decoders.map(\.name).joined(separator: ", ")
+        for decoder in decoders {
+            do {
+                try decoder.openReader(at: url).close()
+            } catch let error as TapedeckError {
+                return TapedeckError(error.code, "\(error.message) (No decoder in this build reads it; tried \(tried).)",
+                                     systemCode: error.systemCode)
+            } catch {}
         }
-        return "other"
+        return TapedeckError(.unsupportedFormat, "No decoder in this build reads \(url.path) (tried \(tried)). Convert it to another format first.")
     }
 
     /// Copies a file to a new file (never replacing) and syncs it.

@@ -23,7 +23,7 @@ public final class TakePlayer {
 
     /// - Parameter periodFrames: frames per device write (`playback.period-frames`).
     public init(playback: any PlaybackBackend, decoders: [any AudioDecoder], store: SessionStore,
-                periodFrames: Int = 1024, logger: Logger) {
+                periodFrames: Int = PlaybackEngine.periodFrames.defaultValue, logger: Logger) {
         self.playback = playback
         self.periodFrames = periodFrames
         self.decoders = decoders

@@ -3,36 +3,6 @@ public import TapedeckCore
 public import Logging
 public import Foundation
 
-/// How recordings are made: format, period, hand-off buffer and checkpoint interval.
-public struct RecordingSettings: Sendable, Hashable {
-    public var format: AudioFormat
-    public var periodFrames: Int
-    public var bufferSeconds: Double
-    public var checkpointInterval: Duration
-    /// How often the observable progress (frames, peaks, overruns) is refreshed while recording:
-    /// often for a meter on screen. `nil` when nobody watches: the properties are then set only
-    /// once, when the recording ends, and the main actor is not woken while it runs.
-    public var progressInterval: Duration?
-    /// Whether peak levels are measured for ``TakeRecorder/peaks`` (off when no meter is shown:
-    /// the writer then does not read the audio again).
-    public var measuresLevels: Bool
-    /// Warn (before recording, and once while recording) when the library's disk has room for
-    /// fewer minutes than this at the recording's format, counted uncompressed. 0: never.
-    public var warnFreeMinutes: Double
-
-    public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
-                checkpointInterval: Duration = .seconds(1), progressInterval: Duration? = .milliseconds(100),
-                measuresLevels: Bool = true, warnFreeMinutes: Double = 10) {
-        self.format = format
-        self.periodFrames = periodFrames
-        self.bufferSeconds = bufferSeconds
-        self.checkpointInterval = checkpointInterval
-        self.progressInterval = progressInterval
-        self.measuresLevels = measuresLevels
-        self.warnFreeMinutes = warnFreeMinutes
-    }
-}
-
 /// How long to record.
 public enum RecordingLength: Sendable, Hashable {
     /// Exactly this many frames.
@@ -127,12 +97,8 @@ public final class TakeRecorder {
         phase = .opening
         defer { if phase != .finished { phase = .idle } }
         let session = try await store.sessionForRecording(named: sessionName)
-        let request = RecordingRequest(format: settings.format, periodFrames: settings.periodFrames,
-                                       bufferSeconds: settings.bufferSeconds,
-                                       frameLimit: duration?.frames(at: settings.format.sampleRate),
-                                       checkpointInterval: settings.checkpointInterval,
-                                       measuresLevels: settings.measuresLevels)
-        let probe = RecordingEngine(backend: capture, request: request, logger: logger)
+        let frameLimit = duration?.frames(at: settings.format.sampleRate)
+        let probe = RecordingEngine(backend: capture, settings: settings, frameLimit: frameLimit, logger: logger)
         let negotiated = try await probe.open()
         var engine = probe
         if negotiated != settings.format {
@@ -140,9 +106,8 @@ public final class TakeRecorder {
             if let duration, negotiated.sampleRate != settings.format.sampleRate {
                 // Count the requested length at the rate the device really runs at.
                 probe.close()
-                var adjusted = request
-                adjusted.frameLimit = duration.frames(at: negotiated.sampleRate)
-                engine = RecordingEngine(backend: capture, request: adjusted, logger: logger)
+                engine = RecordingEngine(backend: capture, settings: settings,
+                                         frameLimit: duration.frames(at: negotiated.sampleRate), logger: logger)
                 _ = try await engine.open()
             }
         }

@@ -12,7 +12,8 @@ import TapedeckBundleStorage
 import TapedeckPulseAudio
 #endif
 
-/// The plugins a build of Tapedeck can assemble, by role. A plain value: tests pass their own.
+/// The plugins a build of Tapedeck can assemble, by role. A plain value: a program (or a test)
+/// that wants other plugins builds its own.
 public struct PluginCatalog: Sendable {
     public var capture: [CapturePlugin]
     public var playback: [PlaybackPlugin]
@@ -39,6 +40,8 @@ public struct PluginCatalog: Sendable {
 
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
     public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio"]
+    /// The Debian package each optional backend builds against.
+    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev"]
 
     private static var alsa: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if ALSA

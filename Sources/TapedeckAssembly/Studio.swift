@@ -35,13 +35,14 @@ public final class Studio {
               let storagePlugin = catalog.storage.first(where: { $0.name == storageName }) else {
             throw TapedeckError(.configuration, "storage.backend is not set. Set it to one of: \(catalog.storage.map(\.name).joined(separator: ", ")).")
         }
-        store = SessionStore(storage: try storagePlugin.make(configuration.storage.settings, context), logger: logger)
+        store = SessionStore(storage: try storagePlugin.make(configuration.storage.settings, Self.context(context, "storage", storageName)),
+                             logger: logger)
 
         var encoders: [any AudioEncoder] = []
         for plugin in catalog.encoders {
             let settings = plugin.name == configuration.encoder.plugin
                 ? configuration.encoder.settings : try PluginSettings.resolving(plugin.settings)
-            encoders.append(try plugin.make(settings, context))
+            encoders.append(try plugin.make(settings, Self.context(context, "encoder", plugin.name)))
         }
         self.encoders = encoders
         guard let chosen = encoders.first(where: { $0.name == configuration.encoder.plugin }) else {
@@ -61,6 +62,15 @@ public final class Studio {
         try await store.open(recoveringWith: encoders, loadingSessions: loadingSessions)
     }
 
+    /// The full key of the configured storage's library folder (its path setting), e.g.
+    /// `storage.directory.path`, for messages that say where else the library could be.
+    /// - Thread: main actor. Never blocks.
+    public var libraryPathKey: String? {
+        guard let name = configuration.storage.plugin,
+              let path = catalog.storage.first(where: { $0.name == name })?.settings.first(where: { $0.type == .path }) else { return nil }
+        return "storage.\(name).\(path.key)"
+    }
+
     /// The configured capture backend.
     /// - Throws: `.configuration` when `capture.backend` is not set (never a silent null fallback).
     /// - Thread: main actor. May block briefly while the plugin is made.
@@ -69,7 +79,7 @@ public final class Studio {
             throw TapedeckError(.configuration,
                 "No capture backend is configured. Set capture.backend in \(configuration.file ?? "a config file (see Configuration/tapedeck.yaml)"), e.g. `--config Configuration/ci.yaml` for the null backend. Known: \(catalog.capture.map(\.name).joined(separator: ", ")).")
         }
-        return try plugin.make(configuration.capture.settings, context)
+        return try plugin.make(configuration.capture.settings, context(for: "capture", name))
     }
 
     /// The configured playback backend.
@@ -80,18 +90,14 @@ public final class Studio {
             throw TapedeckError(.configuration,
                 "No playback backend is configured. Set playback.backend in \(configuration.file ?? "a config file (see Configuration/tapedeck.yaml)"). Known: \(catalog.playback.map(\.name).joined(separator: ", ")).")
         }
-        return try plugin.make(configuration.playback.settings, context)
+        return try plugin.make(configuration.playback.settings, context(for: "playback", name))
     }
 
     /// A recorder wired to the configured capture backend, encoder and store.
     /// - Thread: main actor. May block briefly while the plugin is made.
     public func makeRecorder() throws -> TakeRecorder {
-        let settings = RecordingSettings(
-            format: configuration.format, periodFrames: configuration.capturePeriodFrames,
-            bufferSeconds: configuration.captureBufferSeconds,
-            checkpointInterval: .milliseconds(Int64(configuration.checkpointSeconds * 1000)),
-            warnFreeMinutes: configuration.warnFreeMinutes)
-        return TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder, store: store, settings: settings, logger: logger)
+        TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder, store: store,
+                     settings: configuration.recording, logger: logger)
     }
 
     /// An encoder by plugin name, with its configured settings (when it is the configured
@@ -121,7 +127,7 @@ public final class Studio {
             throw TapedeckError(.invalidArgument, e.message)
         }
         let effective = settings.values.mapValues(\.description)
-        return (try plugin.make(settings, context), effective)
+        return (try plugin.make(settings, context(for: "encoder", name)), effective)
     }
 
     /// The devices a capture or playback backend sees (both roles merged by the caller), made with
@@ -131,13 +137,24 @@ public final class Studio {
         var found: [AudioDevice] = []
         if let plugin = catalog.capture.first(where: { $0.name == name }) {
             let settings = name == configuration.capture.plugin ? configuration.capture.settings : try PluginSettings.resolving(plugin.settings)
-            found += try plugin.make(settings, context).devices()
+            found += try plugin.make(settings, context(for: "capture", name)).devices()
         }
         if let plugin = catalog.playback.first(where: { $0.name == name }) {
             let settings = name == configuration.playback.plugin ? configuration.playback.settings : try PluginSettings.resolving(plugin.settings)
-            found += try plugin.make(settings, context).devices()
+            found += try plugin.make(settings, context(for: "playback", name)).devices()
         }
         return found
+    }
+
+    /// The plugin context for the plugin `name` in config section `section`.
+    private func context(for section: String, _ name: String) -> PluginContext {
+        Self.context(context, section, name)
+    }
+
+    private static func context(_ base: PluginContext, _ section: String, _ name: String) -> PluginContext {
+        var c = base
+        c.section = section + "." + name
+        return c
     }
 
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.

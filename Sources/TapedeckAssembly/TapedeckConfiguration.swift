@@ -1,6 +1,7 @@
 public import TapedeckCore
 
-/// Where an effective setting came from.
+/// Where an effective setting came from. One wording, used by `config show` and by every
+/// message about a value.
 public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
     case flag
     case environment(variable: String)
@@ -9,12 +10,24 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
     case machine(name: String, path: String, line: Int?)
     case builtIn
 
+    /// `--set`, `environment variable X`, `PATH:LINE`, `PATH:LINE (machines.NAME)` or `built-in default`.
     public var description: String {
         switch self {
-        case .flag: "flag"
-        case .environment(let v): "environment \(v)"
+        case .flag: "--set"
+        case .environment(let v): "environment variable \(v)"
         case .file(let path, let line): line.map { "\(path):\($0)" } ?? path
         case .machine(let name, let path, let line): (line.map { "\(path):\($0)" } ?? path) + " (machines.\(name))"
+        case .builtIn: "built-in default"
+        }
+    }
+
+    /// The layer, one word: `flag`, `environment`, `machine`, `file` or `default`.
+    public var layer: String {
+        switch self {
+        case .flag: "flag"
+        case .environment: "environment"
+        case .machine: "machine"
+        case .file: "file"
         case .builtIn: "default"
         }
     }
@@ -34,7 +47,7 @@ public struct RoleSelection: Sendable, Hashable {
 }
 
 /// The resolved configuration: flags over environment over file over built-in defaults,
-/// validated against what the host and each plugin declare.
+/// validated against what the host and each plugin declare. A plain value.
 public struct TapedeckConfiguration: Sendable, Hashable {
     /// The config file used, if any.
     public var file: String?
@@ -44,14 +57,13 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var playback: RoleSelection
     public var encoder: RoleSelection
     public var storage: RoleSelection
-    /// The recording format (`format.*`).
-    public var format: AudioFormat
-    public var capturePeriodFrames: Int
-    public var captureBufferSeconds: Double
+    /// How recordings are made (`format.*`, `capture.*`, `storage.checkpoint-seconds`, …).
+    public var recording: RecordingSettings
+    /// `playback.period-frames`.
     public var playbackPeriodFrames: Int
-    public var checkpointSeconds: Double
-    /// `storage.warn-free-minutes`: warn when the disk has room for fewer minutes (0: never).
-    public var warnFreeMinutes: Double
     /// Every effective key (dotted path) with its value and source.
     public var settings: [String: ResolvedSetting]
+
+    /// The recording format (`format.*`).
+    public var format: AudioFormat { recording.format }
 }

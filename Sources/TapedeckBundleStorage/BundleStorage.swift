@@ -41,6 +41,8 @@ public final class BundleStorage: LibraryMaintenance {
     /// Every mutation of the library goes through here (and so through the seam).
     private let files: DurableFiles
     private let lockTimeout: TimeInterval
+    /// How messages name the lock timeout setting, e.g. `storage.bundle.lock-timeout`.
+    private let lockTimeoutKey: String
     /// Serializes this instance's threads before they queue for the library's `flock`.
     private let threadLock = NSLock()
     /// Lock files of takes this process is recording or recovering, by take id.
@@ -56,13 +58,17 @@ public final class BundleStorage: LibraryMaintenance {
     /// - Parameters:
     ///   - seam: observes every file-system mutation and durable step (tests inject faults here).
     ///   - lockTimeout: seconds to wait for another process holding the library lock.
+    ///   - lockTimeoutKey: how messages name that setting (the plugin passes its full key).
     /// - Throws: ``TapedeckError`` `.corruptFile` when a bundle opened in place has a bad
     ///   manifest; `.notFound` when a `.tapedeck` path has no manifest; I/O errors.
     /// - Thread: any. Blocks on disk I/O and on other processes' library locks (up to `lockTimeout`).
-    public init(rootURL: URL, seam: any StorageSeam = .none, lockTimeout: TimeInterval = 10) throws {
+    public init(rootURL: URL, seam: any StorageSeam = .none,
+                lockTimeout: TimeInterval = BundleStorageSettings.lockTimeout.defaultValue,
+                lockTimeoutKey: String = BundleStorageSettings.lockTimeout.key) throws {
         let root = rootURL.standardizedFileURL
         files = DurableFiles(seam: seam)
         self.lockTimeout = max(0, lockTimeout)
+        self.lockTimeoutKey = lockTimeoutKey
         if root.lastPathComponent.hasSuffix(Self.bundleExtension) {
             let resolved = root.resolvingSymlinksInPath()
             var st = stat()
@@ -924,7 +930,7 @@ public final class BundleStorage: LibraryMaintenance {
 
     private func busy(_ url: URL) -> TapedeckError {
         TapedeckError(.busy,
-            "Another tapedeck process held the library lock \(url.path) for more than \(lockTimeout) seconds. Wait for it to finish and try again, or raise storage.bundle.lock-timeout.")
+            "Another tapedeck process held the library lock \(url.path) for more than \(lockTimeout) seconds. Wait for it to finish and try again, or raise \(lockTimeoutKey).")
     }
 
     /// Takes the lock of a take that no live process holds, creating the lock file if it is gone.

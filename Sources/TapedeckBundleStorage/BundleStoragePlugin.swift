@@ -1,21 +1,35 @@
 public import TapedeckCore
 import Foundation
 
+/// Bundle storage's settings (`storage.bundle.*`). A plain value; safe on any thread.
+public struct BundleStorageSettings: SettingsGroup, Hashable {
+    public static let path = Setting<String>.path("path",
+        help: "The library folder holding NAME.tapedeck bundles, or one bundle to open in place; empty means $XDG_DATA_HOME/tapedeck.")
+    public static let lockTimeout = Setting<Double>("lock-timeout", range: 0...600, default: 10,
+        help: "Seconds to wait for another tapedeck process that is changing the library.")
+    public static let declarations = [path.declaration, lockTimeout.declaration]
+
+    /// The library folder; empty for the default one.
+    public var path: String
+    public var lockTimeout: Double
+
+    public init(_ settings: PluginSettings) {
+        path = settings[Self.path]
+        lockTimeout = settings[Self.lockTimeout]
+    }
+}
+
 /// The bundle storage plugin descriptor.
 public enum BundleStoragePlugin {
-    /// `storage.backend: bundle`.
+    /// `storage.backend: bundle`. - Thread: `make` runs on any thread; it blocks while the
+    /// library opens.
     public static let storage = StoragePlugin(
         name: "bundle",
         summary: "A library of session bundles: one self-contained NAME.tapedeck folder (manifest.json + audio) per session; copy a bundle to another machine and open it there.",
-        settings: [
-            SettingDeclaration("path", .path, default: "",
-                               help: "The library folder holding NAME.tapedeck bundles, or one bundle to open in place; empty means $XDG_DATA_HOME/tapedeck."),
-            SettingDeclaration("lock-timeout", .double(0...600), default: "10",
-                               help: "Seconds to wait for another tapedeck process that is changing the library."),
-        ],
+        settings: BundleStorageSettings.self,
         make: { settings, context in
-            let path = settings.string("path") ?? ""
-            let url = path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: path)
-            return try BundleStorage(rootURL: url, lockTimeout: settings.double("lock-timeout") ?? 10)
+            let url = settings.path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: settings.path)
+            return try BundleStorage(rootURL: url, lockTimeout: settings.lockTimeout,
+                                     lockTimeoutKey: context.key(BundleStorageSettings.lockTimeout))
         })
 }

@@ -11,6 +11,48 @@ public protocol AudioDecoder: Sendable {
     /// - Thread: the thread that will read it. Blocks on disk I/O.
     /// - Throws: ``TapedeckError`` `.notFound` or `.corruptFile` naming the file.
     func openReader(at url: URL) throws -> any TakeReader
+
+    /// Whether this decoder reads the file at `url`, judged from its contents (never its name).
+    /// The default opens a reader and closes it again.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    func canRead(_ url: URL) -> Bool
+
+    /// How the file at `url` can be kept byte for byte as a take (its header and tags as they
+    /// are), when it is this decoder's own format and a library holds such files; `nil` when it
+    /// must be decoded and written again. The default: `nil`.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    func storesVerbatim(_ url: URL) -> VerbatimEncoding?
+}
+
+/// The encoding (an encoder's name) and file extension under which an imported file is kept as
+/// it is. A plain value.
+public struct VerbatimEncoding: Sendable, Hashable {
+    public var encoding: String
+    public var fileExtension: String
+
+    public init(encoding: String, fileExtension: String) {
+        self.encoding = encoding
+        self.fileExtension = fileExtension
+    }
+}
+
+extension AudioDecoder {
+    public func canRead(_ url: URL) -> Bool {
+        guard let reader = try? openReader(at: url) else { return false }
+        reader.close()
+        return true
+    }
+
+    public func storesVerbatim(_ url: URL) -> VerbatimEncoding? { nil }
+
+    /// Up to `count` bytes from the start of the file at `url` (fewer for a shorter file; none
+    /// when it cannot be read), for recognising a format by its signature.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    public static func head(of url: URL, count: Int = 12) -> [UInt8] {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return [] }
+        defer { try? handle.close() }
+        return Array((try? handle.read(upToCount: count)) ?? Data())
+    }
 }
 
 /// Reads one file. Single owner, not `Sendable`.

@@ -16,6 +16,9 @@ public struct PlaybackResult: Sendable, Hashable {
 /// the playback stream and pulls from the ring, playing silence (counted) when it runs dry.
 public final class PlaybackEngine: Sendable {
     private let backend: any PlaybackBackend
+    /// `playback.period-frames`, the host's one playback setting.
+    public static let periodFrames = Setting<Int>("period-frames", range: 16...65_536, default: 1024, help: "Frames per device write.")
+
     private let periodFrames: Int
     private let bufferSeconds: Double
     private let logger: Logger
@@ -26,7 +29,7 @@ public final class PlaybackEngine: Sendable {
     private let dataSignal = DispatchSemaphore(value: 0)
 
     /// Creates an engine for one playback.
-    public init(backend: any PlaybackBackend, periodFrames: Int = 1024, bufferSeconds: Double = 1, logger: Logger) {
+    public init(backend: any PlaybackBackend, periodFrames: Int = PlaybackEngine.periodFrames.defaultValue, bufferSeconds: Double = 1, logger: Logger) {
         self.backend = backend
         self.periodFrames = periodFrames
         self.bufferSeconds = bufferSeconds

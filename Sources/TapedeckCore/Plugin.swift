@@ -8,10 +8,21 @@ public struct PluginContext: Sendable {
     /// The library folder to use when the storage settings name none
     /// (`$XDG_DATA_HOME/tapedeck`, else `~/.local/share/tapedeck`).
     public var defaultLibraryURL: URL
+    /// The plugin's config section, e.g. `capture.alsa` or `storage.bundle`: messages name a
+    /// setting as ``key(_:)`` gives it, never by a key written out. Empty where the plugin was
+    /// made outside a configuration (a test, a library user); ``key(_:)`` then gives the bare key.
+    public var section: String
 
-    public init(logger: Logger, defaultLibraryURL: URL) {
+    public init(logger: Logger, defaultLibraryURL: URL, section: String = "") {
         self.logger = logger
         self.defaultLibraryURL = defaultLibraryURL
+        self.section = section
+    }
+
+    /// The full key of one of the plugin's settings, e.g. `capture.alsa.periods`.
+    /// - Thread: any. Never blocks.
+    public func key<Value>(_ setting: Setting<Value>) -> String {
+        section.isEmpty ? setting.key : section + "." + setting.key
     }
 }
 
@@ -24,24 +35,31 @@ public enum PluginRole: String, Sendable, Hashable, Codable, CaseIterable {
 ///
 /// Backend modules expose descriptors as static values (e.g. `NullPlugin.capture`); the
 /// composition root lists them in its catalog. The host validates settings against
-/// ``settings`` before calling ``make``, so factories read validated values only.
+/// ``settings`` before calling ``make``, so factories read validated values only, typed, through
+/// the plugin's ``SettingsGroup``.
 public struct PluginDescriptor<Made: Sendable>: Sendable {
     /// The name used in config files, e.g. `null`.
     public var name: String
     /// One line for `tapedeck backends`.
     public var summary: String
-    /// The settings the plugin accepts in its own config section.
-    public var settings: [SettingDeclaration]
+    /// The settings the plugin accepts in its own config section (its group's declarations).
+    public let settings: [SettingDeclaration]
     /// Builds the plugin from validated settings.
     /// - Thread: any; called once while the graph is assembled. May block briefly.
-    public var make: @Sendable (PluginSettings, PluginContext) throws -> Made
+    public let make: @Sendable (PluginSettings, PluginContext) throws -> Made
 
-    public init(name: String, summary: String, settings: [SettingDeclaration],
-                make: @escaping @Sendable (PluginSettings, PluginContext) throws -> Made) {
+    /// A descriptor whose factory is handed its settings read into `Group`, which declares them.
+    public init<Group: SettingsGroup>(name: String, summary: String, settings group: Group.Type,
+                                      make: @escaping @Sendable (Group, PluginContext) throws -> Made) {
         self.name = name
         self.summary = summary
-        self.settings = settings
-        self.make = make
+        self.settings = Group.declarations
+        self.make = { settings, context in try make(Group(settings), context) }
+    }
+
+    /// A descriptor for a plugin with no settings.
+    public init(name: String, summary: String, make: @escaping @Sendable (PluginContext) throws -> Made) {
+        self.init(name: name, summary: summary, settings: NoSettings.self) { _, context in try make(context) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The type of one plugin setting, as declared by the plugin.
 public enum SettingType: Sendable, Hashable {
@@ -106,16 +107,28 @@ public struct SettingProblem: Error, Sendable, Hashable {
 }
 
 /// The validated settings handed to one plugin: only its own section, every declared key present.
+///
+/// Read through a typed ``Setting``: `settings[FLACSettings.level]`. A plain value; every member
+/// is safe on any thread and never blocks.
 public struct PluginSettings: Sendable, Hashable {
+    /// Every value by key, for reports of the effective settings.
     public private(set) var values: [String: SettingValue]
+    /// Keys read so far, when made with ``recordingReads(of:)`` (a check that a plugin reads only
+    /// what it declares); `nil` otherwise.
+    private let readLog: SettingReadLog?
 
     public init(_ values: [String: SettingValue] = [:]) {
         self.values = values
+        readLog = nil
+    }
+
+    private init(_ values: [String: SettingValue], readLog: SettingReadLog) {
+        self.values = values
+        self.readLog = readLog
     }
 
     /// Settings made of each declaration's default, overridden by `overrides` (parsed against it).
     /// - Throws: ``TapedeckError`` `.configuration` for an unknown key or a bad value.
-    /// - Thread: any. Never blocks.
     public static func resolving(_ declarations: [SettingDeclaration], overrides: [String: String] = [:],
                                  section: String = "") throws -> PluginSettings {
         var values: [String: SettingValue] = [:]
@@ -134,28 +147,31 @@ public struct PluginSettings: Sendable, Hashable {
         return PluginSettings(values)
     }
 
-    public subscript(key: String) -> SettingValue? { values[key] }
-
-    public func string(_ key: String) -> String? {
-        if case .string(let s)? = values[key] { return s }
-        return nil
+    /// The value of `setting`: the validated value, or its default where this value holds none
+    /// (settings built by hand in a test).
+    public subscript<Value>(setting: Setting<Value>) -> Value {
+        readLog?.record(setting.key)
+        if let value = values[setting.key], let typed = Value(settingValue: value) { return typed }
+        return setting.defaultValue
     }
 
-    public func int(_ key: String) -> Int? {
-        if case .int(let i)? = values[key] { return i }
-        return nil
+    /// A copy that logs every key read from it, and the log.
+    public static func recordingReads(of settings: PluginSettings) -> (PluginSettings, SettingReadLog) {
+        let log = SettingReadLog()
+        return (PluginSettings(settings.values, readLog: log), log)
     }
 
-    public func bool(_ key: String) -> Bool? {
-        if case .bool(let b)? = values[key] { return b }
-        return nil
-    }
+    public static func == (a: PluginSettings, b: PluginSettings) -> Bool { a.values == b.values }
+    public func hash(into hasher: inout Hasher) { hasher.combine(values) }
+}
 
-    public func double(_ key: String) -> Double? {
-        switch values[key] {
-        case .double(let d)?: d
-        case .int(let i)?: Double(i)
-        default: nil
-        }
-    }
+/// The keys read from a ``PluginSettings`` made by ``PluginSettings/recordingReads(of:)``.
+/// Safe on any thread; never blocks for long.
+public final class SettingReadLog: Sendable {
+    private let keys = Mutex<Set<String>>([])
+
+    /// Every key read so far.
+    public var read: Set<String> { keys.withLock { $0 } }
+
+    func record(_ key: String) { keys.withLock { _ = $0.insert(key) } }
 }

@@ -2,36 +2,11 @@ import Foundation
 public import Logging
 import Synchronization
 
-/// What to record: the format, period, hand-off buffer, length and checkpoint interval.
-public struct RecordingRequest: Sendable, Hashable {
-    public var format: AudioFormat
-    /// Frames per device read.
-    public var periodFrames: Int
-    /// Seconds of audio the hand-off buffer between device and writer holds.
-    public var bufferSeconds: Double
-    /// Stop after exactly this many frames; `nil` records until ``RecordingEngine/stop()``.
-    public var frameLimit: Int64?
-    /// How often the header is updated and the file synced.
-    public var checkpointInterval: Duration
-    /// Whether the writer measures peak levels for ``RecordingProgress/peaks``.
-    public var measuresLevels: Bool
-
-    public init(format: AudioFormat, periodFrames: Int = 1024, bufferSeconds: Double = 2,
-                frameLimit: Int64? = nil, checkpointInterval: Duration = .seconds(1), measuresLevels: Bool = true) {
-        self.format = format
-        self.periodFrames = periodFrames
-        self.bufferSeconds = bufferSeconds
-        self.frameLimit = frameLimit
-        self.checkpointInterval = checkpointInterval
-        self.measuresLevels = measuresLevels
-    }
-}
-
 /// A snapshot of a recording in progress.
 public struct RecordingProgress: Sendable, Hashable {
     /// Frames in the take so far, gaps included.
     public var frames: Int64 = 0
-    /// Per-channel peaks since the previous snapshot was taken, 0...1 (zeros when the request
+    /// Per-channel peaks since the previous snapshot was taken, 0...1 (zeros when the settings
     /// does not measure levels).
     public var peaks: [Float] = []
     /// Gaps filled with silence so far.
@@ -82,7 +57,9 @@ public struct RecordingResult: Sendable, Hashable {
 /// Use it once: ``open()``, then ``record(makeWriter:)`` (or ``close()``), with ``stop()`` from any thread.
 public final class RecordingEngine: Sendable {
     private let backend: any CaptureBackend
-    private let request: RecordingRequest
+    private let settings: RecordingSettings
+    /// Stop after exactly this many frames; `nil` records until ``stop()``.
+    private let frameLimit: Int64?
     private let logger: Logger
 
     private let stopFlag = Atomic<Bool>(false)
@@ -109,15 +86,18 @@ public final class RecordingEngine: Sendable {
     /// process loses only what is not yet written, so this keeps that below one checkpoint
     /// interval plus one period.
     private var writerInterval: DispatchTimeInterval {
-        let checkpointNanos = request.checkpointInterval.components.seconds * 1_000_000_000
-            + request.checkpointInterval.components.attoseconds / 1_000_000_000
+        let checkpointNanos = settings.checkpointInterval.components.seconds * 1_000_000_000
+            + settings.checkpointInterval.components.attoseconds / 1_000_000_000
         return .nanoseconds(Int(max(1_000_000, min(500_000_000, checkpointNanos / 2))))
     }
 
-    /// Creates an engine; nothing is opened until ``open()``.
-    public init(backend: any CaptureBackend, request: RecordingRequest, logger: Logger) {
+    /// Creates an engine; nothing is opened until ``open()``. The engine uses the format,
+    /// period, buffer, checkpoint interval and `measuresLevels` of `settings`.
+    /// - Parameter frameLimit: stop after exactly this many frames; `nil` records until ``stop()``.
+    public init(backend: any CaptureBackend, settings: RecordingSettings, frameLimit: Int64? = nil, logger: Logger) {
         self.backend = backend
-        self.request = request
+        self.settings = settings
+        self.frameLimit = frameLimit
         self.logger = logger
     }
 
@@ -178,7 +158,7 @@ public final class RecordingEngine: Sendable {
     private func deviceThreadMain(opened: CheckedContinuation<AudioFormat, any Error>) {
         let stream: any CaptureStream
         do {
-            stream = try backend.openCaptureStream(format: request.format, options: CaptureOptions(periodFrames: request.periodFrames))
+            stream = try backend.openCaptureStream(format: settings.format, options: CaptureOptions(periodFrames: settings.periodFrames))
         } catch {
             deviceFinished.store(true, ordering: .releasing)
             deviceDone.signal()
@@ -187,7 +167,7 @@ public final class RecordingEngine: Sendable {
         }
         let format = stream.format
         let slotFrames = max(stream.periodFrames, 1)
-        let slots = max(4, Int((request.bufferSeconds * Double(format.sampleRate)) / Double(slotFrames)))
+        let slots = max(4, Int((settings.bufferSeconds * Double(format.sampleRate)) / Double(slotFrames)))
         let ring = SlotRing(slotCount: slots, slotFrames: slotFrames, bytesPerFrame: format.bytesPerFrame)
         shared.withLock {
             $0.ring = ring
@@ -224,7 +204,7 @@ public final class RecordingEngine: Sendable {
     private func captureLoop(stream: any CaptureStream, ring: SlotRing) -> (RecordingEnd, ContinuousClock.Instant?) {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         defer { scratch.deallocate() }
-        let limit = request.frameLimit
+        let limit = frameLimit
         let wakeThreshold = max(1, ring.slotCount / 2)
         var timeline: Int64 = 0
         var bufferGap: Int64 = 0
@@ -316,8 +296,8 @@ public final class RecordingEngine: Sendable {
         }
         startGate.signal()
 
-        let limit = request.frameLimit
-        let measuresLevels = request.measuresLevels
+        let limit = frameLimit
+        let measuresLevels = settings.measuresLevels
         let silence = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
         defer { silence.deallocate() }
@@ -381,7 +361,7 @@ public final class RecordingEngine: Sendable {
                 spaceSignal.signal()
             }
             if took {
-                if failure == nil, ContinuousClock.now - lastCheckpoint >= request.checkpointInterval {
+                if failure == nil, ContinuousClock.now - lastCheckpoint >= settings.checkpointInterval {
                     do {
                         try writer.checkpoint()
                     } catch {

@@ -29,7 +29,7 @@ public enum SpaceReserve {
         case ENOSPC, EDQUOT:
             throw TapedeckError(.diskFull,
                 "The disk holding \(path) has less than \(bytes >> 20) MiB free, too little to record a take and keep it. "
-                + "Free some space (or record elsewhere with --set storage.directory.path=…) and try again.",
+                + "Free some space and try again.",
                 systemCode: result)
         default:
             throw TapedeckError.system(result, while: "reserve space for the take in \(path)")

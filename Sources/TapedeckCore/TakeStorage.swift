@@ -141,10 +141,15 @@ public struct DamagedPart: Sendable, Hashable {
     public var path: String
     /// What is wrong with it, in a sentence.
     public var problem: String
+    /// Whether moving the part aside (``LibraryMaintenance/quarantine(_:)``) repairs the library.
+    /// `false` for a part the library cannot work without (a catalog): doctor then reports it
+    /// and leaves it where it is.
+    public var canQuarantine: Bool
 
-    public init(path: String, problem: String) {
+    public init(path: String, problem: String, canQuarantine: Bool = true) {
         self.path = path
         self.problem = problem
+        self.canQuarantine = canQuarantine
     }
 }
 

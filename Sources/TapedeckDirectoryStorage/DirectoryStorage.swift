@@ -29,13 +29,13 @@ public final class DirectoryStorage: LibraryMaintenance {
     ///   - busyTimeout: how long to wait for another process holding the catalog.
     ///   - seam: observes every file-system mutation and durable step (tests inject faults here).
     /// - Thread: any. Blocks on disk I/O.
-    public init(rootURL: URL, busyTimeout: TimeInterval = 10, seam: any StorageSeam = .none) throws {
+    public init(rootURL: URL, busyTimeout: TimeInterval = DirectoryStorageSettings.busyTimeout.defaultValue, seam: any StorageSeam = .none) throws {
         let root = rootURL.standardizedFileURL
         files = DurableFiles(seam: seam)
         try files.makeDirectory(root)
         try files.makeDirectory(root.appendingPathComponent("sessions"))
         self.rootURL = root.resolvingSymlinksInPath()
-        catalogURL = self.rootURL.appendingPathComponent("catalog.sqlite")
+        catalogURL = self.rootURL.appendingPathComponent(Self.catalogName)
         // Opening sets WAL mode and migrates, which SQLite's busy timeout does not cover: two
         // processes opening a new library at once would see "database is locked". Opening is
         // serialized between processes by a lock file instead.
@@ -48,6 +48,8 @@ public final class DirectoryStorage: LibraryMaintenance {
     /// The lock file that serializes opening the catalog between processes, and each delete
     /// (its row, then its audio) with `doctor`'s final check of a file no row names.
     static let libraryLockName = ".catalog-open.lock"
+    /// The catalog's file name at the library root.
+    static let catalogName = "catalog.sqlite"
     private let busyTimeout: TimeInterval
 
     /// Runs `body` holding the library lock (see ``libraryLockName``).
@@ -454,7 +456,8 @@ public final class DirectoryStorage: LibraryMaintenance {
 
     public func damagedParts() throws -> [DamagedPart] {
         let result = try catalog.read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
-        return result == ["ok"] ? [] : [DamagedPart(path: "catalog.sqlite", problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))")]
+        return result == ["ok"] ? [] : [DamagedPart(path: Self.catalogName, problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))",
+                                                   canQuarantine: false)]
     }
 
     public func quarantine(_ relativePath: String) throws -> String {

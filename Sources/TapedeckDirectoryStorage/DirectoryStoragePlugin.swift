@@ -1,21 +1,34 @@
 public import TapedeckCore
 import Foundation
 
+/// Directory storage's settings (`storage.directory.*`). A plain value; safe on any thread.
+public struct DirectoryStorageSettings: SettingsGroup, Hashable {
+    public static let path = Setting<String>.path("path",
+        help: "The library folder; empty means $XDG_DATA_HOME/tapedeck (~/.local/share/tapedeck).")
+    public static let busyTimeout = Setting<Double>("busy-timeout", range: 0...600, default: 10,
+        help: "Seconds to wait for another tapedeck process that holds the catalog.")
+    public static let declarations = [path.declaration, busyTimeout.declaration]
+
+    /// The library folder; empty for the default one.
+    public var path: String
+    public var busyTimeout: Double
+
+    public init(_ settings: PluginSettings) {
+        path = settings[Self.path]
+        busyTimeout = settings[Self.busyTimeout]
+    }
+}
+
 /// The directory storage plugin descriptor.
 public enum DirectoryStoragePlugin {
-    /// `storage.backend: directory`.
+    /// `storage.backend: directory`. - Thread: `make` runs on any thread; it blocks while the
+    /// library opens.
     public static let storage = StoragePlugin(
         name: "directory",
         summary: "A library folder with catalog.sqlite and one folder of audio files per session.",
-        settings: [
-            SettingDeclaration("path", .path, default: "",
-                               help: "The library folder; empty means $XDG_DATA_HOME/tapedeck (~/.local/share/tapedeck)."),
-            SettingDeclaration("busy-timeout", .double(0...600), default: "10",
-                               help: "Seconds to wait for another tapedeck process that holds the catalog."),
-        ],
+        settings: DirectoryStorageSettings.self,
         make: { settings, context in
-            let path = settings.string("path") ?? ""
-            let url = path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: path)
-            return try DirectoryStorage(rootURL: url, busyTimeout: settings.double("busy-timeout") ?? 10)
+            let url = settings.path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: settings.path)
+            return try DirectoryStorage(rootURL: url, busyTimeout: settings.busyTimeout)
         })
 }

@@ -23,4 +23,10 @@ public struct FLACDecoder: AudioDecoder {
     public func openReader(at url: URL) throws -> any TakeReader {
         try FLACTakeReader(path: url.path)
     }
+
+    /// A FLAC file (`fLaC` first) is kept as it is, as a take of encoding `flac`.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    public func storesVerbatim(_ url: URL) -> VerbatimEncoding? {
+        Self.head(of: url, count: 4).elementsEqual("fLaC".utf8) ? VerbatimEncoding(encoding: name, fileExtension: "flac") : nil
+    }
 }

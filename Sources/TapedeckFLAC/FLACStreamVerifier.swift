@@ -79,7 +79,7 @@ final class FLACStreamVerifier: @unchecked Sendable {
         let (failure, frames, leftover) = (self.failure, framesVerified, input.count - inputRead)
         condition.unlock()
         if let failure {
-            throw TapedeckError(.io, "Verifying \(path) failed: \(failure). Nothing was kept; try again, and record to WAV if it persists.")
+            throw TapedeckError(.io, "Verifying \(path) failed: \(failure). Nothing was kept; try again, and choose another format if it persists.")
         }
         if leftover != 0 {
             throw TapedeckError(.io, "Verifying \(path) failed: \(leftover / max(channels, 1)) input frames were never decoded. Nothing was kept.")

@@ -340,10 +340,10 @@ final class FLACTakeWriter: TakeWriter {
             var expected: FLAC__int32 = 0, got: FLAC__int32 = 0
             FLAC__stream_encoder_get_verify_decoder_error_stats(enc, &sample, &frame, &channel, &offset, &expected, &got)
             return TapedeckError(.io,
-                "Could not \(action): libFLAC's verify mode decoded sample \(sample) (frame \(frame), channel \(channel)) as \(got) instead of \(expected). The encoder or memory is faulty; record to WAV (encoder.backend: wav) and report this.")
+                "Could not \(action): libFLAC's verify mode decoded sample \(sample) (frame \(frame), channel \(channel)) as \(got) instead of \(expected). The encoder or memory is faulty; record to another format and report this.")
         case FLAC__STREAM_ENCODER_VERIFY_DECODER_ERROR:
             let verifyState = FLAC__stream_encoder_get_verify_decoder_state(enc)
-            return TapedeckError(.io, "Could not \(action): libFLAC's verify decoder failed (state \(verifyState.rawValue)). Record to WAV and report this.")
+            return TapedeckError(.io, "Could not \(action): libFLAC's verify decoder failed (state \(verifyState.rawValue)). Record to another format and report this.")
         case FLAC__STREAM_ENCODER_MEMORY_ALLOCATION_ERROR:
             return TapedeckError(.io, "Could not \(action): out of memory.")
         default:

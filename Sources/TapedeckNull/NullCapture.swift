@@ -9,7 +9,8 @@ public struct NullFaults: Sendable, Hashable {
     /// At this frame the "device" disappears (reads throw `.deviceLost`).
     public var deviceLossAtFrame: Int64?
 
-    public init(overrunAtFrame: Int64? = nil, overrunFrames: Int64 = 1024, deviceLossAtFrame: Int64? = nil) {
+    public init(overrunAtFrame: Int64? = nil, overrunFrames: Int64 = Int64(NullCaptureSettings.overrunFrames.defaultValue),
+                deviceLossAtFrame: Int64? = nil) {
         self.overrunAtFrame = overrunAtFrame
         self.overrunFrames = overrunFrames
         self.deviceLossAtFrame = deviceLossAtFrame

@@ -31,17 +31,18 @@ public struct OpusEncoder: AudioEncoder, AudioDecoder {
     /// Encoder complexity 0 (fastest) to 10 (best).
     public var complexity: Int
 
-    /// Creates the codec. - Thread: any. Does not block.
-    public init(bitrate: Int = 128_000, complexity: Int = 10) {
-        self.bitrate = bitrate
-        self.complexity = complexity
+    /// Creates the codec from its settings (the declared defaults when none are given).
+    /// - Thread: any. Does not block.
+    public init(settings: OpusSettings = OpusSettings()) {
+        bitrate = settings.bitrate
+        complexity = settings.complexity
     }
 
     /// Mono or stereo at any rate Tapedeck records. - Thread: any. Does not block.
     public func validate(_ format: AudioFormat) throws {
         try format.validate()
         guard (1...2).contains(format.channels) else {
-            throw TapedeckError(.unsupportedFormat, "The Opus encoder writes mono or stereo files, not \(format.channels) channels. Export as FLAC or WAV instead.")
+            throw TapedeckError(.unsupportedFormat, "The Opus encoder writes mono or stereo files, not \(format.channels) channels. Use one or two channels, or choose another format.")
         }
     }
 

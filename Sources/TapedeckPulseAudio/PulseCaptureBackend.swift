@@ -1,6 +1,6 @@
 #if PulseAudio
 public import TapedeckCore
-public import Logging
+import Logging
 
 /// Capture from a PulseAudio server (or PipeWire's PulseAudio service): `capture.backend: pulse`.
 ///
@@ -11,10 +11,10 @@ public struct PulseCaptureBackend: CaptureBackend {
     let settings: PulseSettings
     let logger: Logger
 
-    /// Creates the backend from the plugin's validated settings.
+    /// Creates the backend from the plugin's settings, read (see ``PulsePlugin``).
     /// - Thread: any. Never blocks.
-    public init(settings: PluginSettings, logger: Logger) {
-        self.settings = PulseSettings(role: .capture, settings: settings)
+    init(settings: PulseSettings, logger: Logger) {
+        self.settings = settings
         self.logger = logger
     }
 

@@ -46,11 +46,11 @@ extension PulseConnection {
             closeStream(stream)
             if !contextGood {
                 throw TapedeckError(.deviceUnavailable,
-                    "The PulseAudio server at \(settings.serverLabel) went away while opening \(settings.deviceLabel) (\(reason.lowercased())). Is it running? Check \(settings.keyPrefix).server.")
+                    "The PulseAudio server at \(settings.serverLabel) went away while opening \(settings.deviceLabel) (\(reason.lowercased())). Is it running? Check \(settings.key(PulseKeys.server)).")
             }
             if !finished {
                 throw TapedeckError(.deviceUnavailable,
-                    "PulseAudio did not open \(settings.deviceLabel) within \(Self.openTimeoutNanos / 1_000_000_000) s. Check \(settings.keyPrefix).device, or run `tapedeck devices --backend pulse`.")
+                    "PulseAudio did not open \(settings.deviceLabel) within \(Self.openTimeoutNanos / 1_000_000_000) s. Check \(settings.key(PulseKeys.device(settings.role))), or run `tapedeck devices --backend pulse`.")
             }
             throw noDevice(reason, code: code)
         }
@@ -67,15 +67,15 @@ extension PulseConnection {
         if code == Int32(PA_ERR_NOENTITY.rawValue) {
             if settings.device.isEmpty {
                 return TapedeckError(.deviceUnavailable,
-                    "The PulseAudio server at \(settings.serverLabel) has no default \(settings.deviceKind). Set \(settings.keyPrefix).device; run `tapedeck devices --backend pulse` to list them.",
+                    "The PulseAudio server at \(settings.serverLabel) has no default \(settings.deviceKind). Set \(settings.key(PulseKeys.device(settings.role))); run `tapedeck devices --backend pulse` to list them.",
                     systemCode: code)
             }
             return TapedeckError(.deviceUnavailable,
-                "No \(settings.deviceKind) named \"\(settings.device)\" on the PulseAudio server at \(settings.serverLabel). Run `tapedeck devices --backend pulse` to list them, and set \(settings.keyPrefix).device.",
+                "No \(settings.deviceKind) named \"\(settings.device)\" on the PulseAudio server at \(settings.serverLabel). Run `tapedeck devices --backend pulse` to list them, and set \(settings.key(PulseKeys.device(settings.role))).",
                 systemCode: code)
         }
         return TapedeckError(.deviceUnavailable,
-            "PulseAudio could not open \(settings.deviceLabel) (\(reason.lowercased())). Check \(settings.keyPrefix).device, or run `tapedeck devices --backend pulse`.",
+            "PulseAudio could not open \(settings.deviceLabel) (\(reason.lowercased())). Check \(settings.key(PulseKeys.device(settings.role))), or run `tapedeck devices --backend pulse`.",
             systemCode: code)
     }
 

@@ -53,7 +53,7 @@ final class PulseConnection {
             close()
             if !finished {
                 throw TapedeckError(.deviceUnavailable,
-                    "The PulseAudio server at \(settings.serverLabel) did not answer within \(Self.openTimeoutNanos / 1_000_000_000) s. Is it running and reachable? Check \(settings.keyPrefix).server.")
+                    "The PulseAudio server at \(settings.serverLabel) did not answer within \(Self.openTimeoutNanos / 1_000_000_000) s. Is it running and reachable? Check \(settings.key(PulseKeys.server)).")
             }
             throw noServer(reason)
         }
@@ -61,7 +61,7 @@ final class PulseConnection {
 
     private func noServer(_ reason: String) -> TapedeckError {
         TapedeckError(.deviceUnavailable,
-            "No PulseAudio server at \(settings.serverLabel) (\(reason.lowercased())). Is it running? Check \(settings.keyPrefix).server.")
+            "No PulseAudio server at \(settings.serverLabel) (\(reason.lowercased())). Is it running? Check \(settings.key(PulseKeys.server)).")
     }
 
     /// Whether a context state is connecting or connected (not failed or terminated).

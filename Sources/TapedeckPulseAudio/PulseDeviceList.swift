@@ -60,7 +60,7 @@ enum PulseDeviceList {
         let (defaultSource, defaultSink) = (collected.defaultSource, collected.defaultSink)
         guard ok, good else {
             throw TapedeckError(.deviceUnavailable,
-                "The PulseAudio server at \(settings.serverLabel) did not list its devices (\(good ? "timed out" : reason.lowercased())). Is it running? Check \(settings.keyPrefix).server.")
+                "The PulseAudio server at \(settings.serverLabel) did not list its devices (\(good ? "timed out" : reason.lowercased())). Is it running? Check \(settings.key(PulseKeys.server)).")
         }
         for i in result.sources.indices { result.sources[i].isDefault = result.sources[i].name == defaultSource }
         for i in result.sinks.indices { result.sinks[i].isDefault = result.sinks[i].name == defaultSink }

@@ -18,20 +18,19 @@ struct PulseSettings: Sendable, Hashable {
     /// Capture fragment size / playback target latency, in milliseconds.
     var fragmentMilliseconds: Int
 
-    /// The default `fragment-ms` for each role. Capture: 250 ms, four wake-ups a second, which is
-    /// as often as the recording engine's writer and meter use the audio (it batches up to
-    /// 500 ms); a stop comes at most one fragment late and loses nothing up to it (see
-    /// ``PulseCaptureStream/drain(into:maxFrames:)``). Playback: a 20 ms target latency.
-    static func defaultFragmentMilliseconds(_ role: Role) -> Int { role == .capture ? 250 : 20 }
+    /// The config section these came from, e.g. `capture.pulse`, which messages name keys
+    /// under (see ``key(_:)``); empty outside a configuration.
+    var section = ""
 
-    init(role: Role, settings: PluginSettings) {
-        self.role = role
-        server = settings.string("server") ?? ""
-        device = settings.string("device") ?? ""
-        clientName = settings.string("client-name") ?? "Tapedeck"
-        streamName = settings.string("stream-name") ?? (role == .capture ? "Tapedeck recording" : "Tapedeck playback")
-        fragmentMilliseconds = settings.int("fragment-ms") ?? Self.defaultFragmentMilliseconds(role)
+    /// A copy that names its keys under `context`'s section.
+    func `in`(_ context: PluginContext) -> PulseSettings {
+        var copy = self
+        copy.section = context.section
+        return copy
     }
+
+    /// A setting's full key for messages, e.g. `capture.pulse.server`.
+    func key(_ setting: Setting<String>) -> String { section.isEmpty ? setting.key : section + "." + setting.key }
 
     /// The address handed to `pa_context_connect`: `nil` for the usual lookup (`PULSE_SERVER`,
     /// X11 property, the user's runtime folder), a bare path turned into `unix:PATH`.
@@ -51,9 +50,6 @@ struct PulseSettings: Sendable, Hashable {
         if !device.isEmpty { return device }
         return role == .capture ? "the default source" : "the default sink"
     }
-
-    /// The key prefix of this section, e.g. `capture.pulse`.
-    var keyPrefix: String { "\(role.rawValue).pulse" }
 
     /// `source` or `sink`.
     var deviceKind: String { role == .capture ? "source" : "sink" }

@@ -190,8 +190,7 @@ enum DeviceTemplates {
                 public static let \(role) = \(type)(
                     name: "\(n.config)",
                     summary: "\(summary)",
-                    settings: [],
-                    make: { _, _ in \(make) })
+                    make: { _ in \(make) })
             }
 
             """)

@@ -14,20 +14,24 @@ enum EncoderTemplate {
         public import TapedeckCore
 
         /// The \(n.type) backend's plugin descriptors (`encoder: \(n.config)`).
+        ///
+        /// To give the encoder settings (`encoder.\(n.config).KEY` in a config file), declare a
+        /// `SettingsGroup` struct with one `static let` per setting, e.g.
+        /// `static let level = Setting<Int>("level", range: 0...8, default: 5, help: "…")`, list
+        /// them in `declarations`, read them in `init(_:)` as `settings[Self.level]`, and pass the
+        /// type as `settings: \(n.type)Settings.self` with `make: { settings, context in … }`.
         public enum \(n.type)Plugin {
             /// `encoder: \(n.config)`. - Thread: `make` runs on any thread and does not block.
             public static let encoder = EncoderPlugin(
                 name: "\(n.config)",
                 summary: "\(n.type) files (generated template: a 16-byte header and PCM; replace with the real codec).",
-                settings: [],
-                make: { _, _ in \(n.type)Encoder() })
+                make: { _ in \(n.type)Encoder() })
 
             /// `decoder: \(n.config)`. - Thread: `make` runs on any thread and does not block.
             public static let decoder = DecoderPlugin(
                 name: "\(n.config)",
                 summary: "Reads \(n.type) files.",
-                settings: [],
-                make: { _, _ in \(n.type)Encoder() })
+                make: { _ in \(n.type)Encoder() })
         }
 
         """

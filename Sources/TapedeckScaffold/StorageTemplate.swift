@@ -31,9 +31,9 @@ enum StorageTemplate {
                     return url
                 }
 
-                @Test("the storage conformance suite passes")
-                func conformance() throws {
-                    try StorageConformance.run(make: { seam in try \(n.type)Storage(rootURL: try tempRoot(), seam: seam) },
+                @Test("the storage conformance suite passes", arguments: StorageConformance.Area.allCases)
+                func conformance(_ area: StorageConformance.Area) throws {
+                    try StorageConformance.check(area, make: { seam in try \(n.type)Storage(rootURL: try tempRoot(), seam: seam) },
                                                reopen: { try \(n.type)Storage(rootURL: $0.rootURL) })
                 }
             }

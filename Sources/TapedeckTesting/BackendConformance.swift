@@ -20,7 +20,7 @@ public enum BackendConformance {
 
         let logger = Logger(label: "conformance")
         let sink = MemoryTakeSink()
-        let engine = RecordingEngine(backend: backend, request: RecordingRequest(format: format, periodFrames: 256, frameLimit: frames), logger: logger)
+        let engine = RecordingEngine(backend: backend, settings: RecordingSettings(format: format, periodFrames: 256), frameLimit: frames, logger: logger)
         _ = try await engine.open()
         let result = try await engine.record { MemoryTakeWriter(sink: sink, format: $0) }
         #expect(result.end == .reachedDuration)
@@ -29,7 +29,7 @@ public enum BackendConformance {
         #expect(sink.snapshot.finished)
 
         let stopSink = MemoryTakeSink()
-        let stopping = RecordingEngine(backend: backend, request: RecordingRequest(format: format, periodFrames: 256), logger: logger)
+        let stopping = RecordingEngine(backend: backend, settings: RecordingSettings(format: format, periodFrames: 256), logger: logger)
         _ = try await stopping.open()
         let timer = Task {
             // Stop once audio is flowing, however loaded the machine is.

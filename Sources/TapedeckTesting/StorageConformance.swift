@@ -2,26 +2,54 @@ public import TapedeckCore
 import Foundation
 import Testing
 
-/// The contract every ``TakeStorage`` keeps, as one suite every store's tests run.
+/// The contract every ``TakeStorage`` keeps, as one suite every store's tests run, one test per
+/// ``Area``: `@Test(arguments: StorageConformance.Area.allCases) func conformance(_ area:)`
+/// calling ``check(_:make:reopen:)``. Every member runs on any thread and blocks on disk I/O.
 public enum StorageConformance {
-    /// Runs every check against fresh stores made by `make`.
+    /// One part of the contract, reported as its own test.
+    public enum Area: String, CaseIterable, Sendable {
+        /// "Session N"/"Take N" names, numbering and listing order.
+        case defaultNames
+        /// Which session a recording without `--session` goes into.
+        case sessionForRecording
+        /// Finishing a take commits it; deleting removes entry and audio.
+        case finishAndDelete
+        /// Any printable name is kept as typed; files stay in the library.
+        case hostileNames
+        case renames
+        /// A take left recording by a dead process is found and recovered.
+        case recovery
+        /// A crash after any step leaves the before- or after-state.
+        case crashPoints
+        /// A failed write, sync, rename or unlink is reported and loses nothing.
+        case ioErrors
+    }
+
+    /// Checks one area against fresh stores made by `make`.
     ///
     /// - Parameters:
     ///   - make: a new, empty store whose file-system mutations and durable steps go through the
     ///     given seam.
     ///   - reopen: a new instance (no faults) over the same library as the given store, which the
     ///     caller has dropped — as a process that died would have — for the recovery checks.
-    /// - Thread: any; blocks on disk I/O.
+    public static func check(_ area: Area, make: (any StorageSeam) throws -> any TakeStorage,
+                             reopen: (any TakeStorage) throws -> any TakeStorage) throws {
+        switch area {
+        case .defaultNames: try defaultNamesAndOrder(try make(.none))
+        case .sessionForRecording: try sessionForRecording(try make(.none))
+        case .finishAndDelete: try finishAndDelete(try make(.none))
+        case .hostileNames: try hostileNames(try make(.none))
+        case .renames: try renames(try make(.none))
+        case .recovery: try recovery(make: { try make(.none) }, reopen: reopen)
+        case .crashPoints: try crashPoints(make: make, reopen: reopen)
+        case .ioErrors: try ioErrors(make: make, reopen: reopen)
+        }
+    }
+
+    /// Checks every area in turn (one test for the whole contract).
     public static func run(make: (any StorageSeam) throws -> any TakeStorage,
                            reopen: (any TakeStorage) throws -> any TakeStorage) throws {
-        try defaultNamesAndOrder(try make(.none))
-        try sessionForRecording(try make(.none))
-        try finishAndDelete(try make(.none))
-        try hostileNames(try make(.none))
-        try renames(try make(.none))
-        try recovery(make: { try make(.none) }, reopen: reopen)
-        try crashPoints(make: make, reopen: reopen)
-        try ioErrors(make: make, reopen: reopen)
+        for area in Area.allCases { try check(area, make: make, reopen: reopen) }
     }
 
     /// Writes `bytes` to a pending take's file, as an encoder would.

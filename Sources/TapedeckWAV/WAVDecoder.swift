@@ -23,4 +23,14 @@ public struct WAVDecoder: AudioDecoder {
     public func openReader(at url: URL) throws -> any TakeReader {
         try WAVTakeReader(path: url.path)
     }
+
+    /// A RIFF or RF64 WAVE file is kept as it is, as a take of encoding `wav`; other formats
+    /// libsndfile reads (AIFF, Ogg, …) are decoded and written again.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    public func storesVerbatim(_ url: URL) -> VerbatimEncoding? {
+        let head = Self.head(of: url)
+        guard head.count == 12, head.starts(with: "RIFF".utf8) || head.starts(with: "RF64".utf8),
+              head.suffix(4).elementsEqual("WAVE".utf8) else { return nil }
+        return VerbatimEncoding(encoding: name, fileExtension: "wav")
+    }
 }

@@ -86,22 +86,22 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         do {
             let studio = try global.makeStudioWithoutLibrary()
             let format = studio.configuration.format
-            if studio.configuration.capture.plugin != nil {
+            if let plugin = studio.configuration.capture.plugin {
                 do {
                     let backend = try studio.makeCaptureBackend()
-                    let options = CaptureOptions(periodFrames: studio.configuration.capturePeriodFrames)
+                    let options = CaptureOptions(periodFrames: studio.configuration.recording.periodFrames)
                     try await onOwnThread { try backend.openCaptureStream(format: format, options: options).close() }
                 } catch let error as TapedeckError {
-                    problems.append("capture.backend \(studio.configuration.capture.plugin!): \(error.message)")
+                    problems.append("capture.backend \(plugin): \(error.message)")
                 }
             }
-            if studio.configuration.playback.plugin != nil {
+            if let plugin = studio.configuration.playback.plugin {
                 do {
                     let backend = try studio.makePlaybackBackend()
                     let options = PlaybackOptions(periodFrames: studio.configuration.playbackPeriodFrames)
                     try await onOwnThread { try backend.openPlaybackStream(format: format, options: options).close() }
                 } catch let error as TapedeckError {
-                    problems.append("playback.backend \(studio.configuration.playback.plugin!): \(error.message)")
+                    problems.append("playback.backend \(plugin): \(error.message)")
                 }
             }
         } catch let error as TapedeckError {
@@ -123,7 +123,7 @@ struct ConfigShowCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    struct Setting: Encodable {
+    struct Row: Encodable {
         var key: String
         var value: String
         /// flag, environment, machine, file or default.
@@ -136,7 +136,7 @@ struct ConfigShowCommand: AsyncParsableCommand {
         var file: String?
         var machine: String?
         var roles: [String: String?]
-        var settings: [Setting]
+        var settings: [Row]
     }
 
     @MainActor
@@ -145,16 +145,8 @@ struct ConfigShowCommand: AsyncParsableCommand {
         try await reportingErrors {
             let loader = ConfigurationLoader(catalog: .builtIn, environment: ProcessInfo.processInfo.environment)
             let c = try loader.load(explicitPath: global.config, flags: try global.flagSettings(), machine: global.machine)
-            let settings = c.settings.keys.sorted().map { key -> Setting in
-                let r = c.settings[key]!
-                let layer = switch r.source {
-                case .flag: "flag"
-                case .environment: "environment"
-                case .machine: "machine"
-                case .file: "file"
-                case .builtIn: "default"
-                }
-                return Setting(key: key, value: r.value.description, layer: layer, source: r.source.description)
+            let settings = c.settings.sorted { $0.key < $1.key }.map { key, r in
+                Row(key: key, value: r.value.description, layer: r.source.layer, source: r.source.description)
             }
             let roles: [String: String?] = ["capture": c.capture.plugin, "playback": c.playback.plugin,
                                             "encoder": c.encoder.plugin, "storage": c.storage.plugin]

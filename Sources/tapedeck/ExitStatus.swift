@@ -1,4 +1,5 @@
 import ArgumentParser
+import TapedeckAssembly
 import TapedeckCore
 import Foundation
 
@@ -28,29 +29,45 @@ enum ExitStatus {
 
     static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error; 130 stopped before anything was recorded."
 
-    static func code(for error: TapedeckError) -> Int32 {
-        switch error.code {
-        case .invalidArgument, .confirmationRequired: usage
-        case .unsupportedFormat: dataError
-        case .notFound: notFound
-        case .deviceUnavailable, .deviceLost: unavailable
-        case .alreadyExists: cannotCreate
-        case .io, .diskFull, .corruptFile: ioError
-        case .busy: busy
-        case .configuration: config
-        case .cancelled: cancelled
-        default: software
-        }
+    /// The exit status of a failure: each error code carries its own (backends' codes too).
+    static func code(for error: TapedeckError) -> Int32 { error.code.exitStatus }
+}
+
+/// What a command adds to an error's message: where the fix lies depends on what the command
+/// was doing (a full disk while recording is fixed by another library path, while exporting by
+/// another `--output`). Set by the command as it learns its context. Main actor only.
+@MainActor
+final class ErrorAdvice {
+    /// The advice of the command running in this task (set by ``reportingErrors(_:)``).
+    @TaskLocal static var current: ErrorAdvice?
+
+    private var byCode: [TapedeckError.Code: String] = [:]
+
+    /// Adds `text` to the message of every error with one of `codes`.
+    func on(_ codes: TapedeckError.Code..., say text: String) {
+        for code in codes { byCode[code] = text }
     }
+
+    /// For a command that writes into the library: a full or read-only disk is fixed by keeping
+    /// the library elsewhere, and a format the encoder cannot store by another encoder.
+    func writingLibrary(_ studio: Studio) {
+        if let key = studio.libraryPathKey {
+            on(.diskFull, .notWritable, say: "Or keep the library on another disk: --set \(key)=DIR.")
+        }
+        on(.unsupportedFormat, say: "Choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))), or another format.channels or format.sample-format.")
+    }
+
+    func text(for error: TapedeckError) -> String? { byCode[error.code] }
 }
 
 /// Runs a command body, turning a ``TapedeckError`` into one line on stderr and its exit code.
 @MainActor
 func reportingErrors(_ body: () async throws -> Void) async throws {
+    let advice = ErrorAdvice()
     do {
-        try await body()
+        try await ErrorAdvice.$current.withValue(advice) { try await body() }
     } catch let error as TapedeckError {
-        Terminal.printError(error.message)
+        Terminal.printError(error.message + (advice.text(for: error).map { " " + $0 } ?? ""))
         throw ExitCode(ExitStatus.code(for: error))
     } catch let exit as ExitCode {
         throw exit

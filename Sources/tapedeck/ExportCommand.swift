@@ -22,14 +22,14 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "Export every take of this session (name or id).")
     var session: String?
 
-    @Option(help: "The output format: flac, wav or opus (any encoder `tapedeck backends` lists).")
-    var format = "flac"
+    @Option(help: "The output format: any encoder `tapedeck backends` lists.")
+    var format = EncoderChoice("flac")
 
     @Option(help: "Compression level 0-8 (flac), as flac -0 … -8.")
     var level: Int?
 
-    @Option(help: "Convert samples to s16, s24 or s32 first (needed to export f32 takes as FLAC).")
-    var sampleFormat: String?
+    @Option(help: "Convert samples to this integer format first (needed to export f32 takes as FLAC).")
+    var sampleFormat: ConversionChoice?
 
     @Option(help: "The folder to write into (default: the current folder).")
     var output: String?
@@ -46,13 +46,11 @@ struct ExportCommand: AsyncParsableCommand {
             if takes.isEmpty && session == nil {
                 throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), or a whole session with --session NAME.")
             }
-            let conversion = try sampleFormat.map { text -> SampleFormat in
-                guard let f = SampleFormat(rawValue: text), f != .f32 else {
-                    throw TapedeckError(.invalidArgument, "--sample-format \(text): use s16, s24 or s32.")
-                }
-                return f
-            }
+            let conversion = sampleFormat?.sampleFormat
             let studio = try await global.makeStudio()
+            let formats = studio.catalog.encoders.map(\.name).joined(separator: ", ")
+            ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with --output DIR.")
+            ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert with --sample-format.")
             var items: [ExportItem] = []
             if let session {
                 guard case .session(let s) = try studio.store.resolve(session) else {
@@ -67,7 +65,7 @@ struct ExportCommand: AsyncParsableCommand {
                 }
                 items.append(ExportItem(take: t, session: s))
             }
-            let (encoder, settings) = try studio.makeEncoder(named: format, overrides: level.map { ["level": String($0)] } ?? [:])
+            let (encoder, settings) = try studio.makeEncoder(named: format.name, overrides: level.map { ["level": String($0)] } ?? [:])
             let directory = URL(fileURLWithPath: output ?? FileManager.default.currentDirectoryPath)
             let exporter = studio.makeExporter()
 
@@ -96,7 +94,8 @@ struct ExportCommand: AsyncParsableCommand {
                 case .failure(let e):
                     firstError = firstError ?? e
                     reports.append(ExportResultJSON(report: nil, error: e.message, take: "\(item.session.name)/\(item.take.name)"))
-                    Terminal.printError("\(item.session.name)/\(item.take.name): \(e.message)")
+                    let advice = ErrorAdvice.current?.text(for: e).map { " " + $0 } ?? ""
+                    Terminal.printError("\(item.session.name)/\(item.take.name): \(e.message)\(advice)")
                 }
             }
             if json { try Terminal.printJSON(reports) }

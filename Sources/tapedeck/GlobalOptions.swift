@@ -15,8 +15,8 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Use this machines: section of the config file (default: the one named like this host, if any).")
     var machine: String?
 
-    @Option(name: .long, help: "Log level on stderr: trace, debug, info, notice, warning, error (default notice, or $TAPEDECK_LOG_LEVEL).")
-    var logLevel: String?
+    @Option(name: .long, help: "Log level on stderr (default notice, or $TAPEDECK_LOG_LEVEL).")
+    var logLevel: LogLevelChoice?
 
     /// `--set` pairs as a dictionary.
     func flagSettings() throws -> [String: String] {
@@ -31,12 +31,13 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func makeLogger() throws -> Logger {
-        let text = logLevel ?? ProcessInfo.processInfo.environment["TAPEDECK_LOG_LEVEL"] ?? "notice"
-        guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            throw TapedeckError(.invalidArgument, "Unknown log level \"\(text)\". Use trace, debug, info, notice, warning or error.")
+        let text = ProcessInfo.processInfo.environment["TAPEDECK_LOG_LEVEL"] ?? LogLevelChoice.notice.rawValue
+        guard let level = logLevel ?? LogLevelChoice(rawValue: text.lowercased()) else {
+            throw TapedeckError(.configuration,
+                "environment variable TAPEDECK_LOG_LEVEL: unknown log level \"\(text)\". Use one of: \(LogLevelChoice.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         var logger = Logger(label: "tapedeck") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = level
+        logger.logLevel = level.level
         return logger
     }
 
@@ -45,6 +46,7 @@ struct GlobalOptions: ParsableArguments {
     @MainActor
     func makeStudio(loadingSessions: Bool = true) async throws -> Studio {
         let studio = try makeStudioWithoutLibrary()
+        ErrorAdvice.current?.writingLibrary(studio)
         try await studio.openLibrary(loadingSessions: loadingSessions)
         return studio
     }

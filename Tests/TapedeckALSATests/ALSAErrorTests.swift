@@ -70,7 +70,7 @@ struct ALSAErrorTests {
     @Test func pluginDeclaresItsSettings() throws {
         #expect(ALSAPlugin.capture.name == "alsa" && ALSAPlugin.playback.name == "alsa")
         let settings = try PluginSettings.resolving(ALSAPlugin.capture.settings, overrides: ["device": "pulse", "periods": "8"])
-        #expect(settings.string("device") == "pulse" && settings.int("periods") == 8)
+        #expect(ALSASettings(settings) == ALSASettings(device: "pulse", periods: 8))
         #expect(throws: TapedeckError.self) { try PluginSettings.resolving(ALSAPlugin.capture.settings, overrides: ["periods": "64"]) }
     }
 }

@@ -147,7 +147,7 @@ struct ALSAPulseTests {
         let format = Self.format
         let sink = MemoryTakeSink()
         let engine = RecordingEngine(backend: ALSACaptureBackend(device: "pulse"),
-                                     request: RecordingRequest(format: format, periodFrames: 480), logger: Logger(label: "test"))
+                                     settings: RecordingSettings(format: format, periodFrames: 480), logger: Logger(label: "test"))
         _ = try await engine.open()
         let recording = Task { try await engine.record { MemoryTakeWriter(sink: sink, format: $0) } }
         while engine.takeProgress().frames < 24_000 { try await Task.sleep(for: .milliseconds(10)) }

@@ -141,7 +141,7 @@ struct ReviewRegressionTests {
         let store = SessionStore(storage: try InMemoryStorage(), logger: logger)
         try await store.open(recoveringWith: [])
         let recorder = TakeRecorder(capture: ScriptedCaptureBackend(script: [.frames(Int.max)]), encoder: RawPCMEncoder(format: format),
-                                    store: store, settings: RecordingSettings(format: format), logger: logger)
+                                    store: store, settings: RecordingSettings(format: format, periodFrames: 1024), logger: logger)
         let task = Task { @MainActor in try await recorder.record(sessionName: "S", takeName: nil, duration: nil) }
         while recorder.phase != .opening { await Task.yield() }
         recorder.stop()

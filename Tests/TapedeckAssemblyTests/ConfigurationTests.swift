@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import TapedeckAssembly
 import TapedeckCore
+import TapedeckDirectoryStorage
+import TapedeckNull
 import Testing
 
 @Suite("Configuration")
@@ -31,7 +33,7 @@ struct ConfigurationTests {
         #expect(c.storage.plugin == "directory" && c.encoder.plugin == "wav")
         #expect(c.capture.plugin == nil && c.playback.plugin == nil)
         #expect(c.format == AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16))
-        #expect(c.checkpointSeconds == 1)
+        #expect(c.recording.checkpointInterval == .seconds(1))
         #expect(c.settings["format.channels"]?.source == .builtIn)
     }
 
@@ -52,7 +54,7 @@ struct ConfigurationTests {
         let env = ["TAPEDECK_FORMAT_CHANNELS": "4", "TAPEDECK_CAPTURE_NULL_FREQUENCY": "220"]
         let withEnv = try resolve(yaml, env: env)
         #expect(withEnv.format.channels == 4)
-        #expect(withEnv.capture.settings.double("frequency") == 220)
+        #expect(withEnv.capture.settings[NullCaptureSettings.frequency] == 220)
         #expect(withEnv.settings["format.channels"]?.source == .environment(variable: "TAPEDECK_FORMAT_CHANNELS"))
         let withFlag = try resolve(yaml, env: env, flags: ["format.channels": "8"])
         #expect(withFlag.format.channels == 8)
@@ -136,7 +138,10 @@ struct ConfigurationTests {
         #expect(problems.contains { $0.hasPrefix("--set format.bits: format.bits: unknown setting") })
         let fixed = try ConfigFile.parse(yaml.replacingOccurrences(of: "chanels", with: "channels").replacingOccurrences(of: "timeot", with: "timeout"), name: "bad.yaml")
         let values = loader.problems(file: fixed, flags: [:], machine: nil)
-        #expect(values.count == 1 && values[0].hasPrefix("bad.yaml:2: capture.backend: unknown backend \"nul\""), "\(values)")
+        // Every bad value at once, each naming its line.
+        #expect(values.count == 2, "\(values)")
+        #expect(values.contains { $0.hasPrefix("bad.yaml:2: capture.backend: unknown backend \"nul\"") }, "\(values)")
+        #expect(values.contains { $0.hasPrefix("bad.yaml:5: format.sample-rate: 7 is out of range") }, "\(values)")
         #expect(loader.problems(file: try ConfigFile.parse("capture:\n  backend: null\n", name: "ok.yaml"), flags: [:], machine: nil).isEmpty)
     }
 
@@ -192,11 +197,11 @@ struct ConfigurationTests {
     func relativePaths() throws {
         let file = try ConfigFile.parse("storage:\n  directory:\n    path: lib\n", name: "/etc/tapedeck/config.yaml")
         let c = try loader.resolve(file: file, flags: [:])
-        #expect(c.storage.settings.string("path") == "/etc/tapedeck/lib")
+        #expect(c.storage.settings[DirectoryStorageSettings.path] == "/etc/tapedeck/lib")
         let env = try resolve(nil, env: ["TAPEDECK_STORAGE_DIRECTORY_PATH": "lib2"])
-        #expect(env.storage.settings.string("path") == FileManager.default.currentDirectoryPath + "/lib2")
+        #expect(env.storage.settings[DirectoryStorageSettings.path] == FileManager.default.currentDirectoryPath + "/lib2")
         let home = try resolve(nil, flags: ["storage.directory.path": "~/x"])
-        #expect(home.storage.settings.string("path") == NSHomeDirectory() + "/x")
+        #expect(home.storage.settings[DirectoryStorageSettings.path] == NSHomeDirectory() + "/x")
     }
 
     @Test("settings of a plugin that is not selected are still checked")

@@ -28,9 +28,9 @@ struct BundleStorageTests {
         try store.audioURL(for: take).deletingLastPathComponent()
     }
 
-    @Test("the storage conformance suite passes")
-    func conformance() throws {
-        try StorageConformance.run(make: { seam in try BundleStorage(rootURL: try tempDir(), seam: seam) },
+    @Test("the storage conformance suite passes", arguments: StorageConformance.Area.allCases)
+    func conformance(_ area: StorageConformance.Area) throws {
+        try StorageConformance.check(area, make: { seam in try BundleStorage(rootURL: try tempDir(), seam: seam) },
                                    reopen: { try BundleStorage(rootURL: $0.rootURL) })
     }
 

@@ -23,7 +23,7 @@ struct ModelTests {
             SettingDeclaration("x", .double(0...1), default: "0.5", help: ""),
         ]
         let s = try PluginSettings.resolving(decls, overrides: ["n": "7", "on": "yes"])
-        #expect(s.int("n") == 7 && s.bool("on") == true && s.string("kind") == "a" && s.double("x") == 0.5)
+        #expect(s.values == ["n": .int(7), "on": .bool(true), "kind": .string("a"), "x": .double(0.5)])
         for (key, value, fragment) in [("n", "11", "out of range"), ("n", "seven", "integer"), ("on", "maybe", "true or false"),
                                        ("kind", "c", "one of: a, b"), ("x", "nan", "number")] {
             let error = #expect(throws: TapedeckError.self) { try PluginSettings.resolving(decls, overrides: [key: value], section: "p") }

@@ -11,9 +11,9 @@ struct RecordingEngineTests {
 
     func record(_ backend: any CaptureBackend, limit: Int64?, sink: MemoryTakeSink = MemoryTakeSink(),
                 bufferSeconds: Double = 2) async throws -> RecordingResult {
-        let engine = RecordingEngine(backend: backend, request: RecordingRequest(
-            format: format, periodFrames: 256, bufferSeconds: bufferSeconds, frameLimit: limit,
-            checkpointInterval: .milliseconds(1)), logger: logger)
+        let engine = RecordingEngine(backend: backend, settings: RecordingSettings(
+            format: format, periodFrames: 256, bufferSeconds: bufferSeconds,
+            checkpointInterval: .milliseconds(1)), frameLimit: limit, logger: logger)
         _ = try await engine.open()
         return try await engine.record { MemoryTakeWriter(sink: sink, format: $0) }
     }
@@ -88,7 +88,7 @@ struct RecordingEngineTests {
     @Test("a writer that cannot be created leaves nothing running and rethrows")
     func writerCreationFails() async throws {
         let engine = RecordingEngine(backend: ScriptedCaptureBackend(script: [.frames(100)]),
-                                     request: RecordingRequest(format: format), logger: logger)
+                                     settings: RecordingSettings(format: format, periodFrames: 1024), logger: logger)
         _ = try await engine.open()
         await #expect(throws: TapedeckError.self) {
             try await engine.record { _ in throw TapedeckError(.io, "no") }
@@ -98,7 +98,7 @@ struct RecordingEngineTests {
     @Test("an unopenable device fails open()")
     func openFails() async throws {
         let bad = AudioFormat(sampleRate: 1, channels: 2, sampleFormat: .s16)
-        let engine = RecordingEngine(backend: ScriptedCaptureBackend(script: []), request: RecordingRequest(format: bad), logger: logger)
+        let engine = RecordingEngine(backend: ScriptedCaptureBackend(script: []), settings: RecordingSettings(format: bad, periodFrames: 1024), logger: logger)
         await #expect(throws: TapedeckError.self) { _ = try await engine.open() }
     }
 }

@@ -22,15 +22,15 @@ struct DirectoryStorageTests {
         #expect(level == 2)
     }
 
-    @Test("the storage conformance suite passes")
-    func conformance() throws {
-        try StorageConformance.run(make: { seam in try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib"), seam: seam) },
+    @Test("the storage conformance suite passes", arguments: StorageConformance.Area.allCases)
+    func conformance(_ area: StorageConformance.Area) throws {
+        try StorageConformance.check(area, make: { seam in try DirectoryStorage(rootURL: try tempRoot().appendingPathComponent("lib"), seam: seam) },
                                    reopen: { try DirectoryStorage(rootURL: $0.rootURL) })
     }
 
-    @Test("the in-memory test store passes the same suite")
-    func inMemoryConformance() throws {
-        try StorageConformance.run(make: { seam in try InMemoryStorage(seam: seam) },
+    @Test("the in-memory test store passes the same suite", arguments: StorageConformance.Area.allCases)
+    func inMemoryConformance(_ area: StorageConformance.Area) throws {
+        try StorageConformance.check(area, make: { seam in try InMemoryStorage(seam: seam) },
                                    reopen: { old in
                                        let store = try #require(old as? InMemoryStorage)
                                        return try InMemoryStorage(rootURL: store.rootURL, catalog: store.sharedCatalog)

@@ -51,7 +51,7 @@ struct FLACDecoderTests {
         do {
             let reader = try WAVDecoder().openReader(at: wav)
             defer { reader.close() }
-            let writer = try FLACEncoder(level: 5, verify: true).makeWriter(at: dir.appendingPathComponent("ours.flac"), format: format,
+            let writer = try FLACEncoder(settings: FLACSettings(level: 5, verify: true)).makeWriter(at: dir.appendingPathComponent("ours.flac"), format: format,
                                                                metadata: FLACTestSupport.metadata)
             var buffer = [UInt8](repeating: 0, count: 4800 * format.bytesPerFrame)
             while true {

@@ -54,7 +54,7 @@ struct FLACToolTests {
         let source = FLACTestSupport.render(format: format, frames: 30_000)
         let cases: [(FLACEncoder, WriterOptions, String?)] = [
             (FLACEncoder(), WriterOptions(), nil),
-            (FLACEncoder(verify: true), WriterOptions(), "libFLAC's verify mode"),
+            (FLACEncoder(settings: FLACSettings(verify: true)), WriterOptions(), "libFLAC's verify mode"),
             (FLACEncoder(), WriterOptions(threads: 2, verifyWhileWriting: true), "second thread"),
             (FLACEncoder(), WriterOptions(threads: 1, verifyWhileWriting: true), "libFLAC's verify mode"),
         ]
@@ -83,7 +83,7 @@ struct FLACToolTests {
         metadata.notes = ""
         let f16 = AudioFormat.cdStereo
         try FLACTestSupport.writeTake(FLACTestSupport.render(format: f16, frames: 5_000), at: url, format: f16,
-                                      metadata: metadata, encoder: FLACEncoder(level: 8, verify: false, paddingBytes: 0))
+                                      metadata: metadata, encoder: FLACEncoder(settings: FLACSettings(level: 8, verify: false, padding: 0)))
         let tags = try FLACTestSupport.run(["metaflac", "--export-tags-to=-", url.path]).text.split(separator: "\n")
         #expect(tags.map { String($0.split(separator: "=")[0]) } == ["TITLE", "ALBUM", "TRACKNUMBER", "DATE", "ENCODER"])
         let list = try FLACTestSupport.run(["metaflac", "--list", url.path]).text

@@ -38,7 +38,7 @@ struct NullBackendTests {
         let frames: Int64 = 60 * 48_000
         let sink = MemoryTakeSink()
         let engine = RecordingEngine(backend: NullCaptureBackend(signal: .frameCounter, clock: nil),
-                                     request: RecordingRequest(format: format, periodFrames: 1024, frameLimit: frames), logger: logger)
+                                     settings: RecordingSettings(format: format, periodFrames: 1024), frameLimit: frames, logger: logger)
         _ = try await engine.open()
         let result = try await engine.record { MemoryTakeWriter(sink: sink, format: $0) }
         #expect(result.frames == frames)
@@ -91,7 +91,7 @@ struct NullBackendTests {
         let backend = NullCaptureBackend(signal: .frameCounter, clock: nil,
                                          faults: NullFaults(overrunAtFrame: 10_000, overrunFrames: 500, deviceLossAtFrame: 30_000))
         let sink = MemoryTakeSink()
-        let engine = RecordingEngine(backend: backend, request: RecordingRequest(format: format, periodFrames: 1024), logger: logger)
+        let engine = RecordingEngine(backend: backend, settings: RecordingSettings(format: format, periodFrames: 1024), logger: logger)
         _ = try await engine.open()
         let result = try await engine.record { MemoryTakeWriter(sink: sink, format: $0) }
         guard case .deviceLost = result.end else {

@@ -15,7 +15,7 @@ struct PulseLoopbackTests {
             // check does not depend on how long either stream takes to start.
             let sink = MemoryTakeSink()
             let recorder = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
-                                           request: RecordingRequest(format: format), logger: PulseTestSupport.logger)
+                                           settings: RecordingSettings(format: format, periodFrames: 1024), logger: PulseTestSupport.logger)
             _ = try await recorder.open()
             let recording = Task { try await recorder.record { MemoryTakeWriter(sink: sink, format: $0) } }
             while recorder.takeProgress().frames < 4_800 { try await Task.sleep(for: .milliseconds(10)) }
@@ -47,7 +47,7 @@ struct PulseLoopbackTests {
             let format = PulseTestSupport.format
             let sink = MemoryTakeSink()
             let engine = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
-                                         request: RecordingRequest(format: format), logger: PulseTestSupport.logger)
+                                         settings: RecordingSettings(format: format, periodFrames: 1024), logger: PulseTestSupport.logger)
             _ = try await engine.open()
             let stopper = Task {
                 try await Task.sleep(for: .seconds(3))
@@ -71,7 +71,7 @@ struct PulseLoopbackTests {
             let format = PulseTestSupport.format
             let sink = MemoryTakeSink()
             let engine = RecordingEngine(backend: try PulseTestSupport.capture(server: daemon.serverAddress),
-                                         request: RecordingRequest(format: format), logger: PulseTestSupport.logger)
+                                         settings: RecordingSettings(format: format, periodFrames: 1024), logger: PulseTestSupport.logger)
             _ = try await engine.open()
             let killer = Task {
                 while engine.takeProgress().frames < 48_000 { try await Task.sleep(for: .milliseconds(10)) }

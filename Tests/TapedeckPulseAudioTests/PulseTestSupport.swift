@@ -10,20 +10,20 @@ enum PulseTestSupport {
     static let format = AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16)
     static let logger = Logger(label: "pulse-tests")
 
-    static func context() -> PluginContext {
-        PluginContext(logger: logger, defaultLibraryURL: URL(fileURLWithPath: NSTemporaryDirectory()))
+    static func context(section: String = "") -> PluginContext {
+        PluginContext(logger: logger, defaultLibraryURL: URL(fileURLWithPath: NSTemporaryDirectory()), section: section)
     }
 
     static func capture(server: String, device: String = "null.monitor") throws -> any CaptureBackend {
         let settings = try PluginSettings.resolving(PulsePlugin.capture.settings,
                                                     overrides: ["server": server, "device": device], section: "capture.pulse")
-        return try PulsePlugin.capture.make(settings, context())
+        return try PulsePlugin.capture.make(settings, context(section: "capture.pulse"))
     }
 
     static func playback(server: String, device: String = "null") throws -> any PlaybackBackend {
         let settings = try PluginSettings.resolving(PulsePlugin.playback.settings,
                                                     overrides: ["server": server, "device": device], section: "playback.pulse")
-        return try PulsePlugin.playback.make(settings, context())
+        return try PulsePlugin.playback.make(settings, context(section: "playback.pulse"))
     }
 
     /// Runs `body` against a fresh private daemon, always stopped (by pid) afterwards.

@@ -1,0 +1,99 @@
+import Foundation
+import TapedeckCore
+
+/// One pass over the configuration's layers: every host section and selected plugin read
+/// against its declarations, each value's source kept, and every bad value collected in
+/// ``problems`` rather than stopping at the first (a bad value is replaced by its default so the
+/// pass goes on). Used once by ``ConfigurationLoader``; a plain value, safe on any thread.
+struct Resolution {
+    let catalog: PluginCatalog
+    let layers: ConfigLayers
+    /// Every effective key with its value and source.
+    private(set) var settings: [String: ResolvedSetting] = [:]
+    /// One full sentence per bad value: source, key, what is accepted.
+    private(set) var problems: [String] = []
+
+    init(catalog: PluginCatalog, layers: ConfigLayers) {
+        self.catalog = catalog
+        self.layers = layers
+    }
+
+    /// Resolves everything. - Thread: any. Never blocks.
+    mutating func run() -> TapedeckConfiguration {
+        var host: [String: PluginSettings] = [:]
+        var roles: [String: RoleSelection] = [:]
+        for section in HostSettings.sections {
+            host[section.name] = read(section.settings, section: section.name)
+            if let role = section.role, let selector = section.selector {
+                roles[section.name] = select(role, section: section.name, selector: selector)
+                // A plugin section that is not selected is still checked: a typo there would
+                // otherwise surface only on the day that plugin is chosen.
+                for entry in catalog.entries(for: role) where entry.name != roles[section.name]?.plugin {
+                    let prefix = section.name + "." + entry.name
+                    if layers.mentions(section: prefix) { _ = read(entry.settings, section: prefix, keeping: false) }
+                }
+            }
+        }
+        let format = FormatSettings(host["format"] ?? PluginSettings()).format
+        let recording = RecordingSettings(format: format, capture: host["capture"] ?? PluginSettings(),
+                                          storage: host["storage"] ?? PluginSettings())
+        checkBufferMemory(recording)
+        let none = RoleSelection(plugin: nil, settings: PluginSettings())
+        return TapedeckConfiguration(
+            file: layers.file?.name, machine: layers.machine,
+            capture: roles["capture"] ?? none, playback: roles["playback"] ?? none,
+            encoder: roles["encoder"] ?? none, storage: roles["storage"] ?? none,
+            recording: recording,
+            playbackPeriodFrames: (host["playback"] ?? PluginSettings())[PlaybackEngine.periodFrames],
+            settings: settings)
+    }
+
+    /// Reads `declarations` under `section`; a bad value is a problem and reads as its default.
+    private mutating func read(_ declarations: [SettingDeclaration], section: String, keeping: Bool = true) -> PluginSettings {
+        var values: [String: SettingValue] = [:]
+        for d in declarations {
+            let key = section + "." + d.key
+            let (text, source) = layers.value(of: key, fallback: d.defaultValue, isPath: d.type == .path)
+            switch d.parse(text) {
+            case .success(let v):
+                values[d.key] = v
+                if keeping { settings[key] = ResolvedSetting(value: v, source: source) }
+            case .failure(let p):
+                problems.append("\(source): \(key): \(p.reason).")
+                if case .success(let v) = d.parse(d.defaultValue) { values[d.key] = v }
+            }
+        }
+        return PluginSettings(values)
+    }
+
+    /// The plugin chosen for `role` (`section.selector`) and its settings.
+    private mutating func select(_ role: PluginRole, section: String, selector: String) -> RoleSelection {
+        let key = section + "." + selector
+        let (chosen, source) = layers.value(of: key, fallback: HostSettings.defaultSelections[section] ?? "")
+        let none = RoleSelection(plugin: nil, settings: PluginSettings())
+        guard !chosen.isEmpty else { return none }
+        let entries = catalog.entries(for: role)
+        let known = entries.map(\.name).sorted()
+        guard let entry = entries.first(where: { $0.name == chosen }) else {
+            if let trait = PluginCatalog.optionalBackends[chosen], role == .capture || role == .playback {
+                problems.append("\(source): \(key): this build of Tapedeck has no \(chosen) backend: it was built without the \(trait) trait. Rebuild with the default traits (`swift build`, which needs \(PluginCatalog.optionalBackendPackages[chosen] ?? "its development package")), or choose one of: \(known.joined(separator: ", ")).")
+            } else {
+                problems.append("\(source): \(key): unknown \(role == .encoder ? "encoder" : "backend") \"\(chosen)\"\(Suggestion.phrase(chosen, known)). Known: \(known.joined(separator: ", ")).")
+            }
+            return none
+        }
+        settings[key] = ResolvedSetting(value: .string(chosen), source: source)
+        return RoleSelection(plugin: chosen, settings: read(entry.settings, section: section + "." + chosen))
+    }
+
+    /// The hand-off buffer is allocated up front: keep it within reason for small machines.
+    private mutating func checkBufferMemory(_ recording: RecordingSettings) {
+        let format = recording.format
+        let bytes = recording.bufferSeconds * Double(format.bytesPerSecond)
+        guard bytes > Double(ConfigurationLoader.maxBufferBytes) else { return }
+        let key = "capture." + RecordingSettings.bufferSeconds.key
+        let most = Double(ConfigurationLoader.maxBufferBytes) / Double(format.bytesPerSecond)
+        let source = settings[key]?.source ?? .builtIn
+        problems.append("\(source): \(key): \(recording.bufferSeconds) s at \(format) needs \(Int(bytes / 1_048_576)) MiB of memory. Use at most \(String(format: "%.1f", most)) s for this format.")
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Logging
+import TapedeckAssembly
+import TapedeckCore
+
+/// `--log-level`: the words swift-log knows, listed in help and checked by ArgumentParser.
+enum LogLevelChoice: String, CaseIterable, ExpressibleByArgument {
+    case trace, debug, info, notice, warning, error, critical
+
+    var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .notice }
+}
+
+/// `export --sample-format`: the integer formats a take can be converted to.
+enum ConversionChoice: String, CaseIterable, ExpressibleByArgument {
+    case s16, s24, s32
+
+    var sampleFormat: SampleFormat {
+        switch self {
+        case .s16: .s16
+        case .s24: .s24
+        case .s32: .s32
+        }
+    }
+}
+
+/// `export --format`: an encoder of this build, by name (help lists them).
+struct EncoderChoice: ExpressibleByArgument, Sendable {
+    let name: String
+
+    /// An encoder name as written in the code (the default).
+    init(_ name: String) { self.name = name }
+
+    init?(argument: String) {
+        guard Self.allValueStrings.contains(argument) else { return nil }
+        name = argument
+    }
+
+    static var allValueStrings: [String] { PluginCatalog.builtIn.encoders.map(\.name) }
+    var defaultValueDescription: String { name }
+}
