@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "TapedeckOpus", dependencies: ["TapedeckCore", "COpus"], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckOpusTests", dependencies: ["TapedeckOpus", "TapedeckTesting"], swiftSettings: swiftSettings),
         .systemLibrary(
-            name: "COpus",
+            name: "COpus", path: "Sources/Shims/COpus",
             pkgConfig: "libopusenc",
             providers: [.apt(["libopusenc-dev", "libopusfile-dev"])]
         ),
@@ -67,21 +67,21 @@ let package = Package(
 
         // C shims.
         // fallocate(2) for take preallocation (Glibc's Swift module leaves it out).
-        .target(name: "CFileSpace"),
+        .target(name: "CFileSpace", path: "Sources/Shims/CFileSpace"),
         .systemLibrary(
-            name: "CSndfile",
+            name: "CSndfile", path: "Sources/Shims/CSndfile",
             pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]
         ),
 
         .systemLibrary(
-            name: "CFLAC",
+            name: "CFLAC", path: "Sources/Shims/CFLAC",
             pkgConfig: "flac",
             providers: [.apt(["libflac-dev"])]
         ),
 
         .systemLibrary(
-            name: "CALSA",
+            name: "CALSA", path: "Sources/Shims/CALSA",
             pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]
         ),
@@ -90,12 +90,12 @@ let package = Package(
         // refuses with a warning; the headers are in the default path and the modulemap links both
         // libraries.
         .systemLibrary(
-            name: "CPulse",
+            name: "CPulse", path: "Sources/Shims/CPulse",
             providers: [.apt(["libpulse-dev"])]
         ),
         // A main loop for libpulse without the wake-up pipe of pa_mainloop (see its header). Its
         // header does not include PulseAudio's, so CPulse stays the one module that does.
-        .target(name: "CPulseLoop"),
+        .target(name: "CPulseLoop", path: "Sources/Shims/CPulseLoop"),
 
         // Backends: one plugin module each, importing only Core and its own shim.
         .target(
@@ -156,7 +156,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // scaffold-backend: the template logic (tested), the tool that runs it, the thin plugin.
+        // scaffold-backend: the template logic (tested), the tool that runs it, the thin plugin,
+        // and the store that `--kind storage` copies (built and conformance-tested here, in no catalog).
+        .target(name: "TapedeckStoreTemplate", dependencies: ["TapedeckCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckStoreTemplateTests", dependencies: ["TapedeckStoreTemplate", "TapedeckTesting"], swiftSettings: swiftSettings),
         .target(name: "TapedeckScaffold", swiftSettings: swiftSettings),
         .executableTarget(name: "tapedeck-scaffold", dependencies: ["TapedeckScaffold"], swiftSettings: swiftSettings),
         .plugin(
@@ -178,10 +181,10 @@ let package = Package(
         ),
 
         // Stop signals through a pipe, so none is lost while the command starts.
-        .target(name: "CStopSignals"),
+        .target(name: "CStopSignals", path: "Sources/Shims/CStopSignals"),
 
-        .target(name: "CQuotaShim"),
-        .target(name: "CCrashLogShim"),
+        .target(name: "CQuotaShim", path: "Sources/TestShims/CQuotaShim"),
+        .target(name: "CCrashLogShim", path: "Sources/TestShims/CCrashLogShim"),
 
         // Fuzzing (docs/RELIABILITY.md, case 6): the parsers of untrusted input as fuzz targets,
         // and the program scripts/fuzz builds with libFuzzer (a replay tool in ordinary builds).
@@ -191,7 +194,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "tapedeck-fuzz", dependencies: ["TapedeckFuzzTargets", "CFuzzerMain"], swiftSettings: swiftSettings),
-        .target(name: "CFuzzerMain"),
+        .target(name: "CFuzzerMain", path: "Sources/TestShims/CFuzzerMain"),
         .testTarget(name: "TapedeckFuzzTargetsTests", dependencies: ["TapedeckFuzzTargets", "TapedeckCore", "TapedeckTesting"], swiftSettings: swiftSettings),
 
         // Test kit shipped beside the API: conformance suites and test doubles.

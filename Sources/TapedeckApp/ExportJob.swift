@@ -197,7 +197,7 @@ struct ExportJob {
             }
             unlink(temp.path)
         }
-        try Durability.syncDirectory(target.deletingLastPathComponent())
+        try DurableFiles().syncDirectory(target.deletingLastPathComponent())
     }
 
     /// `Session 1 - Take 3.flac`, made safe for file systems: no `/`, control characters or

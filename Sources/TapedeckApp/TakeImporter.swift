@@ -108,7 +108,7 @@ public struct TakeImporter: Sendable {
                                             fileExtension: fileExtension, startDate: startDate)
         do {
             try prepare(pending.take)
-            try Durability.moveIntoPlace(temp, pending.fileURL)
+            try DurableFiles().moveIntoPlace(temp, pending.fileURL)
         } catch {
             _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
             throw error

@@ -159,7 +159,7 @@ public final class TakeRecorder {
             result = try await engine.record(watching: watch) { format in
                 let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
                 // The new file's name must survive a power cut as surely as its checkpoints.
-                try Durability.syncDirectory(url.deletingLastPathComponent())
+                try DurableFiles().syncDirectory(url.deletingLastPathComponent())
                 return writer
             }
         } catch {

@@ -18,11 +18,11 @@ import Glibc
 public final class DirectoryStorage: LibraryMaintenance {
     public let rootURL: URL
     let catalog: Catalog
-    private let catalogURL: URL
+    let catalogURL: URL
     /// Every mutation of the library goes through here (and so through the seam).
-    private let files: DurableFiles
+    let files: DurableFiles
     /// Lock files of takes this process is recording, by take id.
-    private let liveLocks = Mutex<[String: Int32]>([:])
+    let liveLocks = Mutex<[String: Int32]>([:])
 
     /// Opens (creating if needed) the library at `rootURL`.
     /// - Parameters:
@@ -50,32 +50,24 @@ public final class DirectoryStorage: LibraryMaintenance {
     static let libraryLockName = ".catalog-open.lock"
     /// The catalog's file name at the library root.
     static let catalogName = "catalog.sqlite"
-    private let busyTimeout: TimeInterval
+    let busyTimeout: TimeInterval
 
     /// Runs `body` holding the library lock (see ``libraryLockName``).
-    private func holdingLibraryLock<T>(_ body: () throws -> T) throws -> T {
+    func holdingLibraryLock<T>(_ body: () throws -> T) throws -> T {
         let fd = try Self.lockExclusively(rootURL.appendingPathComponent(Self.libraryLockName), timeout: busyTimeout)
         defer { close(fd) }
         return try body()
     }
 
-    /// Opens (creating) and `flock`s a lock file, waiting up to `timeout` seconds.
-    private static func lockExclusively(_ url: URL, timeout: TimeInterval) throws -> Int32 {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
-        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the lock file \(url.path)") }
-        let deadline = Date().addingTimeInterval(timeout)
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
-                close(fd)
-                throw TapedeckError(.busy, "Another tapedeck process kept the library \(url.deletingLastPathComponent().path) locked for \(Int(timeout)) s. Try again when it has finished.")
-            }
-            usleep(5_000)
+    /// Takes the library lock at `url`, waiting up to `timeout` seconds.
+    static func lockExclusively(_ url: URL, timeout: TimeInterval) throws -> Int32 {
+        try LockFile.acquire(url, until: Date().addingTimeInterval(timeout)) { url in
+            TapedeckError(.busy, "Another tapedeck process kept the library \(url.deletingLastPathComponent().path) locked for \(Int(timeout)) s. Try again when it has finished.")
         }
-        return fd
     }
 
     /// Runs a catalog transaction as one announced write; `step` is reported once it committed.
-    private func commit<T>(_ operation: String, _ body: (Database) throws -> T) throws -> T {
+    func commit<T>(_ operation: String, _ body: (Database) throws -> T) throws -> T {
         try files.seam.willPerform(.write, on: catalogURL)
         let result = try catalog.write(body)
         try files.reached(operation, "catalog committed")
@@ -142,17 +134,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         try files.reached("createSession", "folder created")
         return try commit("createSession") { db in
             let existing = try String.fetchAll(db, sql: "SELECT name FROM session")
-            let finalName: String
-            if let chosen {
-                guard !existing.contains(chosen) else {
-                    throw TapedeckError(.alreadyExists, "A session named \"\(chosen)\" exists already. Choose another name, or record into it with --session.")
-                }
-                finalName = chosen
-            } else {
-                var n = 1
-                while existing.contains("Session \(n)") { n += 1 }
-                finalName = "Session \(n)"
-            }
+            let finalName = try StoreNames.sessionName(chosen, taken: existing)
             try db.execute(sql: "INSERT INTO session (id, name, createdAt, folder) VALUES (?, ?, ?, ?)",
                            arguments: [id, finalName, created.timeIntervalSince1970, folder])
             return Session(id: id, name: finalName, createdAt: created)
@@ -231,18 +213,8 @@ public final class DirectoryStorage: LibraryMaintenance {
             let take = try commit("beginTake") { db -> Take in
                 let used = try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ?", arguments: [sessionID])
                 let number = (try Int.fetchOne(db, sql: "SELECT MAX(number) FROM take WHERE sessionId = ?", arguments: [sessionID]) ?? 0) + 1
-                let finalName: String
-                if let chosen {
-                    guard !used.contains(chosen) else {
-                        throw TapedeckError(.alreadyExists, "Session \"\(session.name)\" has a take named \"\(chosen)\" already. Choose another name with --name.")
-                    }
-                    finalName = chosen
-                } else {
-                    var n = number
-                    while used.contains("Take \(n)") { n += 1 }
-                    finalName = "Take \(n)"
-                }
-                let file = "\(folder)/\(zeroPadded(number, width: 3))-\(NameRules.slug(finalName, fallback: "take"))-\(id.prefix(8)).\(ext)"
+                let finalName = try StoreNames.takeName(chosen, number: number, taken: used, session: session.name)
+                let file = "\(folder)/" + StoreNames.takeFile(number: number, name: finalName, id: id, fileExtension: ext)
                 let take = Take(id: id, sessionID: sessionID, name: finalName, number: number, createdAt: startDate,
                                 state: .recording, format: format, encoding: encoding, file: file, frames: 0)
                 try db.execute(sql: """
@@ -310,7 +282,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         try holdingLibraryLock { try deleteTakeLocked(id) }
     }
 
-    private func deleteTakeLocked(_ id: String) throws {
+    func deleteTakeLocked(_ id: String) throws {
         let (take, pending) = try commit("deleteTake") { db -> (Take, String?) in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
@@ -395,116 +367,10 @@ public final class DirectoryStorage: LibraryMaintenance {
         return t
     }
 
-    // MARK: maintenance (tapedeck doctor)
-
-    public func unreferencedFiles() throws -> [String] {
-        // The folders are listed before the catalog is read: a take's row is committed before
-        // its file is created, so any take's file seen on disk is named by the catalog read
-        // afterwards, however recordings, imports and deletes run meanwhile.
-        var candidates: [String] = []
-        let sessions = rootURL.appendingPathComponent("sessions")
-        let onDisk = (try? FileManager.default.contentsOfDirectory(atPath: sessions.path)) ?? []
-        var foreign: [String] = []
-        for folder in onDisk.sorted() {
-            let relativeFolder = "sessions/" + folder
-            var st = stat()
-            guard lstat(sessions.appendingPathComponent(folder).path, &st) == 0 else { continue }
-            guard (st.st_mode & S_IFMT) == S_IFDIR else {
-                foreign.append(relativeFolder)
-                continue
-            }
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: sessions.appendingPathComponent(folder).path)) ?? []
-            for entry in entries.sorted() where !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
-                candidates.append(relativeFolder + "/" + entry)
-            }
-        }
-        let unnamed = try unreferenced(candidates)
-        guard !unnamed.isEmpty else { return foreign }
-        // A delete may be between its row and its audio: look again once no delete runs.
-        return try foreign + holdingLibraryLock { try unreferenced(unnamed) }
-    }
-
-    /// Those of `candidates` (library-relative paths listed before this call) that still exist
-    /// and that no row names, less pending files of recordings that began meanwhile.
-    private func unreferenced(_ candidates: [String]) throws -> [String] {
-        let referenced = try catalog.read { db -> Set<String> in
-            var names = Set<String>()
-            for row in try Row.fetchAll(db, sql: "SELECT file, pendingFile, state FROM take") {
-                names.insert(row["file"])
-                if let pending: String = row["pendingFile"], (row["state"] as String) == TakeState.recording.rawValue { names.insert(pending) }
-            }
-            return names
-        }
-        var found: [String] = []
-        for relative in candidates where !referenced.contains(relative) {
-            // Gone since the listing: a pending file moved into place as its take finished, or
-            // the audio of a take deleted meanwhile.
-            var st = stat()
-            guard lstat(rootURL.appendingPathComponent(relative).path, &st) == 0 else { continue }
-            // A recording that began after the catalog was read: its lock is held.
-            let entry = (relative as NSString).lastPathComponent
-            let relativeFolder = (relative as NSString).deletingLastPathComponent
-            if entry.hasPrefix("."), entry.contains(".pending."),
-               let id = entry.dropFirst().split(separator: ".").first.map(String.init),
-               liveLocks.withLock({ $0[id] != nil }) || isLockHeld(relativeFolder + "/." + id + ".lock") {
-                continue
-            }
-            found.append(relative)
-        }
-        return found
-    }
-
-    public func damagedParts() throws -> [DamagedPart] {
-        let result = try catalog.read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
-        return result == ["ok"] ? [] : [DamagedPart(path: Self.catalogName, problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))",
-                                                   canQuarantine: false)]
-    }
-
-    public func quarantine(_ relativePath: String) throws -> String {
-        _ = try confined(relativePath)
-        return try files.quarantine(relativePath, in: rootURL)
-    }
-
-    public func forgetTake(_ id: String) throws {
-        try commit("forgetTake") { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
-                throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
-            }
-            let take = Catalog.take(from: row)
-            guard take.state != .recording else {
-                throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded or waits for recovery; it cannot be forgotten.")
-            }
-            var st = stat()
-            if lstat(try confined(take.file).path, &st) == 0 || errno != ENOENT {
-                throw TapedeckError(.alreadyExists, "Take \"\(take.name)\" has its audio; only an entry without audio can be forgotten.")
-            }
-            try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
-        }
-    }
-
-    public func markRepaired(_ id: String, frames: Int64) throws {
-        try commit("markRepaired") { db in
-            try db.execute(sql: "UPDATE take SET frames = ?, state = 'recovered' WHERE id = ? AND state <> 'recording'", arguments: [frames, id])
-            guard db.changesCount == 1 else {
-                throw TapedeckError(.notFound, "No finished take has the id \(id). Run `tapedeck list` to see the takes.")
-            }
-        }
-    }
-
-    /// Whether a live process holds the lock file at `relative` (a missing file is not held).
-    private func isLockHeld(_ relative: String) -> Bool {
-        guard let url = try? confined(relative) else { return false }
-        let fd = open(url.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return flock(fd, LOCK_EX | LOCK_NB) != 0
-    }
-
-
     // MARK: helpers
 
     /// Whether a live process (this one included) holds the take's lock.
-    private func isLive(_ take: Take) -> Bool {
+    func isLive(_ take: Take) -> Bool {
         if liveLocks.withLock({ $0[take.id] != nil }) { return true }
         guard let fd = acquireLock(of: take) else { return true }
         close(fd)
@@ -513,19 +379,13 @@ public final class DirectoryStorage: LibraryMaintenance {
 
     /// Takes the lock of a take that no live process holds, creating the lock file if it is gone.
     /// - Returns: the locked descriptor, or `nil` when a live process holds the lock.
-    private func acquireLock(of take: Take) -> Int32? {
+    func acquireLock(of take: Take) -> Int32? {
         let folder = take.file.split(separator: "/").dropLast().joined(separator: "/")
         guard let url = try? confined("\(folder)/.\(take.id).lock") else { return nil }
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
-        guard fd >= 0 else { return nil }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
+        return LockFile.claim(url)
     }
 
-    private func releaseLock(takeID: String, folderOf file: String) {
+    func releaseLock(takeID: String, folderOf file: String) {
         let folder = file.lastIndex(of: "/").map { String(file[..<$0]) } ?? ""
         if let url = try? confined("\(folder)/.\(takeID).lock") { unlink(url.path) }
         if let fd = liveLocks.withLock({ $0.removeValue(forKey: takeID) }) { close(fd) }
@@ -534,18 +394,6 @@ public final class DirectoryStorage: LibraryMaintenance {
     /// Resolves a library-relative path, refusing anything that would leave the library:
     /// absolute paths, `..` components, or a symbolic link on the way.
     func confined(_ relative: String) throws -> URL {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: true)
-        guard !relative.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." || $0.contains("\0") }) else {
-            throw TapedeckError(.corruptFile, "The catalog names the path \"\(relative)\", which lies outside the library. Run `tapedeck doctor`.")
-        }
-        var url = rootURL
-        for part in parts {
-            url.appendPathComponent(String(part))
-            var st = stat()
-            if lstat(url.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK {
-                throw TapedeckError(.io, "\(url.path) is a symbolic link; Tapedeck does not follow links inside the library. Remove the link.")
-            }
-        }
-        return url
+        try LibraryPath.resolve(relative, under: rootURL, namedBy: "The catalog")
     }
 }

@@ -57,13 +57,8 @@ public final class InMemoryStorage: TakeStorage {
     public func createSession(named name: String?) throws -> Session {
         if let name { try Self.check(name, "session") }
         return try commit("createSession") { c in
-            let names = Set(c.sessions.map(\.name))
-            if let name, names.contains(name) {
-                throw TapedeckError(.alreadyExists, "A session named \"\(name)\" exists already.")
-            }
-            var n = 1
-            while names.contains("Session \(n)") { n += 1 }
-            let s = Session(id: UUID().uuidString.lowercased(), name: name ?? "Session \(n)", createdAt: Date())
+            let chosen = try StoreNames.sessionName(name, taken: c.sessions.map(\.name))
+            let s = Session(id: UUID().uuidString.lowercased(), name: chosen, createdAt: Date())
             c.sessions.append(s)
             return s
         }
@@ -77,13 +72,10 @@ public final class InMemoryStorage: TakeStorage {
             guard let i = c.sessions.firstIndex(where: { $0.id == sessionID }) else {
                 throw TapedeckError(.notFound, "No session has the id \(sessionID).")
             }
-            let names = Set(c.sessions[i].takes.map(\.name))
-            if let name, names.contains(name) { throw TapedeckError(.alreadyExists, "A take named \"\(name)\" exists already.") }
             let number = (c.sessions[i].takes.map(\.number).max() ?? 0) + 1
-            var n = number
-            while names.contains("Take \(n)") { n += 1 }
+            let chosen = try StoreNames.takeName(name, number: number, taken: c.sessions[i].takes.map(\.name), session: c.sessions[i].name)
             let id = UUID().uuidString.lowercased()
-            let take = Take(id: id, sessionID: sessionID, name: name ?? "Take \(n)", number: number, createdAt: startDate,
+            let take = Take(id: id, sessionID: sessionID, name: chosen, number: number, createdAt: startDate,
                             state: .recording, format: format, encoding: encoding, file: "\(id).\(fileExtension)", frames: 0)
             c.sessions[i].takes.append(take)
             c.pending[id] = ".\(id).pending.\(fileExtension)"

@@ -124,24 +124,24 @@ struct BundleStorageTests {
     @Test("dates are written as ISO-8601 with microseconds and read back exactly")
     func dates() throws {
         for t in [0, 1_700_000_000.123456, -86_400.5, 253_402_300_799] as [Double] {
-            let d = ManifestCodec.quantize(Date(timeIntervalSince1970: t))
-            let text = ManifestCodec.formatDate(d)
-            #expect(ManifestCodec.parseDate(text) == d, "\(text)")
+            let d = UTCTimestamp.quantize(Date(timeIntervalSince1970: t))
+            let text = UTCTimestamp.format(d)
+            #expect(UTCTimestamp.parse(text) == d, "\(text)")
         }
-        #expect(ManifestCodec.formatDate(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
-        #expect(ManifestCodec.parseDate("2024-02-29T12:00:00+01:00") == Date(timeIntervalSince1970: 1_709_204_400))
+        #expect(UTCTimestamp.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
+        #expect(UTCTimestamp.parse("2024-02-29T12:00:00+01:00") == Date(timeIntervalSince1970: 1_709_204_400))
         // Read and written again, a date's text does not drift (found by scripts/fuzz: a 2111 date
         // lost a microsecond per rewrite); where a Date cannot hold the microsecond (year 9999),
         // the first rewrite settles it.
         for text in ["2111-11-23T12:01:03.307261Z", "2026-11-23T12:01:03.310628Z", "1900-06-30T23:59:59.999999Z"] {
-            #expect(ManifestCodec.parseDate(text).map(ManifestCodec.formatDate) == text)
+            #expect(UTCTimestamp.parse(text).map(UTCTimestamp.format) == text)
         }
         for text in ["9999-12-31T23:59:59.999999Z", "0001-01-01T00:00:00.000001Z"] {
-            let once = try #require(ManifestCodec.parseDate(text).map(ManifestCodec.formatDate))
-            #expect(ManifestCodec.parseDate(once).map(ManifestCodec.formatDate) == once, "\(text) → \(once)")
+            let once = try #require(UTCTimestamp.parse(text).map(UTCTimestamp.format))
+            #expect(UTCTimestamp.parse(once).map(UTCTimestamp.format) == once, "\(text) → \(once)")
         }
         for bad in ["", "2024-02-30T00:00:00Z", "2024-01-01 00:00:00Z", "2024-01-01T00:00:00", "yesterday", "2024-01-01T24:00:00Z"] {
-            #expect(ManifestCodec.parseDate(bad) == nil, "\(bad)")
+            #expect(UTCTimestamp.parse(bad) == nil, "\(bad)")
         }
     }
 

@@ -69,14 +69,17 @@ struct ScaffoldTests {
         #expect(Scaffold.registration(kind: .capture, name: try ScaffoldName("Jack")).catalog == ["capture: JackPlugin.capture"])
     }
 
-    @Test("a storage scaffold is the package's bundle store, renamed, with the storage conformance suite")
+    @Test("a storage scaffold is the package's template store, renamed, at most 400 lines, with the storage conformance suite per area")
     func storage() throws {
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let files = try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), packageRoot: packageRoot)
         #expect(files.map(\.path).contains("Sources/TapedeckCloud/CloudStorage.swift"))
         #expect(files.map(\.path).contains("Sources/TapedeckCloud/CloudStoragePlugin.swift"))
         let plugin = try #require(files.first { $0.path.hasSuffix("CloudStoragePlugin.swift") })
-        #expect(plugin.contents.contains("name: \"cloud\",") && !plugin.contents.contains("BundleStorage"))
-        #expect(files.last?.contents.contains("StorageConformance.run") == true)
+        #expect(plugin.contents.contains("name: \"cloud\",") && !plugin.contents.contains("Template"))
+        #expect(files.allSatisfy { !$0.contents.contains("TemplateStorage") && !$0.contents.contains("storage.template") })
+        let sourceLines = files.filter { $0.path.hasPrefix("Sources/") }.reduce(0) { $0 + $1.contents.split(separator: "\n", omittingEmptySubsequences: false).count }
+        #expect(sourceLines <= 400, "the generated store is \(sourceLines) lines")
+        #expect(files.last?.contents.contains("StorageConformance.check(area") == true)
     }
 }

@@ -1,16 +1,11 @@
 public import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension TakeMetadata {
     /// ``startDate`` as the DATE tag of a file carries it: ISO 8601 in UTC, to the second
     /// (`2023-11-14T22:13:20Z`), the same text as `Date.ISO8601Format()`.
     ///
-    /// Made with the C library's `gmtime_r`, not Foundation's calendar: a writer is created when
-    /// a recording starts, and loading a calendar there costs milliseconds of start-up.
+    /// Made by ``UTCTimestamp``, not Foundation's calendar: a writer is created when a recording
+    /// starts, and loading a calendar there costs milliseconds of start-up.
     /// - Thread: any. Never blocks.
     public var startDateISO8601: String { startDate.iso8601UTC }
 }
@@ -19,16 +14,10 @@ extension Date {
     /// This date as ISO 8601 in UTC, to the second (`2023-11-14T22:13:20Z`), the same text as
     /// `ISO8601Format()`.
     ///
-    /// Made with the C library's `gmtime_r`, not Foundation's calendar: writers and `--json`
-    /// reports need it when a command starts or ends, and loading a calendar costs milliseconds.
+    /// Made by ``UTCTimestamp``, not Foundation's calendar: writers and `--json` reports need it
+    /// when a command starts or ends, and loading a calendar costs milliseconds.
     /// - Thread: any. Never blocks.
-    public var iso8601UTC: String {
-        var seconds = time_t(timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        guard gmtime_r(&seconds, &parts) != nil else { return ISO8601Format() }
-        return "\(zeroPadded(Int(parts.tm_year) + 1900, width: 4))-\(zeroPadded(Int(parts.tm_mon) + 1, width: 2))-\(zeroPadded(Int(parts.tm_mday), width: 2))"
-            + "T\(zeroPadded(Int(parts.tm_hour), width: 2)):\(zeroPadded(Int(parts.tm_min), width: 2)):\(zeroPadded(Int(parts.tm_sec), width: 2))Z"
-    }
+    public var iso8601UTC: String { UTCTimestamp.seconds(self) }
 }
 
 /// `value` in decimal with leading zeros up to `width` characters, a minus sign included

@@ -5,71 +5,13 @@ import Glibc
 import Darwin
 #endif
 
-/// A file-system mutation a store performs, as seen by a ``StorageSeam``.
-public enum FileAction: String, Sendable, Hashable, CaseIterable {
-    /// Writing a file's bytes (a manifest, a catalog transaction).
-    case write
-    /// `fsync` of a file or a folder.
-    case sync
-    /// Moving a file into place (link + unlink, or `rename`).
-    case rename
-    /// Removing a file or an empty folder.
-    case unlink
-    /// Creating a folder.
-    case mkdir
-}
-
-/// A labelled, completed step of a storage operation, such as `finishTake: audio moved into place`.
-///
-/// Stores report one after every durable step (file written, synced, renamed, catalog committed,
-/// file removed), so a test can stop an operation at each of them and check what a reopened store
-/// makes of the result.
-public struct StorageStep: Sendable, Hashable, CustomStringConvertible {
-    /// The operation: `createSession`, `beginTake`, `finishTake`, `renameSession`, `renameTake`,
-    /// `deleteSession`, `deleteTake`, `completeRecovery`.
-    public var operation: String
-    /// What has just been done, e.g. `catalog committed`.
-    public var label: String
-
-    public init(_ operation: String, _ label: String) {
-        self.operation = operation
-        self.label = label
-    }
-
-    public var description: String { "\(operation): \(label)" }
-}
-
-/// Where a store's file-system mutations and durable steps can be observed and made to fail.
-///
-/// Production stores use ``StorageSeam/none``; tests use seams that fail the N-th write, sync,
-/// rename or unlink with `EIO` or `ENOSPC`, or that "crash" at a labelled step (every mutation
-/// after it fails, as if the process had died there).
-public protocol StorageSeam: Sendable {
-    /// Called before each file-system mutation; throwing makes the mutation fail with that error
-    /// instead of happening.
-    /// - Thread: the store's calling thread. Must not block.
-    func willPerform(_ action: FileAction, on url: URL) throws
-    /// Called after each labelled step of an operation completed; throwing stops the operation there.
-    /// - Thread: the store's calling thread. Must not block.
-    func reached(_ step: StorageStep) throws
-}
-
-/// The seam that observes nothing and never fails.
-public struct NoStorageSeam: StorageSeam {
-    public init() {}
-    public func willPerform(_ action: FileAction, on url: URL) throws {}
-    public func reached(_ step: StorageStep) throws {}
-}
-
-extension StorageSeam where Self == NoStorageSeam {
-    /// Production: no observation, no injected failures.
-    public static var none: NoStorageSeam { NoStorageSeam() }
-}
-
-/// The durable file-system steps of a store, each announced to a ``StorageSeam`` first.
+/// The durable file-system steps of a store, each announced to a ``StorageSeam`` first, with
+/// errors that say what failed.
 ///
 /// Every mutation a store makes to its library goes through here, so an injected failure or a
-/// simulated crash covers all of them. - Thread: any; every method blocks on disk I/O.
+/// simulated crash covers all of them; code outside a store (a recorder syncing its folder, an
+/// export moving its file into place) uses `DurableFiles()` with no seam.
+/// - Thread: any; every method blocks on disk I/O.
 public struct DurableFiles: Sendable {
     public let seam: any StorageSeam
 
@@ -85,17 +27,25 @@ public struct DurableFiles: Sendable {
     /// `fsync`s a folder so entries created, renamed or removed in it are durable.
     public func syncDirectory(_ url: URL) throws {
         try seam.willPerform(.sync, on: url)
-        try Durability.syncDirectory(url)
+        let fd = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the folder \(url.path) to sync it") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the folder \(url.path)") }
     }
 
     /// `fsync`s a file by path.
     public func syncFile(_ url: URL) throws {
         try seam.willPerform(.sync, on: url)
-        try Durability.syncFile(url)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(url.path) to sync it") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \(url.path)") }
     }
 
-    /// Moves a file into place without replacing anything (see ``Durability/moveIntoPlace(_:_:)``),
-    /// then syncs the destination's folder.
+    /// Moves `source` to `destination` on the same file system without ever replacing an
+    /// existing file (a hard link, which fails if the destination exists, then removal of the old
+    /// name), and syncs the destination's folder. A move interrupted between the link and the
+    /// removal (both names on one file) is completed.
     public func moveIntoPlace(_ source: URL, _ destination: URL) throws {
         try seam.willPerform(.rename, on: destination)
         if link(source.path, destination.path) != 0 {
@@ -159,7 +109,8 @@ public struct DurableFiles: Sendable {
         _ = rmdir(url.path)
     }
 
-    /// Creates a folder (and missing parents), syncing each parent. See ``Durability/makeDirectory(_:)``.
+    /// Creates a folder (and missing parents) with mode ``FileModes/directory`` (0775) less the
+    /// umask, syncing each parent.
     public func makeDirectory(_ url: URL) throws {
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) {
