@@ -23,7 +23,7 @@ public struct ALSACaptureBackend: CaptureBackend {
     /// Creates a backend; nothing is opened until ``openCaptureStream(format:options:)``.
     /// - Parameters:
     ///   - device: the ALSA PCM name, e.g. `default`, `pulse`, `hw:CARD=USB,DEV=0`.
-    ///   - periods: buffer size in periods, clamped to 2...32.
+    ///   - periods: buffer size in periods, clamped to the setting's range.
     ///   - definitions: extra ALSA configuration text, e.g. `pcm.mine { type plug slave.pcm "hw:0" }`.
     ///   - logger: where ALSA's own error messages go (see ``ALSAErrorLog``); `nil` leaves that as it is.
     ///   - periodsKey: how messages name the periods setting (the plugin passes its full key).
@@ -32,7 +32,7 @@ public struct ALSACaptureBackend: CaptureBackend {
                 definitions: String? = nil, logger: Logger? = nil, periodsKey: String = ALSASettings.periods.key) {
         self.device = device
         self.periodsKey = periodsKey
-        self.periods = min(max(periods, 2), 32)
+        self.periods = ALSASettings.periods.clamp(periods)
         self.definitions = definitions
         if let logger { ALSAErrorLog.install(logger) }
     }

@@ -19,7 +19,7 @@ public struct ALSAPlaybackBackend: PlaybackBackend {
     /// Creates a backend; nothing is opened until ``openPlaybackStream(format:options:)``.
     /// - Parameters:
     ///   - device: the ALSA PCM name.
-    ///   - periods: buffer size in periods, clamped to 2...32.
+    ///   - periods: buffer size in periods, clamped to the setting's range.
     ///   - definitions: extra ALSA configuration text.
     ///   - logger: where ALSA's own error messages go (see ``ALSAErrorLog``); `nil` leaves that as it is.
     ///   - periodsKey: how messages name the periods setting (the plugin passes its full key).
@@ -28,7 +28,7 @@ public struct ALSAPlaybackBackend: PlaybackBackend {
                 definitions: String? = nil, logger: Logger? = nil, periodsKey: String = ALSASettings.periods.key) {
         self.device = device
         self.periodsKey = periodsKey
-        self.periods = min(max(periods, 2), 32)
+        self.periods = ALSASettings.periods.clamp(periods)
         self.definitions = definitions
         if let logger { ALSAErrorLog.install(logger) }
     }

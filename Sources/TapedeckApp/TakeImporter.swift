@@ -37,7 +37,7 @@ public struct TakeImporter: Sendable {
             throw TapedeckError(.notFound, "\(url.path) is not a file. Give the audio files to import.")
         }
         guard FileManager.default.isReadableFile(atPath: url.path) else {
-            throw TapedeckError.system(EACCES, while: "read \(url.path)")
+            throw TapedeckError(.io, "\(url.path) cannot be read: permission denied. Check its permissions.", systemCode: EACCES)
         }
         // Verbatim when the file already is what the library stores; otherwise decode and encode.
         let verbatim = decoders.lazy.compactMap { d in d.storesVerbatim(url).map { (d, $0) } }.first

@@ -105,8 +105,9 @@ public struct ConfigurationLoader: Sendable {
     /// - Returns: one full sentence per problem, naming its source, line and key; empty when usable.
     /// - Thread: any. Never blocks (the file was read already).
     public func problems(file: ConfigFile?, flags: [String: String], machine: String?) -> [String] {
+        // Unknown keys do not change how the known ones resolve, so every bad value is reported
+        // in the same run.
         var problems = keyProblems(file: file, flags: flags)
-        guard problems.isEmpty else { return problems }
         let machines = [machine] + (file?.machines.keys.sorted() ?? []).filter { $0 != machine }.map(Optional.some)
         for name in machines {
             do {

@@ -59,7 +59,7 @@ struct Resolution {
                 values[d.key] = v
                 if keeping { settings[key] = ResolvedSetting(value: v, source: source) }
             case .failure(let p):
-                problems.append("\(source): \(key): \(p.reason).")
+                problems.append("\(Self.origin(source, key, text)): \(p.reason).")
                 if case .success(let v) = d.parse(d.defaultValue) { values[d.key] = v }
             }
         }
@@ -76,14 +76,20 @@ struct Resolution {
         let known = entries.map(\.name).sorted()
         guard let entry = entries.first(where: { $0.name == chosen }) else {
             if let trait = PluginCatalog.optionalBackends[chosen], role == .capture || role == .playback {
-                problems.append("\(source): \(key): this build of Tapedeck has no \(chosen) backend: it was built without the \(trait) trait. Rebuild with the default traits (`swift build`, which needs \(PluginCatalog.optionalBackendPackages[chosen] ?? "its development package")), or choose one of: \(known.joined(separator: ", ")).")
+                problems.append("\(Self.origin(source, key, chosen)): this build of Tapedeck has no \(chosen) backend: it was built without the \(trait) trait. Rebuild with the default traits (`swift build`, which needs \(PluginCatalog.optionalBackendPackages[chosen] ?? "its development package")), or choose one of: \(known.joined(separator: ", ")).")
             } else {
-                problems.append("\(source): \(key): unknown \(role == .encoder ? "encoder" : "backend") \"\(chosen)\"\(Suggestion.phrase(chosen, known)). Known: \(known.joined(separator: ", ")).")
+                problems.append("\(Self.origin(source, key, chosen)): unknown \(role == .encoder ? "encoder" : "backend") \"\(chosen)\"\(Suggestion.phrase(chosen, known)). Known: \(known.joined(separator: ", ")).")
             }
             return none
         }
         settings[key] = ResolvedSetting(value: .string(chosen), source: source)
         return RoleSelection(plugin: chosen, settings: read(entry.settings, section: section + "." + chosen))
+    }
+
+    /// Where a value came from and its key, as a message begins: `FILE:LINE: KEY`,
+    /// `environment variable X: KEY`, or `--set KEY=VALUE` as it was typed.
+    static func origin(_ source: ConfigSource, _ key: String, _ text: String) -> String {
+        source == .flag ? "--set \(key)=\(text)" : "\(source): \(key)"
     }
 
     /// The hand-off buffer is allocated up front: keep it within reason for small machines.
@@ -94,6 +100,6 @@ struct Resolution {
         let key = "capture." + RecordingSettings.bufferSeconds.key
         let most = Double(ConfigurationLoader.maxBufferBytes) / Double(format.bytesPerSecond)
         let source = settings[key]?.source ?? .builtIn
-        problems.append("\(source): \(key): \(recording.bufferSeconds) s at \(format) needs \(Int(bytes / 1_048_576)) MiB of memory. Use at most \(String(format: "%.1f", most)) s for this format.")
+        problems.append("\(Self.origin(source, key, String(recording.bufferSeconds))): \(recording.bufferSeconds) s at \(format) needs \(Int(bytes / 1_048_576)) MiB of memory. Use at most \(String(format: "%.1f", most)) s for this format.")
     }
 }

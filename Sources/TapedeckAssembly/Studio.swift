@@ -171,7 +171,7 @@ public final class Studio {
     /// Opens a `.tapedeck` bundle in place, read as untrusted input, as the source of an import.
     /// - Thread: main actor. Blocks briefly while the manifest is read and validated.
     public func openBundle(at url: URL) throws -> any TakeStorage {
-        try BundleStorage(rootURL: url)
+        try BundleStorage(rootURL: url, lockTimeoutKey: context(for: "storage", "bundle").key(BundleStorageSettings.lockTimeout))
     }
 
     /// A player wired to the configured playback backend and every decoder.

@@ -69,7 +69,7 @@ extension BundleStorage {
     func isLocked(_ id: String, in bundle: URL) -> Bool {
         if liveLocks.withLock({ $0[id] != nil }) { return true }
         guard let fd = claimTakeLock(id, in: bundle) else {
-            return FileManager.default.fileExists(atPath: bundle.appendingPathComponent(".\(id).lock").path)
+            return FileManager.default.fileExists(atPath: bundle.appendingPathComponent(StoreNames.lockFile(id: id)).path)
         }
         close(fd)
         return false
@@ -78,7 +78,7 @@ extension BundleStorage {
     /// Bundles that cannot be used, as library-relative paths (see ``damagedBundles()``).
     /// - Thread: any. Blocks on disk I/O and, when something looks damaged, on the library lock.
     public func damagedParts() throws -> [DamagedPart] {
-        try damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem) }
+        try damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem, canQuarantine: true) }
     }
 
     /// Moves a file or an unusable bundle into `quarantine/<time>/` in the library.

@@ -62,7 +62,7 @@ extension BundleStorage {
 
     /// `SLUG-ID8.tapedeck`.
     static func folderName(_ name: String, id: String) -> String {
-        NameRules.slug(name, fallback: "session") + "-" + String(id.prefix(8)) + bundleExtension
+        StoreNames.sessionFolder(name: name, id: id) + bundleExtension
     }
 
     /// Hidden files Tapedeck itself makes in a bundle.
@@ -149,7 +149,7 @@ extension BundleStorage {
     /// Takes the lock of a take that no live process holds, creating the lock file if it is gone.
     /// - Returns: the locked descriptor, or `nil` when a live process holds the lock.
     func claimTakeLock(_ id: String, in bundle: URL) -> Int32? {
-        guard let url = try? confined(".\(id).lock", in: bundle) else { return nil }
+        guard let url = try? confined(StoreNames.lockFile(id: id), in: bundle) else { return nil }
         return LockFile.claim(url)
     }
 
@@ -159,6 +159,6 @@ extension BundleStorage {
     func releaseLock(of id: String, in bundle: URL) throws {
         let fd = liveLocks.withLock { $0.removeValue(forKey: id) }
         defer { if let fd { close(fd) } }
-        if let url = try? member(".\(id).lock", in: bundle) { unlink(url.path) }
+        if let url = try? member(StoreNames.lockFile(id: id), in: bundle) { unlink(url.path) }
     }
 }

@@ -276,17 +276,11 @@ public final class BundleStorage: LibraryMaintenance {
         }
         let bundle = try bundleURL(for: sessionID, verify: true)
         let id = UUID().uuidString.lowercased()
-        let ext = NameRules.slug(fileExtension, fallback: "audio")
-        let pendingName = ".\(id).pending.\(ext)"
+        let pendingName = StoreNames.pendingFile(id: id, fileExtension: fileExtension)
         // Hold the take's lock before its entry exists, so no other process ever sees it unlocked while live.
         let pendingURL = try confined(pendingName, in: bundle)
-        let lockURL = try confined(".\(id).lock", in: bundle)
-        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
-        guard lockFD >= 0 else { throw TapedeckError.system(errno, while: "create the lock file \(lockURL.path)") }
-        guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
-            close(lockFD)
-            throw TapedeckError(.busy, "Could not lock \(lockURL.path). Try again.")
-        }
+        let lockURL = try confined(StoreNames.lockFile(id: id), in: bundle)
+        let lockFD = try LockFile.create(lockURL)
         do {
             // Blocks held back in the lock file, so finishing still works if the audio fills the disk.
             try SpaceReserve.claim(lockFD, path: bundle.path)
@@ -302,7 +296,7 @@ public final class BundleStorage: LibraryMaintenance {
                 }
                 let used = manifest.takes.map(\.name)
                 let finalName = try StoreNames.takeName(chosen, number: number, taken: used, session: manifest.name)
-                let file = StoreNames.takeFile(number: number, name: finalName, id: id, fileExtension: ext)
+                let file = StoreNames.takeFile(number: number, name: finalName, id: id, fileExtension: fileExtension)
                 let entry = Manifest.Entry(id: id, name: finalName, number: number, file: file, format: format, encoding: encoding,
                                            frames: 0, startDate: UTCTimestamp.quantize(startDate), state: .recording, overruns: [],
                                            notes: "", pendingFile: pendingName)
@@ -406,6 +400,6 @@ public final class BundleStorage: LibraryMaintenance {
             try files.syncDirectory(bundle)
             try files.reached("deleteTake", "audio removed")
         }
-        if claimed != nil, let lock = try? member(".\(id).lock", in: bundle) { unlink(lock.path) }
+        if claimed != nil, let lock = try? member(StoreNames.lockFile(id: id), in: bundle) { unlink(lock.path) }
     }
 }

@@ -59,7 +59,7 @@ extension DirectoryStorage {
             let relativeFolder = (relative as NSString).deletingLastPathComponent
             if entry.hasPrefix("."), entry.contains(".pending."),
                let id = entry.dropFirst().split(separator: ".").first.map(String.init),
-               liveLocks.withLock({ $0[id] != nil }) || isLockHeld(relativeFolder + "/." + id + ".lock") {
+               liveLocks.withLock({ $0[id] != nil }) || isLockHeld(relativeFolder + "/" + StoreNames.lockFile(id: id)) {
                 continue
             }
             found.append(relative)

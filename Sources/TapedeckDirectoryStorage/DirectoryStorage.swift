@@ -128,7 +128,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         let created = Date()
         let chosen = try name.map { try NameRules.validate($0, what: "session") }
         // The folder is made first: a folder with no row is harmless, a row with no folder is not.
-        let provisional = NameRules.slug(chosen ?? "session", fallback: "session") + "-" + String(id.prefix(8))
+        let provisional = StoreNames.sessionFolder(name: chosen ?? "session", id: id)
         let folder = "sessions/" + provisional
         try files.makeDirectory(try confined(folder))
         try files.reached("createSession", "folder created")
@@ -196,16 +196,10 @@ public final class DirectoryStorage: LibraryMaintenance {
         let (session, folder) = Catalog.session(from: sessionRow)
         let folderURL = try confined(folder)
         try files.makeDirectory(folderURL)
-        let ext = NameRules.slug(fileExtension, fallback: "audio")
-        let pending = "\(folder)/.\(id).pending.\(ext)"
+        let pending = "\(folder)/" + StoreNames.pendingFile(id: id, fileExtension: fileExtension)
         // Hold the take's lock before its row exists, so no other process ever sees it unlocked while live.
-        let lockURL = try confined("\(folder)/.\(id).lock")
-        let lockFD = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
-        guard lockFD >= 0 else { throw TapedeckError.system(errno, while: "create the lock file \(lockURL.path)") }
-        guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
-            close(lockFD)
-            throw TapedeckError(.busy, "Could not lock \(lockURL.path). Try again.")
-        }
+        let lockURL = try confined("\(folder)/" + StoreNames.lockFile(id: id))
+        let lockFD = try LockFile.create(lockURL)
         do {
             // Blocks held back in the lock file, so finishing still works if the audio fills the disk.
             try SpaceReserve.claim(lockFD, path: folderURL.path)
@@ -214,7 +208,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                 let used = try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ?", arguments: [sessionID])
                 let number = (try Int.fetchOne(db, sql: "SELECT MAX(number) FROM take WHERE sessionId = ?", arguments: [sessionID]) ?? 0) + 1
                 let finalName = try StoreNames.takeName(chosen, number: number, taken: used, session: session.name)
-                let file = "\(folder)/" + StoreNames.takeFile(number: number, name: finalName, id: id, fileExtension: ext)
+                let file = "\(folder)/" + StoreNames.takeFile(number: number, name: finalName, id: id, fileExtension: fileExtension)
                 let take = Take(id: id, sessionID: sessionID, name: finalName, number: number, createdAt: startDate,
                                 state: .recording, format: format, encoding: encoding, file: file, frames: 0)
                 try db.execute(sql: """
@@ -381,13 +375,13 @@ public final class DirectoryStorage: LibraryMaintenance {
     /// - Returns: the locked descriptor, or `nil` when a live process holds the lock.
     func acquireLock(of take: Take) -> Int32? {
         let folder = take.file.split(separator: "/").dropLast().joined(separator: "/")
-        guard let url = try? confined("\(folder)/.\(take.id).lock") else { return nil }
+        guard let url = try? confined("\(folder)/" + StoreNames.lockFile(id: take.id)) else { return nil }
         return LockFile.claim(url)
     }
 
     func releaseLock(takeID: String, folderOf file: String) {
         let folder = file.lastIndex(of: "/").map { String(file[..<$0]) } ?? ""
-        if let url = try? confined("\(folder)/.\(takeID).lock") { unlink(url.path) }
+        if let url = try? confined("\(folder)/" + StoreNames.lockFile(id: takeID)) { unlink(url.path) }
         if let fd = liveLocks.withLock({ $0.removeValue(forKey: takeID) }) { close(fd) }
     }
 

@@ -31,11 +31,11 @@ public struct FLACEncoder: AudioEncoder {
     public var fileExtension: String { "flac" }
 
     /// Creates the encoder from its settings (the declared defaults when none are given).
-    /// `level` is clamped to 0...8 and `padding` to 0...16 777 215 (the largest metadata block
-    /// FLAC allows).
+    /// `level` is clamped to its setting's range and `padding` to 0...16 777 215 (the largest
+    /// metadata block FLAC allows).
     /// - Thread: any. Does not block.
     public init(settings: FLACSettings = FLACSettings()) {
-        level = min(max(settings.level, 0), 8)
+        level = FLACSettings.level.clamp(settings.level)
         verify = settings.verify
         paddingBytes = min(max(settings.padding, 0), (1 << 24) - 1)
     }
@@ -48,12 +48,12 @@ public struct FLACEncoder: AudioEncoder {
     public func validate(_ format: AudioFormat) throws {
         if format.sampleFormat.isFloat {
             throw TapedeckError(.unsupportedFormat,
-                "FLAC stores integer samples (s16, s24, s32), so 32-bit float audio cannot be written to it. Convert the samples to an integer format, or choose another format.")
+                "FLAC stores integer samples (s16, s24, s32), so 32-bit float audio cannot be written to it.")
         }
         try format.validate()
         guard format.channels <= Int(FLAC__MAX_CHANNELS) else {
             throw TapedeckError(.unsupportedFormat,
-                "FLAC holds at most \(FLAC__MAX_CHANNELS) channels; this take has \(format.channels). Use fewer channels, or choose another format.")
+                "FLAC holds at most \(FLAC__MAX_CHANNELS) channels; this take has \(format.channels).")
         }
         guard FLAC__format_sample_rate_is_valid(UInt32(format.sampleRate)) != 0 else {
             throw TapedeckError(.unsupportedFormat, "FLAC cannot store a sample rate of \(format.sampleRate) Hz. Choose a standard rate such as 44100 or 48000.")

@@ -42,7 +42,7 @@ public struct OpusEncoder: AudioEncoder, AudioDecoder {
     public func validate(_ format: AudioFormat) throws {
         try format.validate()
         guard (1...2).contains(format.channels) else {
-            throw TapedeckError(.unsupportedFormat, "The Opus encoder writes mono or stereo files, not \(format.channels) channels. Use one or two channels, or choose another format.")
+            throw TapedeckError(.unsupportedFormat, "The Opus encoder writes mono or stereo files, not \(format.channels) channels.")
         }
     }
 

@@ -93,7 +93,7 @@ public final class TemplateStorage: TakeStorage {
                 try files.writeNewFile(try JSONEncoder().encode(catalog), to: temporary)
                 try files.replace(rootURL.appendingPathComponent(Self.catalogName), with: temporary)
             } catch {
-                unlink(temporary.path)
+                unlink(temporary.path) // not a change to the library: the old catalog stands
                 throw error
             }
             try files.syncDirectory(rootURL)
@@ -141,7 +141,7 @@ public final class TemplateStorage: TakeStorage {
                 throw TapedeckError(.busy, "The session is being recorded into. Stop that recording first, then delete the session.")
             }
             let takes = c.sessions.remove(at: i).takes
-            return takes.map(\.file) + takes.compactMap { c.pending.removeValue(forKey: $0.id) } + takes.map { ".\($0.id).lock" }
+            return takes.map(\.file) + takes.compactMap { c.pending.removeValue(forKey: $0.id) } + takes.map { StoreNames.lockFile(id: $0.id) }
         }
         try removeFiles(doomed, "deleteSession")
     }
@@ -152,11 +152,11 @@ public final class TemplateStorage: TakeStorage {
                           fileExtension: String, startDate: Date) throws -> PendingTake {
         let chosen = try name.map { try NameRules.validate($0, what: "take") }
         let id = UUID().uuidString.lowercased()
-        let lockURL = try LibraryPath.resolve(".\(id).lock", under: rootURL, namedBy: "A new take")
-        guard let lock = LockFile.claim(lockURL) else { throw TapedeckError.system(errno, while: "create \(lockURL.path)") }
+        let lockURL = rootURL.appendingPathComponent(StoreNames.lockFile(id: id))
+        let lock = try LockFile.create(lockURL)
         do {
             try SpaceReserve.claim(lock, path: lockURL.path)
-            let pendingName = ".\(id).pending.\(fileExtension)"
+            let pendingName = StoreNames.pendingFile(id: id, fileExtension: fileExtension)
             let pending = try change("beginTake") { c -> PendingTake in
                 guard let i = c.sessions.firstIndex(where: { $0.id == sessionID }) else { throw Self.noSession(sessionID) }
                 let number = (c.sessions[i].takes.map(\.number).max() ?? 0) + 1
@@ -189,7 +189,7 @@ public final class TemplateStorage: TakeStorage {
         } else if !FileManager.default.fileExists(atPath: final.path) {
             throw TapedeckError(.notFound, "The audio of take \"\(pending.take.name)\" is missing; the take was not marked finished.")
         }
-        return try update("finishTake", pending.take.id) { t in
+        return try update("finishTake", pending.take.id) { _, t in
             t.state = state
             t.frames = frames
             t.overruns = overruns
@@ -198,11 +198,12 @@ public final class TemplateStorage: TakeStorage {
 
     public func renameTake(_ id: String, to name: String) throws -> Take {
         let name = try NameRules.validate(name, what: "take")
-        let session = try sessions().first { $0.takes.contains { $0.id == id } }
-        if let session, session.takes.contains(where: { $0.name == name && $0.id != id }) {
-            throw TapedeckError(.alreadyExists, "Session \"\(session.name)\" has a take named \"\(name)\" already. Choose another name.")
+        return try update("renameTake", id) { session, take in
+            if session.takes.contains(where: { $0.name == name && $0.id != id }) {
+                throw TapedeckError(.alreadyExists, "Session \"\(session.name)\" has a take named \"\(name)\" already. Choose another name.")
+            }
+            take.name = name
         }
-        return try update("renameTake", id) { $0.name = name }
     }
 
     public func deleteTake(_ id: String) throws {
@@ -218,7 +219,7 @@ public final class TemplateStorage: TakeStorage {
                     throw TapedeckError(.busy, "Take \"\(c.sessions[i].takes[j].name)\" is being recorded. Stop that recording first.")
                 }
                 let take = c.sessions[i].takes.remove(at: j)
-                return [take.file] + [c.pending.removeValue(forKey: id)].compactMap { $0 } + [".\(id).lock"]
+                return [take.file] + [c.pending.removeValue(forKey: id)].compactMap { $0 } + [StoreNames.lockFile(id: id)]
             }
             throw Self.noTake(id)
         }
@@ -228,21 +229,34 @@ public final class TemplateStorage: TakeStorage {
 
     // MARK: recovery
 
+    /// Claims the lock of every take left `recording` by a dead process. A take whose entry or
+    /// file names cannot be used is left for `doctor`; one that finished while its lock was being
+    /// claimed is let go again.
     public func interruptedTakes() throws -> [InterruptedTake] {
         var found: [InterruptedTake] = []
         for session in try sessions() {
             for take in session.takes where take.state == .recording && !liveLocks.withLock({ $0[take.id] != nil }) {
-                guard let lock = LockFile.claim(try LibraryPath.resolve(".\(take.id).lock", under: rootURL, namedBy: "The catalog")) else { continue }
+                guard LibraryPath.isPlainName(take.id), let audio = try? audioURL(for: take),
+                      let lock = LockFile.claim(rootURL.appendingPathComponent(StoreNames.lockFile(id: take.id))) else { continue }
+                let catalog = try read()
+                let current = catalog.sessions.lazy.flatMap(\.takes).first { $0.id == take.id }
+                guard current?.state == .recording else {
+                    unlink(rootURL.appendingPathComponent(StoreNames.lockFile(id: take.id)).path)
+                    close(lock)
+                    continue
+                }
                 liveLocks.withLock { $0[take.id] = lock }
-                let pending = try read().pending[take.id].map { try LibraryPath.resolve($0, under: rootURL, namedBy: "The catalog") }
-                let candidates = [pending, try audioURL(for: take)].compactMap { $0 }
-                found.append(InterruptedTake(take: take, fileURL: candidates.first { FileManager.default.fileExists(atPath: $0.path) }))
+                let pending = catalog.pending[take.id].flatMap { try? LibraryPath.resolve($0, under: rootURL, namedBy: "The catalog") }
+                found.append(InterruptedTake(take: take, fileURL: [pending, audio].compactMap { $0 }.first { FileManager.default.fileExists(atPath: $0.path) }))
             }
         }
         return found
     }
 
     public func completeRecovery(of take: Take, repaired: RepairResult?) throws -> Take? {
+        guard liveLocks.withLock({ $0[take.id] != nil }) else {
+            throw TapedeckError(.busy, "Take \"\(take.name)\" was not claimed for recovery by this process; list the interrupted takes again.")
+        }
         guard let repaired else {
             try deleteTake(take.id, operation: "completeRecovery")
             return nil
@@ -255,7 +269,10 @@ public final class TemplateStorage: TakeStorage {
                 try files.reached("completeRecovery", "audio moved into place")
             }
         }
-        return try update("completeRecovery", take.id) { t in
+        return try update("completeRecovery", take.id) { _, t in
+            guard t.state == .recording else {
+                throw TapedeckError(.alreadyExists, "Take \"\(t.name)\" was finished meanwhile; it is not recovered again.")
+            }
             t.state = .recovered
             t.frames = repaired.frames
             t.format = repaired.format
@@ -266,18 +283,19 @@ public final class TemplateStorage: TakeStorage {
 
     /// Changes one take's entry; a take that is no longer recording gives up its pending file
     /// and its lock.
-    private func update(_ operation: String, _ id: String, _ body: (inout Take) -> Void) throws -> Take {
+    private func update(_ operation: String, _ id: String, _ body: (Session, inout Take) throws -> Void) throws -> Take {
         let take = try change(operation) { c -> Take in
             for i in c.sessions.indices {
                 guard let j = c.sessions[i].takes.firstIndex(where: { $0.id == id }) else { continue }
-                body(&c.sessions[i].takes[j])
+                try body(c.sessions[i], &c.sessions[i].takes[j])
                 if c.sessions[i].takes[j].state != .recording { c.pending[id] = nil }
                 return c.sessions[i].takes[j]
             }
             throw Self.noTake(id)
         }
         if take.state != .recording {
-            unlink(rootURL.appendingPathComponent(".\(id).lock").path)
+            // Best effort, after the commit it guarded: a lock file left behind is harmless.
+            unlink(rootURL.appendingPathComponent(StoreNames.lockFile(id: id)).path)
             if let fd = liveLocks.withLock({ $0.removeValue(forKey: id) }) { close(fd) }
         }
         return take
@@ -289,7 +307,7 @@ public final class TemplateStorage: TakeStorage {
     }
 
     private func isLiveElsewhere(_ id: String) -> Bool {
-        !liveLocks.withLock({ $0[id] != nil }) && LockFile.isHeld(rootURL.appendingPathComponent(".\(id).lock"))
+        !liveLocks.withLock({ $0[id] != nil }) && LockFile.isHeld(rootURL.appendingPathComponent(StoreNames.lockFile(id: id)))
     }
 
     /// Removes files after the change that dropped them was committed, then syncs the folder.

@@ -7,6 +7,8 @@ import TapedeckCore
 enum LogLevelChoice: String, CaseIterable, ExpressibleByArgument {
     case trace, debug, info, notice, warning, error, critical
 
+    init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+
     var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .notice }
 }
 

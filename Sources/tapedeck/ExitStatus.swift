@@ -14,20 +14,15 @@ enum ExitStatus {
     static let savedInterrupted: Int32 = 4
     /// The take was saved, but writing failed (e.g. disk full) mid-take.
     static let savedTruncated: Int32 = 5
-    static let usage: Int32 = 64
-    static let dataError: Int32 = 65
-    static let notFound: Int32 = 66
-    static let unavailable: Int32 = 69
-    static let software: Int32 = 70
-    static let cannotCreate: Int32 = 73
-    static let ioError: Int32 = 74
-    static let busy: Int32 = 75
-    static let config: Int32 = 78
+    /// The failures' statuses are the error codes' own (``TapedeckError/Code/exitStatus``).
+    static let software = TapedeckError.Code.internalError.exitStatus
+    static let config = TapedeckError.Code.configuration.exitStatus
 
-    /// Stopped before anything was recorded, or stopped again while stopping.
-    static let cancelled: Int32 = 130
-
-    static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 64 usage; 65 unsupported format; 66 not found; 69 device unavailable; 70 internal error; 73 already exists; 74 I/O error or disk full; 75 library busy; 78 configuration error; 130 stopped before anything was recorded."
+    static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; "
+        + [(TapedeckError.Code.invalidArgument, "usage"), (.unsupportedFormat, "unsupported format"), (.notFound, "not found"),
+           (.deviceUnavailable, "device unavailable"), (.internalError, "internal error"), (.alreadyExists, "already exists"),
+           (.io, "I/O error or disk full"), (.busy, "library busy"), (.configuration, "configuration error"),
+           (.cancelled, "stopped before anything was recorded")].map { "\($0.0.exitStatus) \($0.1)" }.joined(separator: "; ") + "."
 
     /// The exit status of a failure: each error code carries its own (backends' codes too).
     static func code(for error: TapedeckError) -> Int32 { error.code.exitStatus }
@@ -54,7 +49,7 @@ final class ErrorAdvice {
         if let key = studio.libraryPathKey {
             on(.diskFull, .notWritable, say: "Or keep the library on another disk: --set \(key)=DIR.")
         }
-        on(.unsupportedFormat, say: "Choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))), or another format.channels or format.sample-format.")
+        on(.unsupportedFormat, say: "Change format.sample-rate, format.channels or format.sample-format (--set KEY=VALUE), or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
     }
 
     func text(for error: TapedeckError) -> String? { byCode[error.code] }

@@ -25,7 +25,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "The output format: any encoder `tapedeck backends` lists.")
     var format = EncoderChoice("flac")
 
-    @Option(help: "Compression level 0-8 (flac), as flac -0 … -8.")
+    @Option(help: ArgumentHelp("Compression level: the encoder's level setting (\(ExportCommand.levels)).", valueName: "level"))
     var level: Int?
 
     @Option(help: "Convert samples to this integer format first (needed to export f32 takes as FLAC).")
@@ -40,6 +40,13 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON report per file.")
     var json = false
 
+    /// The encoders with a `level` setting and its range, for `--level`'s help.
+    static var levels: String {
+        PluginCatalog.builtIn.encoders.compactMap { e in
+            e.settings.first { $0.key == "level" }.map { "\(e.name): \($0.type.summary)" }
+        }.joined(separator: "; ")
+    }
+
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
@@ -50,7 +57,7 @@ struct ExportCommand: AsyncParsableCommand {
             let studio = try await global.makeStudio()
             let formats = studio.catalog.encoders.map(\.name).joined(separator: ", ")
             ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with --output DIR.")
-            ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert with --sample-format.")
+            ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert the samples with --sample-format.")
             var items: [ExportItem] = []
             if let session {
                 guard case .session(let s) = try studio.store.resolve(session) else {

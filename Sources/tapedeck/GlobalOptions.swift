@@ -44,9 +44,11 @@ struct GlobalOptions: ParsableArguments {
     /// Loads the configuration and assembles the graph, then opens the library (recovering
     /// interrupted takes, and with `loadingSessions` listing every session and take).
     @MainActor
-    func makeStudio(loadingSessions: Bool = true) async throws -> Studio {
+    /// - Parameter writing: the command writes audio into the library (`record`, `import`): a full
+    ///   or read-only disk and a format the encoder cannot store are then answered with advice.
+    func makeStudio(loadingSessions: Bool = true, writing: Bool = false) async throws -> Studio {
         let studio = try makeStudioWithoutLibrary()
-        ErrorAdvice.current?.writingLibrary(studio)
+        if writing { ErrorAdvice.current?.writingLibrary(studio) }
         try await studio.openLibrary(loadingSessions: loadingSessions)
         return studio
     }
@@ -54,9 +56,6 @@ struct GlobalOptions: ParsableArguments {
     /// Loads the configuration and assembles the graph without opening the library.
     @MainActor
     func makeStudioWithoutLibrary() throws -> Studio {
-        // Writing to a closed pipe must be an error to handle, never a signal that kills a
-        // recording before it is finalized.
-        signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
         let configuration = try loader.load(explicitPath: config, flags: try flagSettings(), machine: machine)

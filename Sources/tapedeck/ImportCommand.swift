@@ -32,13 +32,14 @@ struct ImportCommand: AsyncParsableCommand {
         let json = self.json
         try await reportingErrors {
             guard !files.isEmpty else { throw TapedeckError(.invalidArgument, "Name at least one file to import.") }
-            let studio = try await global.makeStudio()
+            let studio = try await global.makeStudio(writing: true)
             let importer = studio.makeImporter()
             let urls = files.map { URL(fileURLWithPath: $0).standardizedFileURL }
             var imported: [(Session, Take)] = []
             var failures: [TapedeckError] = []
 
             if urls.count == 1, urls[0].pathExtension == "tapedeck" {
+                ErrorAdvice.current?.on(.alreadyExists, say: "Give the new session another name with --session NAME.")
                 let source = try studio.openBundle(at: urls[0])
                 guard let original = try source.sessions().first else {
                     throw TapedeckError(.notFound, "\(urls[0].path) holds no session.")
@@ -64,7 +65,9 @@ struct ImportCommand: AsyncParsableCommand {
                     print("Imported \(s.name)/\(t.name)  [\(t.shortID)]  \(Terminal.clock(Double(t.frames) / Double(t.format.sampleRate)))  \(t.encoding)")
                 }
             }
-            for failure in failures { Terminal.printError(failure.message) }
+            for failure in failures {
+                Terminal.printError(failure.message + (ErrorAdvice.current?.text(for: failure).map { " " + $0 } ?? ""))
+            }
             if let first = failures.first { throw ExitCode(ExitStatus.code(for: first)) }
         }
     }

@@ -44,7 +44,8 @@ struct RecordCommand: AsyncParsableCommand {
             defer { signals.cancel() }
             // Recording reads only the session it records into, never the whole library, so it
             // starts as quickly in a library of thousands of takes as in an empty one.
-            let studio = try await global.makeStudio(loadingSessions: false)
+            let studio = try await global.makeStudio(loadingSessions: false, writing: true)
+            ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.")
             let recorder = try studio.makeRecorder()
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")

@@ -42,8 +42,7 @@ enum Terminal {
             var container = encoder.singleValueContainer()
             try container.encode(date.iso8601UTC)
         }
-        FileHandle.standardOutput.write(try encoder.encode(value))
-        FileHandle.standardOutput.write(Data("\n".utf8))
+        StandardOutput.write(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
     }
 
     static func clock(_ seconds: Double) -> String {

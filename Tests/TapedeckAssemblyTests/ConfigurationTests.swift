@@ -132,7 +132,10 @@ struct ConfigurationTests {
             """
         let file = try ConfigFile.parse(yaml, name: "bad.yaml")
         let problems = loader.problems(file: file, flags: ["format.bits": "24"], machine: nil)
-        #expect(problems.count == 3, "\(problems)")
+        // The unknown keys and, in the same run, every bad value of the known ones.
+        #expect(problems.count == 5, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("bad.yaml:2: capture.backend: unknown backend \"nul\"") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("bad.yaml:5: format.sample-rate: 7 is out of range") }, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("bad.yaml:4: format.chanels: unknown setting (did you mean \"format.channels\"?)") })
         #expect(problems.contains { $0.hasPrefix("bad.yaml:8: storage.directory.busy-timeot: unknown setting (did you mean \"storage.directory.busy-timeout\"?)") })
         #expect(problems.contains { $0.hasPrefix("--set format.bits: format.bits: unknown setting") })

@@ -51,6 +51,29 @@ struct DeclarationTests {
         #expect(log.read.subtracting(Sneaky.declarations.map(\.key)) == ["hidden"])
     }
 
+    @Test("Configuration/tapedeck.yaml documents every setting with its declared default")
+    func referenceConfigMatchesDeclarations() throws {
+        let url = Self.sources.deletingLastPathComponent().appendingPathComponent("Configuration/tapedeck.yaml")
+        let file = try ConfigFile.load(url)
+        var declared: [String: SettingDeclaration] = [:]
+        for section in HostSettings.sections {
+            for d in section.settings { declared[section.name + "." + d.key] = d }
+            if let role = section.role {
+                for entry in PluginCatalog.builtIn.entries(for: role) {
+                    for d in entry.settings { declared["\(section.name).\(entry.name).\(d.key)"] = d }
+                }
+            }
+        }
+        let missing = declared.keys.filter { file.entries[$0] == nil }.sorted()
+        #expect(missing.isEmpty, "settings tapedeck.yaml does not document: \(missing)")
+        let wrong = declared.compactMap { key, d -> String? in
+            guard let written = file.entries[key]?.value, d.type != .path else { return nil }
+            let a = try? d.parse(written).get(), b = try? d.parse(d.defaultValue).get()
+            return a == b ? nil : "\(key): \(written) (declared default \(d.defaultValue))"
+        }
+        #expect(wrong.isEmpty, "tapedeck.yaml disagrees with the declared defaults: \(wrong.sorted())")
+    }
+
     /// Every Swift file under `Sources/MODULE`, with its text.
     static func files(in module: String) throws -> [(String, String)] {
         let root = sources.appendingPathComponent(module)

@@ -83,6 +83,15 @@ public struct Setting<Value: SettingValueType>: Sendable, Hashable {
 }
 
 extension Setting where Value == Int {
+    /// The values accepted.
+    public var range: ClosedRange<Int> {
+        if case .int(let range) = declaration.type { return range }
+        return Int.min...Int.max
+    }
+
+    /// `value` brought into ``range``.
+    public func clamp(_ value: Int) -> Int { min(max(value, range.lowerBound), range.upperBound) }
+
     /// An integer setting within `range`.
     public init(_ key: String, range: ClosedRange<Int>, default value: Int, help: String) {
         precondition(range.contains(value), "the default of \(key) is outside its range")

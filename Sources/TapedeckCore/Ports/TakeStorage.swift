@@ -146,7 +146,7 @@ public struct DamagedPart: Sendable, Hashable {
     /// and leaves it where it is.
     public var canQuarantine: Bool
 
-    public init(path: String, problem: String, canQuarantine: Bool = true) {
+    public init(path: String, problem: String, canQuarantine: Bool) {
         self.path = path
         self.problem = problem
         self.canQuarantine = canQuarantine

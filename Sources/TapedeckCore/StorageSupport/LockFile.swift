@@ -33,6 +33,22 @@ public enum LockFile {
         return fd
     }
 
+    /// Creates the lock file of a new take at `url` (which must not exist) and takes its lock.
+    /// - Returns: the locked descriptor; keep it open for as long as the take records.
+    /// - Throws: an I/O error when the file cannot be created (`.alreadyExists` if it exists).
+    public static func create(_ url: URL) throws -> Int32 {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw TapedeckError(.alreadyExists, "The lock file \(url.path) exists already. Try again.") }
+            throw TapedeckError.system(errno, while: "create the lock file \(url.path)")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw TapedeckError(.busy, "Could not lock \(url.path). Try again.")
+        }
+        return fd
+    }
+
     /// Takes the lock at `url` if no live process holds it, creating the file if it is gone.
     /// Only a lock on the file still at that name counts: a file removed (by a recorder that
     /// finished) between the open and the lock is opened again.
