@@ -28,8 +28,7 @@ public enum BundleStoragePlugin {
         summary: "A library of session bundles: one self-contained NAME.tapedeck folder (manifest.json + audio) per session; copy a bundle to another machine and open it there.",
         settings: BundleStorageSettings.self,
         make: { settings, context in
-            let url = settings.path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: settings.path)
-            return try BundleStorage(rootURL: url, lockTimeout: settings.lockTimeout,
-                                     lockTimeoutKey: context.key(BundleStorageSettings.lockTimeout))
+            try BundleStorage(rootURL: context.libraryURL(settings.path), lockTimeout: settings.lockTimeout,
+                          lockTimeoutKey: context.key(BundleStorageSettings.lockTimeout))
         })
 }

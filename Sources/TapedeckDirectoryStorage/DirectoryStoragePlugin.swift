@@ -28,7 +28,6 @@ public enum DirectoryStoragePlugin {
         summary: "A library folder with catalog.sqlite and one folder of audio files per session.",
         settings: DirectoryStorageSettings.self,
         make: { settings, context in
-            let url = settings.path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: settings.path)
-            return try DirectoryStorage(rootURL: url, busyTimeout: settings.busyTimeout)
+            try DirectoryStorage(rootURL: context.libraryURL(settings.path), busyTimeout: settings.busyTimeout)
         })
 }

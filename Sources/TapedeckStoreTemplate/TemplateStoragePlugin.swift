@@ -28,7 +28,6 @@ public enum TemplateStoragePlugin {
         summary: "A library folder with one JSON catalog and the audio files beside it.",
         settings: TemplateStorageSettings.self,
         make: { settings, context in
-            let url = settings.path.isEmpty ? context.defaultLibraryURL : URL(fileURLWithPath: settings.path)
-            return try TemplateStorage(rootURL: url, lockTimeout: settings.lockTimeout)
+            try TemplateStorage(rootURL: context.libraryURL(settings.path), lockTimeout: settings.lockTimeout)
         })
 }

@@ -19,6 +19,12 @@ public struct PluginContext: Sendable {
         self.section = section
     }
 
+    /// The library folder a store's path setting names: ``defaultLibraryURL`` when it is empty.
+    /// - Thread: any. Never blocks.
+    public func libraryURL(_ path: String) -> URL {
+        path.isEmpty ? defaultLibraryURL : URL(fileURLWithPath: path)
+    }
+
     /// The full key of one of the plugin's settings, e.g. `capture.alsa.periods`.
     /// - Thread: any. Never blocks.
     public func key<Value>(_ setting: Setting<Value>) -> String {
