@@ -51,9 +51,10 @@ public struct ConfigurationLoader: Sendable {
 
     /// Locates, reads and resolves the configuration.
     /// - Thread: any. Blocks on disk I/O.
-    public func load(explicitPath: String?, flags: [String: String], machine: String? = nil) throws -> TapedeckConfiguration {
+    public func load(explicitPath: String?, flags: [String: String], machine: String? = nil,
+                     overrides: [PluginOverride] = []) throws -> TapedeckConfiguration {
         let file = try locate(explicitPath: explicitPath).map(ConfigFile.load)
-        return try resolve(file: file, flags: flags, machine: machine)
+        return try resolve(file: file, flags: flags, machine: machine, overrides: overrides)
     }
 
     /// The `machines:` section that applies: `explicit` (which must exist), else the one named
@@ -76,10 +77,12 @@ public struct ConfigurationLoader: Sendable {
     /// - Throws: ``TapedeckError`` `.configuration` naming the source, key path and accepted
     ///   values of the first problem (and how many more `tapedeck config check` lists).
     /// - Thread: any. Never blocks (the file was read already).
-    public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil) throws -> TapedeckConfiguration {
+    public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil,
+                        overrides: [PluginOverride] = []) throws -> TapedeckConfiguration {
         let keyProblems = self.keyProblems(file: file, flags: flags)
         if !keyProblems.isEmpty { throw Self.error(keyProblems) }
-        var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: explicitMachine))
+        var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: explicitMachine),
+                                    overrides: overrides)
         let configuration = resolution.run()
         if !resolution.problems.isEmpty { throw Self.error(resolution.problems) }
         return configuration

@@ -7,15 +7,18 @@ import TapedeckCore
 /// pass goes on). Used once by ``ConfigurationLoader``; a plain value, safe on any thread.
 struct Resolution {
     let catalog: PluginCatalog
-    let layers: ConfigLayers
+    var layers: ConfigLayers
+    /// Options that set a setting of whichever plugin is selected (`-D`).
+    let overrides: [PluginOverride]
     /// Every effective key with its value and source.
     private(set) var settings: [String: ResolvedSetting] = [:]
     /// One full sentence per bad value: source, key, what is accepted.
     private(set) var problems: [String] = []
 
-    init(catalog: PluginCatalog, layers: ConfigLayers) {
+    init(catalog: PluginCatalog, layers: ConfigLayers, overrides: [PluginOverride] = []) {
         self.catalog = catalog
         self.layers = layers
+        self.overrides = overrides
     }
 
     /// Resolves everything. - Thread: any. Never blocks.
@@ -71,8 +74,14 @@ struct Resolution {
         let key = section + "." + selector
         let (chosen, source) = layers.value(of: key, fallback: HostSettings.defaultSelections[section] ?? "")
         let none = RoleSelection(plugin: nil, settings: PluginSettings())
-        guard !chosen.isEmpty else { return none }
+        let mine = overrides.filter { $0.section == section }
         let entries = catalog.entries(for: role)
+        guard !chosen.isEmpty else {
+            for o in mine {
+                problems.append("\(o.option) \(o.value): no \(section) backend is configured. Choose one with --set \(key)=NAME (\(entries.map(\.name).sorted().joined(separator: ", "))).")
+            }
+            return none
+        }
         let known = entries.map(\.name).sorted()
         guard let entry = entries.first(where: { $0.name == chosen }) else {
             if let trait = PluginCatalog.optionalBackends[chosen], role == .capture || role == .playback {
@@ -83,6 +92,14 @@ struct Resolution {
             return none
         }
         settings[key] = ResolvedSetting(value: .string(chosen), source: source)
+        for o in mine {
+            if entry.settings.contains(where: { $0.key == o.key }) {
+                layers.flags[section + "." + chosen + "." + o.key] = o.value
+            } else {
+                let able = entries.filter { $0.settings.contains { $0.key == o.key } }.map(\.name).sorted()
+                problems.append("\(o.option) \(o.value): the \(chosen) \(section) backend has no \(o.key) setting. Choose a backend that has (--set \(key)=NAME: \(able.joined(separator: ", "))).")
+            }
+        }
         return RoleSelection(plugin: chosen, settings: read(entry.settings, section: section + "." + chosen))
     }
 

@@ -33,6 +33,26 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// A command-line option that sets a setting of whichever plugin fills a role, e.g. `-D hw:1`
+/// for the selected capture backend's `device`. It is a flag (the top layer); a plugin that has
+/// no such setting makes it an error naming the option. A plain value.
+public struct PluginOverride: Sendable, Hashable {
+    /// The role's config section: `capture` or `playback`.
+    public var section: String
+    /// The setting's key inside the plugin's section, e.g. `device`.
+    public var key: String
+    public var value: String
+    /// The option as the user typed it, for messages, e.g. `-D/--device`.
+    public var option: String
+
+    public init(section: String, key: String, value: String, option: String) {
+        self.section = section
+        self.key = key
+        self.value = value
+        self.option = option
+    }
+}
+
 /// One effective setting and its source.
 public struct ResolvedSetting: Sendable, Hashable {
     public var value: SettingValue

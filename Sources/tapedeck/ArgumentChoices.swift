@@ -25,6 +25,18 @@ enum ConversionChoice: String, CaseIterable, ExpressibleByArgument {
     }
 }
 
+/// `record -f/--format`: a sample format, by Tapedeck's name or arecord's (`S16_LE`, `S24_3LE`,
+/// `S32_LE`, `FLOAT_LE`), in any case.
+enum SampleFormatChoice: String, CaseIterable, ExpressibleByArgument {
+    case s16, s24, s32, f32
+
+    init?(argument: String) {
+        let aliases = ["s16_le": "s16", "s24_3le": "s24", "s32_le": "s32", "float_le": "f32", "float": "f32"]
+        let word = argument.lowercased()
+        self.init(rawValue: aliases[word] ?? word)
+    }
+}
+
 /// `export --format`: an encoder of this build, by name (help lists them).
 struct EncoderChoice: ExpressibleByArgument, Sendable {
     let name: String

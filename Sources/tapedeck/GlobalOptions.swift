@@ -46,8 +46,9 @@ struct GlobalOptions: ParsableArguments {
     @MainActor
     /// - Parameter writing: the command writes audio into the library (`record`, `import`): a full
     ///   or read-only disk and a format the encoder cannot store are then answered with advice.
-    func makeStudio(loadingSessions: Bool = true, writing: Bool = false) async throws -> Studio {
-        let studio = try makeStudioWithoutLibrary()
+    func makeStudio(loadingSessions: Bool = true, writing: Bool = false, flags extra: [String: String] = [:],
+                    overrides: [PluginOverride] = []) async throws -> Studio {
+        let studio = try makeStudioWithoutLibrary(flags: extra, overrides: overrides)
         if writing { ErrorAdvice.current?.writingLibrary(studio) }
         try await studio.openLibrary(loadingSessions: loadingSessions)
         return studio
@@ -55,10 +56,15 @@ struct GlobalOptions: ParsableArguments {
 
     /// Loads the configuration and assembles the graph without opening the library.
     @MainActor
-    func makeStudioWithoutLibrary() throws -> Studio {
+    /// - Parameters:
+    ///   - extra: settings a command's own options give (`-r` → `format.sample-rate`); they beat
+    ///     `--set` for the same key.
+    ///   - overrides: options that set the selected plugin's settings (`-D`).
+    func makeStudioWithoutLibrary(flags extra: [String: String] = [:], overrides: [PluginOverride] = []) throws -> Studio {
         let environment = ProcessInfo.processInfo.environment
         let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
-        let configuration = try loader.load(explicitPath: config, flags: try flagSettings(), machine: machine)
+        let flags = try flagSettings().merging(extra) { _, own in own }
+        let configuration = try loader.load(explicitPath: config, flags: flags, machine: machine, overrides: overrides)
         return try Studio(configuration: configuration, catalog: .builtIn, logger: try makeLogger(), environment: environment)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TapedeckApp
+import TapedeckAssembly
 import TapedeckCore
 
 struct PlayCommand: AsyncParsableCommand {
@@ -13,10 +14,15 @@ struct PlayCommand: AsyncParsableCommand {
     @Argument(help: "SESSION/TAKE or a short id from `tapedeck list`.")
     var take: String
 
+    @Option(name: [.customShort("D"), .long],
+            help: "The device to play to (the playback backend's device setting; names from `tapedeck devices`).")
+    var device: String?
+
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            let studio = try await global.makeStudio()
+            let studio = try await global.makeStudio(
+                overrides: device.map { [PluginOverride(section: "playback", key: "device", value: $0, option: "-D/--device")] } ?? [])
             guard case .take(let t, let session) = try studio.store.resolve(take) else {
                 throw TapedeckError(.invalidArgument, "\"\(take)\" is a session. Name a take as SESSION/TAKE or by its id.")
             }

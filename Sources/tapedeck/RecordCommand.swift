@@ -24,16 +24,45 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "The take's name (default: Take N).")
     var name: String?
 
-    @Option(help: "How long to record, e.g. 5s, 2m, 1h, 1m30s (default: until Ctrl-C).")
+    @Option(name: [.customShort("d"), .long],
+            help: "How long to record: seconds (5, 2.5), units (2m, 1h30m, 1h30) or a clock (00:05, 01:02:03.5); default: until Ctrl-C.")
     var duration: String?
+
+    @Option(name: [.customShort("D"), .long],
+            help: "The device to record from (the capture backend's device setting; names from `tapedeck devices`).")
+    var device: String?
+
+    @Option(name: [.customShort("r"), .long], help: "Sample rate in hertz (format.sample-rate).")
+    var rate: Int?
+
+    @Option(name: [.customShort("c"), .long], help: "Number of channels (format.channels).")
+    var channels: Int?
+
+    @Option(name: [.customShort("f"), .customLong("format")], help: "Sample format (format.sample-format; arecord's S16_LE, S24_3LE, S32_LE, FLOAT_LE too).")
+    var sampleFormat: SampleFormatChoice?
 
     @Flag(help: "Print the final report as JSON.")
     var json = false
 
+    /// `-r`, `-c` and `-f` as the settings they stand for (flags: they beat the environment and
+    /// the file, and `--set` for the same key).
+    func formatFlags() throws -> [String: String] {
+        var flags: [String: String] = [:]
+        for (option, value, setting) in [("-r/--rate", rate, FormatSettings.sampleRate), ("-c/--channels", channels, FormatSettings.channels)] {
+            guard let value else { continue }
+            if case .failure(let problem) = setting.declaration.parse(String(value)) {
+                throw TapedeckError(.invalidArgument, "\(option) \(value): \(problem.reason).")
+            }
+            flags["format." + setting.key] = String(value)
+        }
+        if let sampleFormat { flags["format." + FormatSettings.sampleFormat.key] = sampleFormat.rawValue }
+        return flags
+    }
+
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            let seconds = try duration.map(DurationParser.seconds)
+            let seconds = try duration.map { try DurationText.seconds($0, flag: "-d/--duration") }
             // The trap is armed before the config is read and the library opened, so a stop
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog.
@@ -44,7 +73,8 @@ struct RecordCommand: AsyncParsableCommand {
             defer { signals.cancel() }
             // Recording reads only the session it records into, never the whole library, so it
             // starts as quickly in a library of thousands of takes as in an empty one.
-            let studio = try await global.makeStudio(loadingSessions: false, writing: true)
+            let studio = try await global.makeStudio(loadingSessions: false, writing: true, flags: try formatFlags(),
+                                                     overrides: device.map { [PluginOverride(section: "capture", key: "device", value: $0, option: "-D/--device")] } ?? [])
             ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.")
             let recorder = try studio.makeRecorder()
             if stops.attach(recorder) {

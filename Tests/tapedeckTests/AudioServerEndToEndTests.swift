@@ -122,6 +122,14 @@ struct AudioServerEndToEndTests {
         #expect(source.status == 69 && source.stderr.contains("no-such-source"), "\(source.stderr)")
         let pcm = try cli.run(["record", "--duration", "1s", "--set", "capture.backend=alsa", "--set", "capture.alsa.device=nosuchpcm"])
         #expect(pcm.status == 69 && pcm.stderr.contains("nosuchpcm"), "\(pcm.stderr)")
+        // -D names the selected backend's device, over the file's and --set's.
+        let flag = try cli.run(["record", "-d", "1"] + pulseFlags(daemon) + ["-D", "no-such-source"])
+        #expect(flag.status == 69 && flag.stderr.contains("no-such-source"), "\(flag.stderr)")
+        let alsaFlag = try cli.run(["record", "-d", "1", "--set", "capture.backend=alsa", "-D", "nosuchpcm2"])
+        #expect(alsaFlag.status == 69 && alsaFlag.stderr.contains("nosuchpcm2"), "\(alsaFlag.stderr)")
         #expect(try cli.takes().isEmpty, "no take is made when the device cannot be opened")
+        let good = try cli.run(["record", "-d", "0.5", "--set", "capture.backend=pulse", "--set", "capture.pulse.server=\(daemon.serverAddress)",
+                                "-D", "null.monitor", "--json"])
+        #expect(good.status == 0 && good.stdout.contains("\"frames\" : 24000"), "\(good.stderr)")
     }
 }
