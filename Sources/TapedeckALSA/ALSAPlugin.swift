@@ -6,7 +6,7 @@ public struct ALSASettings: SettingsGroup, Hashable {
     public static let device = Setting<String>("device", default: "default",
         help: "ALSA PCM name: default, pulse, hw:CARD=USB,DEV=0, plughw:… (converts formats), or a name from ~/.asoundrc.")
     public static let periods = Setting<Int>("periods", range: 2...32, default: 4,
-        help: "Device buffer size in periods; the period is the section's period-frames.")
+        help: "Device buffer size in periods; the period is capture.period-frames (or playback.period-frames).")
     public static let declarations = [device.declaration, periods.declaration]
 
     public var device: String

@@ -14,6 +14,8 @@ struct ConfigLayers: Sendable {
     var file: ConfigFile?
     /// The `machines:` section that applies, if any.
     var machine: String?
+    /// The user's folders: `~` in a path is ``UserPaths/home``, from `$HOME`.
+    var paths: UserPaths
 
     private var machineEntries: [String: ConfigFile.Entry] {
         machine.flatMap { file?.machines[$0]?.entries } ?? [:]
@@ -23,7 +25,7 @@ struct ConfigLayers: Sendable {
     /// no layer gives it. Paths are made absolute against their source (see ``absolutePath(_:source:)``).
     func value(of key: String, fallback: String, isPath: Bool = false) -> (text: String, source: ConfigSource) {
         let (text, source) = rawValue(of: key) ?? (fallback, .builtIn)
-        return (isPath ? Self.absolutePath(text, source: source) : text, source)
+        return (isPath ? Self.absolutePath(paths.expandingTilde(text), source: source) : text, source)
     }
 
     /// The text of `key` and its source, if a layer gives it.
@@ -47,11 +49,11 @@ struct ConfigLayers: Sendable {
             || (file?.entries.keys.contains { $0.hasPrefix(dotted) } ?? false)
     }
 
-    /// `~` expanded; relative paths resolved against the config file's folder (for values from
-    /// the file) or the working directory (environment and flags). Empty stays empty.
+    /// Relative paths resolved against the config file's folder (for values from the file) or
+    /// the working directory (environment and flags); `~` was expanded already. Empty stays empty.
     static func absolutePath(_ text: String, source: ConfigSource) -> String {
         guard !text.isEmpty else { return text }
-        let expanded = (text as NSString).expandingTildeInPath
+        let expanded = text
         if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
         let base: URL = switch source {
         case .file(let path, _), .machine(_, let path, _): URL(fileURLWithPath: path).deletingLastPathComponent()

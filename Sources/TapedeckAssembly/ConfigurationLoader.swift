@@ -40,9 +40,7 @@ public struct ConfigurationLoader: Sendable {
     public func locate(explicitPath: String?) -> URL? {
         if let explicitPath { return URL(fileURLWithPath: explicitPath) }
         if let env = environment["TAPEDECK_CONFIG"], !env.isEmpty { return URL(fileURLWithPath: env) }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        let xdg = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config"
-        for candidate in [xdg + "/tapedeck/config.yaml", "/etc/tapedeck/config.yaml"]
+        for candidate in [UserPaths(environment: environment).configHome + "/tapedeck/config.yaml", "/etc/tapedeck/config.yaml"]
         where FileManager.default.isReadableFile(atPath: candidate) {
             return URL(fileURLWithPath: candidate)
         }
@@ -92,7 +90,8 @@ public struct ConfigurationLoader: Sendable {
     private func layers(file: ConfigFile?, flags: [String: String], machine explicit: String?) throws -> ConfigLayers {
         ConfigLayers(flags: flags,
                      environment: environment.filter { $0.key.hasPrefix("TAPEDECK_") && !Self.reservedVariables.contains($0.key) },
-                     file: file, machine: try machineSection(in: file, explicit: explicit))
+                     file: file, machine: try machineSection(in: file, explicit: explicit),
+                     paths: UserPaths(environment: environment))
     }
 
     private static func error(_ problems: [String]) -> TapedeckError {

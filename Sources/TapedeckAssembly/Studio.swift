@@ -26,14 +26,17 @@ public final class Studio {
         self.configuration = configuration
         self.catalog = catalog
         self.logger = logger
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/share"
-        let context = PluginContext(logger: logger, defaultLibraryURL: URL(fileURLWithPath: dataHome).appendingPathComponent("tapedeck"))
+        let paths = UserPaths(environment: environment)
+        let context = PluginContext(logger: logger, defaultLibraryURL: paths.defaultLibrary)
         self.context = context
 
         guard let storageName = configuration.storage.plugin,
               let storagePlugin = catalog.storage.first(where: { $0.name == storageName }) else {
             throw TapedeckError(.configuration, "storage.backend is not set. Set it to one of: \(catalog.storage.map(\.name).joined(separator: ", ")).")
+        }
+        // The default library is made private (0700), as the XDG specification asks.
+        if configuration.libraryPath(catalog: catalog, paths: paths) == paths.defaultLibrary.path {
+            try UserPaths.makePrivateFolder(paths.defaultLibrary)
         }
         store = SessionStore(storage: try storagePlugin.make(configuration.storage.settings, Self.context(context, "storage", storageName)),
                              logger: logger)

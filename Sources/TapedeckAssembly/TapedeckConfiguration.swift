@@ -86,4 +86,14 @@ public struct TapedeckConfiguration: Sendable, Hashable {
 
     /// The recording format (`format.*`).
     public var format: AudioFormat { recording.format }
+
+    /// The library folder the configured store opens: its path setting, or the default library
+    /// when that is empty; `nil` for a store with no path setting.
+    /// - Thread: any. Never blocks.
+    public func libraryPath(catalog: PluginCatalog, paths: UserPaths) -> String? {
+        guard let name = storage.plugin,
+              let setting = catalog.storage.first(where: { $0.name == name })?.settings.first(where: { $0.type == .path }) else { return nil }
+        let path = storage.settings.values[setting.key]?.description ?? ""
+        return path.isEmpty ? paths.defaultLibrary.path : path
+    }
 }

@@ -27,6 +27,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
     struct Report: Encodable {
         var file: String?
         var machine: String?
+        /// The library folder the configured store opens (the default one when no path is set).
+        var library: String?
         var usable: Bool
         var problems: [String]
     }
@@ -135,6 +137,8 @@ struct ConfigShowCommand: AsyncParsableCommand {
     struct Report: Encodable {
         var file: String?
         var machine: String?
+        /// The library folder the configured store opens (the default one when no path is set).
+        var library: String?
         var roles: [String: String?]
         var settings: [Row]
     }
@@ -143,17 +147,20 @@ struct ConfigShowCommand: AsyncParsableCommand {
     mutating func run() async throws {
         let json = self.json
         try await reportingErrors {
-            let loader = ConfigurationLoader(catalog: .builtIn, environment: ProcessInfo.processInfo.environment)
+            let environment = ProcessInfo.processInfo.environment
+            let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
             let c = try loader.load(explicitPath: global.config, flags: try global.flagSettings(), machine: global.machine)
+            let library = c.libraryPath(catalog: .builtIn, paths: UserPaths(environment: environment))
             let settings = c.settings.sorted { $0.key < $1.key }.map { key, r in
                 Row(key: key, value: r.value.description, layer: r.source.layer, source: r.source.description)
             }
             let roles: [String: String?] = ["capture": c.capture.plugin, "playback": c.playback.plugin,
                                             "encoder": c.encoder.plugin, "storage": c.storage.plugin]
             if json {
-                return try Terminal.printJSON(Report(file: c.file, machine: c.machine, roles: roles, settings: settings))
+                return try Terminal.printJSON(Report(file: c.file, machine: c.machine, library: library, roles: roles, settings: settings))
             }
             print("file: \(c.file ?? "(none: built-in defaults)")\(c.machine.map { "  machine section: \($0)" } ?? "")")
+            if let library { print("library: \(library)") }
             for role in ["capture", "playback", "encoder", "storage"] {
                 print("\(role): \((roles[role] ?? nil) ?? "(not set)")")
             }

@@ -41,6 +41,8 @@ struct CLIHarness {
     /// A program (and its arguments) that runs `tapedeck` for the test, e.g. one that sets a
     /// umask or traces it; empty to run `tapedeck` directly.
     var launcher: [String] = []
+    /// Leave the library to Tapedeck's default (no path in the environment).
+    var usesDefaultLibrary = false
 
     init(config: String = "ci.yaml", storage: String = "directory", library: URL? = nil) throws {
         self.library = library ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
@@ -50,7 +52,9 @@ struct CLIHarness {
 
     var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TAPEDECK_") }
-        if storage == "directory" {
+        if usesDefaultLibrary {
+            if storage != "directory" { env["TAPEDECK_STORAGE_BACKEND"] = storage }
+        } else if storage == "directory" {
             env["TAPEDECK_STORAGE_DIRECTORY_PATH"] = library.path
         } else {
             env["TAPEDECK_STORAGE_BACKEND"] = storage

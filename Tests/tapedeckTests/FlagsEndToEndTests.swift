@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The options arecord and sox users reach for first: `-d`, `-r`, `-c`, `-f`, `-D`.
 @Suite("recorder flags end to end")
@@ -50,5 +53,55 @@ struct FlagsEndToEndTests {
         _ = try cli.run("record", "-d", "0.1")
         let play = try cli.run("play", "Session 1/Take 1", "-D", "hw:0")
         #expect(play.status == 78 && play.stderr.contains("-D/--device hw:0: the null playback backend has no device setting"), "\(play.stderr)")
+    }
+}
+
+/// Where Tapedeck keeps things when nothing says where: the XDG folders, from the environment.
+@Suite("user folders end to end")
+struct UserFoldersEndToEndTests {
+    /// A harness whose library is the default one under a fresh `$HOME`.
+    static func homeHarness(_ extra: [String: String] = [:]) throws -> (CLIHarness, URL) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-home-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        var cli = try CLIHarness()
+        cli.usesDefaultLibrary = true
+        cli.extraEnvironment = ["HOME": home.path, "XDG_DATA_HOME": ""].merging(extra) { $1 }
+        return (cli, home)
+    }
+
+    static func mode(_ path: String) -> mode_t {
+        var st = stat()
+        return stat(path, &st) == 0 ? st.st_mode & 0o777 : 0
+    }
+
+    @Test("the default library is $HOME/.local/share/tapedeck, created 0700, and config show names it")
+    func defaultLibrary() throws {
+        let (cli, home) = try Self.homeHarness()
+        #expect(try cli.run("record", "-d", "0.1").status == 0)
+        let library = home.appendingPathComponent(".local/share/tapedeck")
+        #expect(FileManager.default.fileExists(atPath: library.appendingPathComponent("catalog.sqlite").path))
+        for folder in [".local", ".local/share", ".local/share/tapedeck"] {
+            #expect(Self.mode(home.appendingPathComponent(folder).path) == 0o700, "\(folder)")
+        }
+        let show = try cli.run("config", "show")
+        #expect(show.stdout.contains("library: \(library.path)"), "\(show.stdout)")
+    }
+
+    @Test("a relative or empty XDG_DATA_HOME is ignored, as the XDG specification says")
+    func relativeXDGIgnored() throws {
+        for value in ["relative/data", ""] {
+            let (cli, home) = try Self.homeHarness(["XDG_DATA_HOME": value])
+            let show = try cli.run("config", "show", "--json")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+            #expect(report["library"] as? String == home.appendingPathComponent(".local/share/tapedeck").path, "\(value): \(show.stdout)")
+        }
+    }
+
+    @Test("~ in a path setting is $HOME, not the password database's home")
+    func tildeIsHome() throws {
+        let (cli, home) = try Self.homeHarness()
+        let r = try cli.run("record", "-d", "0.1", "--set", "storage.directory.path=~/music/lib")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent("music/lib/catalog.sqlite").path))
     }
 }

@@ -1,0 +1,51 @@
+public import Foundation
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The user's folders as the XDG Base Directory specification defines them, from the
+/// environment the command runs in: `$HOME` (the password database only when it is unset),
+/// `$XDG_CONFIG_HOME` and `$XDG_DATA_HOME` (ignored, as the specification says, when empty or
+/// not absolute). A plain value; any thread, never blocks except ``makePrivateFolder(_:)``.
+public struct UserPaths: Sendable, Hashable {
+    public let home: String
+    public let configHome: String
+    public let dataHome: String
+
+    public init(environment: [String: String]) {
+        home = Self.absolute(environment["HOME"]) ?? NSHomeDirectory()
+        configHome = Self.absolute(environment["XDG_CONFIG_HOME"]) ?? home + "/.config"
+        dataHome = Self.absolute(environment["XDG_DATA_HOME"]) ?? home + "/.local/share"
+    }
+
+    /// The library when the storage settings name none: `$XDG_DATA_HOME/tapedeck`.
+    public var defaultLibrary: URL { URL(fileURLWithPath: dataHome).appendingPathComponent("tapedeck") }
+
+    /// `~` and `~/…` from ``home``; anything else as it is.
+    public func expandingTilde(_ path: String) -> String {
+        if path == "~" { return home }
+        if path.hasPrefix("~/") { return home + path.dropFirst() }
+        return path
+    }
+
+    /// Creates `url` and its missing parents with mode 0700, as the XDG specification asks for
+    /// folders an application creates under the user's base directories. Folders that exist are
+    /// left as they are. - Thread: any. Blocks briefly on the file system.
+    public static func makePrivateFolder(_ url: URL) throws {
+        var missing: [URL] = []
+        var probe = url.standardizedFileURL
+        while !FileManager.default.fileExists(atPath: probe.path), probe.path != "/" {
+            missing.append(probe)
+            probe = probe.deletingLastPathComponent()
+        }
+        for folder in missing.reversed() where mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
+            throw TapedeckError.system(errno, while: "create the folder \(folder.path)")
+        }
+    }
+
+    private static func absolute(_ value: String?) -> String? {
+        guard let value, value.hasPrefix("/") else { return nil }
+        return value
+    }
+}
