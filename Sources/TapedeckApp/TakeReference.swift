@@ -40,6 +40,10 @@ public enum TakeReference: Sendable, Hashable {
             }
             throw TapedeckError(.invalidArgument, "\"\(text)\" could mean \(ids.joined(separator: ", ")). Give a longer id, as printed by `tapedeck list`.")
         }
+        if (1...3).contains(lowered.count), lowered.allSatisfy(\.isHexDigit) {
+            throw TapedeckError(.invalidArgument,
+                "\"\(text)\" is too short for an id: ids need at least 4 characters, as `tapedeck list` prints them.")
+        }
         throw TapedeckError(.notFound, "No session or take is called \"\(text)\". Run `tapedeck list` to see names and ids; address a take as SESSION/TAKE or by its id.")
     }
 }

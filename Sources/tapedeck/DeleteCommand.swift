@@ -23,7 +23,7 @@ struct DeleteCommand: AsyncParsableCommand {
             let studio = try await global.makeStudio()
             let target = try studio.store.resolve(reference)
             let what: String = switch target {
-            case .session(let s): "session \"\(s.name)\" and its \(s.takes.count) take(s)"
+            case .session(let s): "session \"\(s.name)\" and its \(Terminal.counted(s.takes.count, "take"))"
             case .take(let t, let s): "take \"\(s.name)/\(t.name)\""
             }
             if !yes {

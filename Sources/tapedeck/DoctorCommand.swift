@@ -49,7 +49,7 @@ struct DoctorCommand: AsyncParsableCommand {
                     if let r = f.repaired { print("    repaired: \(r)") }
                     if let r = f.repairFailed { print("    not repaired: \(r)") }
                 }
-                if !repair { print("\(findings.count) problem(s) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.") }
+                if !repair { print("\(Terminal.counted(findings.count, "problem")) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.") }
             }
             let unrepaired = findings.filter { $0.repaired == nil }
             if !unrepaired.isEmpty { throw ExitCode(ExitStatus.problemsFound) }

@@ -39,7 +39,7 @@ struct ListCommand: AsyncParsableCommand {
                 for t in s.takes {
                     let format = "\(t.format.sampleRate) Hz \(t.format.channels) ch \(t.format.sampleFormat)"
                     let size = t.bytes.map(Terminal.bytes) ?? "missing"
-                    let overruns = t.overruns > 0 ? "  \(t.overruns) overrun(s)" : ""
+                    let overruns = t.overruns > 0 ? "  \(Terminal.counted(t.overruns, "overrun"))" : ""
                     print("  \(t.shortID)  \(t.name)  \(Terminal.clock(t.seconds))  \(format)  \(t.encoding)  \(size)  \(Terminal.date(t.createdAt))  \(t.state)\(overruns)")
                 }
             }

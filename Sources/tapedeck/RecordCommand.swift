@@ -108,11 +108,11 @@ struct RecordCommand: AsyncParsableCommand {
                 print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.frames) frames, \(t.format), \(t.encoding), \(t.state.rawValue)")
                 print("  \(report.fileURL.path)")
                 if !t.overruns.isEmpty {
-                    print("  \(t.overruns.count) overrun(s): \(t.overruns.reduce(0) { $0 + $1.frames }) frames were filled with silence.")
+                    print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
                 }
             }
             if status != ExitStatus.ok {
-                Terminal.printError(report.summary + (report.take.overruns.isEmpty ? "" : " The take has \(report.take.overruns.count) overrun(s)."))
+                Terminal.printError(report.summary + (report.take.overruns.isEmpty ? "" : " The take has \(Terminal.counted(report.take.overruns.count, "overrun"))."))
                 throw ExitCode(status)
             }
         }

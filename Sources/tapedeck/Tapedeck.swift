@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -26,12 +27,45 @@ struct Tapedeck: AsyncParsableCommand {
     static func main() async {
         signal(SIGPIPE, SIG_IGN)
         atexit(flushStandardOutputAtExit)
-        await main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            finish(with: error, arguments: arguments)
+        }
         // The command succeeded (a failing one has exited already with its own status).
         StandardOutput.flush()
         if let failure = StandardOutput.failure {
             Terminal.printError("Could not write the output: \(String(cString: strerror(failure))). Check where stdout goes (a full disk?).")
             Glibc.exit(TapedeckError.Code.io.exitStatus)
         }
+    }
+
+    /// Ends the process for `error` in Tapedeck's one error style: a usage error is one line
+    /// `tapedeck: …` with the command whose help to read, never a wall of usage; help and
+    /// `--version` print as ArgumentParser prints them; a command's own failure (already said)
+    /// only sets the status.
+    static func finish(with error: any Error, arguments: [String]) -> Never {
+        let code = exitCode(for: error)
+        if code == .success { exit(withError: error) }
+        let message = self.message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+        if !message.isEmpty {
+            var path = ["tapedeck"]
+            var commands = configuration.subcommands
+            for argument in arguments {
+                guard let next = commands.first(where: { $0.configuration.commandName == argument }) else { break }
+                path.append(argument)
+                commands = next.configuration.subcommands
+            }
+            let sentence = message.hasSuffix(".") ? message : message + "."
+            Terminal.printError("\(sentence) Run `\(path.joined(separator: " ")) --help` for the options.")
+        }
+        StandardOutput.flush()
+        Glibc.exit(code.rawValue)
     }
 }

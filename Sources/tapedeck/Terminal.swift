@@ -45,6 +45,11 @@ enum Terminal {
         StandardOutput.write(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
     }
 
+    /// `1 take`, `2 takes`: a count with its noun in the right number.
+    static func counted(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(n) \(n == 1 ? singular : plural ?? singular + "s")"
+    }
+
     static func clock(_ seconds: Double) -> String {
         let ms = Int((seconds * 1000).rounded())
         let h = ms / 3_600_000, m = (ms / 60_000) % 60, s = (ms / 1000) % 60, frac = ms % 1000

@@ -43,6 +43,26 @@ struct FlagsEndToEndTests {
         #expect(r.status == 64 && r.stderr.contains("s16") && r.stderr.contains("f32"), "\(r.stderr)")
     }
 
+    @Test("usage errors are one line in Tapedeck's style, naming the help to read", arguments: [
+        (["record", "--bogus"], "tapedeck: Unknown option '--bogus'. Run `tapedeck record --help` for the options."),
+        (["config", "chek"], "tapedeck: Unexpected argument 'chek'. Run `tapedeck config --help` for the options."),
+        (["play"], "tapedeck: Missing expected argument '<take>'. Run `tapedeck play --help` for the options."),
+    ])
+    func usageErrors(_ args: [String], _ line: String) throws {
+        let r = try CLIHarness().run(args)
+        #expect(r.status == 64 && r.stderr == line + "\n", "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test("an id of fewer than 4 characters is answered as such, not as a missing take")
+    func shortID() throws {
+        let cli = try CLIHarness()
+        _ = try cli.run("record", "-d", "0.1")
+        let r = try cli.run("show", "abc")
+        #expect(r.status == 64 && r.stderr.contains("ids need at least 4 characters"), "\(r.stderr)")
+        #expect(try cli.run("--version").status == 0 && cli.run("--help").stdout.contains("USAGE"))
+    }
+
     @Test("-D on a backend without devices says which backends have them, and makes nothing")
     func deviceOnNull() throws {
         let cli = try CLIHarness()
