@@ -221,8 +221,4 @@ public struct ConfigurationLoader: Sendable {
 
     /// The largest capture hand-off buffer accepted, in bytes.
     public static let maxBufferBytes = 256 * 1_048_576
-
-    /// `capture.null.overrun-at-frame` → `TAPEDECK_CAPTURE_NULL_OVERRUN_AT_FRAME`.
-    /// - Thread: any. Never blocks.
-    public static func environmentName(for key: String) -> String { ConfigLayers.environmentName(for: key) }
 }

@@ -17,6 +17,8 @@ public final class Studio {
     public let encoders: [any AudioEncoder]
     public let decoders: [any AudioDecoder]
     private let context: PluginContext
+    /// The user's folders, for messages that say where a config file goes.
+    private let paths: UserPaths
 
     /// Assembles storage, encoders and decoders. Capture and playback are made on first use, so
     /// commands that only read the library work on machines with no audio device configured.
@@ -27,6 +29,7 @@ public final class Studio {
         self.catalog = catalog
         self.logger = logger
         let paths = UserPaths(environment: environment)
+        self.paths = paths
         let context = PluginContext(logger: logger, defaultLibraryURL: paths.defaultLibrary)
         self.context = context
 
@@ -68,11 +71,7 @@ public final class Studio {
     /// The full key of the configured storage's library folder (its path setting), e.g.
     /// `storage.directory.path`, for messages that say where else the library could be.
     /// - Thread: main actor. Never blocks.
-    public var libraryPathKey: String? {
-        guard let name = configuration.storage.plugin,
-              let path = catalog.storage.first(where: { $0.name == name })?.settings.first(where: { $0.type == .path }) else { return nil }
-        return "storage.\(name).\(path.key)"
-    }
+    public var libraryPathKey: String? { configuration.librarySetting(catalog: catalog)?.key }
 
     /// The configured capture backend.
     /// - Throws: `.configuration` when `capture.backend` is not set (never a silent null fallback).
@@ -80,7 +79,7 @@ public final class Studio {
     public func makeCaptureBackend() throws -> any CaptureBackend {
         guard let name = configuration.capture.plugin, let plugin = catalog.capture.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
-                "No capture backend is configured. Set capture.backend in \(configuration.file ?? "a config file (see Configuration/tapedeck.yaml)"), e.g. `--config Configuration/ci.yaml` for the null backend. Known: \(catalog.capture.map(\.name).joined(separator: ", ")).")
+                "No capture backend is configured. Choose one with --set capture.backend=NAME (\(catalog.capture.map(\.name).joined(separator: ", ")); null makes a test tone, no sound card needed), or set capture.backend in \(configuration.file ?? paths.configHome + "/tapedeck/config.yaml"). `tapedeck devices` lists what each backend sees.")
         }
         return try plugin.make(configuration.capture.settings, context(for: "capture", name))
     }
@@ -91,7 +90,7 @@ public final class Studio {
     public func makePlaybackBackend() throws -> any PlaybackBackend {
         guard let name = configuration.playback.plugin, let plugin = catalog.playback.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
-                "No playback backend is configured. Set playback.backend in \(configuration.file ?? "a config file (see Configuration/tapedeck.yaml)"). Known: \(catalog.playback.map(\.name).joined(separator: ", ")).")
+                "No playback backend is configured. Choose one with --set playback.backend=NAME (\(catalog.playback.map(\.name).joined(separator: ", "))), or set playback.backend in \(configuration.file ?? paths.configHome + "/tapedeck/config.yaml").")
         }
         return try plugin.make(configuration.playback.settings, context(for: "playback", name))
     }

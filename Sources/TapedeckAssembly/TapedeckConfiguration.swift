@@ -91,9 +91,16 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     /// when that is empty; `nil` for a store with no path setting.
     /// - Thread: any. Never blocks.
     public func libraryPath(catalog: PluginCatalog, paths: UserPaths) -> String? {
+        guard let setting = librarySetting(catalog: catalog) else { return nil }
+        let path = storage.settings.values[setting.declaration.key]?.description ?? ""
+        return path.isEmpty ? paths.defaultLibrary.path : path
+    }
+
+    /// The configured store's path setting and its full key (`storage.directory.path`); `nil`
+    /// for a store with none. - Thread: any. Never blocks.
+    public func librarySetting(catalog: PluginCatalog) -> (key: String, declaration: SettingDeclaration)? {
         guard let name = storage.plugin,
               let setting = catalog.storage.first(where: { $0.name == name })?.settings.first(where: { $0.type == .path }) else { return nil }
-        let path = storage.settings.values[setting.key]?.description ?? ""
-        return path.isEmpty ? paths.defaultLibrary.path : path
+        return ("storage.\(name).\(setting.key)", setting)
     }
 }

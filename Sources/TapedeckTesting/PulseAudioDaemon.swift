@@ -103,30 +103,12 @@ public final class PulseAudioDaemon: Sendable {
         throw DaemonError("The private PulseAudio daemon did not start. Its log:\n\(output)")
     }
 
-    /// posix_spawn with stdin from /dev/null, stdout and stderr to `output`, other descriptors closed.
     private static func spawn(_ arguments: [String], environment: [String: String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        for fd in open.compactMap(Int32.init) where fd > 2 {
-            posix_spawn_file_actions_addclose(&actions, fd)
+        do {
+            return try ChildProcess.start(arguments, environment: environment, output: output)
+        } catch let error as ChildProcess.SpawnError {
+            throw DaemonError(error.description)
         }
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
-        guard status == 0 else {
-            throw DaemonError("Could not start \(arguments[0]): \(String(cString: strerror(status))).")
-        }
-        return pid
     }
 
     private static func acceptsConnections(_ path: String) -> Bool {

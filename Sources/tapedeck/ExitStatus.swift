@@ -49,10 +49,20 @@ final class ErrorAdvice {
         if let key = studio.libraryPathKey {
             on(.diskFull, .notWritable, say: "Or keep the library on another disk: --set \(key)=DIR.")
         }
-        on(.unsupportedFormat, say: "Change format.sample-rate, format.channels or format.sample-format (--set KEY=VALUE), or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
+        on(.unsupportedFormat, say: "Choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
     }
 
     func text(for error: TapedeckError) -> String? { byCode[error.code] }
+
+    /// `error`'s message with this advice for its code, if any.
+    func message(for error: TapedeckError) -> String {
+        error.message + (text(for: error).map { " " + $0 } ?? "")
+    }
+
+    /// `error`'s message with the running command's advice, if any.
+    static func message(for error: TapedeckError) -> String {
+        current?.message(for: error) ?? error.message
+    }
 }
 
 /// Runs a command body, turning a ``TapedeckError`` into one line on stderr and its exit code.
@@ -62,7 +72,7 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await ErrorAdvice.$current.withValue(advice) { try await body() }
     } catch let error as TapedeckError {
-        Terminal.printError(error.message + (advice.text(for: error).map { " " + $0 } ?? ""))
+        Terminal.printError(advice.message(for: error))
         throw ExitCode(ExitStatus.code(for: error))
     } catch let exit as ExitCode {
         throw exit

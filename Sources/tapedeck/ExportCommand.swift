@@ -101,8 +101,7 @@ struct ExportCommand: AsyncParsableCommand {
                 case .failure(let e):
                     firstError = firstError ?? e
                     reports.append(ExportResultJSON(report: nil, error: e.message, take: "\(item.session.name)/\(item.take.name)"))
-                    let advice = ErrorAdvice.current?.text(for: e).map { " " + $0 } ?? ""
-                    Terminal.printError("\(item.session.name)/\(item.take.name): \(e.message)\(advice)")
+                    Terminal.printError("\(item.session.name)/\(item.take.name): \(ErrorAdvice.message(for: e))")
                 }
             }
             if json { try Terminal.printJSON(reports) }

@@ -66,7 +66,7 @@ struct ImportCommand: AsyncParsableCommand {
                 }
             }
             for failure in failures {
-                Terminal.printError(failure.message + (ErrorAdvice.current?.text(for: failure).map { " " + $0 } ?? ""))
+                Terminal.printError(ErrorAdvice.message(for: failure))
             }
             if let first = failures.first { throw ExitCode(ExitStatus.code(for: first)) }
         }

@@ -76,6 +76,8 @@ struct RecordCommand: AsyncParsableCommand {
             let studio = try await global.makeStudio(loadingSessions: false, writing: true, flags: try formatFlags(),
                                                      overrides: device.map { [PluginOverride(section: "capture", key: "device", value: $0, option: "-D/--device")] } ?? [])
             ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.")
+            ErrorAdvice.current?.on(.unsupportedFormat,
+                say: "Record another format with -r RATE, -c CHANNELS or -f FORMAT, or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
             let recorder = try studio.makeRecorder()
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")

@@ -26,9 +26,6 @@ enum StandardOutput {
     private static let immediate = isatty(STDOUT_FILENO) == 1
     private static let blockSize = 64 * 1024
 
-    /// Whether output was dropped (the reader went away, or writing failed).
-    static var isClosed: Bool { state.withLock { $0.closed } }
-
     /// The `errno` of a failed write other than a reader that went away (`EPIPE`), if any.
     static var failure: Int32? { state.withLock { $0.failure } }
 

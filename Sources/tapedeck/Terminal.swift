@@ -14,8 +14,20 @@ enum Terminal {
         writeStderr("tapedeck: \(message)\n")
     }
 
+    /// Redraws the status line (meter, progress) in place. The line is cut to the terminal's
+    /// width, read at every redraw (`TIOCGWINSZ`, so a resized window is followed): a line that
+    /// wrapped would leave its first row behind at every redraw.
     static func status(_ line: String) {
-        writeStderr("\r\u{1B}[K\(line)")
+        let columns = terminalColumns()
+        let fitted = columns > 1 && line.count >= columns ? String(line.prefix(columns - 2)) + "…" : line
+        writeStderr("\r\u{1B}[K\(fitted)")
+    }
+
+    /// The width of the terminal on stderr; 0 when it is not a terminal or does not say.
+    static func terminalColumns() -> Int {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return 0 }
+        return Int(size.ws_col)
     }
 
     static func endStatus() {

@@ -28,6 +28,15 @@ struct FlagsEndToEndTests {
         #expect(both.status == 0 && both.stdout.contains("\"channels\" : 1"), "\(both.stdout)")
     }
 
+    @Test("a format the encoder cannot store is refused with the flags that fix it, and nothing is made")
+    func unstorableFormat() throws {
+        let cli = try CLIHarness()
+        let r = try cli.run("record", "-d", "0.2", "-f", "f32", "--set", "encoder.name=flac")
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("32-bit float") && r.stderr.contains("-f FORMAT") && r.stderr.contains("--set encoder.name=NAME (wav, flac, opus)"), "\(r.stderr)")
+        #expect(try cli.takes().isEmpty)
+    }
+
     @Test("bad values name the option the user typed", arguments: [
         (["-r", "7"], "-r/--rate 7: 7 is out of range"), (["-c", "0"], "-c/--channels 0:"),
         (["-d", "5x"], "-d/--duration 5x: not a duration"), (["-d", "00:61"], "-d/--duration 00:61"),

@@ -1,0 +1,55 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starting programs from tests without Foundation's `Process`, whose `waitUntilExit` waits for
+/// as long as any long-lived descendant (a daemon the child started: a PulseAudio server, a
+/// tmux server) runs. `posix_spawnp` with stdin from /dev/null, stdout and stderr to a file, and
+/// every other descriptor closed. Every member blocks only where it says.
+public enum ChildProcess {
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Starts `arguments` (the program is looked up in `PATH`) and returns its process id.
+    /// - Thread: any. Does not wait for the program.
+    public static func start(_ arguments: [String], environment: [String: String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap(Int32.init) where fd > 2 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+        guard status == 0 else {
+            throw SpawnError(description: "Could not start \(arguments[0]): \(String(cString: strerror(status))).")
+        }
+        return pid
+    }
+
+    /// Runs `arguments` to its end.
+    /// - Returns: its exit status (128 + the signal if one ended it) and what it wrote.
+    /// - Thread: any. Blocks until the program ends (not its descendants).
+    public static func run(_ arguments: [String],
+                           environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (status: Int32, output: String) {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let pid = try start(arguments, environment: environment, output: log.path)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (code, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+    }
+}
