@@ -37,12 +37,20 @@ enum Sndfile {
     /// libsndfile's description of the last error on `handle` (or of the last failed open, for nil).
     static func errorString(_ handle: OpaquePointer?) -> String {
         guard let text = sf_strerror(handle) else { return "unknown libsndfile error" }
-        return String(cString: text)
+        return clause(String(cString: text))
+    }
+
+    /// libsndfile's text as a clause for Tapedeck's sentences: without its own closing period
+    /// ("No 'data' chunk marker." would end up "marker.. The file …").
+    static func clause(_ text: String) -> String {
+        var text = Substring(text)
+        while let last = text.last, last == "." || last.isWhitespace { text = text.dropLast() }
+        return String(text)
     }
 
     /// libsndfile's description of error number `code`.
     static func errorString(code: Int32) -> String {
         guard let text = sf_error_number(code) else { return "libsndfile error \(code)" }
-        return String(cString: text)
+        return clause(String(cString: text))
     }
 }

@@ -44,9 +44,11 @@ struct EncoderChoice: ExpressibleByArgument, Sendable {
     /// An encoder name as written in the code (the default).
     init(_ name: String) { self.name = name }
 
+    /// Any case: `--format FLAC` is `flac`.
     init?(argument: String) {
-        guard Self.allValueStrings.contains(argument) else { return nil }
-        name = argument
+        let word = argument.lowercased()
+        guard Self.allValueStrings.contains(word) else { return nil }
+        name = word
     }
 
     static var allValueStrings: [String] { PluginCatalog.builtIn.encoders.map(\.name) }

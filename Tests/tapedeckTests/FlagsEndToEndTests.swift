@@ -37,6 +37,20 @@ struct FlagsEndToEndTests {
         #expect(try cli.takes().isEmpty)
     }
 
+    @Test("export --format takes any case; a file libsndfile refuses is named in one clean sentence")
+    func exportFormatCaseAndImportMessage() throws {
+        let cli = try CLIHarness()
+        _ = try cli.run("record", "-d", "0.2")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-case-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let r = try cli.run("export", "Session 1/Take 1", "--format", "FLAC", "--output", out.path)
+        #expect(r.status == 0 && FileManager.default.fileExists(atPath: out.appendingPathComponent("Session 1 - Take 1.flac").path), "\(r.stderr)")
+        let bad = out.appendingPathComponent("broken.wav")
+        try Data("RIFF\u{7f}\u{7f}\u{7f}\u{7f}WAVEjunk".utf8).write(to: bad)
+        let i = try cli.run("import", bad.path)
+        #expect(i.status == 74 && i.stderr.contains("cannot be read as audio") && !i.stderr.contains(".."), "\(i.stderr)")
+    }
+
     @Test("bad values name the option the user typed", arguments: [
         (["-r", "7"], "-r/--rate 7: 7 is out of range"), (["-c", "0"], "-c/--channels 0:"),
         (["-d", "5x"], "-d/--duration 5x: not a duration"), (["-d", "00:61"], "-d/--duration 00:61"),
