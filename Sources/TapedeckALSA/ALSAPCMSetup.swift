@@ -111,7 +111,7 @@ enum ALSAPCMSetup {
         switch -err {
         case ENOENT, ENODEV, ENXIO:
             TapedeckError(.deviceUnavailable,
-                "No ALSA device named \(device) (\(describe(err))). Run `tapedeck devices --backend alsa` to see the names.",
+                "No ALSA device named \(device) (\(describe(err)))\(Suggestion.phrase(device, (try? ALSADeviceList.devices().map(\.name)) ?? [])). Run `tapedeck devices --backend alsa` to see the names.",
                 systemCode: -err)
         case EBUSY:
             TapedeckError(.deviceUnavailable,

@@ -30,6 +30,15 @@ public enum TakeReference: Sendable, Hashable {
             index = text.index(after: slash)
         }
         for s in sessions where s.name == text { candidates.append(.session(s)) }
+        if candidates.isEmpty, lowered == "last" {
+            // The most recently recorded or imported take (a take or session really called
+            // "last" wins, above).
+            let latest = sessions.flatMap { s in s.takes.map { (take: $0, session: s) } }.max { $0.take.createdAt < $1.take.createdAt }
+            guard let latest else {
+                throw TapedeckError(.notFound, "There is no take yet, so \"last\" names nothing. Record one with `tapedeck record`.")
+            }
+            return .take(latest.take, in: latest.session)
+        }
         if candidates.count == 1 { return candidates[0] }
         if candidates.count > 1 {
             let ids = candidates.map { c -> String in
@@ -44,6 +53,25 @@ public enum TakeReference: Sendable, Hashable {
             throw TapedeckError(.invalidArgument,
                 "\"\(text)\" is too short for an id: ids need at least 4 characters, as `tapedeck list` prints them.")
         }
-        throw TapedeckError(.notFound, "No session or take is called \"\(text)\". Run `tapedeck list` to see names and ids; address a take as SESSION/TAKE or by its id.")
+        throw TapedeckError(.notFound, "No session or take is called \"\(text)\"\(suggestion(for: text, in: sessions)). Run `tapedeck list` to see names and ids; address a take as SESSION/TAKE or by its id, or the newest take as `last`.")
+    }
+
+    /// ` (did you mean "X"?)` for the name `text` most likely meant: one that differs only in
+    /// case, else the closest by edit distance (session names, and SESSION/TAKE).
+    static func suggestion(for text: String, in sessions: [Session]) -> String {
+        var names = sessions.map(\.name)
+        for s in sessions { names += s.takes.map { "\(s.name)/\($0.name)" } }
+        if let same = names.first(where: { $0.lowercased() == text.lowercased() }) {
+            return " (did you mean \"\(same)\"?)"
+        }
+        // A take's name alone (without its session) is a common slip too.
+        var byTakeName: [String: String] = [:]
+        for s in sessions {
+            for t in s.takes where byTakeName[t.name] == nil { byTakeName[t.name] = "\(s.name)/\(t.name)" }
+        }
+        if let close = Suggestion.closest(to: text, in: names + byTakeName.keys.sorted()) {
+            return " (did you mean \"\(byTakeName[close] ?? close)\"?)"
+        }
+        return ""
     }
 }

@@ -49,10 +49,12 @@ public struct ConfigurationLoader: Sendable {
 
     /// Locates, reads and resolves the configuration.
     /// - Thread: any. Blocks on disk I/O.
+    /// - Parameter detection: chooses the capture and playback backends when no layer sets them
+    ///   (a command that records or plays); `nil` leaves them unset.
     public func load(explicitPath: String?, flags: [String: String], machine: String? = nil,
-                     overrides: [PluginOverride] = []) throws -> TapedeckConfiguration {
+                     overrides: [PluginOverride] = [], detection: BackendDetection? = nil) throws -> TapedeckConfiguration {
         let file = try locate(explicitPath: explicitPath).map(ConfigFile.load)
-        return try resolve(file: file, flags: flags, machine: machine, overrides: overrides)
+        return try resolve(file: file, flags: flags, machine: machine, overrides: overrides, detection: detection)
     }
 
     /// The `machines:` section that applies: `explicit` (which must exist), else the one named
@@ -76,11 +78,13 @@ public struct ConfigurationLoader: Sendable {
     ///   values of the first problem (and how many more `tapedeck config check` lists).
     /// - Thread: any. Never blocks (the file was read already).
     public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil,
-                        overrides: [PluginOverride] = []) throws -> TapedeckConfiguration {
+                        overrides: [PluginOverride] = [], detection: BackendDetection? = nil) throws -> TapedeckConfiguration {
         let keyProblems = self.keyProblems(file: file, flags: flags)
         if !keyProblems.isEmpty { throw Self.error(keyProblems) }
+        var detect: (@Sendable (PluginRole) -> (plugin: String, reason: String)?)?
+        if let detection { detect = { role in detection.choose(for: role) } }
         var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: explicitMachine),
-                                    overrides: overrides)
+                                    overrides: overrides, detect: detect)
         let configuration = resolution.run()
         if !resolution.problems.isEmpty { throw Self.error(resolution.problems) }
         return configuration

@@ -10,15 +10,19 @@ struct Resolution {
     var layers: ConfigLayers
     /// Options that set a setting of whichever plugin is selected (`-D`).
     let overrides: [PluginOverride]
+    /// Chooses a backend for a role no layer configures (``BackendDetection``); `nil` leaves it unset.
+    let detect: (@Sendable (PluginRole) -> (plugin: String, reason: String)?)?
     /// Every effective key with its value and source.
     private(set) var settings: [String: ResolvedSetting] = [:]
     /// One full sentence per bad value: source, key, what is accepted.
     private(set) var problems: [String] = []
 
-    init(catalog: PluginCatalog, layers: ConfigLayers, overrides: [PluginOverride] = []) {
+    init(catalog: PluginCatalog, layers: ConfigLayers, overrides: [PluginOverride] = [],
+         detect: (@Sendable (PluginRole) -> (plugin: String, reason: String)?)? = nil) {
         self.catalog = catalog
         self.layers = layers
         self.overrides = overrides
+        self.detect = detect
     }
 
     /// Resolves everything. - Thread: any. Never blocks.
@@ -72,13 +76,16 @@ struct Resolution {
     /// The plugin chosen for `role` (`section.selector`) and its settings.
     private mutating func select(_ role: PluginRole, section: String, selector: String) -> RoleSelection {
         let key = section + "." + selector
-        let (chosen, source) = layers.value(of: key, fallback: HostSettings.defaultSelections[section] ?? "")
+        var (chosen, source) = layers.value(of: key, fallback: HostSettings.defaultSelections[section] ?? "")
+        if chosen.isEmpty, let found = detect?(role) {
+            (chosen, source) = (found.plugin, .detected(reason: found.reason))
+        }
         let none = RoleSelection(plugin: nil, settings: PluginSettings())
         let mine = overrides.filter { $0.section == section }
         let entries = catalog.entries(for: role)
         guard !chosen.isEmpty else {
             for o in mine {
-                problems.append("\(o.option) \(o.value): no \(section) backend is configured. Choose one with --set \(key)=NAME (\(entries.map(\.name).sorted().joined(separator: ", "))).")
+                problems.append("\(o.option) \(o.value): no \(section) backend is configured or found on this machine. Choose one with --set \(key)=NAME (\(entries.map(\.name).sorted().joined(separator: ", "))).")
             }
             return none
         }

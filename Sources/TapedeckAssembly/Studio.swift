@@ -79,7 +79,7 @@ public final class Studio {
     public func makeCaptureBackend() throws -> any CaptureBackend {
         guard let name = configuration.capture.plugin, let plugin = catalog.capture.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
-                "No capture backend is configured. Choose one with --set capture.backend=NAME (\(catalog.capture.map(\.name).joined(separator: ", ")); null makes a test tone, no sound card needed), or set capture.backend in \(configuration.file ?? paths.configHome + "/tapedeck/config.yaml"). `tapedeck devices` lists what each backend sees.")
+                "No capture backend is configured or found on this machine. Choose one with --set capture.backend=NAME (\(catalog.capture.map(\.name).joined(separator: ", ")); null makes a test tone, no sound card needed), or write a config with `tapedeck config init`. `tapedeck devices` lists what each backend sees.")
         }
         return try plugin.make(configuration.capture.settings, context(for: "capture", name))
     }
@@ -90,7 +90,7 @@ public final class Studio {
     public func makePlaybackBackend() throws -> any PlaybackBackend {
         guard let name = configuration.playback.plugin, let plugin = catalog.playback.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
-                "No playback backend is configured. Choose one with --set playback.backend=NAME (\(catalog.playback.map(\.name).joined(separator: ", "))), or set playback.backend in \(configuration.file ?? paths.configHome + "/tapedeck/config.yaml").")
+                "No playback backend is configured or found on this machine. Choose one with --set playback.backend=NAME (\(catalog.playback.map(\.name).joined(separator: ", "))), or write a config with `tapedeck config init`.")
         }
         return try plugin.make(configuration.playback.settings, context(for: "playback", name))
     }

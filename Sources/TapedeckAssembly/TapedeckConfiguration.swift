@@ -9,8 +9,12 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
     /// A `machines.NAME:` section of the file.
     case machine(name: String, path: String, line: Int?)
     case builtIn
+    /// No layer sets it: Tapedeck chose it on this machine (a capture or playback backend when
+    /// none is configured), for `reason`.
+    case detected(reason: String)
 
-    /// `--set`, `environment variable X`, `PATH:LINE`, `PATH:LINE (machines.NAME)` or `built-in default`.
+    /// `--set`, `environment variable X`, `PATH:LINE`, `PATH:LINE (machines.NAME)`,
+    /// `built-in default` or `detected: REASON`.
     public var description: String {
         switch self {
         case .flag: "--set"
@@ -18,10 +22,11 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
         case .file(let path, let line): line.map { "\(path):\($0)" } ?? path
         case .machine(let name, let path, let line): (line.map { "\(path):\($0)" } ?? path) + " (machines.\(name))"
         case .builtIn: "built-in default"
+        case .detected(let reason): "detected: \(reason)"
         }
     }
 
-    /// The layer, one word: `flag`, `environment`, `machine`, `file` or `default`.
+    /// The layer, one word: `flag`, `environment`, `machine`, `file`, `default` or `detected`.
     public var layer: String {
         switch self {
         case .flag: "flag"
@@ -29,6 +34,7 @@ public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
         case .machine: "machine"
         case .file: "file"
         case .builtIn: "default"
+        case .detected: "detected"
         }
     }
 }
@@ -83,6 +89,13 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var playbackPeriodFrames: Int
     /// Every effective key (dotted path) with its value and source.
     public var settings: [String: ResolvedSetting]
+
+    /// Whether `section`'s backend (`capture`, `playback`) was detected on this machine rather
+    /// than configured. - Thread: any. Never blocks.
+    public func isDetected(_ section: String) -> Bool {
+        if case .detected = settings[section + ".backend"]?.source { return true }
+        return false
+    }
 
     /// The recording format (`format.*`).
     public var format: AudioFormat { recording.format }

@@ -70,8 +70,10 @@ extension PulseConnection {
                     "The PulseAudio server at \(settings.serverLabel) has no default \(settings.deviceKind). Set \(settings.key(PulseKeys.device(settings.role))); run `tapedeck devices --backend pulse` to list them.",
                     systemCode: code)
             }
+            let names = try? PulseDeviceList.list(settings: settings)
+            let known = ((names?.sources ?? []) + (names?.sinks ?? [])).map(\.name)
             return TapedeckError(.deviceUnavailable,
-                "No \(settings.deviceKind) named \"\(settings.device)\" on the PulseAudio server at \(settings.serverLabel). Run `tapedeck devices --backend pulse` to list them, and set \(settings.key(PulseKeys.device(settings.role))).",
+                "No \(settings.deviceKind) named \"\(settings.device)\" on the PulseAudio server at \(settings.serverLabel)\(Suggestion.phrase(settings.device, known)). Run `tapedeck devices --backend pulse` to list them, and set \(settings.key(PulseKeys.device(settings.role))).",
                 systemCode: code)
         }
         return TapedeckError(.deviceUnavailable,

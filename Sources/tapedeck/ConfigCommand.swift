@@ -81,13 +81,37 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         }
     }
 
+    /// Why the library folder at `path` cannot be written (it, or the nearest folder that
+    /// exists to create it in, is not a writable folder); `nil` when it can.
+    static func libraryProblem(_ path: String, key: String) -> String? {
+        var candidate = URL(fileURLWithPath: path)
+        while !FileManager.default.fileExists(atPath: candidate.path), candidate.path != "/" {
+            candidate.deleteLastPathComponent()
+        }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isFolder), isFolder.boolValue else {
+            return "\(key): \(candidate.path) is not a folder, so the library \(path) cannot be made. Set \(key) to a folder."
+        }
+        guard access(candidate.path, W_OK | X_OK) == 0 else {
+            return "\(key): \(candidate.path) is not writable, so the library \(path) cannot be \(candidate.path == path ? "written" : "made"). Set \(key) to a folder you can write."
+        }
+        return nil
+    }
+
     /// Opens the configured capture and playback devices in the configured format, and closes them.
     @MainActor
     static func deviceProblems(global: GlobalOptions) async -> [String] {
         var problems: [String] = []
         do {
-            let studio = try global.makeStudioWithoutLibrary()
+            let studio = try global.makeStudioWithoutLibrary(detecting: [.capture, .playback])
             let format = studio.configuration.format
+            for (section, plugin) in [("capture", studio.configuration.capture.plugin), ("playback", studio.configuration.playback.plugin)] where plugin == nil {
+                problems.append("No \(section) backend is configured or found on this machine: `tapedeck \(section == "capture" ? "record" : "play")` cannot run. Set \(section).backend (`tapedeck backends` lists them), or write a config with `tapedeck config init`.")
+            }
+            if let library = studio.configuration.libraryPath(catalog: studio.catalog, paths: UserPaths(environment: ProcessInfo.processInfo.environment)),
+               let problem = Self.libraryProblem(library, key: studio.libraryPathKey ?? "the library path") {
+                problems.append(problem)
+            }
             if let plugin = studio.configuration.capture.plugin {
                 do {
                     let backend = try studio.makeCaptureBackend()
@@ -149,7 +173,10 @@ struct ConfigShowCommand: AsyncParsableCommand {
         try await reportingErrors {
             let environment = ProcessInfo.processInfo.environment
             let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
-            let c = try loader.load(explicitPath: global.config, flags: try global.flagSettings(), machine: global.machine)
+            let detection = BackendDetection(catalog: .builtIn, logger: try global.makeLogger(),
+                                             defaultLibraryURL: UserPaths(environment: environment).defaultLibrary)
+            let c = try loader.load(explicitPath: global.config, flags: try global.flagSettings(), machine: global.machine,
+                                    detection: detection)
             let library = c.libraryPath(catalog: .builtIn, paths: UserPaths(environment: environment))
             let settings = c.settings.sorted { $0.key < $1.key }.map { key, r in
                 Row(key: key, value: r.value.description, layer: r.source.layer, source: r.source.description)

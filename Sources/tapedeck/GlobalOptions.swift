@@ -46,9 +46,11 @@ struct GlobalOptions: ParsableArguments {
     @MainActor
     /// - Parameter writing: the command writes audio into the library (`record`, `import`): a full
     ///   or read-only disk and a format the encoder cannot store are then answered with advice.
+    ///   `detecting`: the roles the command uses (`record` capture, `play` playback): with no
+    ///   backend configured for one, the machine's sound server or ALSA is chosen (``BackendDetection``).
     func makeStudio(loadingSessions: Bool = true, writing: Bool = false, flags extra: [String: String] = [:],
-                    overrides: [PluginOverride] = []) async throws -> Studio {
-        let studio = try makeStudioWithoutLibrary(flags: extra, overrides: overrides)
+                    overrides: [PluginOverride] = [], detecting: Set<PluginRole> = []) async throws -> Studio {
+        let studio = try makeStudioWithoutLibrary(flags: extra, overrides: overrides, detecting: detecting)
         if writing { ErrorAdvice.current?.writingLibrary(studio) }
         try await studio.openLibrary(loadingSessions: loadingSessions)
         return studio
@@ -60,11 +62,22 @@ struct GlobalOptions: ParsableArguments {
     ///   - extra: settings a command's own options give (`-r` → `format.sample-rate`); they beat
     ///     `--set` for the same key.
     ///   - overrides: options that set the selected plugin's settings (`-D`).
-    func makeStudioWithoutLibrary(flags extra: [String: String] = [:], overrides: [PluginOverride] = []) throws -> Studio {
+    func makeStudioWithoutLibrary(flags extra: [String: String] = [:], overrides: [PluginOverride] = [],
+                                  detecting: Set<PluginRole> = []) throws -> Studio {
         let environment = ProcessInfo.processInfo.environment
         let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
         let flags = try flagSettings().merging(extra) { _, own in own }
-        let configuration = try loader.load(explicitPath: config, flags: flags, machine: machine, overrides: overrides)
-        return try Studio(configuration: configuration, catalog: .builtIn, logger: try makeLogger(), environment: environment)
+        let logger = try makeLogger()
+        let detection = detecting.isEmpty ? nil
+            : BackendDetection(catalog: .builtIn, roles: detecting, logger: logger, defaultLibraryURL: UserPaths(environment: environment).defaultLibrary)
+        let configuration = try loader.load(explicitPath: config, flags: flags, machine: machine, overrides: overrides, detection: detection)
+        let studio = try Studio(configuration: configuration, catalog: .builtIn, logger: logger, environment: environment)
+        for section in ["capture", "playback"] where configuration.isDetected(section) {
+            guard let chosen = configuration.settings[section + ".backend"] else { continue }
+            // What to do when the backend Tapedeck chose cannot open the machine's default device.
+            ErrorAdvice.current?.on(.deviceUnavailable, say: "(No \(section) backend is configured; Tapedeck chose \(chosen.value) because \(chosen.source.description.replacingOccurrences(of: "detected: ", with: "")).) See what there is with `tapedeck devices`, choose a device with --device NAME, or write a config with `tapedeck config init`.")
+            logger.debug("\(section).backend: \(chosen.value) (\(chosen.source))")
+        }
+        return studio
     }
 }

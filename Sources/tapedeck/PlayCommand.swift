@@ -22,7 +22,7 @@ struct PlayCommand: AsyncParsableCommand {
     mutating func run() async throws {
         try await reportingErrors {
             let studio = try await global.makeStudio(
-                overrides: device.map { [PluginOverride(section: "playback", key: "device", value: $0, option: "-D/--device")] } ?? [])
+                overrides: device.map { [PluginOverride(section: "playback", key: "device", value: $0, option: "-D/--device")] } ?? [], detecting: [.playback])
             guard case .take(let t, let session) = try studio.store.resolve(take) else {
                 throw TapedeckError(.invalidArgument, "\"\(take)\" is a session. Name a take as SESSION/TAKE or by its id.")
             }

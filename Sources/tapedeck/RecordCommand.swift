@@ -74,7 +74,7 @@ struct RecordCommand: AsyncParsableCommand {
             // Recording reads only the session it records into, never the whole library, so it
             // starts as quickly in a library of thousands of takes as in an empty one.
             let studio = try await global.makeStudio(loadingSessions: false, writing: true, flags: try formatFlags(),
-                                                     overrides: device.map { [PluginOverride(section: "capture", key: "device", value: $0, option: "-D/--device")] } ?? [])
+                                                     overrides: device.map { [PluginOverride(section: "capture", key: "device", value: $0, option: "-D/--device")] } ?? [], detecting: [.capture])
             ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.")
             ErrorAdvice.current?.on(.unsupportedFormat,
                 say: "Record another format with -r RATE, -c CHANNELS or -f FORMAT, or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")

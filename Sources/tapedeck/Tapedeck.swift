@@ -53,7 +53,12 @@ struct Tapedeck: AsyncParsableCommand {
     static func finish(with error: any Error, arguments: [String]) -> Never {
         let code = exitCode(for: error)
         if code == .success { exit(withError: error) }
-        let message = self.message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+        var message = self.message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let first = arguments.first, !first.hasPrefix("-"),
+           !configuration.subcommands.contains(where: { $0.configuration.commandName == first }) {
+            let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+            message = "Unknown command '\(first)'\(Suggestion.closest(to: first, in: names).map { ". Did you mean '\($0)'?" } ?? ". Commands: " + names.joined(separator: ", "))"
+        }
         if !message.isEmpty {
             var path = ["tapedeck"]
             var commands = configuration.subcommands
@@ -62,7 +67,7 @@ struct Tapedeck: AsyncParsableCommand {
                 path.append(argument)
                 commands = next.configuration.subcommands
             }
-            let sentence = message.hasSuffix(".") ? message : message + "."
+            let sentence = message.hasSuffix(".") || message.hasSuffix("?") ? message : message + "."
             Terminal.printError("\(sentence) Run `\(path.joined(separator: " ")) --help` for the options.")
         }
         StandardOutput.flush()

@@ -1,14 +1,15 @@
-/// "Did you mean …?" for misspelt keys and names.
-enum Suggestion {
+/// "Did you mean …?" for misspelt keys, commands, names and devices.
+/// - Thread: any; never blocks.
+public enum Suggestion {
     /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
-    static func closest(to word: String, in candidates: [String]) -> String? {
+    public static func closest(to word: String, in candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         return best.1 <= max(2, word.count / 3) ? best.0 : nil
     }
 
     /// Levenshtein distance.
-    static func distance(_ a: String, _ b: String) -> Int {
+    public static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
@@ -25,7 +26,7 @@ enum Suggestion {
     }
 
     /// ` (did you mean "x"?)` or an empty string.
-    static func phrase(_ word: String, _ candidates: [String]) -> String {
+    public static func phrase(_ word: String, _ candidates: [String]) -> String {
         closest(to: word, in: candidates).map { " (did you mean \"\($0)\"?)" } ?? ""
     }
 }
