@@ -1,5 +1,5 @@
 public import TapedeckCore
-import Foundation
+public import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -9,9 +9,15 @@ import Glibc
 public struct ExportItem: Sendable, Hashable {
     public var take: Take
     public var session: Session
-    public init(take: Take, session: Session) {
+    /// Tags for this export only (`export --tag`), over the take's own.
+    public var extraTags: [String: String]
+    /// The file to write; `nil` for "SESSION - TAKE.EXT" in the export's folder.
+    public var target: URL?
+    public init(take: Take, session: Session, extraTags: [String: String] = [:], target: URL? = nil) {
         self.take = take
         self.session = session
+        self.extraTags = extraTags
+        self.target = target
     }
 }
 
@@ -90,7 +96,8 @@ struct ExportJob {
         let temp = target.deletingLastPathComponent()
             .appendingPathComponent(".\(target.lastPathComponent).partial-\(UUID().uuidString.prefix(8))")
         let metadata = TakeMetadata(takeName: item.take.name, sessionName: item.session.name, takeNumber: item.take.number,
-                                    startDate: item.take.createdAt, notes: item.take.notes)
+                                    startDate: item.take.createdAt, notes: item.take.notes,
+                                    tags: item.take.tags.merging(item.extraTags) { _, extra in extra })
         let writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
         var finished = false
         defer {

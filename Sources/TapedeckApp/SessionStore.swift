@@ -88,6 +88,17 @@ public final class SessionStore {
         do { return try TakeReference.resolve(reference, in: sessions) } catch let e as TapedeckError { lastError = e; throw e }
     }
 
+    /// The take `reference` names; a session is refused with what to write instead.
+    /// - Thread: main actor; never blocks.
+    public func resolveTake(_ reference: String) throws -> (Take, Session) {
+        guard case .take(let t, let s) = try resolve(reference) else {
+            let e = TapedeckError(.invalidArgument, "\"\(reference)\" is a session. Name a take as SESSION/TAKE, by its id, or as `last`.")
+            lastError = e
+            throw e
+        }
+        return (t, s)
+    }
+
     /// The session named `name` (creating it), or with `nil` the most recently active session
     /// (creating "Session N" when there is none), as storage has it now (see
     /// ``TakeStorage/findSessionForRecording(named:)``); returned without its takes.
@@ -122,6 +133,16 @@ public final class SessionStore {
         case .take(let t, _): _ = try await perform { try storage.renameTake(t.id, to: name) }
         }
         try await refreshIfLoaded()
+    }
+
+    /// Sets a take's notes, tags and clip count; returns the take as stored.
+    /// - Thread: main actor; storage work runs on a background queue.
+    public func annotate(_ take: Take, _ annotations: TakeAnnotations) async throws -> Take {
+        let storage = self.storage
+        let id = take.id
+        let updated = try await perform { try storage.annotateTake(id, annotations) }
+        try await refreshIfLoaded()
+        return updated
     }
 
     /// Deletes a session (with all its takes) or a take: rows first, then audio.

@@ -70,7 +70,7 @@ public final class TakeExporter {
                 guard let decoder = decoders.first(where: { $0.encodings.contains(item.take.encoding) }) else {
                     throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(item.take.encoding) takes.")
                 }
-                let target = directory.appendingPathComponent(name)
+                let target = item.target ?? directory.appendingPathComponent(name)
                 let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
                 let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder, decoders: decoders,
                                     encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,

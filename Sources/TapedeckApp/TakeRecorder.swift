@@ -60,6 +60,10 @@ public final class TakeRecorder {
     public private(set) var overrunCount = 0
     /// The format negotiated with the device.
     public private(set) var format: AudioFormat?
+    /// Samples at full scale so far.
+    public private(set) var clippedSamples: Int64 = 0
+    /// Where the take being recorded goes, once its row is committed (for a banner).
+    public private(set) var target: RecordingTarget?
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
                 settings: RecordingSettings, logger: Logger) {
@@ -139,6 +143,7 @@ public final class TakeRecorder {
         if let watch, let free = FreeSpace.available(at: watch.path), free < watch.warnBelowBytes {
             logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: negotiated, path: watch.path))")
         }
+        target = RecordingTarget(session: session, take: pending.take, fileURL: pending.fileURL)
         phase = .recording
 
         let meter = settings.progressInterval.map { interval in
@@ -197,9 +202,22 @@ public final class TakeRecorder {
             state = .truncated
             summary = "\(e.message) Everything written before that was kept."
         }
-        let (finalFrames, overruns) = (result.frames, result.overruns)
-        let take = try await store.perform {
+        let (finalFrames, overruns, clipped) = (result.frames, result.overruns, result.clippedSamples)
+        clippedSamples = clipped
+        var take = try await store.perform {
             try storage.finishTake(pending, frames: finalFrames, state: state, overruns: overruns)
+        }
+        if clipped > 0 {
+            // The take is final already; its clip count is a note on it, so failing to store
+            // that is logged, never a lost take.
+            var changed = take.annotations
+            changed.clippedSamples = clipped
+            let (id, annotations) = (take.id, changed)
+            do {
+                take = try await store.perform { try storage.annotateTake(id, annotations) }
+            } catch {
+                logger.warning("Could not store the take's clip count (\(clipped) samples at full scale): \(error)")
+            }
         }
         try await store.refreshIfLoaded()
         phase = .finished
@@ -212,5 +230,13 @@ public final class TakeRecorder {
         frames = progress.frames
         peaks = progress.peaks
         overrunCount = progress.overrunCount
+        clippedSamples = progress.clippedSamples
     }
+}
+
+/// Where a take being recorded goes: its session, its committed row and its file.
+public struct RecordingTarget: Sendable, Hashable {
+    public var session: Session
+    public var take: Take
+    public var fileURL: URL
 }

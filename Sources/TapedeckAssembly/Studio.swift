@@ -107,7 +107,9 @@ public final class Studio {
     /// - Returns: the encoder and its effective settings as text, for reports.
     /// - Throws: `.invalidArgument` for an unknown encoder or a setting it does not accept.
     /// - Thread: main actor. Never blocks for long.
-    public func makeEncoder(named name: String, overrides: [String: String]) throws -> (any AudioEncoder, [String: String]) {
+    /// - Parameter options: the command-line option that gave each override (`level` → `--level`),
+    ///   named by the message when its value is refused.
+    public func makeEncoder(named name: String, overrides: [String: String], options: [String: String] = [:]) throws -> (any AudioEncoder, [String: String]) {
         guard let plugin = catalog.encoders.first(where: { $0.name == name }) else {
             throw TapedeckError(.invalidArgument,
                 "Unknown format \"\(name)\". Formats in this build: \(catalog.encoders.map(\.name).joined(separator: ", ")).")
@@ -117,8 +119,12 @@ public final class Studio {
             for (k, v) in configuration.encoder.settings.values { texts[k] = v.description }
         }
         for (k, v) in overrides {
-            guard plugin.settings.contains(where: { $0.key == k }) else {
-                throw TapedeckError(.invalidArgument, "The \(name) format has no \(k) setting. Its settings: \(plugin.settings.map(\.key).joined(separator: ", ")).")
+            guard let declaration = plugin.settings.first(where: { $0.key == k }) else {
+                let option = options[k].map { "\($0): the" } ?? "The"
+                throw TapedeckError(.invalidArgument, "\(option) \(name) format has no \(k) setting. Its settings: \(plugin.settings.map(\.key).joined(separator: ", ")).")
+            }
+            if let option = options[k], case .failure(let problem) = declaration.parse(v) {
+                throw TapedeckError(.invalidArgument, "\(option) \(v): \(problem.reason) for \(name).")
             }
             texts[k] = v
         }

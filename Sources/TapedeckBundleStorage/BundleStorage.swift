@@ -374,6 +374,22 @@ public final class BundleStorage: LibraryMaintenance {
         }
     }
 
+    /// Sets a take's notes, tags and clip count in its manifest.
+    /// - Thread: any. Blocks on disk I/O and on other processes' library locks (up to the lock timeout).
+    public func annotateTake(_ id: String, _ annotations: TakeAnnotations) throws -> Take {
+        try annotations.validate()
+        let (sessionID, bundle) = try locateTake(id)
+        return try locked(bundle) {
+            var manifest = try readSession(sessionID, in: bundle)
+            guard let i = manifest.takes.firstIndex(where: { $0.id == id }) else { throw Self.noTake(id) }
+            manifest.takes[i].notes = annotations.notes
+            manifest.takes[i].tags = annotations.tags
+            manifest.takes[i].clippedSamples = annotations.clippedSamples
+            try commit(manifest, in: bundle, "annotateTake")
+            return makeTake(manifest.takes[i], of: manifest, bundle: bundle)
+        }
+    }
+
     /// Removes a take from its manifest, then its audio. Refused while it is being recorded.
     /// - Thread: any. Blocks on disk I/O and on other processes' library locks (up to the lock timeout).
     public func deleteTake(_ id: String) throws {

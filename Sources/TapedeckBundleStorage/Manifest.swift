@@ -40,6 +40,8 @@ package struct Manifest: Sendable, Hashable {
         var state: TakeState
         var overruns: [OverrunEvent]
         var notes: String
+        var tags: [String: String] = [:]
+        var clippedSamples: Int64 = 0
         /// The hidden file the audio is written to while recording.
         var pendingFile: String?
     }
@@ -81,6 +83,9 @@ package enum ManifestCodec {
         var state: String
         var overruns: [OverrunWire]
         var notes: String
+        /// Absent in manifests written before tags and clip counts existed.
+        var tags: [String: String]?
+        var clippedSamples: Int64?
         var pendingFile: String?
     }
 
@@ -127,7 +132,8 @@ package enum ManifestCodec {
                                             sampleFormat: e.format.sampleFormat.rawValue),
                          encoding: e.encoding, frames: e.frames, startDate: UTCTimestamp.format(e.startDate), state: e.state.rawValue,
                          overruns: e.overruns.map { OverrunWire(frame: $0.frame, frames: $0.frames, date: UTCTimestamp.format($0.date), cause: $0.cause) },
-                         notes: e.notes, pendingFile: e.pendingFile)
+                         notes: e.notes, tags: e.tags.isEmpty ? nil : e.tags, clippedSamples: e.clippedSamples == 0 ? nil : e.clippedSamples,
+                         pendingFile: e.pendingFile)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -189,6 +195,11 @@ package enum ManifestCodec {
                 throw ManifestProblem(path: "\(at).state", problem:
                     "the state \(quoted(t.state)) is unknown (known: \(TakeState.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
+            do {
+                try TakeAnnotations(notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0).validate()
+            } catch let error as TapedeckError {
+                throw ManifestProblem(path: "\(at).tags", problem: error.message)
+            }
             var overruns: [OverrunEvent] = []
             for (j, o) in t.overruns.enumerated() {
                 let oat = "\(at).overruns[\(j)]"
@@ -201,7 +212,7 @@ package enum ManifestCodec {
                 id: t.id, name: t.name, number: t.number, file: t.file,
                 format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat),
                 encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
-                notes: t.notes, pendingFile: t.pendingFile))
+                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, pendingFile: t.pendingFile))
         }
         return Manifest(id: wire.id, name: wire.name, createdAt: createdAt, takes: takes)
     }

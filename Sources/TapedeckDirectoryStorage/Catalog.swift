@@ -57,6 +57,12 @@ struct Catalog: Sendable {
                 CREATE INDEX take_session ON take(sessionId, number);
                 """)
         }
+        m.registerMigration("v2: tags and clip counts") { db in
+            try db.execute(sql: """
+                ALTER TABLE take ADD COLUMN tags TEXT NOT NULL DEFAULT '{}';
+                ALTER TABLE take ADD COLUMN clippedSamples INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return m
     }
 
@@ -103,7 +109,18 @@ struct Catalog: Sendable {
             createdAt: Date(timeIntervalSince1970: row["createdAt"]),
             state: TakeState(rawValue: row["state"]) ?? .recording,
             format: AudioFormat(sampleRate: row["sampleRate"], channels: row["channels"], sampleFormat: sampleFormat),
-            encoding: row["encoding"], file: row["file"], frames: row["frames"], overruns: overruns, notes: row["notes"])
+            encoding: row["encoding"], file: row["file"], frames: row["frames"], overruns: overruns, notes: row["notes"],
+            tags: decodeTags(row["tags"]), clippedSamples: row["clippedSamples"] ?? 0)
+    }
+
+    static func decodeTags(_ json: String?) -> [String: String] {
+        json.flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
+    }
+
+    static func encode(_ tags: [String: String]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(tags)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     static func encode(_ overruns: [OverrunEvent]) -> String {

@@ -270,6 +270,20 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
     }
 
+    public func annotateTake(_ id: String, _ annotations: TakeAnnotations) throws -> Take {
+        try annotations.validate()
+        return try commit("annotateTake") { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
+                throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
+            }
+            var take = Catalog.take(from: row)
+            try db.execute(sql: "UPDATE take SET notes = ?, tags = ?, clippedSamples = ? WHERE id = ?",
+                           arguments: [annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples, id])
+            take.annotations = annotations
+            return take
+        }
+    }
+
     public func deleteTake(_ id: String) throws {
         // Under the library lock, so `doctor` never sees the audio between the row's removal
         // and its own as a file no take names.

@@ -30,10 +30,8 @@ enum FLACTags {
 
     /// The (name, value) pairs for `metadata`, in file order.
     static func fields(for metadata: TakeMetadata) -> [(String, String)] {
-        var fields = [("TITLE", metadata.takeName), ("ALBUM", metadata.sessionName),
-                      ("TRACKNUMBER", String(metadata.takeNumber)), ("DATE", metadata.startDateISO8601)]
-        if !metadata.notes.isEmpty { fields.append(("DESCRIPTION", metadata.notes)) }
-        fields.append(("ENCODER", encoderTag))
+        var fields = metadata.commentFields
+        if !fields.contains(where: { $0.0 == "ENCODER" }) { fields.append(("ENCODER", encoderTag)) }
         return fields
     }
 

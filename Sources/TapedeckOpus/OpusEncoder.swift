@@ -109,8 +109,7 @@ public struct OpusEncoder: AudioEncoder, AudioDecoder {
             converter = SampleConverter(from: format, to: .f32)
             guard let comments = ope_comments_create() else { throw TapedeckError(.internalError, "libopusenc could not allocate comments.") }
             defer { ope_comments_destroy(comments) }
-            let tags = [("TITLE", metadata.takeName), ("ALBUM", metadata.sessionName), ("TRACKNUMBER", String(metadata.takeNumber)),
-                        ("DATE", metadata.startDateISO8601)] + (metadata.notes.isEmpty ? [] : [("DESCRIPTION", metadata.notes)])
+            let tags = metadata.commentFields
             for (tag, value) in tags { _ = ope_comments_add(comments, tag, value) }
             var callbacks = OpusEncCallbacks(
                 write: { userData, pointer, length in

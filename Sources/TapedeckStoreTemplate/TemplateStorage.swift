@@ -206,6 +206,11 @@ public final class TemplateStorage: TakeStorage {
         }
     }
 
+    public func annotateTake(_ id: String, _ annotations: TakeAnnotations) throws -> Take {
+        try annotations.validate()
+        return try update("annotateTake", id) { _, take in take.annotations = annotations }
+    }
+
     public func deleteTake(_ id: String) throws {
         try deleteTake(id, operation: "deleteTake")
     }

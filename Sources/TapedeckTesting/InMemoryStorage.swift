@@ -122,6 +122,11 @@ public final class InMemoryStorage: TakeStorage {
         return try update("renameTake", id) { $0.name = name }
     }
 
+    public func annotateTake(_ id: String, _ annotations: TakeAnnotations) throws -> Take {
+        try annotations.validate()
+        return try update("annotateTake", id) { $0.annotations = annotations }
+    }
+
     public func deleteSession(_ id: String) throws {
         let (removed, pendingFiles) = try commit("deleteSession") { c -> (Session, [String]) in
             guard let i = c.sessions.firstIndex(where: { $0.id == id }) else { throw TapedeckError(.notFound, "No session \(id).") }

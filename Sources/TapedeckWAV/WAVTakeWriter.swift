@@ -52,11 +52,13 @@ final class WAVTakeWriter: TakeWriter {
         if format.sampleFormat.isFloat {
             _ = sf_command(handle, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
         }
-        set(SF_STR_TITLE, metadata.takeName)
-        set(SF_STR_ALBUM, metadata.sessionName)
-        set(SF_STR_TRACKNUMBER, String(metadata.takeNumber))
-        set(SF_STR_DATE, metadata.startDateISO8601)
-        set(SF_STR_COMMENT, metadata.notes)
+        // RIFF INFO has a fixed set of fields: the user's tags with one of those names fill it.
+        let fields = Dictionary(metadata.commentFields) { _, last in last }
+        for (name, field) in [("TITLE", SF_STR_TITLE), ("ALBUM", SF_STR_ALBUM), ("TRACKNUMBER", SF_STR_TRACKNUMBER),
+                              ("DATE", SF_STR_DATE), ("DESCRIPTION", SF_STR_COMMENT), ("ARTIST", SF_STR_ARTIST),
+                              ("COPYRIGHT", SF_STR_COPYRIGHT), ("GENRE", SF_STR_GENRE)] {
+            set(field, fields[name] ?? "")
+        }
         set(SF_STR_SOFTWARE, "Tapedeck")
     }
 

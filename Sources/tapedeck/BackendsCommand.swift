@@ -19,6 +19,8 @@ struct BackendsCommand: AsyncParsableCommand {
     }
 
     struct PluginJSON: Encodable {
+        var kind = "backend"
+        var schema = JSONSchema.version
         var role: String
         var name: String
         var summary: String

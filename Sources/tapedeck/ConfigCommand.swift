@@ -25,6 +25,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
     var json = false
 
     struct Report: Encodable {
+        var kind = "config-check"
+        var schema = JSONSchema.version
         var file: String?
         var machine: String?
         /// The library folder the configured store opens (the default one when no path is set).
@@ -159,6 +161,8 @@ struct ConfigShowCommand: AsyncParsableCommand {
     }
 
     struct Report: Encodable {
+        var kind = "config"
+        var schema = JSONSchema.version
         var file: String?
         var machine: String?
         /// The library folder the configured store opens (the default one when no path is set).

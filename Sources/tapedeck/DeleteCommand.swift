@@ -22,15 +22,26 @@ struct DeleteCommand: AsyncParsableCommand {
         try await reportingErrors {
             let studio = try await global.makeStudio()
             let target = try studio.store.resolve(reference)
+            let takes: [Take] = switch target {
+            case .session(let s): s.takes
+            case .take(let t, _): [t]
+            }
+            let storage = studio.store.storage
+            let bytes = takes.reduce(Int64(0)) { sum, t in
+                var info = stat()
+                guard let url = try? storage.audioURL(for: t), stat(url.path, &info) == 0 else { return sum }
+                return sum + Int64(info.st_size)
+            }
+            let amount = "\(Terminal.clock(takes.reduce(0) { $0 + $1.seconds })), \(Terminal.bytes(bytes))"
             let what: String = switch target {
-            case .session(let s): "session \"\(s.name)\" and its \(Terminal.counted(s.takes.count, "take"))"
-            case .take(let t, let s): "take \"\(s.name)/\(t.name)\""
+            case .session(let s): "session \"\(s.name)\" and its \(Terminal.counted(s.takes.count, "take")) (\(amount))"
+            case .take(let t, let s): "take \"\(s.name)/\(t.name)\" (\(amount))"
             }
             if !yes {
                 guard Terminal.stdinIsTerminal else {
                     throw TapedeckError(.confirmationRequired, "Refusing to delete \(what) without confirmation. Add --yes to delete it.")
                 }
-                FileHandle.standardError.write(Data("Delete \(what)? This removes the audio. [y/N] ".utf8))
+                Terminal.writeStderr(Terminal.safe("Delete \(what)? This removes the audio. [y/N] "))
                 guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
                     print("Nothing was deleted.")
                     return

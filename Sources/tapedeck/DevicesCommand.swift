@@ -17,6 +17,8 @@ struct DevicesCommand: AsyncParsableCommand {
     var json = false
 
     struct DeviceJSON: Encodable {
+        var kind = "device"
+        var schema = JSONSchema.version
         var backend: String
         var name: String
         var description: String

@@ -23,6 +23,8 @@ struct DoctorCommand: AsyncParsableCommand {
     var json = false
 
     struct Report: Encodable {
+        var kind = "doctor-report"
+        var schema = JSONSchema.version
         var findings: [DoctorFinding]
         var repaired: Bool
     }

@@ -22,16 +22,24 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "Export every take of this session (name or id).")
     var session: String?
 
-    @Option(help: "The output format: any encoder `tapedeck backends` lists.")
-    var format = EncoderChoice("flac")
+    @Option(help: "The output format: any encoder `tapedeck backends` lists (default: from -o's extension, else flac).")
+    var format: EncoderChoice?
 
     @Option(help: ArgumentHelp("Compression level: the encoder's level setting (\(ExportCommand.levels)).", valueName: "level"))
     var level: Int?
 
-    @Option(help: "Convert samples to this integer format first (needed to export f32 takes as FLAC).")
+    @Option(help: ArgumentHelp("Bit rate of a lossy format, e.g. 96k or 128000 (opus).", valueName: "rate"))
+    var bitrate: String?
+
+    @Option(help: ArgumentHelp("A tag for the exported files only, over the take's own (repeatable).", valueName: "KEY=VALUE"))
+    var tag: [String] = []
+
+    @Option(help: "Convert samples to this integer format first (f32 takes are converted with dither to s24 for FLAC by default).")
     var sampleFormat: ConversionChoice?
 
-    @Option(help: "The folder to write into (default: the current folder).")
+    @Option(name: [.customShort("o"), .long],
+            help: ArgumentHelp("A folder to write into, a file name (one take), or - for stdout (one take). Default: the current folder.", valueName: "path"),
+            completion: .file())
     var output: String?
 
     @Flag(help: "Replace files that exist already.")
@@ -53,10 +61,26 @@ struct ExportCommand: AsyncParsableCommand {
             if takes.isEmpty && session == nil {
                 throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), or a whole session with --session NAME.")
             }
-            let conversion = sampleFormat?.sampleFormat
+            var conversion = sampleFormat?.sampleFormat
+            var extraTags: [String: String] = [:]
+            for pair in tag {
+                guard let eq = pair.firstIndex(of: "=") else { throw TapedeckError(.invalidArgument, "--tag \(pair): expected KEY=VALUE, e.g. --tag ARTIST=Ann.") }
+                let value = String(pair[pair.index(after: eq)...])
+                extraTags[try TakeAnnotations.validateTag(String(pair[..<eq]), value)] = value
+            }
             let studio = try await global.makeStudio()
             let formats = studio.catalog.encoders.map(\.name).joined(separator: ", ")
-            ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with --output DIR.")
+            let toStdout = output == "-"
+            if toStdout && Terminal.stdoutIsTerminal {
+                throw TapedeckError(.invalidArgument, "-o - writes audio to stdout, which is a terminal. Pipe it into a program or redirect it to a file.")
+            }
+            // -o: a folder (existing, or ending in /), else one file; its extension picks the format.
+            var isFolder: ObjCBool = false
+            let outputIsFolder = output.map { $0.hasSuffix("/") || (FileManager.default.fileExists(atPath: $0, isDirectory: &isFolder) && isFolder.boolValue) } ?? true
+            let fileOutput = !toStdout && !outputIsFolder ? output.map { URL(fileURLWithPath: $0) } : nil
+            let byExtension = fileOutput.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() }?.name }
+            let formatName = format?.name ?? byExtension ?? "flac"
+            ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with -o DIR.")
             ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert the samples with --sample-format.")
             var items: [ExportItem] = []
             if let session {
@@ -72,8 +96,28 @@ struct ExportCommand: AsyncParsableCommand {
                 }
                 items.append(ExportItem(take: t, session: s))
             }
-            let (encoder, settings) = try studio.makeEncoder(named: format.name, overrides: level.map { ["level": String($0)] } ?? [:])
-            let directory = URL(fileURLWithPath: output ?? FileManager.default.currentDirectoryPath)
+            if (toStdout || fileOutput != nil) && items.count != 1 {
+                throw TapedeckError(.invalidArgument, "-o \(output ?? ""): \(items.count) takes need a folder. Give -o an existing folder, or one ending in /, e.g. -o exports/.")
+            }
+            var overrides: [String: String] = [:]
+            if let level { overrides["level"] = String(level) }
+            if let bitrate { overrides["bitrate"] = try Self.bitsPerSecond(bitrate) }
+            let (encoder, settings) = try studio.makeEncoder(named: formatName, overrides: overrides,
+                                                             options: ["level": "--level", "bitrate": "--bitrate"])
+            // A float take exported to a format that stores integers only: converted to s24
+            // with dither (the documented default), never refused for want of a flag.
+            if conversion == nil, items.contains(where: { $0.take.format.sampleFormat.isFloat }),
+               (try? encoder.validate(AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: .f32))) == nil {
+                conversion = .s24
+            }
+            let temporary = toStdout ? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-export-\(UUID().uuidString)") : nil
+            if let temporary { try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false) }
+            defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
+            if let output, outputIsFolder, !toStdout, !FileManager.default.fileExists(atPath: output) {
+                try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            }
+            let directory = temporary ?? URL(fileURLWithPath: outputIsFolder ? output ?? FileManager.default.currentDirectoryPath : ".")
+            items = items.map { ExportItem(take: $0.take, session: $0.session, extraTags: extraTags, target: fileOutput) }
             let exporter = studio.makeExporter()
 
             let showProgress = Terminal.showsProgress && !json
@@ -94,9 +138,13 @@ struct ExportCommand: AsyncParsableCommand {
             for (item, result) in zip(items, results) {
                 switch result {
                 case .success(let r):
+                    if toStdout {
+                        try Self.copyToStandardOutput(URL(fileURLWithPath: r.output))
+                        continue
+                    }
                     reports.append(ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)"))
                     if !json {
-                        print("Exported \(item.session.name)/\(item.take.name) → \(r.output)  \(Terminal.clock(r.seconds)), \(Terminal.bytes(r.bytes)) (\(String(format: "%.1f", r.compressionRatio * 100))% of PCM), \(String(format: "%.0f", r.seconds / max(r.wallSeconds, 0.001)))× real time; \(r.verification)")
+                        print(Self.summary(r, take: "\(item.session.name)/\(item.take.name)"))
                     }
                 case .failure(let e):
                     firstError = firstError ?? e
@@ -115,19 +163,55 @@ struct ExportCommand: AsyncParsableCommand {
         var take: String
 
         func encode(to encoder: any Encoder) throws {
-            if let report {
-                try report.encode(to: encoder)
-                var c = encoder.container(keyedBy: Key.self)
-                try c.encode("ok", forKey: .status)
-            } else {
-                var c = encoder.container(keyedBy: Key.self)
-                try c.encode("failed", forKey: .status)
+            if let report { try report.encode(to: encoder) }
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode("export", forKey: .kind)
+            try c.encode(JSONSchema.version, forKey: .schema)
+            try c.encode(report == nil ? "failed" : "ok", forKey: .status)
+            if report == nil {
                 try c.encode(take, forKey: .take)
                 try c.encode(error, forKey: .error)
             }
         }
 
-        enum Key: String, CodingKey { case status, take, error }
+        enum Key: String, CodingKey { case kind, schema, status, take, error }
+    }
+
+    /// "Exported S/T → FILE (10:00, 79.7 MB, verified)": at most 100 columns, the names cut in
+    /// the middle when they are long (details are in --json).
+    static func summary(_ r: ExportReport, take: String) -> String {
+        let relative = r.output.hasPrefix(FileManager.default.currentDirectoryPath + "/")
+            ? String(r.output.dropFirst(FileManager.default.currentDirectoryPath.count + 1)) : r.output
+        let tail = " (\(Terminal.clock(r.seconds)), \(Terminal.bytes(r.bytes)), \(r.verification.hasPrefix("not verified") ? "not verified" : "verified"))"
+        let room = 100 - "Exported  → ".count - tail.count
+        let takeRoom = take.count + relative.count <= room ? take.count : min(take.count, max(12, room - relative.count, room / 3))
+        return "Exported \(Terminal.middleCut(take, takeRoom)) → \(Terminal.middleCut(relative, room - takeRoom))\(tail)"
+    }
+
+    /// `--bitrate 96k`, `128000`, `1.5M` as bits per second. - Throws: `.invalidArgument` naming the flag.
+    static func bitsPerSecond(_ text: String) throws -> String {
+        let lower = text.lowercased().trimmingCharacters(in: .whitespaces)
+        let (number, factor): (Substring, Double) = lower.hasSuffix("k") ? (lower.dropLast(), 1000)
+            : lower.hasSuffix("m") ? (lower.dropLast(), 1_000_000) : (Substring(lower), 1)
+        guard let value = Double(number), value > 0, value.isFinite else {
+            throw TapedeckError(.invalidArgument, "--bitrate \(text): not a bit rate. Write bits per second (128000) or with k (128k).")
+        }
+        return String(Int((value * factor).rounded()))
+    }
+
+    /// Streams a finished, verified export to stdout (`-o -`).
+    static func copyToStandardOutput(_ url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "read the export at \(url.path)") }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while !StandardOutput.isClosed {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw TapedeckError.system(errno, while: "read the export at \(url.path)") }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { StandardOutput.write(bytes: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
     }
 
     @MainActor
@@ -141,6 +225,7 @@ struct ExportCommand: AsyncParsableCommand {
         let rate = elapsed > 0 ? done / elapsed : 0
         let left = rate > 0 ? (total - done) / rate : 0
         let finished = jobs.filter { $0.progress.framesDone >= $0.progress.totalFrames }.count
-        Terminal.status("Exporting \(finished)/\(jobs.count) [\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(Int(fraction * 100))%  \(Terminal.clock(done)) of \(Terminal.clock(total))  \(String(format: "%.0f", rate))× real time  \(String(format: "%.0f", left)) s left")
+        let what = jobs.count == 1 ? "\(jobs[0].item.session.name)/\(jobs[0].item.take.name)" : "\(finished) of \(jobs.count)"
+        Terminal.status("Exporting \(what) [\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(Int(fraction * 100))%  \(Terminal.clock(done)) of \(Terminal.clock(total))  \(String(format: "%.0f", rate))× real time  \(String(format: "%.0f", left)) s left")
     }
 }

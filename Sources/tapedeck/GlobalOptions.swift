@@ -36,9 +36,7 @@ struct GlobalOptions: ParsableArguments {
             throw TapedeckError(.configuration,
                 "environment variable TAPEDECK_LOG_LEVEL: unknown log level \"\(text)\". Use one of: \(LogLevelChoice.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        var logger = Logger(label: "tapedeck") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = level.level
-        return logger
+        return UserLogHandler.logger(level: level.level)
     }
 
     /// Loads the configuration and assembles the graph, then opens the library (recovering

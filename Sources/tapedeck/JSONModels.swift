@@ -2,7 +2,14 @@ import Foundation
 import TapedeckCore
 import TapedeckApp
 
-/// The stable JSON shapes printed with `--json`.
+/// The stable JSON shapes printed with `--json`, documented field by field in docs/JSON.md.
+/// Every object a command prints at the top level (or as an element of a top-level array)
+/// carries `kind` (what it is) and `schema` (``JSONSchema/version``); names are lowerCamelCase.
+enum JSONSchema {
+    /// Raised when a field changes meaning or goes away; new fields keep it.
+    static let version = 1
+}
+
 struct FormatJSON: Encodable {
     var sampleRate: Int
     var channels: Int
@@ -15,6 +22,8 @@ struct FormatJSON: Encodable {
 }
 
 struct TakeJSON: Encodable {
+    var kind = "take"
+    var schema = JSONSchema.version
     var id: String
     var shortID: String
     var session: String
@@ -32,7 +41,9 @@ struct TakeJSON: Encodable {
     var overruns: Int
     var overrunFrames: Int64
     var overrunEvents: [OverrunEvent]
+    var clippedSamples: Int64
     var notes: String
+    var tags: [String: String]
 
     init(_ take: Take, session: Session, url: URL?) {
         id = take.id
@@ -55,11 +66,15 @@ struct TakeJSON: Encodable {
         overruns = take.overruns.count
         overrunFrames = take.overruns.reduce(0) { $0 + $1.frames }
         overrunEvents = take.overruns
+        clippedSamples = take.clippedSamples
         notes = take.notes
+        tags = take.tags
     }
 }
 
 struct SessionJSON: Encodable {
+    var kind = "session"
+    var schema = JSONSchema.version
     var id: String
     var shortID: String
     var name: String
@@ -68,6 +83,8 @@ struct SessionJSON: Encodable {
 }
 
 struct RecordReportJSON: Encodable {
+    var kind = "recording"
+    var schema = JSONSchema.version
     var take: TakeJSON
     var end: String
     var message: String

@@ -41,8 +41,11 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: [.customShort("f"), .customLong("format")], help: "Sample format (format.sample-format; arecord's S16_LE, S24_3LE, S32_LE, FLOAT_LE too).")
     var sampleFormat: SampleFormatChoice?
 
-    @Flag(help: "Print the final report as JSON.")
+    @Flag(help: "Print the final report as JSON (on a terminal the meter still shows, on stderr).")
     var json = false
+
+    @Argument(help: ArgumentHelp("How long to record, as -d takes it (`tapedeck record 5s`).", valueName: "duration"))
+    var positionalDuration: String?
 
     /// `-r`, `-c` and `-f` as the settings they stand for (flags: they beat the environment and
     /// the file, and `--set` for the same key).
@@ -62,7 +65,15 @@ struct RecordCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
+            if duration != nil && positionalDuration != nil {
+                throw TapedeckError(.invalidArgument, "Give the duration once: -d \(duration ?? "") or \(positionalDuration ?? ""), not both.")
+            }
             let seconds = try duration.map { try DurationText.seconds($0, flag: "-d/--duration") }
+                ?? positionalDuration.map { text in
+                    do { return try DurationText.seconds(text, flag: "DURATION") } catch {
+                        throw TapedeckError(.invalidArgument, "\"\(text)\" is not a duration. Record for a time with -d, e.g. `tapedeck record -d 5s`; name the take with --name.")
+                    }
+                }
             // The trap is armed before the config is read and the library opened, so a stop
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog.
@@ -82,14 +93,14 @@ struct RecordCommand: AsyncParsableCommand {
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
             }
-            let showMeter = Terminal.showsProgress && !json
+            let showMeter = Terminal.showsProgress
             // Without a meter on screen nothing watches the progress: it is not refreshed while
-            // recording and no levels are measured (less CPU, fewer wake-ups).
-            if !showMeter {
-                recorder.settings.progressInterval = nil
-                recorder.settings.measuresLevels = false
-            }
-            let meter = showMeter ? Task { await Self.showMeter(recorder) } : nil
+            // recording (fewer wake-ups). Levels are still measured, for the clip count.
+            if !showMeter { recorder.settings.progressInterval = nil }
+            let c = studio.configuration
+            let device = c.capture.settings.values["device"]?.description ?? ""
+            let source = "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
+            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops) } : nil
             let report: RecordingReport
             do {
                 report = try await recorder.record(sessionName: session, takeName: name, duration: seconds.map(RecordingLength.seconds))
@@ -107,8 +118,11 @@ struct RecordCommand: AsyncParsableCommand {
                     end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status))
             } else {
                 let t = report.take
-                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.frames) frames, \(t.format), \(t.encoding), \(t.state.rawValue)")
+                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)")
                 print("  \(report.fileURL.path)")
+                if t.clippedSamples > 0 {
+                    print("  Clipped: \(Terminal.counted(Int(t.clippedSamples), "sample")) at full scale. Lower the input gain.")
+                }
                 if !t.overruns.isEmpty {
                     print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
                 }
@@ -137,15 +151,35 @@ struct RecordCommand: AsyncParsableCommand {
         }
     }
 
-    /// Redraws the meter line whenever the recorder's observable state changes.
+    /// Prints the banner once audio flows, then redraws the meter at every progress update
+    /// (``PeakMeter`` ballistics), and "Stopping…" at once when a stop is asked for.
     @MainActor
-    static func showMeter(_ recorder: TakeRecorder) async {
-        let states = Observations { (recorder.phase, recorder.seconds, recorder.peaks, recorder.overrunCount) }
-        for await (phase, seconds, peaks, overruns) in states {
+    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay) async {
+        var meter = PeakMeter()
+        var bannerShown = false
+        var last = (frames: Int64(-1), time: ContinuousClock.now)
+        let states = Observations { (recorder.phase, recorder.frames, recorder.peaks, recorder.overrunCount, recorder.clippedSamples) }
+        stops.onRequest = {
+            if bannerShown { Terminal.status("■ Stopping… finishing the take.") }
+        }
+        for await (phase, frames, peaks, overruns, clipped) in states {
             if Task.isCancelled { break }
-            guard phase == .recording else { continue }
-            let bars = peaks.enumerated().map { "\($0.offset + 1) \(Terminal.meter($0.element, width: peaks.count > 2 ? 8 : 20))" }
-            Terminal.status("● \(Terminal.clock(seconds))  \(bars.joined(separator: "  "))  overruns \(overruns)")
+            guard phase == .recording, let format = recorder.format else { continue }
+            if !bannerShown, let target = recorder.target {
+                bannerShown = true
+                Terminal.writeStderr(Terminal.safe(
+                    "Recording from \(source): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
+                    + "  into \(target.session.name)/\(target.take.name) in \(target.fileURL.deletingLastPathComponent().path)/\n"
+                    + "  Press Ctrl-C to stop.\n"))
+            }
+            if stops.isRequested { continue }
+            let now = ContinuousClock.now
+            let elapsed = now - last.time
+            meter.update(peaks: peaks, elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                         fresh: frames != last.frames)
+            last = (frames, now)
+            Terminal.status(Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
+                                               overruns: overruns, columns: Terminal.terminalColumns()))
         }
     }
 }
@@ -156,17 +190,20 @@ struct RecordCommand: AsyncParsableCommand {
 @MainActor
 final class StopRelay {
     private var recorder: TakeRecorder?
-    private var requested = false
+    private(set) var isRequested = false
+    /// Runs at the first request (the meter says "Stopping…").
+    var onRequest: (() -> Void)?
 
     /// Stops the recorder, or remembers the request until ``attach(_:)``.
     func request() {
-        requested = true
+        if !isRequested { onRequest?() }
+        isRequested = true
         recorder?.stop()
     }
 
     /// Hands later stop requests to `recorder`; returns whether one has already arrived.
     func attach(_ recorder: TakeRecorder) -> Bool {
         self.recorder = recorder
-        return requested
+        return isRequested
     }
 }

@@ -38,6 +38,18 @@ enum StandardOutput {
         }
     }
 
+    /// Writes `bytes` as they are (audio for `-o -`), through the same buffer as text.
+    static func write(bytes: UnsafeRawBufferPointer) {
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.buffer.append(contentsOf: bytes)
+            if immediate || s.buffer.count >= blockSize { drain(&s) }
+        }
+    }
+
+    /// Whether a reader went away or a write failed: nothing more will be delivered.
+    static var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Writes what is gathered. Runs at exit (registered by ``Tapedeck/main()``).
     static func flush() {
         state.withLock { drain(&$0) }
@@ -70,6 +82,9 @@ func flushStandardOutputAtExit() {
 
 /// `print` for the tapedeck command: the same text as the standard library's, written through
 /// ``StandardOutput`` (this declaration shadows `Swift.print` in the module).
+/// Text output never sends a raw control character, escape sequence or bidi override to the
+/// reader (``Terminal/safe(_:)``): names are the user's and files' own, and any of them may
+/// hold one.
 func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
-    StandardOutput.write(items.map { "\($0)" }.joined(separator: separator) + terminator)
+    StandardOutput.write(Terminal.safe(items.map { "\($0)" }.joined(separator: separator)) + terminator)
 }

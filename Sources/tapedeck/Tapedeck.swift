@@ -17,8 +17,9 @@ struct Tapedeck: AsyncParsableCommand {
             """,
         version: TapedeckVersion.string,
         subcommands: [
-            RecordCommand.self, ListCommand.self, ShowCommand.self, PlayCommand.self,
-            ExportCommand.self, RenameCommand.self, DeleteCommand.self, DevicesCommand.self, BackendsCommand.self, DoctorCommand.self, ImportCommand.self, ConfigCommand.self,
+            RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, ExportCommand.self, ImportCommand.self,
+            NoteCommand.self, TagCommand.self, RenameCommand.self, DeleteCommand.self,
+            DevicesCommand.self, BackendsCommand.self, ConfigCommand.self, DoctorCommand.self,
         ])
 
     /// Parses and runs the command. Writing to a closed pipe is an error each write handles

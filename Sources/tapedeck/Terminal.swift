@@ -1,4 +1,5 @@
 import Foundation
+import TapedeckApp
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,13 +12,43 @@ enum Terminal {
     static var showsProgress: Bool { isatty(STDERR_FILENO) == 1 }
 
     static func printError(_ message: String) {
-        writeStderr("tapedeck: \(message)\n")
+        writeStderr("tapedeck: \(safe(message))\n")
+    }
+
+    /// `text` with everything that could change how a terminal shows what follows written as an
+    /// escape instead: C0 and C1 controls and DEL (`\e`, `\t`, `\x07`, `\u{9B}`) and the
+    /// bidirectional overrides and isolates (`\u{202E}`), which can make a name read as
+    /// another. Line breaks are kept; a backslash stays as it is. - Thread: any; never blocks.
+    static func safe(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            guard isUnsafe(scalar) else { out.unicodeScalars.append(scalar); continue }
+            switch scalar {
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case "\u{1B}": out += "\\e"
+            case _ where scalar.value < 0x80: out += String(format: "\\x%02X", scalar.value)
+            default: out += String(format: "\\u{%X}", scalar.value)
+            }
+        }
+        return out
+    }
+
+    private static func isUnsafe(_ s: Unicode.Scalar) -> Bool {
+        switch s.value {
+        case 0x0A: false
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 
     /// Redraws the status line (meter, progress) in place. The line is cut to the terminal's
     /// width, read at every redraw (`TIOCGWINSZ`, so a resized window is followed): a line that
     /// wrapped would leave its first row behind at every redraw.
     static func status(_ line: String) {
+        let line = safe(line)
         let columns = terminalColumns()
         let fitted = columns > 1 && line.count >= columns ? String(line.prefix(columns - 2)) + "…" : line
         writeStderr("\r\u{1B}[K\(fitted)")
@@ -28,6 +59,14 @@ enum Terminal {
         var size = winsize()
         guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return 0 }
         return Int(size.ws_col)
+    }
+
+    /// `text` cut to `width` characters by replacing its middle with "…" (a path keeps its
+    /// start and its file name).
+    static func middleCut(_ text: String, _ width: Int) -> String {
+        guard text.count > width, width > 3 else { return text }
+        let head = (width - 1) / 2, tail = width - 1 - head
+        return String(text.prefix(head)) + "…" + String(text.suffix(tail))
     }
 
     static func endStatus() {
@@ -82,11 +121,48 @@ enum Terminal {
         return f.string(from: d)
     }
 
-    /// A bar of `width` cells for a peak level 0...1, on a dBFS scale from -60 to 0.
-    static func meter(_ peak: Float, width: Int = 20) -> String {
-        let db = peak > 0 ? 20 * log10(Double(peak)) : -120
-        let filled = max(0, min(width, Int(((db + 60) / 60 * Double(width)).rounded())))
-        let label = peak > 0 ? String(format: "%5.1f", db) : " -inf"
-        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] " + label
+    /// A level in dBFS as the meter prints it: one decimal, full scale as ` 0.0` (never `-0.0`),
+    /// quieter than the meter's floor as `<-90`.
+    static func decibels(_ db: Double) -> String {
+        if db <= PeakMeter.floorDecibels { return "<-90" }
+        let rounded = (db * 10).rounded() / 10
+        return String(format: "%5.1f", rounded == 0 ? 0 : rounded)
+    }
+
+    /// A bar of `width` cells on a dBFS scale from -60 to 0, `|` marking the peak hold.
+    static func bar(_ db: Double, hold: Double, width: Int) -> String {
+        func cells(_ v: Double) -> Int { max(0, min(width, Int(((v + 60) / 60 * Double(width)).rounded()))) }
+        var chars = Array(String(repeating: "#", count: cells(db)) + String(repeating: "-", count: width - cells(db)))
+        let h = cells(hold)
+        if h > 0, h > cells(db) { chars[h - 1] = "|" }
+        return "[" + String(chars) + "]"
+    }
+
+    /// The recording meter, as wide as fits `columns` (0: unknown, 80 assumed): bars per
+    /// channel; shorter bars; levels only; at last the loudest channel alone (many channels
+    /// fold to this). Never wider than `columns`, so it never wraps.
+    static func meterLine(seconds: Double, meter: PeakMeter, clipped: Int64, overruns: Int, columns: Int) -> String {
+        let width = columns > 0 ? columns - 1 : 79
+        let tenths = Int((seconds * 10).rounded(.down))
+        let clock = String(format: "%d:%02d:%02d.%d", tenths / 36000, (tenths / 600) % 60, (tenths / 10) % 60, tenths % 10)
+        let head = "● REC \(clock)"
+        var tail = clipped > 0 ? "  CLIP \(clipped)" : "  clip 0"
+        if overruns > 0 { tail += "  overruns \(overruns)" }
+        let levels = meter.levels, holds = meter.holds
+        let names = levels.count == 2 ? ["L", "R"] : levels.indices.map { String($0 + 1) }
+        var forms: [String] = []
+        for barWidth in [20, 12, 8] {
+            forms.append(levels.indices.map { "\(names[$0]) \(bar(levels[$0], hold: holds[$0], width: barWidth)) \(decibels(levels[$0]))" }
+                .joined(separator: " "))
+        }
+        forms.append(levels.indices.map { "\(names[$0]) \(decibels(levels[$0]).trimmingCharacters(in: .whitespaces))" }.joined(separator: " "))
+        if let loudest = levels.indices.max(by: { levels[$0] < levels[$1] }) {
+            forms.append("max \(decibels(levels[loudest]).trimmingCharacters(in: .whitespaces)) dB (ch \(names[loudest]) of \(levels.count))")
+        }
+        for form in forms where head.count + 2 + form.count + tail.count <= width {
+            return head + "  " + form + tail
+        }
+        let fallback = head + tail
+        return fallback.count <= width ? fallback : String(fallback.prefix(width))
     }
 }

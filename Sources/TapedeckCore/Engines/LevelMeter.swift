@@ -1,8 +1,18 @@
 /// Per-channel peak levels of interleaved frames, from 0 (silence) to 1 (full scale).
 public enum LevelMeter {
-    /// Updates `peaks` (one entry per channel) with the peaks of `frames` frames at `buffer`.
+    /// Updates `peaks` (one entry per channel) with the peaks of `frames` frames at `buffer`, and
+    /// adds to `clipped` the samples at full scale (the largest or smallest integer; ±1.0 or
+    /// beyond for float), which is where a converter that clipped leaves them.
     /// - Thread: any. Does not allocate when `peaks` already has `format.channels` entries.
     public static func accumulatePeaks(_ buffer: UnsafeRawPointer, frames: Int, format: AudioFormat, into peaks: inout [Float]) {
+        var clipped: Int64 = 0
+        accumulatePeaks(buffer, frames: frames, format: format, into: &peaks, clipped: &clipped)
+    }
+
+    /// As above, counting full-scale samples into `clipped`.
+    public static func accumulatePeaks(_ buffer: UnsafeRawPointer, frames: Int, format: AudioFormat, into peaks: inout [Float],
+                                       clipped: inout Int64) {
+        var clips: Int64 = 0
         let channels = format.channels
         if peaks.count != channels { peaks = Array(repeating: 0, count: channels) }
         // One pass per channel with a stride: no division or bounds check per sample.
@@ -14,33 +24,42 @@ public enum LevelMeter {
             case .s16:
                 var m: Int32 = 0
                 while i < end {
-                    m = max(m, abs(Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self)))))
+                    let v = Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self)))
+                    m = max(m, abs(v))
+                    if v >= 32_767 || v <= -32_768 { clips &+= 1 }
                     i &+= channels
                 }
                 peak = Float(m) / 32_768
             case .s24:
                 var m: Int32 = 0
                 while i < end {
-                    m = max(m, abs(Sample24.load(buffer, index: i)))
+                    let v = Sample24.load(buffer, index: i)
+                    m = max(m, abs(v))
+                    if v >= 8_388_607 || v <= -8_388_608 { clips &+= 1 }
                     i &+= channels
                 }
                 peak = Float(m) / 8_388_608
             case .s32:
                 var m: Int64 = 0
                 while i < end {
-                    m = max(m, abs(Int64(Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)))))
+                    let v = Int64(Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)))
+                    m = max(m, abs(v))
+                    if v >= 2_147_483_647 || v <= -2_147_483_648 { clips &+= 1 }
                     i &+= channels
                 }
                 peak = Float(m) / 2_147_483_648
             case .f32:
                 while i < end {
                     let bits = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self))
-                    peak = max(peak, min(abs(Float(bitPattern: bits)), 1))
+                    let a = abs(Float(bitPattern: bits))
+                    peak = max(peak, min(a, 1))
+                    if a >= 1 { clips &+= 1 }
                     i &+= channels
                 }
             }
             if peak > peaks[c] { peaks[c] = peak }
         }
+        clipped &+= clips
     }
 }
 

@@ -13,6 +13,8 @@ public struct RecordingProgress: Sendable, Hashable {
     public var overrunCount: Int = 0
     /// Frames of silence inserted so far.
     public var overrunFrames: Int64 = 0
+    /// Samples at full scale so far (0 when levels are not measured).
+    public var clippedSamples: Int64 = 0
 
     public init() {}
 }
@@ -45,6 +47,8 @@ public struct RecordingResult: Sendable, Hashable {
     /// ``frames`` is exact and the file final, even after a failed write; `false` when it had to
     /// be abandoned and needs its encoder's repair.
     public var writerFinished: Bool = true
+    /// Samples recorded at full scale (0 when levels were not measured).
+    public var clippedSamples: Int64 = 0
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -306,6 +310,7 @@ public final class RecordingEngine: Sendable {
         var overrunFrames: Int64 = 0
         var failure: TapedeckError?
         var peaks = Array(repeating: Float(0), count: format.channels)
+        var clipped: Int64 = 0
         var lastCheckpoint = ContinuousClock.now
         // A disk that starts low was warned about before recording; warn here only when it becomes low.
         var warnedLowSpace = freeSpace.map { w in FreeSpace.available(at: w.path).map { $0 < w.warnBelowBytes } ?? true } ?? true
@@ -349,7 +354,7 @@ public final class RecordingEngine: Sendable {
                         if n > 0 {
                             let p = ring.pointer(s.slot)
                             try writer.write(p, frames: Int(n))
-                            if measuresLevels { LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks) }
+                            if measuresLevels { LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clipped) }
                             position += n
                         }
                     } catch {
@@ -375,9 +380,10 @@ public final class RecordingEngine: Sendable {
                         logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: format, path: watch.path))")
                     }
                 }
-                let (pos, count, gapFrames) = (position, overruns.count, overrunFrames)
+                let (pos, count, gapFrames, clips) = (position, overruns.count, overrunFrames, clipped)
                 shared.withLock { st in
                     st.progress.frames = pos
+                    st.progress.clippedSamples = clips
                     st.progress.overrunCount = count
                     st.progress.overrunFrames = gapFrames
                     for c in 0..<min(peaks.count, st.progress.peaks.count) where peaks[c] > st.progress.peaks[c] {
@@ -425,6 +431,6 @@ public final class RecordingEngine: Sendable {
         }
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
         return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds, captureEnded: ended,
-                                        writerFinished: writerFinished))
+                                        writerFinished: writerFinished, clippedSamples: clipped))
     }
 }

@@ -57,14 +57,20 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     public var frames: Int64
     /// Gaps filled with silence during recording.
     public var overruns: [OverrunEvent]
-    /// Free-form notes.
+    /// Free-form notes (`tapedeck note`; DESCRIPTION on export).
     public var notes: String
+    /// The user's tags (`tapedeck tag`), carried into exports as tags of the same names.
+    public var tags: [String: String]
+    /// Samples recorded at full scale (clipped), over all channels; 0 for imported takes.
+    public var clippedSamples: Int64
 
     public init(
         id: String, sessionID: String, name: String, number: Int, createdAt: Date, state: TakeState,
         format: AudioFormat, encoding: String, file: String, frames: Int64,
-        overruns: [OverrunEvent] = [], notes: String = ""
+        overruns: [OverrunEvent] = [], notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0
     ) {
+        self.tags = tags
+        self.clippedSamples = clippedSamples
         self.id = id
         self.sessionID = sessionID
         self.name = name
@@ -79,9 +85,88 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
         self.notes = notes
     }
 
+    /// The notes, tags and clip count, as ``TakeStorage/annotateTake(_:_:)`` sets them.
+    public var annotations: TakeAnnotations {
+        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples) }
+        set { (notes, tags, clippedSamples) = (newValue.notes, newValue.tags, newValue.clippedSamples) }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples
+    }
+
+    /// Decodes a take; catalogs written before tags and clip counts existed read as none.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        sessionID = try c.decode(String.self, forKey: .sessionID)
+        name = try c.decode(String.self, forKey: .name)
+        number = try c.decode(Int.self, forKey: .number)
+        createdAt = try c.decode(Date.self, forKey: .createdAt)
+        state = try c.decode(TakeState.self, forKey: .state)
+        format = try c.decode(AudioFormat.self, forKey: .format)
+        encoding = try c.decode(String.self, forKey: .encoding)
+        file = try c.decode(String.self, forKey: .file)
+        frames = try c.decode(Int64.self, forKey: .frames)
+        overruns = try c.decodeIfPresent([OverrunEvent].self, forKey: .overruns) ?? []
+        notes = try c.decodeIfPresent(String.self, forKey: .notes) ?? ""
+        tags = try c.decodeIfPresent([String: String].self, forKey: .tags) ?? [:]
+        clippedSamples = try c.decodeIfPresent(Int64.self, forKey: .clippedSamples) ?? 0
+    }
+
     /// Length in seconds.
     public var seconds: Double { format.seconds(forFrames: frames) }
 
     /// The first eight characters of the id, as printed by `tapedeck list`.
     public var shortID: String { NameRules.shortID(of: id) }
+}
+
+/// What a person (or the recorder's report) adds to a take after it is made: notes, tags and
+/// the clip count. A plain value.
+public struct TakeAnnotations: Sendable, Hashable, Codable {
+    /// Free-form notes; any Unicode up to 64 KiB.
+    public var notes: String
+    /// Tag names (see ``TakeAnnotations/validateTag(_:_:)``) and their values.
+    public var tags: [String: String]
+    /// Samples recorded at full scale.
+    public var clippedSamples: Int64
+
+    public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0) {
+        self.notes = notes
+        self.tags = tags
+        self.clippedSamples = clippedSamples
+    }
+
+    /// The most notes and tag text a take keeps, in bytes of UTF-8.
+    public static let maxTextBytes = 65_536
+    /// The most tags a take keeps.
+    public static let maxTags = 64
+
+    /// Checks a tag as Vorbis comments require its name (printable ASCII 0x20–0x7D but `=`,
+    /// 1–64 characters), stored upper-case; returns the name to store.
+    /// - Throws: `.invalidArgument` saying what is wrong. - Thread: any; never blocks.
+    public static func validateTag(_ name: String, _ value: String) throws -> String {
+        guard (1...64).contains(name.utf8.count), name.utf8.allSatisfy({ (0x20...0x7D).contains($0) && $0 != UInt8(ascii: "=") && $0 != UInt8(ascii: " ") }) else {
+            throw TapedeckError(.invalidArgument,
+                "The tag name \"\(name)\" is not allowed: use 1 to 64 letters, digits or punctuation, without spaces or \"=\" (e.g. ARTIST, MIC, room).")
+        }
+        guard value.utf8.count <= maxTextBytes, !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" }) else {
+            throw TapedeckError(.invalidArgument, "The value of tag \(name) is too long (over 64 KiB) or holds control characters.")
+        }
+        return name.uppercased()
+    }
+
+    /// Checks everything against the limits. - Throws: `.invalidArgument`. - Thread: any; never blocks.
+    public func validate() throws {
+        guard notes.utf8.count <= Self.maxTextBytes else {
+            throw TapedeckError(.invalidArgument, "The notes are longer than 64 KiB. Shorten them.")
+        }
+        guard tags.count <= Self.maxTags else {
+            throw TapedeckError(.invalidArgument, "A take keeps at most \(Self.maxTags) tags. Remove some with `tapedeck tag TAKE --remove NAME`.")
+        }
+        for (k, v) in tags where try Self.validateTag(k, v) != k {
+            throw TapedeckError(.invalidArgument, "The tag name \"\(k)\" must be upper-case.")
+        }
+        guard clippedSamples >= 0 else { throw TapedeckError(.invalidArgument, "A clip count cannot be negative.") }
+    }
 }

@@ -29,3 +29,19 @@ public func zeroPadded(_ value: Int, width: Int) -> String {
     let sign = value < 0 ? "-" : ""
     return sign + String(repeating: "0", count: max(0, width - sign.count - digits.count)) + digits
 }
+
+extension TakeMetadata {
+    /// The tags a file with Vorbis comments (FLAC, Opus) carries, in file order: TITLE, ALBUM,
+    /// TRACKNUMBER, DATE, DESCRIPTION (when there are notes), then the user's ``tags`` sorted by
+    /// name. A user tag with a standard tag's name replaces it.
+    /// - Thread: any; never blocks.
+    public var commentFields: [(String, String)] {
+        var fields = [("TITLE", takeName), ("ALBUM", sessionName), ("TRACKNUMBER", String(takeNumber)), ("DATE", startDateISO8601)]
+        if !notes.isEmpty { fields.append(("DESCRIPTION", notes)) }
+        let user = Dictionary(tags.map { ($0.key.uppercased(), $0.value) }) { _, last in last }
+        fields = fields.map { name, value in (name, user[name] ?? value) }
+        let standard = Set(fields.map(\.0))
+        fields += user.filter { !standard.contains($0.key) }.sorted { $0.key < $1.key }
+        return fields
+    }
+}

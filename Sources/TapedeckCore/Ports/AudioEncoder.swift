@@ -7,8 +7,12 @@ public struct TakeMetadata: Sendable, Hashable {
     public var takeNumber: Int
     public var startDate: Date
     public var notes: String
+    /// The user's tags (upper-case names), written as tags of the same names where the format
+    /// has them (Vorbis comments, RIFF INFO for the few it defines).
+    public var tags: [String: String]
 
-    public init(takeName: String, sessionName: String, takeNumber: Int, startDate: Date, notes: String = "") {
+    public init(takeName: String, sessionName: String, takeNumber: Int, startDate: Date, notes: String = "", tags: [String: String] = [:]) {
+        self.tags = tags
         self.takeName = takeName
         self.sessionName = sessionName
         self.takeNumber = takeNumber

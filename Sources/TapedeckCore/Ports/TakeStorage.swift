@@ -82,6 +82,11 @@ public protocol TakeStorage: Sendable {
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func renameTake(_ id: String, to name: String) throws -> Take
 
+    /// Replaces a take's notes, tags and clip count (checked with ``TakeAnnotations/validate()``
+    /// first), and returns the take as committed.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
+    func annotateTake(_ id: String, _ annotations: TakeAnnotations) throws -> Take
+
     /// Deletes a session's rows, then its audio.
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func deleteSession(_ id: String) throws
