@@ -1,4 +1,5 @@
 #if ALSA
+import CALSA
 public import TapedeckCore
 
 /// The ALSA plugin's settings (`capture.alsa.*`, `playback.alsa.*`). A plain value; safe on any thread.
@@ -25,6 +26,9 @@ public struct ALSASettings: SettingsGroup, Hashable {
 
 /// The ALSA backend's plugin descriptors (`capture.backend: alsa`, `playback.backend: alsa`).
 public enum ALSAPlugin {
+    /// The linked libasound, e.g. `libasound 1.2.8`. - Thread: any; never blocks.
+    public static var library: String { "libasound " + String(cString: snd_asoundlib_version()) }
+
     /// `capture.backend: alsa`. The factory routes ALSA's own error messages to the plugin's logger.
     /// - Thread: the factory runs on any thread; it never blocks.
     public static let capture = CapturePlugin(

@@ -38,6 +38,19 @@ public struct PluginCatalog: Sendable {
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder],
         storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage])
 
+    /// The libraries this build links, with their versions (`tapedeck --version`).
+    /// - Thread: any; never blocks.
+    public static var libraries: [String] {
+        var names = [FLACPlugin.library, WAVPlugin.library, OpusPlugin.library, DirectoryStoragePlugin.library]
+        #if ALSA
+        names.append(ALSAPlugin.library)
+        #endif
+        #if PulseAudio
+        names.append(PulsePlugin.library)
+        #endif
+        return names
+    }
+
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
     public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio"]
     /// The Debian package each optional backend builds against.

@@ -1,3 +1,4 @@
+import GRDB
 public import TapedeckCore
 import Foundation
 
@@ -21,6 +22,12 @@ public struct DirectoryStorageSettings: SettingsGroup, Hashable {
 
 /// The directory storage plugin descriptor.
 public enum DirectoryStoragePlugin {
+    /// The linked SQLite, e.g. `SQLite 3.40.1`. - Thread: any; never blocks.
+    public static var library: String {
+        let n = Database.sqliteLibVersionNumber
+        return "SQLite \(n / 1_000_000).\(n / 1000 % 1000).\(n % 1000)"
+    }
+
     /// `storage.backend: directory`. - Thread: `make` runs on any thread; it blocks while the
     /// library opens.
     public static let storage = StoragePlugin(

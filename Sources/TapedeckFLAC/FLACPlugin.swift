@@ -30,6 +30,9 @@ public struct FLACSettings: SettingsGroup, Hashable {
 
 /// The FLAC backend's plugin descriptors.
 public enum FLACPlugin {
+    /// The linked libFLAC, e.g. `libFLAC 1.4.2`. - Thread: any; never blocks.
+    public static var library: String { "libFLAC " + FLACTags.libFLACVersion }
+
     /// `encoder: flac`: lossless FLAC through libFLAC; repairable after a crash.
     /// - Thread: `make` runs on any thread and does not block.
     public static let encoder = EncoderPlugin(

@@ -1,3 +1,4 @@
+import COpus
 public import TapedeckCore
 
 /// The Opus encoder's settings (`encoder.opus.*`). A plain value; safe on any thread.
@@ -23,6 +24,9 @@ public struct OpusSettings: SettingsGroup, Hashable {
 
 /// The Opus backend's plugin descriptors (`encoder: opus`).
 public enum OpusPlugin {
+    /// The linked libopus, e.g. `libopus 1.3.1`. - Thread: any; never blocks.
+    public static var library: String { String(cString: opus_get_version_string()).replacingOccurrences(of: "libopus ", with: "libopus ") }
+
     /// `encoder: opus`: Ogg Opus through libopusenc. - Thread: `make` runs on any thread and does not block.
     public static let encoder = EncoderPlugin(
         name: "opus",

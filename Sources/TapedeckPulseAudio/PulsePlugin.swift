@@ -1,4 +1,5 @@
 #if PulseAudio
+import CPulse
 public import TapedeckCore
 
 /// The settings of a PulseAudio plugin section, `capture.pulse.*` and `playback.pulse.*`: the
@@ -22,7 +23,7 @@ enum PulseKeys {
     /// fragment late and loses nothing up to it (see ``PulseCaptureStream/drain(into:maxFrames:)``).
     /// Playback: a 20 ms target latency.
     static func fragment(_ role: PulseSettings.Role) -> Setting<Int> {
-        Setting("fragment-ms", range: 1...2000, default: role == .capture ? 250 : 20, help: role == .capture
+        Setting("fragment-ms", range: 1...2000, default: role == .capture ? 250 : 200, help: role == .capture
             ? "Capture fragment size in milliseconds: how often audio arrives. Smaller costs more CPU; larger lets a stop come up to one fragment late. Nothing up to the stop is lost either way."
             : "Target playback latency in milliseconds.")
     }
@@ -55,6 +56,9 @@ public struct PulsePlaybackSettings: SettingsGroup {
 
 /// The PulseAudio backend's plugin descriptors (`capture.backend: pulse`, `playback.backend: pulse`).
 public enum PulsePlugin {
+    /// The linked libpulse, e.g. `libpulse 16.1.0`. - Thread: any; never blocks.
+    public static var library: String { "libpulse " + String(cString: pa_get_library_version()) }
+
     /// `capture.backend: pulse`. - Thread: `make` runs on any thread and never blocks.
     public static let capture = CapturePlugin(
         name: "pulse",

@@ -1,7 +1,13 @@
+import CSndfile
 public import TapedeckCore
 
 /// The WAV backend's plugin descriptors.
 public enum WAVPlugin {
+    /// The linked libsndfile, e.g. `libsndfile 1.2.2`. - Thread: any; never blocks.
+    public static var library: String {
+        String(cString: sf_version_string()).replacingOccurrences(of: "libsndfile-", with: "libsndfile ")
+    }
+
     /// `encoder: wav`: WAV through libsndfile; RF64 past 4 GiB; crash-repairable.
     /// - Thread: `make` runs on any thread and does not block.
     public static let encoder = EncoderPlugin(

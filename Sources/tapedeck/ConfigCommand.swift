@@ -6,8 +6,80 @@ import TapedeckCore
 struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
-        abstract: "Check the configuration, or show what it resolves to.",
-        subcommands: [ConfigCheckCommand.self, ConfigShowCommand.self])
+        abstract: "Check the configuration, show what it resolves to, or start one.",
+        subcommands: [ConfigCheckCommand.self, ConfigShowCommand.self, ConfigInitCommand.self, ConfigExampleCommand.self])
+}
+
+struct ConfigExampleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "example",
+        abstract: "Print the reference configuration: every key, commented, with its default.")
+
+    func run() {
+        print(ReferenceConfig.text)
+    }
+}
+
+struct ConfigInitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Write a commented starter config ($XDG_CONFIG_HOME/tapedeck/config.yaml), never replacing one.",
+        discussion: "The file holds every key with its default (as `config example` prints it) and, as comments, the devices found on this machine now. With --machine NAME it also starts a machines: section for NAME with the backends detected now.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @MainActor
+    mutating func run() async throws {
+        // --machine NAME: start a machines: section for NAME (there is no file to choose one from yet).
+        let machine = global.machine
+        var global = self.global
+        global.machine = nil
+        try await reportingErrors {
+            let environment = ProcessInfo.processInfo.environment
+            let paths = UserPaths(environment: environment)
+            let target = URL(fileURLWithPath: global.config ?? paths.configHome + "/tapedeck/config.yaml")
+            var text = ReferenceConfig.text + "\n"
+            let studio = try? global.makeStudioWithoutLibrary(detecting: [.capture, .playback])
+            var found: [String] = []
+            if let studio {
+                for name in ["pulse", "alsa"] {
+                    guard let devices = try? studio.devices(ofBackend: name), !devices.isEmpty else { continue }
+                    for d in devices.prefix(12) {
+                        let roles = [d.canCapture ? "capture" : nil, d.canPlay ? "playback" : nil].compactMap { $0 }.joined(separator: "+")
+                        found.append("#   \(name) \(roles): \(d.name)\(d.description.isEmpty ? "" : " (\(d.description))")")
+                    }
+                }
+            }
+            text += "\n# Devices found on this machine when this file was written (`tapedeck devices` lists them now).\n"
+            text += "# Use one as capture.BACKEND.device / playback.BACKEND.device, or with --device NAME.\n"
+            text += (found.isEmpty ? ["#   (none found)"] : found).joined(separator: "\n") + "\n"
+            if let machine {
+                let capture = studio?.configuration.capture.plugin ?? "alsa"
+                let playback = studio?.configuration.playback.plugin ?? "alsa"
+                text += "\n# Settings for the machine called \(machine) only (its host name, or --machine \(machine)).\nmachines:\n  \(machine):\n"
+                text += "    capture:\n      backend: \(capture)\n    playback:\n      backend: \(playback)\n"
+            }
+            // Checked before it is written: a starter config that does not load is no start.
+            _ = try ConfigFile.parse(text, name: target.path)
+            try UserPaths.makePrivateFolder(target.deletingLastPathComponent())
+            let fd = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                if errno == EEXIST {
+                    throw TapedeckError(.alreadyExists, "\(target.path) exists already; it was left as it is. Check it with `tapedeck config check`, or see every key with `tapedeck config example`.")
+                }
+                throw TapedeckError.system(errno, while: "create \(target.path)")
+            }
+            let bytes = Array(text.utf8)
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let synced = fsync(fd) == 0
+            close(fd)
+            guard written == bytes.count, synced else {
+                unlink(target.path)
+                throw TapedeckError(.io, "Could not write \(target.path). Check the disk and try again.")
+            }
+            print("Wrote \(target.path). Edit it, then run `tapedeck config check`.")
+        }
+    }
 }
 
 struct ConfigCheckCommand: AsyncParsableCommand {

@@ -3,15 +3,31 @@ import Foundation
 import TapedeckApp
 import TapedeckCore
 
+/// `--state`: a take state, as `list` prints it.
+enum StateChoice: String, ExpressibleByArgument, CaseIterable {
+    case recording, complete, recovered, interrupted, truncated
+    var state: TakeState { TakeState(rawValue: rawValue) ?? .complete }
+}
+
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List sessions and their takes: id, name, duration, format, size, date and state.")
+        abstract: "List sessions and their takes: id, name, length, format, size, date and state.",
+        discussion: "The session a bare `tapedeck record` goes into is marked \"(next record)\". Filters combine; a session is shown when any of its takes passes them.")
 
     @OptionGroup var global: GlobalOptions
 
     @Argument(help: "Only this session (name or id).")
     var session: String?
+
+    @Option(help: ArgumentHelp("Only takes recorded since a date (2026-11-01, \"2026-11-01 14:00\") or within a time back (3d, 12h, 30m).", valueName: "when"))
+    var since: String?
+
+    @Option(help: "Only takes in this state.")
+    var state: StateChoice?
+
+    @Option(help: ArgumentHelp("Only takes whose session, name, notes or tags contain TEXT (any case).", valueName: "text"))
+    var search: String?
 
     @Flag(help: "Print JSON.")
     var json = false
@@ -19,6 +35,7 @@ struct ListCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
+            let sinceDate = try since.map { try Self.date($0, now: Date()) }
             let studio = try await global.makeStudio()
             var sessions = studio.store.sessions
             if let session {
@@ -27,22 +44,91 @@ struct ListCommand: AsyncParsableCommand {
                 }
                 sessions = [s]
             }
+            let filtering = sinceDate != nil || state != nil || search != nil
+            let needle = search?.lowercased()
+            sessions = sessions.compactMap { s in
+                var s = s
+                s.takes = s.takes.filter { t in
+                    if let sinceDate, t.createdAt < sinceDate { return false }
+                    if let state, t.state != state.state { return false }
+                    if let needle {
+                        let haystack = ([s.name, t.name, t.notes] + t.tags.map { "\($0.key)=\($0.value)" }).joined(separator: "\n").lowercased()
+                        if !haystack.contains(needle) { return false }
+                    }
+                    return true
+                }
+                return filtering && s.takes.isEmpty ? nil : s
+            }
             let storage = studio.store.storage
             let model = sessions.map { s in
                 SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
                             takes: s.takes.map { TakeJSON($0, session: s, url: try? storage.audioURL(for: $0)) })
             }
             if json { return try Terminal.printJSON(model) }
-            if model.isEmpty { print("No sessions yet. Record one with `tapedeck record`.") }
+            if model.isEmpty {
+                print(filtering ? "No takes match." : "No sessions yet. Record one with `tapedeck record`.")
+                return
+            }
+            let next = try? storage.findSessionForRecording(named: nil)?.id
+            let header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
+            var rows: [[String]] = []
             for s in model {
-                print("\(s.name)  [\(s.shortID)]  \(s.takes.count) take\(s.takes.count == 1 ? "" : "s"), created \(Terminal.date(s.createdAt))")
                 for t in s.takes {
-                    let format = "\(t.format.sampleRate) Hz \(t.format.channels) ch \(t.format.sampleFormat)"
-                    let size = t.bytes.map(Terminal.bytes) ?? "missing"
-                    let overruns = t.overruns > 0 ? "  \(Terminal.counted(t.overruns, "overrun"))" : ""
-                    print("  \(t.shortID)  \(t.name)  \(Terminal.clock(t.seconds))  \(format)  \(t.encoding)  \(size)  \(Terminal.date(t.createdAt))  \(t.state)\(overruns)")
+                    let format = "\(Double(t.format.sampleRate) / 1000) kHz \(t.format.channels)ch \(t.format.sampleFormat) \(t.encoding)"
+                        .replacingOccurrences(of: ".0 kHz", with: " kHz")
+                    var state = t.state
+                    if t.overruns > 0 { state += ", \(Terminal.counted(t.overruns, "overrun"))" }
+                    if t.clippedSamples > 0 { state += ", clipped" }
+                    rows.append([t.shortID, t.name, Terminal.clock(t.seconds), format, t.bytes.map(Terminal.bytes) ?? "missing",
+                                 Terminal.date(t.createdAt), state])
+                }
+            }
+            let widths = header.indices.map { c in ([header[c].count] + rows.map { Terminal.safe($0[c]).count }).max() ?? 0 }
+            func line(_ cells: [String]) -> String {
+                cells.indices.map { c in
+                    let cell = Terminal.safe(cells[c])
+                    return c == cells.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+                }.joined(separator: "  ")
+            }
+            var row = 0
+            var first = true
+            for s in model {
+                if !first { print("") }
+                first = false
+                let seconds = s.takes.reduce(0.0) { $0 + $1.seconds }
+                let bytes = s.takes.reduce(Int64(0)) { $0 + ($1.bytes ?? 0) }
+                print("\(s.name)  [\(s.shortID)]  \(Terminal.counted(s.takes.count, "take")), \(Terminal.clock(seconds)), \(Terminal.bytes(bytes))\(s.id == next ? "  (next record)" : "")")
+                guard !s.takes.isEmpty else { continue }
+                print("  " + line(header))
+                for _ in s.takes {
+                    print("  " + line(rows[row]))
+                    row += 1
                 }
             }
         }
+    }
+
+    /// `--since`: a date (`2026-11-01`, `2026-11-01 14:00[:05]`, local time) or a time back from
+    /// `now` (`3d`, `12h`, `30m`, `1d12h`).
+    static func date(_ text: String, now: Date) throws -> Date {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        for pattern in ["yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd HH:mm", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd"] {
+            f.dateFormat = pattern
+            if let d = f.date(from: text) { return d }
+        }
+        var seconds = 0.0, number = "", matched = false
+        for ch in text.lowercased() {
+            if ch.isNumber || ch == "." { number.append(ch); continue }
+            let unit: Double? = switch ch { case "d": 86400; case "h": 3600; case "m": 60; case "s": 1; case "w": 604_800; default: nil }
+            guard let unit, let n = Double(number) else { matched = false; seconds = -1; break }
+            seconds += n * unit
+            number = ""
+            matched = true
+        }
+        guard matched, number.isEmpty, seconds >= 0 else {
+            throw TapedeckError(.invalidArgument, "--since \(text): not a date or a time back. Write 2026-11-01, \"2026-11-01 14:00\", or 3d, 12h, 30m.")
+        }
+        return now.addingTimeInterval(-seconds)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TapedeckAssembly
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ struct Tapedeck: AsyncParsableCommand {
             Backends are chosen per machine in a YAML config file (--config, $TAPEDECK_CONFIG, \
             $XDG_CONFIG_HOME/tapedeck/config.yaml, /etc/tapedeck/config.yaml). Exit codes: \(ExitStatus.summary)
             """,
-        version: TapedeckVersion.string,
+        version: "tapedeck \(TapedeckVersion.string)\n" + PluginCatalog.libraries.map { "  " + $0 }.joined(separator: "\n"),
         subcommands: [
             RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, ExportCommand.self, ImportCommand.self,
             NoteCommand.self, TagCommand.self, RenameCommand.self, DeleteCommand.self,

@@ -1,0 +1,143 @@
+/// The reference configuration (every key, commented, with its default), printed by
+/// `tapedeck config example` and the start of what `config init` writes. The same text as
+/// Configuration/tapedeck.yaml in the source tree (a test keeps them equal).
+enum ReferenceConfig {
+    static let text = #"""
+# Tapedeck configuration: every key, with its default.
+#
+# Copy this file to ~/.config/tapedeck/config.yaml (or /etc/tapedeck/config.yaml, or point
+# --config / $TAPEDECK_CONFIG at it) and change what your machine needs.
+#
+# Precedence, highest first:
+#   1. --set KEY=VALUE on the command line     e.g. --set format.channels=1
+#   2. environment variables TAPEDECK_<KEY>    e.g. TAPEDECK_CAPTURE_BACKEND=null
+#      (the key path upper-cased, dots and dashes as underscores)
+#   3. this file
+#   4. the built-in defaults shown here
+#
+# Unknown keys, wrong types and out-of-range values are errors that name the line; settings of
+# plugins that are not selected are checked too. `tapedeck backends` lists every plugin compiled
+# in, with its settings; `tapedeck devices` lists the device names each audio backend accepts.
+
+capture:
+  # The capture plugin: alsa, pulse or null (a test signal, no sound card needed). Unset,
+  # `tapedeck record` uses the sound server's default source when a server answers, else
+  # ALSA's default device; never null. `tapedeck config show` says which it chose.
+  # backend: pulse
+  # Frames per device read (16 to 65536): larger costs less CPU; smaller makes the meter and a
+  # stop more prompt (8192 frames at 48 kHz is 171 ms; arecord's default period is 125 ms).
+  period-frames: 8192
+  # Seconds of audio buffered between the device thread and the disk writer before frames are
+  # dropped (an overrun: counted, timestamped, filled with silence, and reported).
+  buffer-seconds: 2
+  # Settings of the null backend (generated audio, no sound card needed).
+  null:
+    # silence, sine, noise, or counter (a frame-counter pattern for tests).
+    signal: sine
+    # Sine frequency in hertz.
+    frequency: 440
+    # Peak level of sine and noise, 0 to 1.
+    level: 0.5
+    # Seed of the noise generator.
+    seed: 1
+    # true: deliver audio in real time. false: as fast as it is written.
+    paced: true
+    # Fault injection for tests: a device xrun at this frame (-1: never) losing this many frames.
+    overrun-at-frame: -1
+    overrun-frames: 1024
+    # Fault injection for tests: the device disappears at this frame (-1: never).
+    device-loss-at-frame: -1
+  # Settings of the ALSA backend (libasound).
+  alsa:
+    # Any ALSA PCM name: default, hw:CARD=USB,DEV=0, plughw:CARD=USB,DEV=0 (converts rate and
+    # depth), pulse, or a name from ~/.asoundrc.
+    device: default
+    # Buffer size in periods (2 to 32).
+    periods: 4
+  # Settings of the PulseAudio backend (libpulse).
+  pulse:
+    # Empty: the usual server lookup. Else a socket path, unix:PATH or tcp:host:port.
+    server: ""
+    # Empty: the server's default source. Else a source name, @DEFAULT_SOURCE@, or a monitor
+    # such as alsa_output.pci-0000_00_1f.3.analog-stereo.monitor.
+    device: ""
+    client-name: Tapedeck
+    stream-name: Tapedeck recording
+    # Capture fragment size in milliseconds (1 to 2000): how often audio arrives. Smaller costs
+    # more CPU; larger lets a stop come up to one fragment late (the recorder acts on a stop
+    # between fragments). Nothing up to the stop is lost either way.
+    fragment-ms: 250
+
+playback:
+  # The playback plugin: alsa, pulse or null. Unset, `tapedeck play` uses the sound server's
+  # default sink when a server answers, else ALSA's default device.
+  # backend: pulse
+  # Frames per device write (ALSA buffers alsa.periods of them: 4 × 2400 = 200 ms at 48 kHz,
+  # which does not run dry under load).
+  period-frames: 2400
+  null:
+    paced: true
+  alsa:
+    device: default
+    periods: 4
+  pulse:
+    server: ""
+    # Empty: the server's default sink; else a sink name or @DEFAULT_SINK@.
+    device: ""
+    client-name: Tapedeck
+    stream-name: Tapedeck playback
+    # Target latency in milliseconds (200: no gaps when the machine is busy).
+    fragment-ms: 200
+
+format:
+  # Frames per second, 8000 to 192000.
+  sample-rate: 48000
+  # Channels, 1 to 32.
+  channels: 2
+  # s16, s24, s32 (integer) or f32 (float).
+  sample-format: s16
+
+encoder:
+  # The file format takes are recorded in. Compiled in: wav (RF64 past 4 GiB), flac, opus
+  # (lossy: for sharing, usually with `tapedeck export --format opus`, not for the takes themselves).
+  name: wav
+  flac:
+    # Compression level, as flac -0 ... -8.
+    level: 5
+    # Decode every frame while recording and compare it with the input (about 20% more CPU).
+    # Off, as with flac and sox: every take carries the MD5 of its input, which `flac -t` checks,
+    # and a recording that stopped at a frame that failed the check would lose all that followed.
+    # Exports are verified whatever this says.
+    verify: false
+    # Bytes of PADDING kept so tags can be edited without rewriting the file.
+    padding: 8192
+  opus:
+    # Target bit rate in bits per second, all channels together (6000 to 512000).
+    bitrate: 128000
+    # Encoder complexity: 0 fastest, 10 best.
+    complexity: 10
+
+storage:
+  # Where takes live. Compiled in: directory (one catalog.sqlite for the library), bundle (one
+  # self-contained NAME.tapedeck folder per session: manifest.json plus audio; copy it anywhere).
+  backend: directory
+  # How often (seconds) a recording's header is brought up to date and its file synced: the
+  # most audio a crash or power loss can cost.
+  checkpoint-seconds: 1
+  # Warn before a recording, and once while it runs, when the library's disk has room for fewer
+  # minutes than this at the recording's format (counted uncompressed). 0: never warn. A recording
+  # that fills the disk stops and is kept as `truncated` either way.
+  warn-free-minutes: 10
+  directory:
+    # The library folder. Empty: $XDG_DATA_HOME/tapedeck (~/.local/share/tapedeck).
+    path: ""
+    # Seconds to wait for another tapedeck process that holds the catalog.
+    busy-timeout: 10
+  bundle:
+    # The folder holding NAME.tapedeck bundles, or one bundle to open in place (a library of
+    # one session). Empty: $XDG_DATA_HOME/tapedeck.
+    path: ""
+    # Seconds to wait for another tapedeck process that is changing a manifest.
+    lock-timeout: 10
+"""#
+}
