@@ -41,7 +41,7 @@ struct DeleteCommand: AsyncParsableCommand {
                 guard Terminal.stdinIsTerminal else {
                     throw TapedeckError(.confirmationRequired, "Refusing to delete \(what) without confirmation. Add --yes to delete it.")
                 }
-                Terminal.writeStderr(Terminal.safe("Delete \(what)? This removes the audio. [y/N] "))
+                Terminal.writeStderr(Terminal.safe("Delete \(what), audio included? [y/N] "))
                 guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
                     print("Nothing was deleted.")
                     return

@@ -74,9 +74,13 @@ struct ExportCommand: AsyncParsableCommand {
             if toStdout && Terminal.stdoutIsTerminal {
                 throw TapedeckError(.invalidArgument, "-o - writes audio to stdout, which is a terminal. Pipe it into a program or redirect it to a file.")
             }
-            // -o: a folder (existing, or ending in /), else one file; its extension picks the format.
+            // -o: an existing folder, or a name ending in / or without an extension, is a folder;
+            // a name with an extension is one file, and its extension picks the format.
             var isFolder: ObjCBool = false
-            let outputIsFolder = output.map { $0.hasSuffix("/") || (FileManager.default.fileExists(atPath: $0, isDirectory: &isFolder) && isFolder.boolValue) } ?? true
+            let outputIsFolder = output.map { path in
+                path.hasSuffix("/") || (FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue)
+                    || URL(fileURLWithPath: path).pathExtension.isEmpty
+            } ?? true
             let fileOutput = !toStdout && !outputIsFolder ? output.map { URL(fileURLWithPath: $0) } : nil
             let byExtension = fileOutput.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() }?.name }
             let formatName = format?.name ?? byExtension ?? "flac"
@@ -97,7 +101,7 @@ struct ExportCommand: AsyncParsableCommand {
                 items.append(ExportItem(take: t, session: s))
             }
             if (toStdout || fileOutput != nil) && items.count != 1 {
-                throw TapedeckError(.invalidArgument, "-o \(output ?? ""): \(items.count) takes need a folder. Give -o an existing folder, or one ending in /, e.g. -o exports/.")
+                throw TapedeckError(.invalidArgument, "-o \(output ?? ""): \(items.count) takes need a folder. Give -o a folder, e.g. -o exports.")
             }
             var overrides: [String: String] = [:]
             if let level { overrides["level"] = String(level) }
@@ -113,9 +117,6 @@ struct ExportCommand: AsyncParsableCommand {
             let temporary = toStdout ? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-export-\(UUID().uuidString)") : nil
             if let temporary { try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false) }
             defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
-            if let output, outputIsFolder, !toStdout, !FileManager.default.fileExists(atPath: output) {
-                try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-            }
             let directory = temporary ?? URL(fileURLWithPath: outputIsFolder ? output ?? FileManager.default.currentDirectoryPath : ".")
             items = items.map { ExportItem(take: $0.take, session: $0.session, extraTags: extraTags, target: fileOutput) }
             let exporter = studio.makeExporter()

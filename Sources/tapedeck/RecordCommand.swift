@@ -172,7 +172,8 @@ struct RecordCommand: AsyncParsableCommand {
                     + "  into \(target.session.name)/\(target.take.name) in \(target.fileURL.deletingLastPathComponent().path)/\n"
                     + "  Press Ctrl-C to stop.\n"))
             }
-            if stops.isRequested { continue }
+            // Nothing is drawn before the first audio: no audio yet is not silence.
+            if stops.isRequested || frames == 0 { continue }
             let now = ContinuousClock.now
             let elapsed = now - last.time
             meter.update(peaks: peaks, elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,

@@ -72,8 +72,8 @@ playback:
   # The playback plugin: alsa, pulse or null. Unset, `tapedeck play` uses the sound server's
   # default sink when a server answers, else ALSA's default device.
   # backend: pulse
-  # Frames per device write (ALSA buffers alsa.periods of them: 4 × 2400 = 200 ms at 48 kHz,
-  # which does not run dry under load).
+  # Frames per device write; a device that buffers four of them (alsa.periods) holds 200 ms
+  # at 48 kHz, which does not run dry under load.
   period-frames: 2400
   null:
     paced: true

@@ -224,6 +224,7 @@ private final class ListingCounter: TakeStorage {
     }
     func renameSession(_ id: String, to name: String) throws -> Session { try base.renameSession(id, to: name) }
     func renameTake(_ id: String, to name: String) throws -> Take { try base.renameTake(id, to: name) }
+    func annotateTake(_ id: String, _ annotations: TakeAnnotations) throws -> Take { try base.annotateTake(id, annotations) }
     func deleteSession(_ id: String) throws { try base.deleteSession(id) }
     func deleteTake(_ id: String) throws { try base.deleteTake(id) }
     func interruptedTakes() throws -> [InterruptedTake] { try base.interruptedTakes() }

@@ -90,6 +90,41 @@ struct AudioServerEndToEndTests {
         }
     }
 
+    @Test("no config file: record takes the sound server's default source, play last its default sink, config show says they were detected")
+    func firstRun() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        var cli = try harness(daemon)
+        cli.withoutConfig = true
+        let r = try cli.run(["record", "-d", "2", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("\"frames\" : 96000"), "\(r.stdout)")
+        let show = try cli.run(["config", "show"])
+        #expect(show.stdout.contains("detected: a sound server answered"), "\(show.stdout)")
+        #expect(show.stdout.contains("capture: pulse") && show.stdout.contains("playback: pulse"), "\(show.stdout)")
+        let played = try cli.run(["play", "last"])
+        #expect(played.status == 0, "\(played.stderr)")
+        #expect(try cli.run(["config", "check"]).status == 0)
+    }
+
+    @Test("no config file, no sound server, no ALSA device: exit 69 and what to do")
+    func firstRunWithNothing() throws {
+        var cli = try CLIHarness()
+        cli.withoutConfig = true
+        let emptyALSAConfig = cli.library.path + "-alsa.conf"
+        try Data().write(to: URL(fileURLWithPath: emptyALSAConfig))
+        defer { try? FileManager.default.removeItem(atPath: emptyALSAConfig) }
+        cli.extraEnvironment = ["PULSE_SERVER": "unix:/nonexistent/native", "ALSA_CONFIG_PATH": emptyALSAConfig]
+        let r = try cli.run(["record", "-d", "1"])
+        #expect(r.status == 69, "\(r.stderr)")
+        for advice in ["tapedeck devices", "--device", "tapedeck config init"] {
+            #expect(r.stderr.contains(advice), "\(advice) in \(r.stderr)")
+        }
+        #expect(!r.stderr.contains("Configuration/"), "no message points into the source tree")
+        #expect(try cli.takes().isEmpty)
+        #expect(try cli.run(["config", "check"]).status == 78)
+    }
+
     @Test("devices --json lists the daemon's sinks and sources, and ALSA's pulse and default devices")
     func devices() throws {
         let daemon = try PulseAudioDaemon.start()

@@ -43,6 +43,9 @@ struct CLIHarness {
     var launcher: [String] = []
     /// Leave the library to Tapedeck's default (no path in the environment).
     var usesDefaultLibrary = false
+    /// Run as on a machine with no config file: no $TAPEDECK_CONFIG, and $XDG_CONFIG_HOME an
+    /// empty folder of the test's own.
+    var withoutConfig = false
 
     init(config: String = "ci.yaml", storage: String = "directory", library: URL? = nil) throws {
         self.library = library ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
@@ -60,7 +63,11 @@ struct CLIHarness {
             env["TAPEDECK_STORAGE_BACKEND"] = storage
             env["TAPEDECK_STORAGE_\(storage.uppercased())_PATH"] = library.path
         }
-        env["TAPEDECK_CONFIG"] = config
+        if withoutConfig {
+            env["XDG_CONFIG_HOME"] = library.path + "-config"
+        } else {
+            env["TAPEDECK_CONFIG"] = config
+        }
         for (k, v) in extraEnvironment { env[k] = v }
         return env
     }

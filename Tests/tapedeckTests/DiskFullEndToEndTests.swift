@@ -90,6 +90,7 @@ struct DiskFullEndToEndTests {
             let early = try cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=10")
             #expect(early.status == 0, "\(early.stderr)")
             #expect(early.stderr.contains("has room for about 1 minute of 48000 Hz, 2 ch, s16 audio"), "\(early.stderr)")
+            #expect(early.stderr.hasPrefix("tapedeck: warning: "), "a warning is a plain sentence: \(early.stderr)")
 
             // Now a limit the disk crosses about 3 s into a 6 s take (192 000 bytes a second, after
             // the take's 2 MiB reserve): one warning while recording, none before.
@@ -97,7 +98,8 @@ struct DiskFullEndToEndTests {
             try #require(statvfs(library.path, &info) == 0)
             let free = Double(info.f_bavail) * Double(info.f_frsize)
             let minutes = (free - 2_097_152 - 3 * 192_000) / (60 * 192_000)
-            let r = try cli.run("record", "--duration", "6s", "--set", "storage.warn-free-minutes=\(minutes)")
+            // --log-level debug: the developer format names the module that warned.
+            let r = try cli.run("record", "--duration", "6s", "--set", "storage.warn-free-minutes=\(minutes)", "--log-level", "debug")
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stderr.components(separatedBy: "has room for").count == 2, "expected one warning: \(r.stderr)")
             #expect(r.stderr.contains("[TapedeckCore] The disk holding"), "the warning comes from the writer while recording: \(r.stderr)")

@@ -92,7 +92,7 @@ struct ExportEndToEndTests {
         #expect(gone.status == 66 && gone.stderr.contains("missing"))
     }
 
-    @Test("a session exports in parallel; float takes need --sample-format for FLAC")
+    @Test("a session exports in parallel; float takes export as 24-bit FLAC with no flag, or as asked")
     func sessionAndFloat() throws {
         let cli = try CLIHarness()
         for i in 1...3 { #expect(try cli.run("record", "--duration", "1s", "--session", "Band", "--name", "Song \(i)").status == 0) }
@@ -104,11 +104,18 @@ struct ExportEndToEndTests {
         for n in names { #expect(try CLIHarness.tool("flac", ["-t", "-s", out.appendingPathComponent(n).path]).status == 0) }
 
         #expect(try cli.run("record", "--duration", "0.5s", "--session", "Float", "--set", "format.sample-format=f32").status == 0)
-        let refused = try cli.run("export", "--session", "Float", "--output", out.path)
-        #expect(refused.status == 65 && refused.stderr.contains("s24"), "\(refused.stderr)")
-        let converted = try cli.run("export", "--session", "Float", "--output", out.path, "--sample-format", "s24")
+        // A float take exports as FLAC with no extra flag: converted to s24.
+        let converted = try cli.run("export", "--session", "Float", "--output", out.path)
         #expect(converted.status == 0, "\(converted.stderr)")
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", out.appendingPathComponent("Float - Take 1.flac").path]).status == 0)
+        let flac = out.appendingPathComponent("Float - Take 1.flac").path
+        #expect(try CLIHarness.tool("flac", ["-t", "-s", flac]).status == 0)
+        #expect(try CLIHarness.tool("soxi", ["-b", flac]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "24")
+        // Another integer format on request; WAV keeps the float as it is.
+        let s16 = try cli.run("export", "--session", "Float", "-o", out.appendingPathComponent("f16.flac").path, "--sample-format", "s16")
+        #expect(s16.status == 0, "\(s16.stderr)")
+        #expect(try CLIHarness.tool("soxi", ["-b", out.appendingPathComponent("f16.flac").path]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "16")
+        #expect(try cli.run("export", "--session", "Float", "-o", out.appendingPathComponent("f.wav").path).status == 0)
+        #expect(try CLIHarness.tool("soxi", ["-e", out.appendingPathComponent("f.wav").path]).stdout.contains("Floating Point"))
     }
 
     @Test("recording straight to FLAC: the take plays, exports, and passes flac -t")

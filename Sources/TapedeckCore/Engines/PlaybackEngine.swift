@@ -18,7 +18,7 @@ public final class PlaybackEngine: Sendable {
     private let backend: any PlaybackBackend
     /// `playback.period-frames`, the host's one playback setting.
     public static let periodFrames = Setting<Int>("period-frames", range: 16...65_536, default: 2400,
-        help: "Frames per device write (ALSA buffers alsa.periods of them: 4 × 2400 = 200 ms at 48 kHz, which does not run dry under load).")
+        help: "Frames per device write; a device that buffers four of them holds 200 ms at 48 kHz, which does not run dry under load.")
 
     private let periodFrames: Int
     private let bufferSeconds: Double

@@ -1,0 +1,223 @@
+import Foundation
+import TapedeckTesting
+import Testing
+
+/// What a person meets first, tried as they would: on a terminal (tmux), with and without a
+/// config file, with the flags other recorders taught them.
+@Suite("picking tapedeck up", .serialized)
+struct PickUpEndToEndTests {
+    /// A tmux server with one `columns`-wide window running `tapedeck ARGS`.
+    final class Screen {
+        let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
+        @discardableResult
+        func tmux(_ more: [String]) throws -> String { try ChildProcess.run(["tmux", "-L", socket] + more).output }
+
+        init(_ cli: CLIHarness, _ args: [String], columns: Int = 80) throws {
+            let command = ([try CLIHarness.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+                .joined(separator: " ") + "; sleep 60"
+            let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
+            try tmux(["new-session", "-d", "-x", String(columns), "-y", "24"]
+                     + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
+        }
+
+        var text: String { (try? tmux(["capture-pane", "-p", "-S", "-200"])) ?? "" }
+
+        /// Waits until `needle` is on screen; returns the screen.
+        @discardableResult
+        func wait(for needle: String, timeout: Double = 20) -> String {
+            var screen = ""
+            _ = CLIHarness.wait(timeout: timeout) { screen = text; return screen.contains(needle) }
+            return screen
+        }
+
+        deinit { _ = try? tmux(["kill-server"]) }
+    }
+
+    @Test("on a terminal: a banner before audio, a meter that never reads -inf on a steady signal, a clip count for full-scale noise, nothing left wrapped")
+    func bannerMeterAndClips() throws {
+        let cli = try CLIHarness()
+        let screen = try Screen(cli, ["record", "-d", "7", "--set", "capture.null.signal=noise", "--set", "capture.null.level=1.0"])
+        let first = screen.wait(for: "● REC")
+        #expect(first.contains("Recording from") && first.contains("Press Ctrl-C to stop."), "\(first)")
+        var reads: [String] = []
+        let start = Date()
+        while Date().timeIntervalSince(start) < 5 {
+            if let line = screen.text.split(separator: "\n").first(where: { $0.contains("● REC") }) { reads.append(String(line)) }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(reads.count >= 15, "\(reads)")
+        let silent = reads.filter { $0.contains("inf") || $0.contains("<-90") }
+        #expect(silent.isEmpty, "\(silent)")
+        #expect(reads.allSatisfy { $0.count <= 80 })
+        #expect(reads.contains { $0.contains("CLIP") }, "\(reads)")
+        let end = screen.wait(for: "Recorded")
+        #expect(end.contains("Clipped:"), "\(end)")
+        #expect(!end.split(separator: "\n").contains { $0.contains("● REC") }, "meter rows left behind: \(end)")
+        let take = try #require(try cli.takes().first)
+        #expect((take["clippedSamples"] as? Int ?? 0) > 0)
+    }
+
+    @Test("Ctrl-C shows Stopping… at once, and the take is kept")
+    func stopping() throws {
+        let cli = try CLIHarness()
+        // Long periods: the take takes a moment to finish after the stop, long enough to see.
+        let screen = try Screen(cli, ["record", "--set", "capture.period-frames=48000"])
+        screen.wait(for: "● REC")
+        try screen.tmux(["send-keys", "C-c"])
+        let shown = screen.wait(for: "Stopping", timeout: 2)
+        #expect(shown.contains("Stopping…"), "\(shown)")
+        #expect(screen.wait(for: "Recorded").contains("Recorded Session 1/Take 1"))
+    }
+
+    @Test("delete asks on a terminal with the length and size of what goes")
+    func deletePrompt() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "1s").status == 0)
+        let screen = try Screen(cli, ["delete", "last"])
+        let prompt = screen.wait(for: "y/N")
+        #expect(prompt.contains("Delete take \"Session 1/Take 1\" (0:01.000, 192.") && prompt.contains("KB)"), "\(prompt)")
+        try screen.tmux(["send-keys", "n", "Enter"])
+        #expect(screen.wait(for: "Nothing was deleted.").contains("Nothing was deleted."))
+        #expect(try cli.takes().count == 1)
+    }
+
+    @Test("note, tag and export: notes and tags reach the FLAC file, export --tag adds its own, -o names a file, - writes stdout")
+    func notesTagsAndExport() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "-d", "1").status == 0)
+        #expect(try cli.run("note", "last", "Warm-up").status == 0)
+        #expect(try cli.run("tag", "last", "mic=SM57", "ROOM=Studio A").status == 0)
+        #expect(try cli.run("tag", "last", "bad name=x").status == 64)
+        #expect(try cli.run("note", "last").stdout == "Warm-up\n")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-pickup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        let file = out.appendingPathComponent("warm.flac").path
+        let r = try cli.run("export", "last", "-o", file, "--tag", "artist=Ann", "--level", "8")
+        #expect(r.status == 0 && r.stdout.count <= 101 && r.stdout.contains("verified"), "\(r.stdout) \(r.stderr)")
+        let tags = try CLIHarness.tool("metaflac", ["--export-tags-to=-", file]).stdout
+        for tag in ["DESCRIPTION=Warm-up", "MIC=SM57", "ROOM=Studio A", "ARTIST=Ann", "TITLE=Take 1"] {
+            #expect(tags.contains(tag), "\(tag) in \(tags)")
+        }
+        let wav = try cli.run("export", "last", "-o", out.appendingPathComponent("warm.wav").path)
+        let wavType = try CLIHarness.tool("soxi", ["-t", out.appendingPathComponent("warm.wav").path]).stdout
+        #expect(wav.status == 0 && wavType.contains("wav"))
+        let level = try cli.run("export", "last", "--level", "12")
+        #expect(level.status == 64 && level.stderr.contains("--level 12"), "\(level.stderr)")
+        let bitrate = try cli.run("export", "last", "--bitrate", "96k")
+        #expect(bitrate.status == 64 && bitrate.stderr.contains("--bitrate"), "\(bitrate.stderr)")
+        let opus = try cli.run("export", "last", "-o", out.appendingPathComponent("warm.opus").path, "--bitrate", "64k")
+        #expect(opus.status == 0, "\(opus.stderr)")
+        let piped = try ChildProcess.run(["sh", "-c", "'\(try CLIHarness.binary.path)' export last -o - | flac -t -s -"],
+                                         environment: cli.environment)
+        #expect(piped.status == 0, "\(piped.output)")
+        let show = try cli.run("show", "last", "--json")
+        let take = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+        #expect(take["kind"] as? String == "take" && take["schema"] as? Int == 1 && take["notes"] as? String == "Warm-up")
+        #expect((take["tags"] as? [String: String])?["MIC"] == "SM57")
+    }
+
+    @Test("list: header, totals, the next record's session, and --since/--state/--search; names are printed escaped")
+    func listing() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "1s", "--session", "Band", "--name", "Intro").status == 0)
+        #expect(try cli.run("record", "1s", "--session", "Solo", "--name", "Evil\u{202E}txt.exe").status == 0)
+        let list = try cli.run("list")
+        #expect(list.stdout.contains("ID") && list.stdout.contains("LENGTH") && list.stdout.contains("(next record)"), "\(list.stdout)")
+        #expect(list.stdout.contains("Evil\\u{202E}txt.exe") && !list.stdout.contains("\u{202E}"), "\(list.stdout)")
+        #expect(try cli.run("list", "--search", "intro").stdout.contains("Intro"))
+        let intro = try cli.run("list", "--search", "intro").stdout
+        #expect(!intro.contains("Solo"))
+        #expect(try cli.run("list", "--state", "recovered").stdout.contains("No takes match."))
+        #expect(try cli.run("list", "--since", "1h").stdout.contains("Intro"))
+        #expect(try cli.run("list", "--since", "2999-01-01").stdout.contains("No takes match."))
+        #expect(try cli.run("list", "--since", "soon").status == 64)
+    }
+
+    @Test("did you mean: commands, takes and sessions (any case); last; play --start/--end; --version names the libraries")
+    func suggestions() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "1s", "--name", "Hello World").status == 0)
+        let command = try cli.run("recrod")
+        #expect(command.status == 64 && command.stderr.contains("Did you mean 'record'?"), "\(command.stderr)")
+        let lower = try cli.run("show", "session 1/hello world")
+        #expect(lower.status == 66 && lower.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(lower.stderr)")
+        let typo = try cli.run("play", "Hello Wrld")
+        #expect(typo.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(typo.stderr)")
+        #expect(try cli.run("play", "last", "-s", "0.5", "-e", "0:00.8").status == 0)
+        #expect(try cli.run("play", "last", "--start", "5").status == 64)
+        let version = try cli.run("--version")
+        #expect(version.stdout.hasPrefix("tapedeck 0.") && version.stdout.contains("libFLAC") && version.stdout.contains("SQLite"), "\(version.stdout)")
+        let positional = try cli.run("record", "soon")
+        #expect(positional.status == 64 && positional.stderr.contains("-d"), "\(positional.stderr)")
+    }
+
+    @Test("config example is the reference config; config init writes a starter config once, and it loads")
+    func configInit() throws {
+        var cli = try CLIHarness()
+        cli.withoutConfig = true
+        let example = try cli.run("config", "example")
+        let reference = try String(contentsOf: CLIHarness.packageRoot.appendingPathComponent("Configuration/tapedeck.yaml"), encoding: .utf8)
+        #expect(example.stdout == reference, "config example differs from Configuration/tapedeck.yaml")
+        let first = try cli.run("config", "init", "--machine", "studio")
+        #expect(first.status == 0, "\(first.stderr)")
+        let written = cli.library.path + "-config/tapedeck/config.yaml"
+        #expect(FileManager.default.fileExists(atPath: written))
+        let again = try cli.run("config", "init")
+        #expect(again.status == 73 && again.stderr.contains("exists already"))
+        #expect(try cli.run("config", "check", "--offline", "--machine", "studio").status == 0)
+    }
+
+    @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
+    func jsonDocumented() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "1s", "--json").status == 0)
+        #expect(try cli.run("tag", "last", "MIC=x").status == 0)
+        let doc = try String(contentsOf: CLIHarness.packageRoot.appendingPathComponent("docs/JSON.md"), encoding: .utf8)
+        var sections: [String: Set<String>] = [:]
+        var current: String?
+        for line in doc.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("## `") { current = line.split(separator: "`").dropFirst().first.map(String.init); continue }
+            if line.hasPrefix("## ") { current = nil; continue }
+            if let current, line.hasPrefix("| `") {
+                sections[current, default: []].insert(String(line.split(separator: "`")[1]))
+            }
+        }
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-json-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        let free: Set<String> = ["tags", "details", "roles", "settings"]
+        func keys(_ value: Any, into set: inout Set<String>, parent: String = "") {
+            if let d = value as? [String: Any] {
+                for (k, v) in d {
+                    set.insert(k)
+                    if !free.contains(k) || v is [Any] { keys(v, into: &set, parent: k) }
+                }
+            } else if let a = value as? [Any] {
+                for v in a { keys(v, into: &set, parent: parent) }
+            }
+        }
+        for args in [["list", "--json"], ["show", "last", "--json"], ["record", "0.2", "--json"], ["import", "--json", "--session", "Imports"],
+                     ["export", "last", "-o", out.path, "--json"], ["devices", "--backend", "null", "--json"], ["backends", "--json"],
+                     ["config", "check", "--offline", "--json"], ["config", "show", "--json"], ["doctor", "--json"], ["tag", "last", "--json"]] {
+            var run = args
+            if args[0] == "import" {
+                let wav = out.appendingPathComponent("in.wav").path
+                #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", wav, "trim", "0", "0.2"]).status == 0)
+                run.append(wav)
+            }
+            let r = try cli.run(run)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            let value = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8))
+            let objects = (value as? [Any]) ?? [value]
+            for case let object as [String: Any] in objects {
+                let kind = try #require(object["kind"] as? String, "\(args) prints an object without kind")
+                #expect(object["schema"] as? Int == 1, "\(args)")
+                var found = Set<String>()
+                keys(object, into: &found)
+                let missing = found.subtracting(sections[kind] ?? [])
+                #expect(missing.isEmpty, "\(args): kind \(kind) fields not in docs/JSON.md: \(missing.sorted())")
+            }
+        }
+    }
+}
