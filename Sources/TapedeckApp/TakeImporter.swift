@@ -29,12 +29,24 @@ public struct TakeImporter: Sendable {
         self.decoders = decoders
     }
 
-    /// Imports one audio file into a session as a take named after the file.
+    /// Imports one audio file into a session as a take named `name`, or after the file: `song`,
+    /// then `song (2)`, `song (3)`, … when the session has a take of that name already.
+    /// - Throws: `.notFound` for a missing file, `.invalidArgument` for anything but a regular
+    ///   file (a FIFO or device is refused before it is opened, so nothing waits on it).
     /// - Thread: any except the main actor's. Blocks for as long as decoding and copying take.
-    public func importFile(_ url: URL, into session: Session) throws -> Take {
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), !isDir.boolValue else {
-            throw TapedeckError(.notFound, "\(url.path) is not a file. Give the audio files to import.")
+    public func importFile(_ url: URL, into session: Session, named name: String? = nil) throws -> Take {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR {
+                throw TapedeckError(.notFound, "\(url.path) does not exist. Check the path.")
+            }
+            throw TapedeckError.system(errno, while: "look at \(url.path)")
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw TapedeckError(.invalidArgument, "\(url.path) is a folder. Give the audio files in it, e.g. \(url.path)/*.wav.")
+        case S_IFIFO: throw TapedeckError(.invalidArgument, "\(url.path) is a FIFO, not a file: it is not read, since it could wait forever. Save the audio to a file first.")
+        default: throw TapedeckError(.invalidArgument, "\(url.path) is a device or socket, not a file. Give audio files only.")
         }
         guard FileManager.default.isReadableFile(atPath: url.path) else {
             throw TapedeckError(.io, "\(url.path) cannot be read: permission denied. Check its permissions.", systemCode: EACCES)
@@ -44,7 +56,8 @@ public struct TakeImporter: Sendable {
         guard let decoder = verbatim?.0 ?? decoders.first(where: { $0.canRead(url) }) else {
             throw unreadable(url)
         }
-        let name = url.deletingPathExtension().lastPathComponent
+        let stem = url.deletingPathExtension().lastPathComponent
+        let names = name.map { [$0] } ?? [stem] + (2...999).map { "\(stem) (\($0))" }
         let started = (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date()
         let temp = storage.rootURL.appendingPathComponent(".import-\(UUID().uuidString.lowercased()).partial")
         defer { unlink(temp.path) }
@@ -52,17 +65,17 @@ public struct TakeImporter: Sendable {
         let (format, frames) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
             try Self.copy(url, to: temp)
-            return try commit(temp, name: name, in: session, format: format, encoding: kept.encoding,
+            return try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
                               fileExtension: kept.fileExtension, startDate: started, frames: frames,
                               state: .complete, overruns: [])
         }
         try encoder.validate(format)
-        // Written once the entry exists: its tags carry the number the store gave the take.
-        return try commit(temp, name: name, in: session, format: format, encoding: encoder.name,
+        // Written once the entry exists: its tags carry the name and number the store gave the take.
+        return try commit(temp, names: names, in: session, format: format, encoding: encoder.name,
                           fileExtension: encoder.fileExtension, startDate: started, frames: frames,
                           state: .complete, overruns: []) { take in
             try transcode(url, decoder: decoder, to: temp, format: format,
-                          metadata: TakeMetadata(takeName: name, sessionName: session.name, takeNumber: take.number, startDate: started))
+                          metadata: TakeMetadata(takeName: take.name, sessionName: session.name, takeNumber: take.number, startDate: started))
         }
     }
 
@@ -86,7 +99,7 @@ public struct TakeImporter: Sendable {
                 defer { unlink(temp.path) }
                 try Self.copy(url, to: temp)
                 let ext = url.pathExtension.isEmpty ? take.encoding : url.pathExtension
-                imported.append(try commit(temp, name: take.name, in: session, format: format, encoding: take.encoding,
+                imported.append(try commit(temp, names: [take.name], in: session, format: format, encoding: take.encoding,
                                            fileExtension: ext, startDate: take.createdAt, frames: frames,
                                            state: take.state, overruns: take.overruns))
             }
@@ -101,11 +114,21 @@ public struct TakeImporter: Sendable {
     /// moves the file into its place, and finishes the take. If preparing or the move fails, the
     /// entry is removed again (a crash in between leaves an entry with no audio, which the next
     /// open removes).
-    private func commit(_ temp: URL, name: String, in session: Session, format: AudioFormat, encoding: String,
+    /// `names`: the first that the session does not have yet is taken (the last one's refusal
+    /// is the error).
+    private func commit(_ temp: URL, names: [String], in session: Session, format: AudioFormat, encoding: String,
                         fileExtension: String, startDate: Date, frames: Int64, state: TakeState, overruns: [OverrunEvent],
                         prepare: (Take) throws -> Void = { _ in }) throws -> Take {
-        let pending = try storage.beginTake(in: session.id, named: name, format: format, encoding: encoding,
-                                            fileExtension: fileExtension, startDate: startDate)
+        var pending: PendingTake?
+        for (i, name) in names.enumerated() where pending == nil {
+            do {
+                pending = try storage.beginTake(in: session.id, named: name, format: format, encoding: encoding,
+                                                fileExtension: fileExtension, startDate: startDate)
+            } catch let error as TapedeckError where error.code == .alreadyExists && i < names.count - 1 {
+                continue
+            }
+        }
+        guard let pending else { throw TapedeckError(.alreadyExists, "The session has takes of every name tried.") }
         do {
             try prepare(pending.take)
             try DurableFiles().moveIntoPlace(temp, pending.fileURL)
@@ -203,9 +226,9 @@ public struct TakeImporter: Sendable {
 extension TakeImporter {
     /// ``importFile(_:into:)`` on the blocking-work queue.
     /// - Thread: any; suspends while the file is imported.
-    public func run(file url: URL, into session: Session) async throws -> Take {
+    public func run(file url: URL, into session: Session, named name: String? = nil) async throws -> Take {
         let importer = self
-        return try await BlockingWork.run { try importer.importFile(url, into: session) }
+        return try await BlockingWork.run { try importer.importFile(url, into: session, named: name) }
     }
 
     /// ``importSession(_:from:named:)`` on the blocking-work queue.

@@ -101,26 +101,7 @@ public final class TakeRecorder {
         phase = .opening
         defer { if phase != .finished { phase = .idle } }
         let session = try await store.sessionForRecording(named: sessionName)
-        let frameLimit = duration?.frames(at: settings.format.sampleRate)
-        let probe = RecordingEngine(backend: capture, settings: settings, frameLimit: frameLimit, logger: logger)
-        let negotiated = try await probe.open()
-        var engine = probe
-        if negotiated != settings.format {
-            logger.warning("The device records \(negotiated), not the requested \(settings.format).")
-            if let duration, negotiated.sampleRate != settings.format.sampleRate {
-                // Count the requested length at the rate the device really runs at.
-                probe.close()
-                engine = RecordingEngine(backend: capture, settings: settings,
-                                         frameLimit: duration.frames(at: negotiated.sampleRate), logger: logger)
-                _ = try await engine.open()
-            }
-        }
-        if stopRequested {
-            engine.close()
-            throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
-        }
-        format = negotiated
-        peaks = Array(repeating: 0, count: negotiated.channels)
+        let (engine, negotiated) = try await openEngine(duration: duration)
 
         let storage = store.storage
         let encoder = self.encoder
@@ -186,22 +167,7 @@ public final class TakeRecorder {
         }
         frames = result.frames
 
-        let state: TakeState
-        let summary: String
-        switch result.end {
-        case .reachedDuration:
-            state = .complete
-            summary = "Recorded the requested length."
-        case .stopped:
-            state = .complete
-            summary = "Stopped on request; everything captured was kept."
-        case .deviceLost(let e):
-            state = .interrupted
-            summary = "\(e.message) Everything captured before that was kept."
-        case .writeFailed(let e):
-            state = .truncated
-            summary = "\(e.message) Everything written before that was kept."
-        }
+        let (state, summary) = Self.outcome(result.end)
         let (finalFrames, overruns, clipped) = (result.frames, result.overruns, result.clippedSamples)
         clippedSamples = clipped
         var take = try await store.perform {
@@ -226,6 +192,108 @@ public final class TakeRecorder {
                                end: result.end, wallSeconds: result.wallSeconds, summary: summary)
     }
 
+    /// Opens the device (a missing one fails before anything is written) and returns the engine
+    /// and the format it negotiated. - Thread: main actor; suspends while the device opens.
+    private func openEngine(duration: RecordingLength?) async throws -> (RecordingEngine, AudioFormat) {
+        let frameLimit = duration?.frames(at: settings.format.sampleRate)
+        let probe = RecordingEngine(backend: capture, settings: settings, frameLimit: frameLimit, logger: logger)
+        let negotiated = try await probe.open()
+        var engine = probe
+        if negotiated != settings.format {
+            logger.warning("The device records \(negotiated), not the requested \(settings.format).")
+            if let duration, negotiated.sampleRate != settings.format.sampleRate {
+                // Count the requested length at the rate the device really runs at.
+                probe.close()
+                engine = RecordingEngine(backend: capture, settings: settings,
+                                         frameLimit: duration.frames(at: negotiated.sampleRate), logger: logger)
+                _ = try await engine.open()
+            }
+        }
+        if stopRequested {
+            engine.close()
+            throw TapedeckError(.cancelled, "Stopped before recording began; nothing was made.")
+        }
+        format = negotiated
+        peaks = Array(repeating: 0, count: negotiated.channels)
+        return (engine, negotiated)
+    }
+
+    /// Records to a plain file outside the library, or to a stream (`record -o FILE`, `-o -`),
+    /// with the same engine: the file is created new (never replacing one), its header brought
+    /// up to date and synced at every checkpoint, so a crash keeps everything up to the last
+    /// one; a stream's header says "length unknown".
+    /// - Throws: `.alreadyExists` when the file exists, `.cancelled` for a stop before audio.
+    /// - Thread: main actor; suspends while recording.
+    public func record(to output: RecordingOutput, name: String, duration: RecordingLength?) async throws -> OutputRecordingReport {
+        try encoder.validate(settings.format)
+        stopRequested = false
+        phase = .opening
+        defer { if phase != .finished { phase = .idle } }
+        if case .file(let url) = output, FileManager.default.fileExists(atPath: url.path) {
+            throw TapedeckError(.alreadyExists, "\(url.path) exists already; it was left as it is. Choose another file name.")
+        }
+        let (engine, negotiated) = try await openEngine(duration: duration)
+        self.engine = engine
+        if stopRequested { engine.stop() }
+        let encoder = self.encoder
+        let metadata = TakeMetadata(takeName: name, sessionName: "", takeNumber: 1, startDate: Date())
+        if case .file(let url) = output {
+            target = RecordingTarget(session: Session(id: "", name: "", createdAt: Date()),
+                                     take: Take(id: "", sessionID: "", name: name, number: 1, createdAt: Date(), state: .recording,
+                                                format: negotiated, encoding: encoder.name, file: url.lastPathComponent, frames: 0),
+                                     fileURL: url)
+        }
+        phase = .recording
+        let meter = settings.progressInterval.map { interval in
+            Task { @MainActor [weak self] in
+                while !Task.isCancelled, let self, self.phase == .recording {
+                    self.apply(engine.takeProgress())
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
+        defer { meter?.cancel() }
+        var result: RecordingResult
+        do {
+            result = try await engine.record(watching: nil) { format in
+                switch output {
+                case .file(let url):
+                    let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
+                    try DurableFiles().syncDirectory(url.deletingLastPathComponent())
+                    return writer
+                case .stream(let fd):
+                    return try encoder.makeStreamWriter(to: fd, format: format, metadata: metadata)
+                }
+            }
+        } catch {
+            if case .file(let url) = output { unlink(url.path) }
+            throw error
+        }
+        phase = .finishing
+        apply(engine.takeProgress())
+        if case .writeFailed = result.end, !result.writerFinished, case .file(let url) = output {
+            if let repaired = try? await BlockingWork.run({ try encoder.repair(fileAt: url) }) { result.frames = repaired.frames }
+        }
+        frames = result.frames
+        clippedSamples = result.clippedSamples
+        let (state, summary) = Self.outcome(result.end)
+        phase = .finished
+        self.engine = nil
+        return OutputRecordingReport(output: output, format: negotiated, encoding: encoder.name, frames: result.frames, state: state,
+                                     overruns: result.overruns, clippedSamples: result.clippedSamples, end: result.end,
+                                     wallSeconds: result.wallSeconds, summary: summary)
+    }
+
+    /// The state a recording that ended so leaves its take in, and a sentence saying why.
+    static func outcome(_ end: RecordingEnd) -> (TakeState, String) {
+        switch end {
+        case .reachedDuration: (.complete, "Recorded the requested length.")
+        case .stopped: (.complete, "Stopped on request; everything captured was kept.")
+        case .deviceLost(let e): (.interrupted, "\(e.message) Everything captured before that was kept.")
+        case .writeFailed(let e): (.truncated, "\(e.message) Everything written before that was kept.")
+        }
+    }
+
     private func apply(_ progress: RecordingProgress) {
         frames = progress.frames
         peaks = progress.peaks
@@ -239,4 +307,29 @@ public struct RecordingTarget: Sendable, Hashable {
     public var session: Session
     public var take: Take
     public var fileURL: URL
+}
+
+/// Where `record -o` writes: a plain file outside the library, or a stream (stdout).
+public enum RecordingOutput: Sendable, Hashable {
+    case file(URL)
+    /// A file descriptor that cannot seek; never closed by the recorder.
+    case stream(Int32)
+}
+
+/// What a recording to a file or stream produced (``TakeRecorder/record(to:name:duration:)``).
+public struct OutputRecordingReport: Sendable, Hashable {
+    public var output: RecordingOutput
+    public var format: AudioFormat
+    public var encoding: String
+    public var frames: Int64
+    /// As a take in the library would be: complete, interrupted or truncated.
+    public var state: TakeState
+    public var overruns: [OverrunEvent]
+    public var clippedSamples: Int64
+    public var end: RecordingEnd
+    public var wallSeconds: Double
+    public var summary: String
+
+    /// Length in seconds.
+    public var seconds: Double { format.seconds(forFrames: frames) }
 }

@@ -97,8 +97,9 @@ public final class Studio {
 
     /// A recorder wired to the configured capture backend, encoder and store.
     /// - Thread: main actor. May block briefly while the plugin is made.
-    public func makeRecorder() throws -> TakeRecorder {
-        TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder, store: store,
+    /// - Parameter encoder: another of ``encoders`` (`record -o NAME.flac`); `nil` for the configured one.
+    public func makeRecorder(encoder: (any AudioEncoder)? = nil) throws -> TakeRecorder {
+        TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder ?? self.encoder, store: store,
                      settings: configuration.recording, logger: logger)
     }
 

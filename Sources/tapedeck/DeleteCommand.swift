@@ -11,7 +11,7 @@ struct DeleteCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION, SESSION/TAKE, or a short id.")
+    @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind)
     var reference: String
 
     @Flag(name: .shortAndLong, help: "Delete without asking.")

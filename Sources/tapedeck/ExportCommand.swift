@@ -16,7 +16,7 @@ struct ExportCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Takes to export: SESSION/TAKE or short ids.")
+    @Argument(help: "Takes to export: SESSION/TAKE, short ids, or `last`.", completion: TakeCompletion.kind)
     var takes: [String] = []
 
     @Option(help: "Export every take of this session (name or id).")
@@ -39,7 +39,7 @@ struct ExportCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("o"), .long],
             help: ArgumentHelp("A folder to write into, a file name (one take), or - for stdout (one take). Default: the current folder.", valueName: "path"),
-            completion: .file())
+            completion: .directory)
     var output: String?
 
     @Flag(help: "Replace files that exist already.")

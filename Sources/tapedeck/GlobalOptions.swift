@@ -6,7 +6,8 @@ import TapedeckCore
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: "The config file (default: $TAPEDECK_CONFIG, then $XDG_CONFIG_HOME/tapedeck/config.yaml, then /etc/tapedeck/config.yaml).")
+    @Option(name: .long, help: "The config file (default: $TAPEDECK_CONFIG, then $XDG_CONFIG_HOME/tapedeck/config.yaml, then /etc/tapedeck/config.yaml).",
+            completion: .file(extensions: ["yaml", "yml"]))
     var config: String?
 
     @Option(name: .customLong("set"), help: ArgumentHelp("Override one setting, e.g. --set format.channels=1 (repeatable; beats environment and file).", valueName: "key=value"))

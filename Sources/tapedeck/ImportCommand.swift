@@ -10,17 +10,23 @@ struct ImportCommand: AsyncParsableCommand {
         discussion: """
             WAV and FLAC files are copied byte for byte after being decoded from end to end; other \
             formats are decoded and stored with the configured encoder in their own rate, channels and \
-            sample format. Takes are named after the files. A file that cannot be decoded is refused \
+            sample format (lossy files such as MP3, Opus and Vorbis decode to f32; `export` turns them into \
+            24-bit FLAC with no extra flag). Takes are named after the files: `song`, then `song (2)`, … when \
+            the session has that name already; --name names a single file's take. Only regular files are \
+            read (a FIFO or device is refused before it is opened). A file that cannot be decoded is refused \
             with the reader's reason and nothing of it is kept; the others are still imported.
             """)
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Audio files, or one NAME.tapedeck bundle.")
+    @Argument(help: "Audio files, or one NAME.tapedeck bundle.", completion: .file())
     var files: [String]
 
     @Option(help: "The session to import into (created if needed; default: the most recently used). For a bundle: the new session's name.")
     var session: String?
+
+    @Option(help: "The take's name, for a single file (default: the file's name without its extension; `song (2)` when taken).")
+    var name: String?
 
     @Flag(help: "Print the imported takes as JSON.")
     var json = false
@@ -30,8 +36,12 @@ struct ImportCommand: AsyncParsableCommand {
         let files = self.files
         let sessionName = session
         let json = self.json
+        let takeName = name
         try await reportingErrors {
             guard !files.isEmpty else { throw TapedeckError(.invalidArgument, "Name at least one file to import.") }
+            if takeName != nil && files.count > 1 {
+                throw TapedeckError(.invalidArgument, "--name names one take: give one file with it, or leave it out (takes are named after their files).")
+            }
             let studio = try await global.makeStudio(writing: true)
             let importer = studio.makeImporter()
             let urls = files.map { URL(fileURLWithPath: $0).standardizedFileURL }
@@ -50,7 +60,7 @@ struct ImportCommand: AsyncParsableCommand {
                 let session = try await studio.store.sessionForRecording(named: sessionName)
                 for url in urls {
                     do {
-                        imported.append((session, try await importer.run(file: url, into: session)))
+                        imported.append((session, try await importer.run(file: url, into: session, named: takeName)))
                     } catch let error as TapedeckError {
                         failures.append(TapedeckError(error.code, "\(url.lastPathComponent): \(error.message)", systemCode: error.systemCode))
                     }

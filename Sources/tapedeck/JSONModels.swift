@@ -91,3 +91,21 @@ struct RecordReportJSON: Encodable {
     var wallSeconds: Double
     var exitStatus: Int32
 }
+
+/// `record -o FILE --json`: a recording outside the library.
+struct FileRecordingJSON: Encodable {
+    var kind = "file-recording"
+    var schema = JSONSchema.version
+    var path: String
+    var seconds: Double
+    var frames: Int64
+    var format: FormatJSON
+    var encoding: String
+    var state: String
+    var end: String
+    var overruns: Int
+    var clippedSamples: Int64
+    var message: String
+    var wallSeconds: Double
+    var exitStatus: Int32
+}

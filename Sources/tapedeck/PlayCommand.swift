@@ -11,7 +11,7 @@ struct PlayCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.")
+    @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind)
     var take: String
 
     @Option(name: [.customShort("D"), .long],

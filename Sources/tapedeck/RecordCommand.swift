@@ -41,6 +41,11 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: [.customShort("f"), .customLong("format")], help: "Sample format (format.sample-format; arecord's S16_LE, S24_3LE, S32_LE, FLOAT_LE too).")
     var sampleFormat: SampleFormatChoice?
 
+    @Option(name: [.customShort("o"), .long],
+            help: ArgumentHelp("Record to this file outside the library (its extension picks wav, flac or opus), or - for a WAV or FLAC stream on stdout.", valueName: "file"),
+            completion: .file())
+    var output: String?
+
     @Flag(help: "Print the final report as JSON (on a terminal the meter still shows, on stderr).")
     var json = false
 
@@ -86,10 +91,22 @@ struct RecordCommand: AsyncParsableCommand {
             // starts as quickly in a library of thousands of takes as in an empty one.
             let studio = try await global.makeStudio(loadingSessions: false, writing: true, flags: try formatFlags(),
                                                      overrides: device.map { [PluginOverride(section: "capture", key: "device", value: $0, option: "-D/--device")] } ?? [], detecting: [.capture])
-            ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.")
+            if output == nil { ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.") }
             ErrorAdvice.current?.on(.unsupportedFormat,
                 say: "Record another format with -r RATE, -c CHANNELS or -f FORMAT, or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
-            let recorder = try studio.makeRecorder()
+            let toStdout = output == "-"
+            if toStdout && json {
+                throw TapedeckError(.invalidArgument, "-o - writes the audio to stdout, so --json has nowhere to go. Leave out one of them.")
+            }
+            if toStdout && Terminal.stdoutIsTerminal {
+                throw TapedeckError(.invalidArgument, "-o - writes audio to stdout, which is a terminal. Pipe it into a program or redirect it to a file.")
+            }
+            if output != nil && session != nil {
+                throw TapedeckError(.invalidArgument, "-o records outside the library, so --session does not apply. Leave out one of them.")
+            }
+            let fileURL = output.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) }
+            let chosen = fileURL.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() } }
+            let recorder = try studio.makeRecorder(encoder: chosen)
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
             }
@@ -100,7 +117,22 @@ struct RecordCommand: AsyncParsableCommand {
             let c = studio.configuration
             let device = c.capture.settings.values["device"]?.description ?? ""
             let source = "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
-            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops) } : nil
+            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout) } : nil
+            if output != nil {
+                let report: OutputRecordingReport
+                do {
+                    report = try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO),
+                                                       name: name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take",
+                                                       duration: seconds.map(RecordingLength.seconds))
+                } catch {
+                    meter?.cancel()
+                    if meter != nil { Terminal.endStatus() }
+                    throw error
+                }
+                meter?.cancel()
+                if meter != nil { Terminal.endStatus() }
+                return try Self.finish(report, json: json)
+            }
             let report: RecordingReport
             do {
                 report = try await recorder.record(sessionName: session, takeName: name, duration: seconds.map(RecordingLength.seconds))
@@ -135,10 +167,48 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     static func exitStatus(_ report: RecordingReport) -> Int32 {
-        switch report.end {
+        exitStatus(report.end, overruns: report.take.overruns.count)
+    }
+
+    static func exitStatus(_ end: RecordingEnd, overruns: Int) -> Int32 {
+        switch end {
         case .deviceLost: ExitStatus.savedInterrupted
         case .writeFailed: ExitStatus.savedTruncated
-        case .reachedDuration, .stopped: report.take.overruns.isEmpty ? ExitStatus.ok : ExitStatus.savedWithOverruns
+        case .reachedDuration, .stopped: overruns == 0 ? ExitStatus.ok : ExitStatus.savedWithOverruns
+        }
+    }
+
+    /// The report of `record -o`: on stderr for a stream (stdout carries the audio).
+    @MainActor
+    static func finish(_ report: OutputRecordingReport, json: Bool) throws {
+        var status = exitStatus(report.end, overruns: report.overruns.count)
+        let path: String? = if case .file(let url) = report.output { url.path } else { nil }
+        // A stream's reader that went away (`| head -c`) ends the recording as a stop does.
+        var report = report
+        if path == nil, case .writeFailed(let e) = report.end, e.systemCode == EPIPE {
+            status = report.overruns.isEmpty ? ExitStatus.ok : ExitStatus.savedWithOverruns
+            report.summary = "The program reading the stream went away, so the recording stopped."
+        }
+        if json {
+            try Terminal.printJSON(FileRecordingJSON(path: path ?? "", seconds: report.seconds, frames: report.frames,
+                                                     format: FormatJSON(report.format), encoding: report.encoding,
+                                                     state: report.state.rawValue, end: endName(report.end),
+                                                     overruns: report.overruns.count, clippedSamples: report.clippedSamples,
+                                                     message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status))
+        } else {
+            var lines = ["Recorded \(Terminal.clock(report.seconds)), \(report.encoding)\(report.state == .complete ? "" : ", " + report.state.rawValue) → \(path ?? "stdout")"]
+            if report.clippedSamples > 0 {
+                lines.append("  Clipped: \(Terminal.counted(Int(report.clippedSamples), "sample")) at full scale. Lower the input gain.")
+            }
+            if path == nil {
+                if Terminal.showsProgress { Terminal.writeStderr(Terminal.safe(lines.joined(separator: "\n")) + "\n") }
+            } else {
+                for line in lines { print(line) }
+            }
+        }
+        if status != ExitStatus.ok {
+            Terminal.printError(report.summary)
+            throw ExitCode(status)
         }
     }
 
@@ -154,7 +224,7 @@ struct RecordCommand: AsyncParsableCommand {
     /// Prints the banner once audio flows, then redraws the meter at every progress update
     /// (``PeakMeter`` ballistics), and "Stopping…" at once when a stop is asked for.
     @MainActor
-    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay) async {
+    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay, toStdout: Bool = false) async {
         var meter = PeakMeter()
         var bannerShown = false
         var last = (frames: Int64(-1), time: ContinuousClock.now)
@@ -165,12 +235,15 @@ struct RecordCommand: AsyncParsableCommand {
         for await (phase, frames, peaks, overruns, clipped) in states {
             if Task.isCancelled { break }
             guard phase == .recording, let format = recorder.format else { continue }
-            if !bannerShown, let target = recorder.target {
+            if !bannerShown, toStdout || recorder.target != nil {
                 bannerShown = true
+                let destination = if toStdout { "to stdout" } else if let target = recorder.target {
+                    target.session.id.isEmpty ? "to \(target.fileURL.path)"
+                        : "into \(target.session.name)/\(target.take.name) in \(target.fileURL.deletingLastPathComponent().path)/"
+                } else { "" }
                 Terminal.writeStderr(Terminal.safe(
                     "Recording from \(source): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
-                    + "  into \(target.session.name)/\(target.take.name) in \(target.fileURL.deletingLastPathComponent().path)/\n"
-                    + "  Press Ctrl-C to stop.\n"))
+                    + "  \(destination)\n  Press Ctrl-C to stop.\n"))
             }
             // Nothing is drawn before the first audio: no audio yet is not silence.
             if stops.isRequested || frames == 0 { continue }

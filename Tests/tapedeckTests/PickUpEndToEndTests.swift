@@ -1,6 +1,9 @@
 import Foundation
 import TapedeckTesting
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a person meets first, tried as they would: on a terminal (tmux), with and without a
 /// config file, with the flags other recorders taught them.
@@ -168,6 +171,69 @@ struct PickUpEndToEndTests {
         #expect(try cli.run("config", "check", "--offline", "--machine", "studio").status == 0)
     }
 
+    @Test("record -o FILE writes a file outside the library (never over one); -o - streams WAV or FLAC; a reader that leaves stops it cleanly")
+    func recordToFile() throws {
+        let cli = try CLIHarness()
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-o-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        let flac = out.appendingPathComponent("take.flac").path
+        let r = try cli.run("record", "-d", "1", "-o", flac, "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        #expect(report["kind"] as? String == "file-recording" && report["frames"] as? Int == 48000 && report["encoding"] as? String == "flac")
+        #expect(try CLIHarness.tool("flac", ["-t", "-s", flac]).status == 0)
+        #expect(try cli.takes().isEmpty, "nothing in the library")
+        let again = try cli.run("record", "-d", "1", "-o", flac)
+        #expect(again.status == 73 && again.stderr.contains("exists already"), "\(again.stderr)")
+        let binary = try CLIHarness.binary.path
+        let wav = try ChildProcess.run(["sh", "-c", "'\(binary)' record 1 -o - | sox -t wav - -n stat 2>&1"], environment: cli.environment)
+        #expect(wav.output.contains("Samples read:             96000"), "\(wav.output)")
+        let stream = try ChildProcess.run(["sh", "-c", "'\(binary)' record 1 -o - -c 1 --set encoder.name=flac | flac -t -s - && echo decoded"], environment: cli.environment)
+        #expect(stream.output.contains("decoded"), "\(stream.output)")
+        let head = try ChildProcess.run(["bash", "-c", "'\(binary)' record 5 -o - | head -c 1000 >/dev/null; echo \"status ${PIPESTATUS[0]}\""], environment: cli.environment)
+        #expect(head.output.contains("status 0"), "\(head.output)")
+    }
+
+    @Test("import names takes song, song (2); --name; a missing file, a folder and a FIFO are refused up front")
+    func importNaming() throws {
+        let cli = try CLIHarness()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-imp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("b"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for path in ["song.wav", "b/song.wav"] {
+            #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", dir.appendingPathComponent(path).path, "synth", "0.2", "sine", "440"]).status == 0)
+        }
+        let r = try cli.run("import", dir.appendingPathComponent("song.wav").path, dir.appendingPathComponent("b/song.wav").path)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Set(try cli.takes().compactMap { $0["name"] as? String }) == ["song", "song (2)"])
+        #expect(try cli.run("import", dir.appendingPathComponent("song.wav").path, "--name", "Chorus").status == 0)
+        #expect(try cli.takes().contains { $0["name"] as? String == "Chorus" })
+        let missing = try cli.run("import", dir.appendingPathComponent("absent.wav").path)
+        #expect(missing.status == 66 && missing.stderr.contains("does not exist"), "\(missing.stderr)")
+        let fifo = dir.appendingPathComponent("pipe.wav").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let start = Date()
+        let refused = try cli.run("import", fifo)
+        #expect(refused.status == 64 && refused.stderr.contains("FIFO") && Date().timeIntervalSince(start) < 10, "\(refused.stderr)")
+        #expect(try cli.run("import", dir.appendingPathComponent("b").path).status == 64)
+        #expect(try cli.run("import", dir.appendingPathComponent("song.wav").path, dir.appendingPathComponent("b/song.wav").path, "--name", "X").status == 64)
+    }
+
+    @Test("completion: the scripts parse, and take arguments complete to last, sessions, SESSION/TAKE and ids")
+    func completion() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "1", "--session", "Band", "--name", "Intro").status == 0)
+        let bash = try cli.run("--generate-completion-script", "bash")
+        let check = try ChildProcess.run(["bash", "-c", "bash -n <<'EOF'\n\(bash.stdout)\nEOF\necho parsed"])
+        #expect(check.output.contains("parsed"), "\(check.output)")
+        for shell in ["zsh", "fish"] { #expect(try cli.run("--generate-completion-script", shell).status == 0) }
+        let names = try cli.run("---completion", "play", "--", "positional@0", "2", "0", "")
+        #expect(names.status == 0)
+        let lines = Set(names.stdout.split(separator: "\n").map(String.init))
+        #expect(lines.isSuperset(of: ["last", "Band", "Band/Intro"]), "\(names.stdout)")
+    }
+
     @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
     func jsonDocumented() throws {
         let cli = try CLIHarness()
@@ -199,7 +265,8 @@ struct PickUpEndToEndTests {
         }
         for args in [["list", "--json"], ["show", "last", "--json"], ["record", "0.2", "--json"], ["import", "--json", "--session", "Imports"],
                      ["export", "last", "-o", out.path, "--json"], ["devices", "--backend", "null", "--json"], ["backends", "--json"],
-                     ["config", "check", "--offline", "--json"], ["config", "show", "--json"], ["doctor", "--json"], ["tag", "last", "--json"]] {
+                     ["config", "check", "--offline", "--json"], ["config", "show", "--json"], ["doctor", "--json"], ["tag", "last", "--json"],
+                     ["record", "0.2", "-o", out.appendingPathComponent("o.wav").path, "--json"]] {
             var run = args
             if args[0] == "import" {
                 let wav = out.appendingPathComponent("in.wav").path

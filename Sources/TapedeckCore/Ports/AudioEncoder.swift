@@ -60,6 +60,13 @@ public protocol AudioEncoder: Sendable {
     /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
     func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter
 
+    /// Writes a stream to `fd`, which cannot seek (stdout into a pipe, `record -o -`): headers
+    /// say "length unknown" where the format allows it, as `arecord` and `sox` do. The writer
+    /// never closes `fd`. The default throws `.unsupportedFormat`: a format that must seek back
+    /// cannot stream.
+    /// - Thread: the writer thread that will own the returned writer. Blocks while the reader is slow.
+    func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter
+
     /// Repairs a file whose writer never finished (the process died): trusts the file's length,
     /// not its header, drops a partial last frame and rewrites the header to match.
     ///
@@ -105,6 +112,10 @@ public struct WriterOptions: Sendable, Hashable {
 extension AudioEncoder {
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter {
         try makeWriter(at: url, format: format, metadata: metadata)
+    }
+
+    public func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
+        throw TapedeckError(.unsupportedFormat, "The \(name) format cannot be written as a stream. Write it to a file, or stream WAV or FLAC.")
     }
 }
 

@@ -1,0 +1,61 @@
+import Foundation
+public import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes WAV to a stream that cannot seek: a header whose RIFF and data sizes are 0xFFFFFFFF
+/// ("until the end", as `arecord` and `sox` write to a pipe), then the samples as they come.
+/// WAVE_FORMAT_EXTENSIBLE for more than two channels, as the file writer does. Single owner.
+final class WAVStreamWriter: TakeWriter {
+    private let fd: Int32
+    private let format: AudioFormat
+    private var frames: Int64 = 0
+
+    init(fd: Int32, format: AudioFormat) throws {
+        self.fd = fd
+        self.format = format
+        let header = Self.header(format)
+        try header.withUnsafeBytes { try StreamOutput.write(fd, $0.baseAddress!, $0.count) }
+    }
+
+    static func header(_ format: AudioFormat) -> [UInt8] {
+        var b: [UInt8] = []
+        func u16(_ v: UInt16) { b += [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        func u32(_ v: UInt32) { for i in 0..<4 { b.append(UInt8((v >> (8 * UInt32(i))) & 0xFF)) } }
+        let bits = UInt16(format.sampleFormat.bitsPerSample)
+        let blockAlign = UInt16(format.bytesPerFrame)
+        let extensible = format.channels > 2
+        let tag: UInt16 = format.sampleFormat.isFloat ? 3 : 1
+        b += Array("RIFF".utf8); u32(0xFFFF_FFFF); b += Array("WAVE".utf8)
+        b += Array("fmt ".utf8); u32(extensible ? 40 : 16)
+        u16(extensible ? 0xFFFE : tag); u16(UInt16(format.channels)); u32(UInt32(format.sampleRate))
+        u32(UInt32(format.sampleRate) * UInt32(blockAlign)); u16(blockAlign); u16(bits)
+        if extensible {
+            u16(22); u16(bits); u32(0)
+            u16(tag); b += [0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
+        }
+        b += Array("data".utf8); u32(0xFFFF_FFFF)
+        return b
+    }
+
+    func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
+        try StreamOutput.write(fd, buffer, frames * format.bytesPerFrame)
+        self.frames += Int64(frames)
+    }
+
+    /// Nothing to bring up to date: a stream's header is final from the start.
+    func checkpoint() throws {}
+
+    func finish() throws -> Int64 { frames }
+
+    func abandon() {}
+}
+
+extension WAVEncoder {
+    /// A WAV stream to `fd` (``WAVStreamWriter``). - Thread: the owning writer thread.
+    public func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
+        try validate(format)
+        return try WAVStreamWriter(fd: fd, format: format)
+    }
+}
