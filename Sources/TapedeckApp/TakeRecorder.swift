@@ -117,6 +117,7 @@ public final class TakeRecorder {
         }
         self.engine = engine
         if stopRequested { engine.stop() }
+        logger.debug("Take \(pending.take.id) committed in state recording in session \(session.id); audio goes to \(pending.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
         let watch = settings.warnFreeMinutes > 0
             ? FreeSpace(path: pending.fileURL.deletingLastPathComponent().path,
                         warnBelowBytes: Int64(settings.warnFreeMinutes * 60 * Double(negotiated.bytesPerSecond)))

@@ -92,6 +92,12 @@ struct PickUpEndToEndTests {
         #expect(try cli.run("tag", "last", "mic=SM57", "ROOM=Studio A").status == 0)
         #expect(try cli.run("tag", "last", "bad name=x").status == 64)
         #expect(try cli.run("note", "last").stdout == "Warm-up\n")
+        #expect(try cli.run("note", "last", "--append", "Second line").status == 0)
+        #expect(try cli.run("note", "last").stdout == "Warm-up\nSecond line\n")
+        #expect(try cli.run("note", "last", "Warm-up").status == 0)
+        #expect(try cli.run("tag", "last", "GONE=soon").status == 0)
+        #expect(try cli.run("tag", "last", "--remove", "gone").status == 0)
+        #expect(!(try cli.run("tag", "last").stdout.contains("GONE")))
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-pickup-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: out) }
@@ -151,6 +157,8 @@ struct PickUpEndToEndTests {
         #expect(try cli.run("play", "last", "--start", "5").status == 64)
         let version = try cli.run("--version")
         #expect(version.stdout.hasPrefix("tapedeck 0.") && version.stdout.contains("libFLAC") && version.stdout.contains("SQLite"), "\(version.stdout)")
+        let device = try cli.run("record", "-d", "1", "--set", "capture.backend=alsa", "-D", "defualt")
+        #expect(device.status == 69 && device.stderr.contains("did you mean \"default\"?"), "\(device.stderr)")
         let positional = try cli.run("record", "soon")
         #expect(positional.status == 64 && positional.stderr.contains("-d"), "\(positional.stderr)")
     }

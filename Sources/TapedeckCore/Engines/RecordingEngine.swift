@@ -173,6 +173,7 @@ public final class RecordingEngine: Sendable {
         let slotFrames = max(stream.periodFrames, 1)
         let slots = max(4, Int((settings.bufferSeconds * Double(format.sampleRate)) / Double(slotFrames)))
         let ring = SlotRing(slotCount: slots, slotFrames: slotFrames, bytesPerFrame: format.bytesPerFrame)
+        logger.debug("Capture opened on \(backend.name): \(format), period \(stream.periodFrames) frames (\(String(format: "%.1f", Double(stream.periodFrames) * 1000 / Double(format.sampleRate))) ms; asked \(settings.periodFrames)), hand-off buffer \(slots) slots = \(String(format: "%.2f", Double(slots * slotFrames) / Double(format.sampleRate))) s.")
         shared.withLock {
             $0.ring = ring
             $0.format = format
@@ -311,6 +312,8 @@ public final class RecordingEngine: Sendable {
         var failure: TapedeckError?
         var peaks = Array(repeating: Float(0), count: format.channels)
         var clipped: Int64 = 0
+        var checkpoints = 0
+        var slowestCheckpoint = Duration.zero
         var lastCheckpoint = ContinuousClock.now
         // A disk that starts low was warned about before recording; warn here only when it becomes low.
         var warnedLowSpace = freeSpace.map { w in FreeSpace.available(at: w.path).map { $0 < w.warnBelowBytes } ?? true } ?? true
@@ -368,7 +371,10 @@ public final class RecordingEngine: Sendable {
             if took {
                 if failure == nil, ContinuousClock.now - lastCheckpoint >= settings.checkpointInterval {
                     do {
+                        let began = ContinuousClock.now
                         try writer.checkpoint()
+                        checkpoints += 1
+                        slowestCheckpoint = max(slowestCheckpoint, ContinuousClock.now - began)
                     } catch {
                         failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
                         stopFlag.store(true, ordering: .releasing)
@@ -429,6 +435,7 @@ public final class RecordingEngine: Sendable {
         if !overruns.isEmpty {
             logger.warning("Recording had \(overruns.count) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
+        logger.debug("Writer finished: \(frames) frames, \(checkpoints) checkpoints (slowest \(slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000) ms), \(clipped) samples at full scale, end \(end).")
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
         return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds, captureEnded: ended,
                                         writerFinished: writerFinished, clippedSamples: clipped))
