@@ -128,14 +128,7 @@ public final class TakeRecorder {
         target = RecordingTarget(session: session, take: pending.take, fileURL: pending.fileURL)
         phase = .recording
 
-        let meter = settings.progressInterval.map { interval in
-            Task { @MainActor [weak self] in
-                while !Task.isCancelled, let self, self.phase == .recording {
-                    self.apply(engine.takeProgress())
-                    try? await Task.sleep(for: interval)
-                }
-            }
-        }
+        let meter = followProgress(of: engine)
         defer { meter?.cancel() }
 
         let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
@@ -245,14 +238,7 @@ public final class TakeRecorder {
                                      fileURL: url)
         }
         phase = .recording
-        let meter = settings.progressInterval.map { interval in
-            Task { @MainActor [weak self] in
-                while !Task.isCancelled, let self, self.phase == .recording {
-                    self.apply(engine.takeProgress())
-                    try? await Task.sleep(for: interval)
-                }
-            }
-        }
+        let meter = followProgress(of: engine)
         defer { meter?.cancel() }
         var result: RecordingResult
         do {
@@ -283,6 +269,19 @@ public final class TakeRecorder {
         return OutputRecordingReport(output: output, format: negotiated, encoding: encoder.name, frames: result.frames, state: state,
                                      overruns: result.overruns, clippedSamples: result.clippedSamples, end: result.end,
                                      wallSeconds: result.wallSeconds, summary: summary)
+    }
+
+    /// Refreshes the observable progress from `engine` every ``RecordingSettings/progressInterval``
+    /// while recording; `nil` when nothing watches it. - Thread: main actor.
+    private func followProgress(of engine: RecordingEngine) -> Task<Void, Never>? {
+        settings.progressInterval.map { interval in
+            Task { @MainActor [weak self] in
+                while !Task.isCancelled, let self, self.phase == .recording {
+                    self.apply(engine.takeProgress())
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
     }
 
     /// The state a recording that ended so leaves its take in, and a sentence saying why.

@@ -19,14 +19,8 @@ final class FLACStreamWriter: TakeWriter {
         self.format = format
         guard let enc = FLAC__stream_encoder_new() else { throw TapedeckError(.io, "Could not create a FLAC encoder: out of memory.") }
         encoder = enc
-        let bits = UInt32(format.sampleFormat.bitsPerSample)
-        _ = FLAC__stream_encoder_set_channels(enc, UInt32(format.channels))
-        _ = FLAC__stream_encoder_set_bits_per_sample(enc, bits)
-        _ = FLAC__stream_encoder_set_sample_rate(enc, UInt32(format.sampleRate))
-        _ = FLAC__stream_encoder_set_compression_level(enc, UInt32(level))
+        FLACTakeWriter.configure(enc, format: format, level: level)
         _ = FLAC__stream_encoder_set_do_md5(enc, 0)
-        let subset = bits <= 24 && FLAC__format_sample_rate_is_subset(UInt32(format.sampleRate)) != 0
-        _ = FLAC__stream_encoder_set_streamable_subset(enc, subset ? 1 : 0)
         metadataBlocks = try FLACTags.blocks(for: metadata, paddingBytes: 0)
         let count = UInt32(metadataBlocks.count)
         _ = metadataBlocks.withUnsafeMutableBufferPointer { FLAC__stream_encoder_set_metadata(enc, $0.baseAddress, count) }
@@ -67,16 +61,7 @@ final class FLACStreamWriter: TakeWriter {
         guard let enc = encoder, frames > 0 else { return }
         let count = frames * format.channels
         if samples.count < count { samples = Array(repeating: 0, count: count) }
-        samples.withUnsafeMutableBufferPointer { out in
-            switch format.sampleFormat {
-            case .s16:
-                for i in 0..<count { out[i] = Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self))) }
-            case .s24:
-                for i in 0..<count { out[i] = Sample24.load(buffer, index: i) }
-            case .s32, .f32:
-                for i in 0..<count { out[i] = Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)) }
-            }
-        }
+        samples.withUnsafeMutableBufferPointer { FLACTakeWriter.unpack(buffer, count: count, format: format, into: $0.baseAddress!) }
         let ok = samples.withUnsafeBufferPointer { FLAC__stream_encoder_process_interleaved(enc, $0.baseAddress, UInt32(frames)) != 0 }
         guard ok else { throw streamError ?? TapedeckError(.io, "libFLAC could not encode the stream.") }
         self.frames += Int64(frames)

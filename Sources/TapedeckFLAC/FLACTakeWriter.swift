@@ -110,15 +110,9 @@ final class FLACTakeWriter: TakeWriter {
         }
         encoder = enc
         let bits = UInt32(format.sampleFormat.bitsPerSample)
-        _ = FLAC__stream_encoder_set_channels(enc, UInt32(format.channels))
-        _ = FLAC__stream_encoder_set_bits_per_sample(enc, bits)
-        _ = FLAC__stream_encoder_set_sample_rate(enc, UInt32(format.sampleRate))
-        _ = FLAC__stream_encoder_set_compression_level(enc, UInt32(level))
+        Self.configure(enc, format: format, level: level)
         _ = FLAC__stream_encoder_set_verify(enc, verify ? 1 : 0)
         _ = FLAC__stream_encoder_set_do_md5(enc, 0)  // computed in the write callback instead
-        // The streamable subset stops at 24 bits and at rates a frame header can spell.
-        let subset = bits <= 24 && FLAC__format_sample_rate_is_subset(UInt32(format.sampleRate)) != 0
-        _ = FLAC__stream_encoder_set_streamable_subset(enc, subset ? 1 : 0)
 
         metadataBlocks = try FLACTags.blocks(for: metadata, paddingBytes: paddingBytes)
         let count = UInt32(metadataBlocks.count)
@@ -180,14 +174,7 @@ final class FLACTakeWriter: TakeWriter {
             sampleCapacity = count
         }
         let out = samples
-        switch format.sampleFormat {
-        case .s16:
-            for i in 0..<count { out[i] = Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self))) }
-        case .s24:
-            for i in 0..<count { out[i] = Sample24.load(buffer, index: i) }
-        case .s32, .f32:
-            for i in 0..<count { out[i] = Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)) }
-        }
+        Self.unpack(buffer, count: count, format: format, into: out)
         verifier?.appendInput(out, count: count)
         if unhashedStart > 0 && unhashedStart >= unhashed.count / 2 {
             unhashed.removeFirst(unhashedStart)
@@ -199,6 +186,31 @@ final class FLACTakeWriter: TakeWriter {
         }
         framesSubmitted += Int64(frames)
         tail.keep(pending: Int(framesSubmitted - framesEncoded), of: out, frames: frames)
+    }
+
+    /// Sets a new encoder's format and level, and the streamable subset where the format is in it
+    /// (the subset stops at 24 bits and at rates a frame header can spell). - Thread: any.
+    static func configure(_ enc: UnsafeMutablePointer<FLAC__StreamEncoder>, format: AudioFormat, level: Int) {
+        let bits = UInt32(format.sampleFormat.bitsPerSample)
+        _ = FLAC__stream_encoder_set_channels(enc, UInt32(format.channels))
+        _ = FLAC__stream_encoder_set_bits_per_sample(enc, bits)
+        _ = FLAC__stream_encoder_set_sample_rate(enc, UInt32(format.sampleRate))
+        _ = FLAC__stream_encoder_set_compression_level(enc, UInt32(level))
+        let subset = bits <= 24 && FLAC__format_sample_rate_is_subset(UInt32(format.sampleRate)) != 0
+        _ = FLAC__stream_encoder_set_streamable_subset(enc, subset ? 1 : 0)
+    }
+
+    /// Widens `count` packed little-endian samples of `format` at `buffer` to the 32-bit
+    /// integers libFLAC takes. - Thread: any; never blocks.
+    static func unpack(_ buffer: UnsafeRawPointer, count: Int, format: AudioFormat, into out: UnsafeMutablePointer<Int32>) {
+        switch format.sampleFormat {
+        case .s16:
+            for i in 0..<count { out[i] = Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self))) }
+        case .s24:
+            for i in 0..<count { out[i] = Sample24.load(buffer, index: i) }
+        case .s32, .f32:
+            for i in 0..<count { out[i] = Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)) }
+        }
     }
 
     /// Takes a frame of `frames` frames that libFLAC has just written (`bytes` long, ending at

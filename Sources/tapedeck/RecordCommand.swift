@@ -118,31 +118,16 @@ struct RecordCommand: AsyncParsableCommand {
             let device = c.capture.settings.values["device"]?.description ?? ""
             let source = "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
             let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout) } : nil
+            let length = seconds.map(RecordingLength.seconds)
             if output != nil {
-                let report: OutputRecordingReport
-                do {
-                    report = try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO),
-                                                       name: name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take",
-                                                       duration: seconds.map(RecordingLength.seconds))
-                } catch {
-                    meter?.cancel()
-                    if meter != nil { Terminal.endStatus() }
-                    throw error
+                let name = self.name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take"
+                let report = try await Self.endingMeter(meter) {
+                    try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO), name: name, duration: length)
                 }
-                meter?.cancel()
-                if meter != nil { Terminal.endStatus() }
                 return try Self.finish(report, json: json)
             }
-            let report: RecordingReport
-            do {
-                report = try await recorder.record(sessionName: session, takeName: name, duration: seconds.map(RecordingLength.seconds))
-            } catch {
-                meter?.cancel()
-                if meter != nil { Terminal.endStatus() }
-                throw error
-            }
-            meter?.cancel()
-            if meter != nil { Terminal.endStatus() }
+            let (session, name) = (self.session, self.name)
+            let report = try await Self.endingMeter(meter) { try await recorder.record(sessionName: session, takeName: name, duration: length) }
             let status = Self.exitStatus(report)
             if json {
                 try Terminal.printJSON(RecordReportJSON(
@@ -164,6 +149,16 @@ struct RecordCommand: AsyncParsableCommand {
                 throw ExitCode(status)
             }
         }
+    }
+
+    /// Runs `body`, then stops the meter and clears its line, however `body` ends.
+    @MainActor
+    static func endingMeter<T>(_ meter: Task<Void, Never>?, _ body: @MainActor () async throws -> T) async throws -> T {
+        defer {
+            meter?.cancel()
+            if meter != nil { Terminal.endStatus() }
+        }
+        return try await body()
     }
 
     static func exitStatus(_ report: RecordingReport) -> Int32 {
