@@ -6,7 +6,8 @@ public enum TakeReference: Sendable, Hashable {
     case take(Take, in: Session)
 
     /// Resolves `text` against `sessions`:
-    /// 1. a short id (4 or more leading hex digits of an id) of a take or session;
+    /// 1. an id or any unique prefix of it of 4 or more characters (the short id `list` prints,
+    ///    the full UUID `--json` prints) of a take or session;
     /// 2. `SESSION/TAKE` by exact names, trying every `/` (names may contain `/` themselves);
     /// 3. a session by exact name.
     /// - Throws: ``TapedeckError`` `.notFound` (with what to do) or `.invalidArgument` when ambiguous.
@@ -14,10 +15,12 @@ public enum TakeReference: Sendable, Hashable {
     public static func resolve(_ text: String, in sessions: [Session]) throws -> TakeReference {
         var candidates: [TakeReference] = []
         let lowered = text.lowercased()
-        if lowered.count >= 4, lowered.allSatisfy(\.isHexDigit) {
+        // Any unique prefix of an id, from the short id `list` prints to the full UUID `--json`
+        // prints, dashes included.
+        if lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }), lowered.first?.isHexDigit == true {
             for s in sessions {
-                if s.shortID.hasPrefix(lowered) { candidates.append(.session(s)) }
-                for t in s.takes where t.shortID.hasPrefix(lowered) { candidates.append(.take(t, in: s)) }
+                if s.id.lowercased().hasPrefix(lowered) { candidates.append(.session(s)) }
+                for t in s.takes where t.id.lowercased().hasPrefix(lowered) { candidates.append(.take(t, in: s)) }
             }
         }
         var index = text.startIndex

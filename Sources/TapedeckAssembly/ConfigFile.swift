@@ -35,6 +35,12 @@ public struct ConfigFile: Sendable, Hashable {
     /// - Thread: any. Blocks on disk I/O.
     /// - Throws: ``TapedeckError`` `.configuration` naming the file and what to do.
     public static func load(_ url: URL) throws -> ConfigFile {
+        // A character device (`--config /dev/null`, as `ssh -F /dev/null`) is an empty config:
+        // nothing is read from it, and the rules for files do not apply to it.
+        var st = stat()
+        if stat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFCHR {
+            return ConfigFile(name: url.path, entries: [:], sections: [:])
+        }
         try checkPermissions(url)
         let text: String
         do {
@@ -114,6 +120,22 @@ public struct ConfigFile: Sendable, Hashable {
     static func checkPermissions(_ url: URL) throws {
         var st = stat()
         guard stat(url.path, &st) == 0 else { return } // reading reports a missing file
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw TapedeckError(.configuration, "\(url.path) is not a regular file. Give --config a YAML file (or /dev/null for none).")
+        }
+        // The folder: one that others may write (without the sticky bit that keeps them from
+        // replacing a file they do not own, as /tmp has) lets them swap the file.
+        let folder = url.deletingLastPathComponent().path
+        var fst = stat()
+        if stat(folder, &fst) == 0, fst.st_mode & 0o022 != 0, fst.st_mode & S_ISVTX == 0 {
+            throw TapedeckError(.configuration,
+                "\(url.path): its folder \(folder) may be written by \(fst.st_mode & 0o002 != 0 ? "anyone" : "its group") (mode \(String(fst.st_mode & 0o777, radix: 8))), so anyone could replace the config. Keep it in a folder only you can write, or run `chmod go-w \(folder)` if that folder is yours.")
+        }
+        if fst.st_uid != getuid() && fst.st_uid != 0, fst.st_mode & 0o022 == 0 {
+            // A folder of another user's: they could replace the file.
+            throw TapedeckError(.configuration,
+                "\(url.path): its folder \(folder) belongs to another user (uid \(fst.st_uid)). Keep your config in a folder of your own.")
+        }
         let mode = st.st_mode & 0o777
         if mode & 0o022 != 0 {
             throw TapedeckError(.configuration,

@@ -169,6 +169,12 @@ public struct OpusEncoder: AudioEncoder, AudioDecoder {
 
         func finish() throws -> Int64 {
             guard let encoder else { return frames }
+            // With no audio, libopusenc's drain asserts (and aborts the process) unless the
+            // headers went out first: an Ogg Opus file of headers only is a valid empty file.
+            if frames == 0 {
+                var none: Float = 0
+                try check(ope_encoder_write_float(encoder, &none, 0), "write the headers of")
+            }
             let result = ope_encoder_drain(encoder)
             ope_encoder_destroy(encoder)
             self.encoder = nil

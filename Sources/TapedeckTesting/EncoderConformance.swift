@@ -19,6 +19,22 @@ public enum EncoderConformance {
         #expect(try blocksPastEnd(url) == 0, "a finished take keeps no disk blocks past its end")
     }
 
+    /// A take with no audio (a device lost at frame 0, an empty export): the writer finishes
+    /// with 0 frames, never aborting, and the decoder reads an empty file in the same format.
+    /// - Thread: any; blocks on disk I/O.
+    public static func zeroFrames(encoder: any AudioEncoder, decoder: any AudioDecoder, format: AudioFormat, in directory: URL) throws {
+        let url = directory.appendingPathComponent("empty-\(UUID().uuidString).\(encoder.fileExtension)")
+        let writer = try encoder.makeWriter(at: url, format: format, metadata: TakeMetadata(takeName: "Empty", sessionName: "S", takeNumber: 1, startDate: Date()))
+        try writer.checkpoint()
+        #expect(try writer.finish() == 0)
+        let reader = try decoder.openReader(at: url)
+        defer { reader.close() }
+        #expect(reader.frameCount == 0)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 4096 * max(reader.format.bytesPerFrame, 1), alignment: 16)
+        defer { buffer.deallocate() }
+        #expect(try reader.read(into: buffer, maxFrames: 4096) == 0)
+    }
+
     /// Bytes of disk blocks allocated past the end of the file at `url` (beyond the block its
     /// last byte is in): what a writer that allocates ahead has not given back.
     ///

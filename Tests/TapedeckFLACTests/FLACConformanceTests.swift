@@ -37,5 +37,6 @@ struct FLACConformanceTests {
         let dir = try FLACTestSupport.makeTempDirectory()
         defer { FLACTestSupport.cleanUp(dir) }
         try EncoderConformance.refusesOverwrite(encoder: FLACEncoder(), format: .cdStereo, in: dir)
+        try EncoderConformance.zeroFrames(encoder: FLACEncoder(), decoder: FLACDecoder(), format: .cdStereo, in: dir)
     }
 }

@@ -26,6 +26,7 @@ struct OpusConformanceTests {
         let codec = OpusEncoder()
         try EncoderConformance.lossyRoundTrip(encoder: codec, decoder: codec, format: format, seconds: 2, in: dir)
         try EncoderConformance.refusesOverwrite(encoder: codec, format: format, in: dir)
+        try EncoderConformance.zeroFrames(encoder: codec, decoder: codec, format: format, in: dir)
         try EncoderConformance.lossyRepair(encoder: codec, decoder: codec, format: format, maxLossSeconds: 0.5, in: dir)
     }
 

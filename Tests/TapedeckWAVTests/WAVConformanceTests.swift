@@ -20,6 +20,7 @@ struct WAVConformanceTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         try EncoderConformance.roundTrip(encoder: WAVEncoder(), decoder: WAVDecoder(), format: format, frames: 30_000, in: dir)
         try EncoderConformance.refusesOverwrite(encoder: WAVEncoder(), format: format, in: dir)
+        try EncoderConformance.zeroFrames(encoder: WAVEncoder(), decoder: WAVDecoder(), format: format, in: dir)
         try EncoderConformance.repairsAbandonedFile(encoder: WAVEncoder(), decoder: WAVDecoder(), format: format, in: dir)
     }
 }

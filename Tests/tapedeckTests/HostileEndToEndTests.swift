@@ -1,0 +1,60 @@
+import Foundation
+import TapedeckTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Regressions found by hostile testing: each test failed before its fix.
+@Suite("hostile inputs end to end", .serialized)
+struct HostileEndToEndTests {
+    @Test("the full id --json prints, and any unique prefix of it (dashes, any case), names a take")
+    func fullIDs() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2").status == 0)
+        let id = try #require(try cli.takes().first?["id"] as? String)
+        for reference in [id, id.uppercased(), String(id.prefix(13)), String(id.prefix(4))] {
+            let r = try cli.run("show", reference, "--json")
+            #expect(r.status == 0, "\(reference): \(r.stderr)")
+        }
+        #expect(try cli.run("rename", id, "Renamed").status == 0)
+        #expect(try cli.takes().first?["name"] as? String == "Renamed")
+    }
+
+    @Test("a take with no audio exports to every format (Opus aborted the process), and a session export keeps the others")
+    func zeroFrameExports() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "-d", "0.00001s", "--session", "S").status == 0)
+        #expect(try cli.run("record", "-d", "0.5", "--session", "S").status == 0)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-zero-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        for format in ["opus", "flac", "wav"] {
+            let r = try cli.run("export", "--session", "S", "--format", format, "-o", out.path)
+            #expect(r.status == 0, "\(format): \(r.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 6)
+        #expect(try cli.run("record", "-d", "0.00001s", "-o", out.appendingPathComponent("empty.opus").path).status == 0)
+    }
+
+    @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
+    func configPaths() throws {
+        let cli = try CLIHarness()
+        let empty = try cli.run("list", "--config", "/dev/null")
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(!empty.stderr.contains("chmod"))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-cfg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        chmod(folder.path, 0o777)
+        let file = folder.appendingPathComponent("config.yaml")
+        try Data("format: { channels: 1 }\n".utf8).write(to: file)
+        chmod(file.path, 0o644)
+        let open = try cli.run("list", "--config", file.path)
+        #expect(open.status == 78 && open.stderr.contains("its folder"), "\(open.stderr)")
+        chmod(folder.path, 0o755)
+        #expect(try cli.run("list", "--config", file.path).status == 0)
+        let notFile = try cli.run("list", "--config", folder.path)
+        #expect(notFile.status == 78 && notFile.stderr.contains("not a regular file"), "\(notFile.stderr)")
+    }
+}
