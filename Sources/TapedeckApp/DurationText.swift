@@ -11,10 +11,14 @@ public enum DurationText {
     /// The seconds `text` names.
     /// - Parameter flag: how messages name the option, e.g. `-d/--duration`.
     /// - Throws: `.invalidArgument` naming the forms accepted.
-    public static func seconds(_ text: String, flag: String = "--duration") throws -> Double {
+    /// - Parameter allowingZero: `0` is a time (`play -s 0`), not only a length.
+    public static func seconds(_ text: String, flag: String = "--duration", allowingZero: Bool = false) throws -> Double {
         let trimmed = text.trimmingSpaces.lowercased()
         let value: Double? = trimmed.contains(":") ? clock(trimmed) : units(Substring(trimmed))
-        guard let value, value > 0, value.isFinite, value < limit else {
+        if let value, value == 0, !allowingZero {
+            throw TapedeckError(.invalidArgument, "\(flag) \(text): a length must be more than zero.")
+        }
+        guard let value, value >= 0, value.isFinite, value < limit else {
             throw TapedeckError(.invalidArgument,
                 "\(flag) \(text): not a duration. Use seconds (5, 2.5), units (5s, 250ms, 2m, 1h30m, 1h30) or a clock (00:05, 01:02:03.5), at most a year.")
         }

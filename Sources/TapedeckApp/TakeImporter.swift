@@ -44,7 +44,7 @@ public struct TakeImporter: Sendable {
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG: break
-        case S_IFDIR: throw TapedeckError(.invalidArgument, "\(url.path) is a folder. Give the audio files in it, e.g. \(url.path)/*.wav.")
+        case S_IFDIR: throw TapedeckError(.invalidArgument, "\(url.path) is a folder. Give the audio files in it, e.g. `tapedeck import \(url.path)/*`.")
         case S_IFIFO: throw TapedeckError(.invalidArgument, "\(url.path) is a FIFO, not a file: it is not read, since it could wait forever. Save the audio to a file first.")
         default: throw TapedeckError(.invalidArgument, "\(url.path) is a device or socket, not a file. Give audio files only.")
         }

@@ -100,8 +100,16 @@ public final class TakeRecorder {
         stopRequested = false
         phase = .opening
         defer { if phase != .finished { phase = .idle } }
-        let session = try await store.sessionForRecording(named: sessionName)
+        // The device first: a missing one fails before anything, even a session, is made.
         let (engine, negotiated) = try await openEngine(duration: duration)
+        let session: Session
+        do {
+            session = try await store.sessionForRecording(named: sessionName)
+            if stopRequested { throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.") }
+        } catch {
+            engine.close()
+            throw error
+        }
 
         let storage = store.storage
         let encoder = self.encoder

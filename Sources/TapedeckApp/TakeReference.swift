@@ -33,9 +33,9 @@ public enum TakeReference: Sendable, Hashable {
             index = text.index(after: slash)
         }
         for s in sessions where s.name == text { candidates.append(.session(s)) }
-        if candidates.isEmpty, lowered == "last" {
-            // The most recently recorded or imported take (a take or session really called
-            // "last" wins, above).
+        if text == "last" {
+            // The newest take by its date, always: a session or take that is really called
+            // "last" is named by its id (or SESSION/TAKE) instead.
             let latest = sessions.flatMap { s in s.takes.map { (take: $0, session: s) } }.max { $0.take.createdAt < $1.take.createdAt }
             guard let latest else {
                 throw TapedeckError(.notFound, "There is no take yet, so \"last\" names nothing. Record one with `tapedeck record`.")
@@ -50,7 +50,7 @@ public enum TakeReference: Sendable, Hashable {
                 case .take(let t, _): "take \(t.shortID)"
                 }
             }
-            throw TapedeckError(.invalidArgument, "\"\(text)\" could mean \(ids.joined(separator: ", ")). Give a longer id, as printed by `tapedeck list`.")
+            throw TapedeckError(.invalidArgument, "\"\(text)\" could mean \(ids.joined(separator: ", ")). Name one by its id.")
         }
         if (1...3).contains(lowered.count), lowered.allSatisfy(\.isHexDigit) {
             throw TapedeckError(.invalidArgument,

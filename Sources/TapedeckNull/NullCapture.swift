@@ -33,7 +33,7 @@ public struct NullCaptureBackend: CaptureBackend {
 
     /// The one null device. - Thread: any; never blocks.
     public func devices() throws -> [AudioDevice] {
-        [AudioDevice(name: "null", description: "Generated \(signal) signal, no audio hardware", canCapture: true, canPlay: false, isDefault: true)]
+        [AudioDevice(name: "null", description: "Generated \(signal.summary), no audio hardware", canCapture: true, canPlay: false, isDefault: true)]
     }
 
     /// A stream of the signal in `format`. - Thread: the device thread; never blocks.

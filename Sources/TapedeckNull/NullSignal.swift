@@ -21,6 +21,17 @@ public enum NullSignal: Sendable, Hashable {
     /// `(k mod 2^24) / 2^24` for f32). Proves no sample was lost, duplicated or reordered.
     case frameCounter
 
+    /// The signal in words, e.g. `440 Hz sine at -6.0 dBFS`. - Thread: any; never blocks.
+    public var summary: String {
+        func dB(_ level: Double) -> String { level > 0 ? String(format: "%.1f dBFS", 20 * log10(level)) : "silence" }
+        switch self {
+        case .silence: return "silence"
+        case .sine(let f, let level): return "\(f.formatted()) Hz sine at \(dB(level))"
+        case .noise(_, let level): return "white noise peaking at \(dB(level))"
+        case .frameCounter: return "frame-counter test pattern"
+        }
+    }
+
     /// The sample at `frame`, `channel` as an integer of the format's width, or as a float
     /// bit-for-bit equal to what ``render(into:startFrame:frames:format:)`` writes for f32.
     /// - Thread: any. Never blocks or allocates.

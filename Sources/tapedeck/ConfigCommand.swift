@@ -38,13 +38,29 @@ struct ConfigInitCommand: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             let paths = UserPaths(environment: environment)
             let target = URL(fileURLWithPath: global.config ?? paths.configHome + "/tapedeck/config.yaml")
-            var text = ReferenceConfig.text + "\n"
+            // The reference text, introduced as what it now is: this machine's config.
+            let body = ReferenceConfig.text.split(separator: "\n", omittingEmptySubsequences: false)
+                .drop { $0.hasPrefix("#") || $0.isEmpty }.joined(separator: "\n")
+            var text = """
+                # Tapedeck configuration for this machine, written by `tapedeck config init`.
+                # Every key is shown with its default; change what this machine needs and check it with
+                # `tapedeck config check`. Precedence: --set flags, then TAPEDECK_* environment
+                # variables, then this file, then the defaults. `tapedeck backends` lists every setting.
+
+                """ + body + "\n"
             let studio = try? global.makeStudioWithoutLibrary(detecting: [.capture, .playback])
             var found: [String] = []
             if let studio {
                 for name in ["pulse", "alsa"] {
                     guard let devices = try? studio.devices(ofBackend: name), !devices.isEmpty else { continue }
-                    for d in devices.prefix(12) {
+                    var merged: [String: AudioDevice] = [:]
+                    for d in devices {
+                        var m = merged[d.name] ?? d
+                        m.canCapture = m.canCapture || d.canCapture
+                        m.canPlay = m.canPlay || d.canPlay
+                        merged[d.name] = m
+                    }
+                    for d in merged.values.sorted(by: { $0.name < $1.name }).prefix(12) {
                         let roles = [d.canCapture ? "capture" : nil, d.canPlay ? "playback" : nil].compactMap { $0 }.joined(separator: "+")
                         found.append("#   \(name) \(roles): \(d.name)\(d.description.isEmpty ? "" : " (\(d.description))")")
                     }

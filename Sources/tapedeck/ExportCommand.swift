@@ -83,6 +83,15 @@ struct ExportCommand: AsyncParsableCommand {
             } ?? true
             let fileOutput = !toStdout && !outputIsFolder ? output.map { URL(fileURLWithPath: $0) } : nil
             let byExtension = fileOutput.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() }?.name }
+            if let fileOutput, byExtension == nil, format == nil {
+                throw TapedeckError(.invalidArgument, "-o \(fileOutput.path): no format writes .\(fileOutput.pathExtension) files. End the name in .\(studio.encoders.map(\.fileExtension).joined(separator: ", .")), or give --format.")
+            }
+            if let byExtension, let format, byExtension != format.name, let fileOutput {
+                throw TapedeckError(.invalidArgument, "-o \(fileOutput.lastPathComponent) names a \(byExtension) file, but --format is \(format.name). Make them agree.")
+            }
+            if let output, outputIsFolder, !toStdout, !FileManager.default.fileExists(atPath: output) {
+                throw TapedeckError(.notFound, "The output folder \(output) does not exist. Create it first, or give -o another folder.")
+            }
             let formatName = format?.name ?? byExtension ?? "flac"
             ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with -o DIR.")
             ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert the samples with --sample-format.")

@@ -70,7 +70,7 @@ struct ListCommand: AsyncParsableCommand {
                 return
             }
             let next = try? storage.findSessionForRecording(named: nil)?.id
-            let header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
+            var header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
             var rows: [[String]] = []
             for s in model {
                 for t in s.takes {
@@ -83,12 +83,11 @@ struct ListCommand: AsyncParsableCommand {
                                  Terminal.date(t.createdAt), state])
                 }
             }
-            let widths = header.indices.map { c in ([header[c].count] + rows.map { Terminal.safe($0[c]).count }).max() ?? 0 }
+            rows = rows.map { $0.map(Terminal.safe) }
+            Self.fit(header: &header, rows: &rows, columns: Terminal.stdoutColumns())
+            let widths = header.indices.map { c in ([Terminal.displayWidth(header[c])] + rows.map { Terminal.displayWidth($0[c]) }).max() ?? 0 }
             func line(_ cells: [String]) -> String {
-                cells.indices.map { c in
-                    let cell = Terminal.safe(cells[c])
-                    return c == cells.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
-                }.joined(separator: "  ")
+                cells.indices.map { c in c == cells.count - 1 ? cells[c] : Terminal.pad(cells[c], to: widths[c]) }.joined(separator: "  ")
             }
             var row = 0
             var first = true
@@ -105,6 +104,30 @@ struct ListCommand: AsyncParsableCommand {
                     row += 1
                 }
             }
+        }
+    }
+
+    /// On a terminal `columns` wide (0: not a terminal, nothing changes), makes the table fit:
+    /// the time of day goes first, then the format, then the size; last, names are cut.
+    static func fit(header: inout [String], rows: inout [[String]], columns: Int) {
+        guard columns > 0 else { return }
+        func width() -> Int {
+            2 + header.indices.map { c in ([Terminal.displayWidth(header[c])] + rows.map { Terminal.displayWidth($0[c]) }).max() ?? 0 }
+                .reduce(0, +) + 2 * (header.count - 1)
+        }
+        func drop(_ name: String) {
+            guard let c = header.firstIndex(of: name) else { return }
+            header.remove(at: c)
+            rows = rows.map { var r = $0; r.remove(at: c); return r }
+        }
+        if width() > columns, let c = header.firstIndex(of: "RECORDED") {
+            rows = rows.map { var r = $0; r[c] = String(r[c].prefix(10)); return r }
+        }
+        for name in ["FORMAT", "SIZE"] where width() > columns { drop(name) }
+        if width() > columns, let c = header.firstIndex(of: "NAME") {
+            let widest = rows.map { Terminal.displayWidth($0[c]) }.max() ?? 0
+            let room = max(8, widest - (width() - columns))
+            rows = rows.map { var r = $0; r[c] = Terminal.cut(r[c], to: room); return r }
         }
     }
 

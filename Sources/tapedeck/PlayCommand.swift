@@ -33,10 +33,13 @@ struct PlayCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "\"\(take)\" is a session. Name a take as SESSION/TAKE or by its id.")
             }
             let rate = Double(t.format.sampleRate)
-            let from = try start.map { Int64((try DurationText.seconds($0, flag: "-s/--start") * rate).rounded()) } ?? 0
+            let from = try start.map { Int64((try DurationText.seconds($0, flag: "-s/--start", allowingZero: true) * rate).rounded()) } ?? 0
             let to = try end.map { Int64((try DurationText.seconds($0, flag: "-e/--end") * rate).rounded()) }
-            if from >= t.frames {
-                throw TapedeckError(.invalidArgument, "-s/--start \(start ?? ""): the take is only \(Terminal.clock(t.seconds)) long.")
+            if t.frames == 0 {
+                throw TapedeckError(.notFound, "Take \"\(session.name)/\(t.name)\" has no audio to play (0:00.000).")
+            }
+            if let start, from >= t.frames {
+                throw TapedeckError(.invalidArgument, "-s/--start \(start): the take is only \(Terminal.clock(t.seconds)) long.")
             }
             if let to, to <= from {
                 throw TapedeckError(.invalidArgument, "-e/--end \(end ?? ""): the end must come after the start (\(Terminal.clock(Double(from) / rate))).")
@@ -46,7 +49,7 @@ struct PlayCommand: AsyncParsableCommand {
             defer { signals.cancel() }
             let progress = Terminal.showsProgress ? Task { @MainActor in
                 while !Task.isCancelled {
-                    Terminal.status("▶ \(session.name)/\(t.name)  \(Terminal.clock(t.format.seconds(forFrames: from + player.playedFrames))) / \(Terminal.clock(t.seconds))")
+                    Terminal.status("▶ \(Terminal.clock(t.format.seconds(forFrames: from + player.playedFrames))) / \(Terminal.clock(t.seconds))  \(session.name)/\(t.name)")
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             } : nil

@@ -94,6 +94,9 @@ struct RecordCommand: AsyncParsableCommand {
             if output == nil { ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.") }
             ErrorAdvice.current?.on(.unsupportedFormat,
                 say: "Record another format with -r RATE, -c CHANNELS or -f FORMAT, or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
+            if let seconds, (seconds * Double(studio.configuration.format.sampleRate)).rounded() < 1 {
+                throw TapedeckError(.invalidArgument, "-d/--duration \(duration ?? positionalDuration ?? ""): shorter than one frame at \(studio.configuration.format.sampleRate) Hz. Record for longer.")
+            }
             let toStdout = output == "-"
             if toStdout && json {
                 throw TapedeckError(.invalidArgument, "-o - writes the audio to stdout, so --json has nowhere to go. Leave out one of them.")
@@ -106,6 +109,9 @@ struct RecordCommand: AsyncParsableCommand {
             }
             let fileURL = output.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) }
             let chosen = fileURL.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() } }
+            if let fileURL, chosen == nil {
+                throw TapedeckError(.invalidArgument, "-o \(fileURL.path): no encoder writes .\(fileURL.pathExtension) files. End the name in .\(studio.encoders.map(\.fileExtension).joined(separator: ", .")).")
+            }
             let recorder = try studio.makeRecorder(encoder: chosen)
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")

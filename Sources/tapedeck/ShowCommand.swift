@@ -34,7 +34,14 @@ struct ShowCommand: AsyncParsableCommand {
                     File:      \(t.path)  (\(t.bytes.map(Terminal.bytes) ?? "missing"))
                     Recorded:  \(Terminal.date(t.createdAt))
                     Overruns:  \(t.overruns)\(t.overruns > 0 ? " (\(t.overrunFrames) frames of silence)" : "")
+                    Clipped:   \(t.clippedSamples == 0 ? "no" : Terminal.counted(Int(t.clippedSamples), "sample") + " at full scale")
                     """)
+                if !t.tags.isEmpty {
+                    print("Tags:      " + t.tags.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
+                }
+                if !t.notes.isEmpty {
+                    print("Notes:     " + t.notes.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n           "))
+                }
                 for e in take.overruns {
                     print("  at \(Terminal.clock(take.format.seconds(forFrames: e.frame))): \(e.frames) frames (\(e.cause))")
                 }

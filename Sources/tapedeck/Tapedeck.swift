@@ -55,11 +55,21 @@ struct Tapedeck: AsyncParsableCommand {
     static func finish(with error: any Error, arguments: [String]) -> Never {
         let code = exitCode(for: error)
         if code == .success { exit(withError: error) }
+        // ArgumentParser's lists (of allowed values) come one per line: one line here.
         var message = self.message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
-        if let first = arguments.first, !first.hasPrefix("-"),
-           !configuration.subcommands.contains(where: { $0.configuration.commandName == first }) {
-            let names = configuration.subcommands.compactMap { $0.configuration.commandName }
-            message = "Unknown command '\(first)'\(Suggestion.closest(to: first, in: names).map { ". Did you mean '\($0)'?" } ?? ". Commands: " + names.joined(separator: ", "))"
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        // A word where a command (or a subcommand of `config`) belongs that names none.
+        var commands = configuration.subcommands
+        var path = "tapedeck"
+        for argument in arguments where !commands.isEmpty && !argument.hasPrefix("-") {
+            if let next = commands.first(where: { $0.configuration.commandName == argument }) {
+                path += " " + argument
+                commands = next.configuration.subcommands
+                continue
+            }
+            let names = commands.compactMap { $0.configuration.commandName }
+            message = "Unknown command '\(path == "tapedeck" ? "" : path.dropFirst(9) + " ")\(argument)'\(Suggestion.closest(to: argument, in: names).map { ". Did you mean '\($0)'?" } ?? ". Commands: " + names.joined(separator: ", "))"
+            break
         }
         if !message.isEmpty {
             var path = ["tapedeck"]

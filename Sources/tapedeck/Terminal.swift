@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TapedeckApp
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +13,8 @@ enum Terminal {
     static var showsProgress: Bool { isatty(STDERR_FILENO) == 1 }
 
     static func printError(_ message: String) {
-        writeStderr("tapedeck: \(safe(message))\n")
+        let clear = statusShown.load(ordering: .relaxed) ? "\r\u{1B}[K" : ""
+        writeStderr("\(clear)tapedeck: \(safe(message))\n")
     }
 
     /// `text` with everything that could change how a terminal shows what follows written as an
@@ -48,6 +50,7 @@ enum Terminal {
     /// width, read at every redraw (`TIOCGWINSZ`, so a resized window is followed): a line that
     /// wrapped would leave its first row behind at every redraw.
     static func status(_ line: String) {
+        statusShown.store(true, ordering: .relaxed)
         let line = safe(line)
         let columns = terminalColumns()
         let fitted = columns > 1 && line.count >= columns ? String(line.prefix(columns - 2)) + "…" : line
@@ -61,6 +64,49 @@ enum Terminal {
         return Int(size.ws_col)
     }
 
+    /// Columns `text` takes on a terminal: two for wide (East Asian) characters and emoji, none
+    /// for a combining mark on its own, one for the rest. - Thread: any.
+    static func displayWidth(_ text: String) -> Int {
+        text.reduce(0) { $0 + width(of: $1) }
+    }
+
+    static func width(of character: Character) -> Int {
+        guard let first = character.unicodeScalars.first else { return 0 }
+        if character.unicodeScalars.contains(where: { $0.value == 0xFE0F }) || first.properties.isEmojiPresentation { return 2 }
+        switch first.value {
+        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+             0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x20000...0x3FFFD:
+            return 2
+        default:
+            return first.properties.generalCategory == .nonspacingMark || first.properties.generalCategory == .format ? 0 : 1
+        }
+    }
+
+    /// `text` padded with spaces to `width` columns (never cut).
+    static func pad(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - displayWidth(text)))
+    }
+
+    /// `text` cut to at most `width` columns, ending in "…" when cut.
+    static func cut(_ text: String, to width: Int) -> String {
+        guard displayWidth(text) > width else { return text }
+        var out = "", used = 0
+        for c in text {
+            let w = self.width(of: c)
+            if used + w > width - 1 { break }
+            out.append(c)
+            used += w
+        }
+        return out + "…"
+    }
+
+    /// The width of the terminal on stdout; 0 when it is not a terminal.
+    static func stdoutColumns() -> Int {
+        var size = winsize()
+        guard isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return 0 }
+        return Int(size.ws_col)
+    }
+
     /// `text` cut to `width` characters by replacing its middle with "…" (a path keeps its
     /// start and its file name).
     static func middleCut(_ text: String, _ width: Int) -> String {
@@ -70,8 +116,13 @@ enum Terminal {
     }
 
     static func endStatus() {
+        statusShown.store(false, ordering: .relaxed)
         writeStderr("\r\u{1B}[K")
     }
+
+    /// Whether a status line is on screen (a message then clears it first, and the next redraw
+    /// puts it back below the message). Any thread.
+    static let statusShown = Atomic<Bool>(false)
 
     /// Writes to stderr with write(2), ignoring failures: a terminal that hung up must never
     /// stop a recording from finalizing.
@@ -151,7 +202,7 @@ enum Terminal {
         let levels = meter.levels, holds = meter.holds
         let names = levels.count == 2 ? ["L", "R"] : levels.indices.map { String($0 + 1) }
         var forms: [String] = []
-        for barWidth in [20, 12, 8] {
+        for barWidth in [20, 12, 8, 6, 4] {
             forms.append(levels.indices.map { "\(names[$0]) \(bar(levels[$0], hold: holds[$0], width: barWidth)) \(decibels(levels[$0]))" }
                 .joined(separator: " "))
         }

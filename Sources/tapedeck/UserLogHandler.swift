@@ -19,7 +19,8 @@ struct UserLogHandler: LogHandler {
         case .warning: "warning: "
         default: ""
         }
-        Terminal.writeStderr("tapedeck: \(label)\(Terminal.safe(event.message.description))\n")
+        let clear = Terminal.statusShown.load(ordering: .relaxed) ? "\r\u{1B}[K" : ""
+        Terminal.writeStderr("\(clear)tapedeck: \(label)\(Terminal.safe(event.message.description))\n")
     }
 
     /// The logger for `level`: plain sentences at notice and above, the developer format below.

@@ -14,11 +14,20 @@ struct DurationTextTests {
     }
 
     @Test("everything else is refused with the forms to use", arguments: [
-        "", "0", "-5", "abc", "5x", "1:2:3:4", "00:60", "1:75:00", "1s30", "inf", "nan", "1e3", "0x10", "400d", "9999h", ":5", "5:",
+        "", "-5", "abc", "5x", "1:2:3:4", "00:60", "1:75:00", "1s30", "inf", "nan", "1e3", "0x10", "400d", "9999h", ":5", "5:",
     ])
     func refused(_ text: String) {
         let error = #expect(throws: TapedeckError.self) { _ = try DurationText.seconds(text, flag: "-d/--duration") }
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.hasPrefix("-d/--duration \(text): not a duration.") == true, "\(error?.message ?? "")")
+    }
+
+    @Test("zero is no length, but it is a time to start at")
+    func zero() throws {
+        for text in ["0", "0s", "00:00"] {
+            let error = #expect(throws: TapedeckError.self) { _ = try DurationText.seconds(text, flag: "-d/--duration") }
+            #expect(error?.message == "-d/--duration \(text): a length must be more than zero.")
+            #expect(try DurationText.seconds(text, flag: "-s/--start", allowingZero: true) == 0)
+        }
     }
 }

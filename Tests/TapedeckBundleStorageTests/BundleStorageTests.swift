@@ -86,7 +86,7 @@ struct BundleStorageTests {
         #expect(listed.takes[0].overruns == [overrun])
         #expect(listed.takes[1] == pending.take, "a take being recorded reads back exactly as returned")
         let bundle = try bundleURL(reopened, listed.takes[0])
-        #expect(bundle.lastPathComponent == "gig-at-the-caf-2024-\(session.id.prefix(8)).tapedeck")
+        #expect(bundle.lastPathComponent == "gig-at-the-cafe-2024-\(session.id.prefix(8)).tapedeck")
         #expect(bundle.deletingLastPathComponent().path == reopened.rootURL.path)
 
         let manifestURL = bundle.appendingPathComponent("manifest.json")

@@ -68,7 +68,7 @@ struct FlagsEndToEndTests {
 
     @Test("usage errors are one line in Tapedeck's style, naming the help to read", arguments: [
         (["record", "--bogus"], "tapedeck: Unknown option '--bogus'. Run `tapedeck record --help` for the options."),
-        (["config", "chek"], "tapedeck: Unexpected argument 'chek'. Run `tapedeck config --help` for the options."),
+        (["config", "chek"], "tapedeck: Unknown command 'config chek'. Did you mean 'check'? Run `tapedeck config --help` for the options."),
         (["play"], "tapedeck: Missing expected argument '<take>'. Run `tapedeck play --help` for the options."),
     ])
     func usageErrors(_ args: [String], _ line: String) throws {

@@ -49,7 +49,8 @@ public enum NameRules {
     public static func slug(_ name: String, fallback: String) -> String {
         var out = ""
         var lastDash = true
-        for scalar in name.unicodeScalars {
+        // Accents come off (é → e, ü → u) rather than turning letters into dashes.
+        for scalar in name.decomposedStringWithCanonicalMapping.unicodeScalars where scalar.properties.generalCategory != .nonspacingMark {
             if scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) {
                 out.unicodeScalars.append(scalar)
                 lastDash = false

@@ -27,6 +27,6 @@ public enum Suggestion {
 
     /// ` (did you mean "x"?)` or an empty string.
     public static func phrase(_ word: String, _ candidates: [String]) -> String {
-        closest(to: word, in: candidates).map { " (did you mean \"\($0)\"?)" } ?? ""
+        closest(to: word, in: candidates.filter { $0 != word }).map { " (did you mean \"\($0)\"?)" } ?? ""
     }
 }

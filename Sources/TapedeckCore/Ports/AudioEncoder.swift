@@ -115,7 +115,7 @@ extension AudioEncoder {
     }
 
     public func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
-        throw TapedeckError(.unsupportedFormat, "The \(name) format cannot be written as a stream. Write it to a file, or stream WAV or FLAC.")
+        throw TapedeckError(.unsupportedFormat, "The \(name) format cannot be written as a stream. Write it to a file, or stream another format.")
     }
 }
 
