@@ -177,6 +177,11 @@ public struct ConfigFile: Sendable, Hashable {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
              .composer(let context, let problem, let mark, _):
             let what = [context?.text, problem].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ", ")
+            // A construct left open (`[pulse` without `]`) is found where the file ends: name the
+            // line it starts on, where the fix goes.
+            if let start = context?.mark.line, start < mark.line {
+                return "\(start): not valid YAML: \(what) (by line \(mark.line)). Fix the syntax that starts on line \(start)."
+            }
             return "\(mark.line): not valid YAML: \(what). Fix the syntax on that line."
         case .duplicatedKeysInMapping(let duplicates, let context):
             return "\(context.mark.line): \(duplicates.joined(separator: ", ")) given twice in one section. Keep one of them."

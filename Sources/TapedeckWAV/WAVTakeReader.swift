@@ -61,7 +61,8 @@ final class WAVTakeReader: TakeReader {
         } catch let e as TapedeckError {
             sf_close(handle)
             closeDescriptor(fd)
-            throw TapedeckError(.corruptFile, "\(path) cannot be played: \(e.message)")
+            // A sound file in a format Tapedeck does not handle is not a damaged one.
+            throw TapedeckError(.unsupportedFormat, "\(path) is \(format), which Tapedeck does not handle: \(e.message) Convert it first, e.g. `sox \(path.split(separator: "/").last.map(String.init) ?? path) -r 48000 converted.wav`.")
         }
         self.handle = handle
         self.format = format

@@ -43,6 +43,8 @@ struct ImportCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "--name names one take: give one file with it, or leave it out (takes are named after their files).")
             }
             let studio = try await global.makeStudio(writing: true)
+            ErrorAdvice.current?.on(.unsupportedFormat,
+                say: "If the file is audio in another format, convert it first (sox, ffmpeg); if it is the library's encoder that cannot store it, choose another with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
             let importer = studio.makeImporter()
             let urls = files.map { URL(fileURLWithPath: $0).standardizedFileURL }
             var imported: [(Session, Take)] = []
