@@ -42,6 +42,9 @@ public struct ConfigFile: Sendable, Hashable {
             return ConfigFile(name: url.path, entries: [:], sections: [:])
         }
         try checkPermissions(url)
+        if let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int, size > maxBytes {
+            throw TapedeckError(.configuration, "\(url.path) is \(size / 1024) KiB; a config file may be at most \(maxBytes / 1024) KiB. Check that --config names the right file.")
+        }
         let text: String
         do {
             text = try String(contentsOf: url, encoding: .utf8)
@@ -57,6 +60,11 @@ public struct ConfigFile: Sendable, Hashable {
     /// - Throws: ``TapedeckError`` `.configuration` with the line of the problem.
     /// - Thread: any. Never blocks.
     public static func parse(_ text: String, name: String) throws -> ConfigFile {
+        // Anchors and aliases are refused before YAML is parsed: the parser expands aliases as
+        // it builds the document, so a few hundred bytes of nested aliases are gigabytes.
+        if let line = anchorOrAlias(in: text) {
+            throw TapedeckError(.configuration, "\(name):\(line): YAML anchors and aliases (&name, *name) are not accepted. Write the values out.")
+        }
         let root: Node?
         do {
             // Values are read as text and checked against each setting's declaration, so YAML's
@@ -76,6 +84,45 @@ public struct ConfigFile: Sendable, Hashable {
         try file.walk(mapping, prefix: "")
         try file.splitMachines()
         return file
+    }
+
+    /// The most bytes a config file may hold.
+    public static let maxBytes = 1 << 20
+
+    /// The line of the first anchor (`&name`) or alias (`*name`) in `text`, if any: an `&` or
+    /// `*` where a YAML node starts (the line's start, or after a space, `[`, `{`, `,`, `:` or
+    /// `-`), outside quotes and comments. In the middle of a word (`hw:1*`) they are text.
+    /// - Thread: any. Never blocks.
+    static func anchorOrAlias(in text: String) -> Int? {
+        var line = 1
+        var quote: Character?
+        var previous: Character = "\n"
+        var inComment = false
+        for c in text {
+            defer { previous = c }
+            if c == "\n" {
+                line += 1
+                inComment = false
+                if quote == "'" || quote == "\"" { continue }
+                continue
+            }
+            if inComment { continue }
+            if let q = quote {
+                if c == q && previous != "\\" { quote = nil }
+                continue
+            }
+            switch c {
+            case "#" where previous == " " || previous == "\n" || previous == "\t":
+                inComment = true
+            case "'", "\"":
+                if " \t\n[{,:-".contains(previous) { quote = c }
+            case "&", "*":
+                if " \t\n[{,:-?".contains(previous) { return line }
+            default:
+                break
+            }
+        }
+        return nil
     }
 
     /// Moves `machines.NAME.*` out of the top level into ``machines``.

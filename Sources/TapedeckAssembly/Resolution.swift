@@ -113,7 +113,7 @@ struct Resolution {
     /// Where a value came from and its key, as a message begins: `FILE:LINE: KEY`,
     /// `environment variable X: KEY`, or `--set KEY=VALUE` as it was typed.
     static func origin(_ source: ConfigSource, _ key: String, _ text: String) -> String {
-        source == .flag ? "--set \(key)=\(text)" : "\(source): \(key)"
+        source == .flag ? "--set \(key)=\(SettingProblem.shown(text))" : "\(source): \(key)"
     }
 
     /// The hand-off buffer is allocated up front: keep it within reason for small machines.

@@ -12,13 +12,13 @@ struct FuzzReplayTests {
     static let fuzzFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz")
 
-    /// The inputs in `Fuzz/FOLDER/TARGET`; the config target's seeds are the files in `Configuration/`.
+    /// The inputs in `Fuzz/FOLDER/TARGET`; the config target's seeds are also the files in `Configuration/`.
     static func inputs(_ folder: String, _ target: String) -> [URL] {
-        let dir = folder == "Seeds" && target == "config"
-            ? fuzzFolder.deletingLastPathComponent().appendingPathComponent("Configuration")
-            : fuzzFolder.appendingPathComponent(folder).appendingPathComponent(target)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        return names.sorted().map { dir.appendingPathComponent($0) }
+        var dirs = [fuzzFolder.appendingPathComponent(folder).appendingPathComponent(target)]
+        if folder == "Seeds" && target == "config" { dirs.append(fuzzFolder.deletingLastPathComponent().appendingPathComponent("Configuration")) }
+        return dirs.flatMap { dir in
+            ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted().map { dir.appendingPathComponent($0) }
+        }
     }
 
     @Test("every seed and every past finding is read or refused correctly", arguments: FuzzTargets.names)

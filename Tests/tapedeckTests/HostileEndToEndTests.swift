@@ -42,6 +42,31 @@ struct HostileEndToEndTests {
         #expect(try CLIHarness.tool("opusinfo", [out.appendingPathComponent("empty.opus").path]).status == 0)
     }
 
+    @Test("a YAML alias bomb is refused at once, as is an oversized config; a huge value is not echoed whole")
+    func configBombs() throws {
+        let cli = try CLIHarness()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-bomb-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bomb = CLIHarness.packageRoot.appendingPathComponent("Fuzz/Seeds/config/alias-bomb.yaml")
+        let copy = folder.appendingPathComponent("bomb.yaml")
+        try FileManager.default.copyItem(at: bomb, to: copy)
+        chmod(copy.path, 0o644)
+        let start = Date()
+        let r = try cli.run("list", "--config", copy.path)
+        #expect(r.status == 78 && r.stderr.contains("aliases") && Date().timeIntervalSince(start) < 10, "\(r.stderr)")
+        let big = folder.appendingPathComponent("big.yaml")
+        try Data(("format:\n  channels: " + String(repeating: "9", count: 200_000) + "\n").utf8).write(to: big)
+        chmod(big.path, 0o644)
+        let value = try cli.run("list", "--config", big.path)
+        #expect(value.status == 78 && value.stderr.count < 1000, "\(value.stderr.prefix(300))")
+        let huge = folder.appendingPathComponent("huge.yaml")
+        try Data(repeating: UInt8(ascii: "#"), count: 2 << 20).write(to: huge)
+        chmod(huge.path, 0o644)
+        let size = try cli.run("list", "--config", huge.path)
+        #expect(size.status == 78 && size.stderr.contains("at most"), "\(size.stderr.prefix(300))")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()

@@ -73,11 +73,11 @@ public struct SettingDeclaration: Sendable, Hashable {
             switch text.lowercased() {
             case "true", "yes", "on", "1": return .success(.bool(true))
             case "false", "no", "off", "0": return .success(.bool(false))
-            default: return .failure(SettingProblem("expected true or false, got \"\(text)\""))
+            default: return .failure(SettingProblem("expected true or false, got \"\(SettingProblem.shown(text))\""))
             }
         case .int(let range):
             guard let v = Int(text.trimmingSpaces) else {
-                return .failure(SettingProblem("expected an integer from \(range.lowerBound) to \(range.upperBound), got \"\(text)\""))
+                return .failure(SettingProblem("expected an integer from \(range.lowerBound) to \(range.upperBound), got \"\(SettingProblem.shown(text))\""))
             }
             guard range.contains(v) else {
                 return .failure(SettingProblem("\(v) is out of range; use \(range.lowerBound) to \(range.upperBound)"))
@@ -85,7 +85,7 @@ public struct SettingDeclaration: Sendable, Hashable {
             return .success(.int(v))
         case .double(let range):
             guard let v = Double(text.trimmingSpaces), v.isFinite else {
-                return .failure(SettingProblem("expected a number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\""))
+                return .failure(SettingProblem("expected a number from \(range.lowerBound) to \(range.upperBound), got \"\(SettingProblem.shown(text))\""))
             }
             guard range.contains(v) else {
                 return .failure(SettingProblem("\(v) is out of range; use \(range.lowerBound) to \(range.upperBound)"))
@@ -93,7 +93,7 @@ public struct SettingDeclaration: Sendable, Hashable {
             return .success(.double(v))
         case .choice(let words):
             guard words.contains(text) else {
-                return .failure(SettingProblem("unknown value \"\(text)\"; use one of: \(words.joined(separator: ", "))"))
+                return .failure(SettingProblem("unknown value \"\(SettingProblem.shown(text))\"; use one of: \(words.joined(separator: ", "))"))
             }
             return .success(.string(text))
         }
@@ -102,6 +102,11 @@ public struct SettingDeclaration: Sendable, Hashable {
 
 /// Why a setting's value was refused.
 public struct SettingProblem: Error, Sendable, Hashable {
+    /// A value as a message quotes it: at most 60 characters (a value may be megabytes long).
+    public static func shown(_ text: String) -> String {
+        text.count > 60 ? String(text.prefix(57)) + "…" : text
+    }
+
     public var reason: String
     public init(_ reason: String) { self.reason = reason }
 }
