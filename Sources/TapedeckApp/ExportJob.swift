@@ -191,20 +191,20 @@ struct ExportJob {
     }
 
     /// Moves the finished temporary file to `target`: with `replacing`, an atomic rename over it;
-    /// otherwise a hard link that fails if the target appeared meanwhile. Syncs the folder.
+    /// otherwise the library's own never-replacing move (``DurableFiles/moveIntoPlace(_:_:)``: a
+    /// hard link, or on file systems without them, FAT and exFAT sticks, a rename after checking
+    /// the name is free). Syncs the folder.
     static func place(_ temp: URL, at target: URL, replacing: Bool) throws {
         if replacing {
             guard rename(temp.path, target.path) == 0 else { throw TapedeckError.system(errno, while: "move the export into place at \(target.path)") }
-        } else {
-            guard link(temp.path, target.path) == 0 else {
-                if errno == EEXIST {
-                    throw TapedeckError(.alreadyExists, "\(target.path) appeared while exporting. Use --force to replace it.")
-                }
-                throw TapedeckError.system(errno, while: "move the export into place at \(target.path)")
-            }
-            unlink(temp.path)
+            try DurableFiles().syncDirectory(target.deletingLastPathComponent())
+            return
         }
-        try DurableFiles().syncDirectory(target.deletingLastPathComponent())
+        do {
+            try DurableFiles().moveIntoPlace(temp, target)
+        } catch let error as TapedeckError where error.code == .alreadyExists {
+            throw TapedeckError(.alreadyExists, "\(target.path) appeared while exporting. Use --force to replace it.")
+        }
     }
 
     /// `Session 1 - Take 3.flac`, made safe for file systems: no `/`, control characters or

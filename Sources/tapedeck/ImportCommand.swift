@@ -65,6 +65,9 @@ struct ImportCommand: AsyncParsableCommand {
                         imported.append((session, try await importer.run(file: url, into: session, named: takeName)))
                     } catch let error as TapedeckError {
                         failures.append(TapedeckError(error.code, "\(url.lastPathComponent): \(error.message)", systemCode: error.systemCode))
+                    } catch {
+                        // Whatever one file does, the others are still imported and reported.
+                        failures.append(TapedeckError(.io, "\(url.lastPathComponent): could not be imported: \(error.localizedDescription)"))
                     }
                 }
             }

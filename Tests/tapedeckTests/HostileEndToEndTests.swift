@@ -67,6 +67,24 @@ struct HostileEndToEndTests {
         #expect(size.status == 78 && size.stderr.contains("at most"), "\(size.stderr.prefix(300))")
     }
 
+    @Test("export to a file system without hard links (FAT, exFAT: link fails with EPERM) still puts the file in place")
+    func exportWithoutHardLinks() throws {
+        var cli = try CLIHarness()
+        #expect(try cli.run("record", "0.5").status == 0)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fat-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        cli.launcher = ["strace", "-f", "-o", "/dev/null", "-e", "trace=link,linkat", "-e", "inject=link,linkat:error=EPERM"]
+        let r = try cli.run("export", "last", "-o", out.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: out.path)
+        #expect(files == ["Session 1 - Take 1.flac"], "\(files)")
+        #expect(try CLIHarness.tool("flac", ["-t", "-s", out.appendingPathComponent("Session 1 - Take 1.flac").path]).status == 0)
+        // Never over an existing file, links or not.
+        let again = try cli.run("export", "last", "-o", out.path)
+        #expect(again.status == 73, "\(again.stderr)")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()
