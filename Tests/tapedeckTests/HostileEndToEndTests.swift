@@ -85,6 +85,23 @@ struct HostileEndToEndTests {
         #expect(again.status == 73, "\(again.stderr)")
     }
 
+    @Test("doctor --repair makes nothing outside the library when LIBRARY/quarantine is a symbolic link")
+    func quarantineLink() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2").status == 0)
+        let outside = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-outside-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: outside) }
+        try FileManager.default.createSymbolicLink(at: cli.library.appendingPathComponent("quarantine"), withDestinationURL: outside)
+        let sessions = cli.library.appendingPathComponent("sessions")
+        let folder = try #require(try FileManager.default.contentsOfDirectory(at: sessions, includingPropertiesForKeys: nil).first)
+        try Data("stray".utf8).write(to: folder.appendingPathComponent("stray.wav"))
+        let r = try cli.run("doctor", "--repair")
+        #expect(r.status != 0 && (r.stdout + r.stderr).contains("symbolic link"), "\(r.stdout) \(r.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty, "folders made outside the library")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("stray.wav").path))
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()
