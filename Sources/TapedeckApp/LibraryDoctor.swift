@@ -142,7 +142,10 @@ public struct LibraryDoctor: Sendable {
                 problem = "The file cannot be read: \(error)"
             }
         }
-        if problem == nil, let encoder, let check = try? encoder.inspect(fileAt: url), check.headerRepaired {
+        // Bytes after the audio of a take whose header and catalog agree (an ID3 tag appended
+        // to a file) are not audio: such a header is never "repaired" to cover them.
+        if problem == nil, let encoder, let check = try? encoder.inspect(fileAt: url), check.headerRepaired,
+           !(frames == take.frames && check.frames > take.frames) {
             problem = "The header disagrees with the audio in the file (\(check.frames) frames present)."
         }
         guard let problem else { return nil }

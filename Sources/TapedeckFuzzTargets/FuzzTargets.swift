@@ -10,7 +10,8 @@ import TapedeckWAV
 /// target checks what Tapedeck promises about any input, not just that nothing crashed.
 ///
 /// - `wav`: a WAV/RF64 file through the header reader (`inspect`), the decoder (libsndfile) and
-///   `repair`. Every frame count claimed fits in the file (for the decoder, which reads any
+///   `repair`. A file import would keep byte for byte has a header doctor finds nothing in, and
+///   the decoder reads as many frames as it declares. Every frame count claimed fits in the file (for the decoder, which reads any
 ///   format libsndfile reads, compressed ones too, at most 65 535 frames per byte); `repair` is a fixed point (inspecting
 ///   the repaired file finds nothing to fix and the same frames).
 /// - `flac`: a FLAC file through the decoder (Tapedeck's metadata reader, then libFLAC) and
@@ -89,6 +90,18 @@ public enum FuzzTargets {
             if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from a \(size)-byte file") }
             try drain(reader, limit: limit, "the decoder")
         }
+        // What import keeps byte for byte, doctor must find nothing to say of.
+        let verbatimRead = try typed("verbatim") {
+            guard WAVDecoder().storesVerbatim(scratch) != nil else { return }
+            guard let check = try encoder.inspect(fileAt: scratch), !check.headerRepaired else {
+                throw Finding("import would keep a file byte for byte whose header doctor would repair")
+            }
+            let reader = try WAVDecoder().openReader(at: scratch)
+            defer { reader.close() }
+            if reader.format == check.format, reader.frameCount != check.frames {
+                throw Finding("import would keep a file whose header says \(check.frames) frames while the decoder reads \(reader.frameCount)")
+            }
+        }
         let repairRead = try typed("repair") {
             let repaired = try encoder.repair(fileAt: scratch)
             try fits(repaired.frames, repaired.format, size, "repair")
@@ -97,7 +110,7 @@ public enum FuzzTargets {
                 throw Finding("repair is not a fixed point: it left \(repaired.frames) frames, then inspect found \(again.frames) and \(again.headerRepaired ? "a header to repair" : "nothing to repair")")
             }
         }
-        return inspectRead && decodeRead && repairRead
+        return inspectRead && decodeRead && verbatimRead && repairRead
     }
 
     static func flac(_ data: Data, _ scratch: URL) throws -> Bool {

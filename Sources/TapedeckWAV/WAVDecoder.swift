@@ -27,10 +27,19 @@ public struct WAVDecoder: AudioDecoder {
     /// A RIFF or RF64 WAVE file is kept as it is, as a take of encoding `wav`; other formats
     /// libsndfile reads (AIFF, Ogg, …) are decoded and written again.
     /// - Thread: any. Blocks briefly on disk I/O.
+    /// Only a file whose header agrees with the file is kept byte for byte: one with bytes
+    /// after its audio that are not chunks (an ID3 tag a tagger appended), placeholder sizes (a
+    /// WAV written to a pipe: 0xFFFFFFFF, 0x7FFFF000, 0) or a header promising more than the file
+    /// holds (a killed writer) is decoded and stored anew, so the library's copy is normal and
+    /// `doctor` has nothing to say of it.
     public func storesVerbatim(_ url: URL) -> VerbatimEncoding? {
         let head = Self.head(of: url)
         guard head.count == 12, head.starts(with: "RIFF".utf8) || head.starts(with: "RF64".utf8),
               head.suffix(4).elementsEqual("WAVE".utf8) else { return nil }
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard let check = try? WAVRepair.inspect(RawFile(fd: fd, path: url.path, kind: "WAV")), !check.headerRepaired else { return nil }
         return VerbatimEncoding(encoding: name, fileExtension: "wav")
     }
 }

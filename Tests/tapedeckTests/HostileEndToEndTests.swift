@@ -102,6 +102,40 @@ struct HostileEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("stray.wav").path))
     }
 
+    @Test("import normalizes WAVs with an appended ID3 tag, placeholder sizes or a truncated end; doctor --repair never turns trailing bytes into audio")
+    func wavHeadersOnImport() throws {
+        let cli = try CLIHarness()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-wavs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tagged = dir.appendingPathComponent("tagged.wav")
+        #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", tagged.path, "synth", "1", "sine", "440", "vol", "0.3"]).status == 0)
+        var tag = Data("TAG".utf8) + Data(repeating: 0x41, count: 125)
+        tag[127] = 12
+        let handle = try FileHandle(forWritingTo: tagged)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: tag)
+        try handle.close()
+        // A WAV written to a pipe (sizes 0xFFFFFFFF), and one cut short (its header promises more).
+        let piped = dir.appendingPathComponent("piped.wav")
+        let binary = try CLIHarness.binary.path
+        #expect(try ChildProcess.run(["sh", "-c", "'\(binary)' record 1 -o - | cat > '\(piped.path)'"], environment: cli.environment).status == 0)
+        let cut = dir.appendingPathComponent("cut.wav")
+        #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", cut.path, "synth", "2", "sine", "440"]).status == 0)
+        #expect(truncate(cut.path, 44 + 48_000 * 4) == 0)
+        let r = try cli.run("import", tagged.path, piped.path, cut.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let frames = Dictionary(uniqueKeysWithValues: try cli.takes().map { ($0["name"] as? String ?? "", $0["frames"] as? Int ?? -1) })
+        #expect(frames == ["tagged": 48_000, "piped": 48_000, "cut": 48_000], "\(frames)")
+        let doctor = try cli.run("doctor")
+        #expect(doctor.status == 0 && doctor.stdout.contains("No problems found"), "\(doctor.stdout)")
+        #expect(try cli.run("doctor", "--repair").status == 0)
+        let path = try #require(try cli.takes().first { $0["name"] as? String == "tagged" }?["path"] as? String)
+        let stat = try CLIHarness.tool("sox", [path, "-n", "stat"])
+        let peak = stat.stderr.split(separator: "\n").first { $0.hasPrefix("Maximum amplitude") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        #expect(peak.map { $0 < 0.31 } == true, "\(stat.stderr)")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()
