@@ -71,6 +71,8 @@ struct ExportJob {
     let force: Bool
     let threads: Int
     let progress: ExportProgress
+    /// The temporary files being written, for a stop signal to remove.
+    let partials: PartialFiles
 
     /// Decodes, encodes into a temporary file beside the target, verifies, and moves it into
     /// place (never replacing an existing file unless `force`). On failure nothing remains under
@@ -93,8 +95,9 @@ struct ExportJob {
         let outFormat = converter?.to ?? reader.format
         try encoder.validate(outFormat)
 
-        let temp = target.deletingLastPathComponent()
-            .appendingPathComponent(".\(target.lastPathComponent).partial-\(UUID().uuidString.prefix(8))")
+        let temp = target.deletingLastPathComponent().appendingPathComponent(PartialFiles.exportName(for: target.lastPathComponent))
+        partials.register(temp)
+        defer { partials.forget(temp) }
         let metadata = TakeMetadata(takeName: item.take.name, sessionName: item.session.name, takeNumber: item.take.number,
                                     startDate: item.take.createdAt, notes: item.take.notes,
                                     tags: item.take.tags.merging(item.extraTags) { _, extra in extra })

@@ -6,7 +6,8 @@ import Glibc
 
 /// One problem `tapedeck doctor` found, and what `--repair` did about it.
 public struct DoctorFinding: Sendable, Hashable, Codable {
-    /// `interrupted`, `missing-audio`, `header-mismatch`, `unreadable-audio`, `unknown-file` or `damaged`.
+    /// `interrupted`, `missing-audio`, `header-mismatch`, `unreadable-audio`, `stray-partial`,
+    /// `unknown-file` or `damaged`.
     public var kind: String
     /// The take (`SESSION/TAKE`) or the library-relative path concerned.
     public var subject: String
@@ -105,6 +106,18 @@ public struct LibraryDoctor: Sendable {
                     findings.append(finding)
                 }
             }
+        }
+
+        for url in PartialFiles.stale(in: storage.rootURL) {
+            var f = DoctorFinding(kind: "stray-partial", subject: url.lastPathComponent,
+                                  problem: "A temporary file left by an import that was killed; it is a copy, never a take's only audio.")
+            if repair {
+                f.attempt {
+                    guard unlink(url.path) == 0 else { throw TapedeckError.system(errno, while: "remove \(url.path)") }
+                    return "removed"
+                }
+            }
+            findings.append(f)
         }
 
         for path in try storage.unreferencedFiles() {

@@ -63,6 +63,10 @@ public final class SessionStore {
                     logger.warning("Take \"\(take.name)\", left by a recording that did not finish, could not be recovered (\(reason)); its file was moved to \(path) in the library, bytes intact, and the take removed from the list.")
                 }
             }
+            // Temporary files of imports that were killed (even by SIGKILL) go too.
+            for name in PartialFiles.removeStale(in: storage.rootURL) {
+                logger.info("Removed \(name), left by an import that did not finish.")
+            }
             return recovered
         }
         if loadingSessions { try await refresh() }

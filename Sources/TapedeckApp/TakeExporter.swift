@@ -27,8 +27,12 @@ public final class TakeExporter {
     public private(set) var jobs: [Job] = []
 
     /// - Parameter cores: how many exports may run at once (default: the active processor count).
+    /// The temporary files being written, for a stop signal to remove.
+    public let partials: PartialFiles
+
     public init(decoders: [any AudioDecoder], store: SessionStore, logger: Logger,
-                cores: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                cores: Int = ProcessInfo.processInfo.activeProcessorCount, partials: PartialFiles = PartialFiles()) {
+        self.partials = partials
         self.decoders = decoders
         self.store = store
         self.logger = logger
@@ -74,7 +78,7 @@ public final class TakeExporter {
                 let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
                 let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder, decoders: decoders,
                                     encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,
-                                    threads: threads, progress: progress)
+                                    threads: threads, progress: progress, partials: partials)
                 jobs.append(Job(item: item, target: target, progress: progress))
                 prepared.append(.success(job))
             } catch {

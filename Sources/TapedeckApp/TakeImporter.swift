@@ -22,11 +22,14 @@ public struct TakeImporter: Sendable {
     /// Used for files that cannot be kept as they are.
     public let encoder: any AudioEncoder
     public let decoders: [any AudioDecoder]
+    /// The temporary files being written, for a stop signal to remove.
+    public let partials: PartialFiles
 
-    public init(storage: any TakeStorage, encoder: any AudioEncoder, decoders: [any AudioDecoder]) {
+    public init(storage: any TakeStorage, encoder: any AudioEncoder, decoders: [any AudioDecoder], partials: PartialFiles = PartialFiles()) {
         self.storage = storage
         self.encoder = encoder
         self.decoders = decoders
+        self.partials = partials
     }
 
     /// Imports one audio file into a session as a take named `name`, or after the file: `song`,
@@ -59,8 +62,12 @@ public struct TakeImporter: Sendable {
         let stem = url.deletingPathExtension().lastPathComponent
         let names = name.map { [$0] } ?? [stem] + (2...999).map { "\(stem) (\($0))" }
         let started = (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date()
-        let temp = storage.rootURL.appendingPathComponent(".import-\(UUID().uuidString.lowercased()).partial")
-        defer { unlink(temp.path) }
+        let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
+        partials.register(temp)
+        defer {
+            unlink(temp.path)
+            partials.forget(temp)
+        }
 
         let (format, frames) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
@@ -95,8 +102,12 @@ public struct TakeImporter: Sendable {
                     throw TapedeckError(.unsupportedFormat, "Take \"\(take.name)\" is \(take.encoding), which this build cannot read.")
                 }
                 let (format, frames) = try decodeAll(url, decoder: decoder)
-                let temp = storage.rootURL.appendingPathComponent(".import-\(UUID().uuidString.lowercased()).partial")
-                defer { unlink(temp.path) }
+                let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
+                partials.register(temp)
+                defer {
+                    unlink(temp.path)
+                    partials.forget(temp)
+                }
                 try Self.copy(url, to: temp)
                 let ext = url.pathExtension.isEmpty ? take.encoding : url.pathExtension
                 imported.append(try commit(temp, names: [take.name], in: session, format: format, encoding: take.encoding,

@@ -167,14 +167,16 @@ public final class Studio {
     }
 
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
-    public func makeExporter() -> TakeExporter {
-        TakeExporter(decoders: decoders, store: store, logger: logger)
+    /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
+    public func makeExporter(partials: PartialFiles = PartialFiles()) -> TakeExporter {
+        TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials)
     }
 
     /// An importer into the library, transcoding with the configured encoder where needed.
     /// - Thread: main actor; never blocks.
-    public func makeImporter() -> TakeImporter {
-        TakeImporter(storage: store.storage, encoder: encoder, decoders: decoders)
+    /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
+    public func makeImporter(partials: PartialFiles = PartialFiles()) -> TakeImporter {
+        TakeImporter(storage: store.storage, encoder: encoder, decoders: decoders, partials: partials)
     }
 
     /// Opens a `.tapedeck` bundle in place, read as untrusted input, as the source of an import.

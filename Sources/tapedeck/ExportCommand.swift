@@ -68,6 +68,17 @@ struct ExportCommand: AsyncParsableCommand {
                 let value = String(pair[pair.index(after: eq)...])
                 extraTags[try TakeAnnotations.validateTag(String(pair[..<eq]), value)] = value
             }
+            // A stop (Ctrl-C, SIGTERM, SIGHUP) removes the temporary files of the exports in
+            // flight and exits 130; the files already in place stay.
+            let partials = PartialFiles()
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
+                let removed = partials.removeAll()
+                Terminal.endStatus()
+                Terminal.printError("Stopped. Files exported before the stop are kept\(removed > 0 ? "; the unfinished ones were removed" : "").")
+                StandardOutput.flush()
+                Glibc.exit(TapedeckError.Code.cancelled.exitStatus)
+            }
+            defer { signals.cancel() }
             let studio = try await global.makeStudio()
             let formats = studio.catalog.encoders.map(\.name).joined(separator: ", ")
             let toStdout = output == "-"
@@ -128,7 +139,9 @@ struct ExportCommand: AsyncParsableCommand {
             defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
             let directory = temporary ?? URL(fileURLWithPath: outputIsFolder ? output ?? FileManager.default.currentDirectoryPath : ".")
             items = items.map { ExportItem(take: $0.take, session: $0.session, extraTags: extraTags, target: fileOutput) }
-            let exporter = studio.makeExporter()
+            // Temporary files of exports into this folder that were killed (even by SIGKILL).
+            PartialFiles.removeStale(in: fileOutput?.deletingLastPathComponent() ?? directory)
+            let exporter = studio.makeExporter(partials: partials)
 
             let showProgress = Terminal.showsProgress && !json
             let bar = showProgress ? Task { @MainActor in

@@ -1,7 +1,11 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import TapedeckApp
 import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,10 +46,26 @@ struct ImportCommand: AsyncParsableCommand {
             if takeName != nil && files.count > 1 {
                 throw TapedeckError(.invalidArgument, "--name names one take: give one file with it, or leave it out (takes are named after their files).")
             }
+            // A stop (Ctrl-C, SIGTERM, SIGHUP) removes the temporary file in the library and a
+            // session this import made and filled with nothing, then exits 130; the takes
+            // imported before it stay.
+            let partials = PartialFiles()
+            let madeSession = Mutex<(storage: (any TakeStorage)?, id: String?)>((nil, nil))
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
+                let removed = partials.removeAll()
+                let (storage, id) = madeSession.withLock { $0 }
+                if let storage, let id, (try? storage.session(id: id))?.takes.isEmpty == true {
+                    try? storage.deleteSession(id)
+                }
+                Terminal.printError("Stopped. The files imported before the stop are kept\(removed > 0 ? "; the one being imported was removed" : "").")
+                StandardOutput.flush()
+                Glibc.exit(TapedeckError.Code.cancelled.exitStatus)
+            }
+            defer { signals.cancel() }
             let studio = try await global.makeStudio(writing: true)
             ErrorAdvice.current?.on(.unsupportedFormat,
                 say: "If the file is audio in another format, convert it first (sox, ffmpeg); if it is the library's encoder that cannot store it, choose another with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
-            let importer = studio.makeImporter()
+            let importer = studio.makeImporter(partials: partials)
             let urls = files.map { URL(fileURLWithPath: $0).standardizedFileURL }
             var imported: [(Session, Take)] = []
             var failures: [TapedeckError] = []
@@ -59,7 +79,10 @@ struct ImportCommand: AsyncParsableCommand {
                 let (session, takes) = try await importer.run(session: original.id, from: source, named: sessionName)
                 imported = takes.map { (session, $0) }
             } else {
+                let storage = studio.store.storage
+                let existed = try storage.findSessionForRecording(named: sessionName) != nil
                 let session = try await studio.store.sessionForRecording(named: sessionName)
+                if !existed { madeSession.withLock { $0 = (storage, session.id) } }
                 for url in urls {
                     do {
                         imported.append((session, try await importer.run(file: url, into: session, named: takeName)))
@@ -69,6 +92,11 @@ struct ImportCommand: AsyncParsableCommand {
                         // Whatever one file does, the others are still imported and reported.
                         failures.append(TapedeckError(.io, "\(url.lastPathComponent): could not be imported: \(error.localizedDescription)"))
                     }
+                }
+                // A session made for files that were all refused is not left behind, empty.
+                if !existed && imported.isEmpty {
+                    madeSession.withLock { $0 = (nil, nil) }
+                    try? await studio.store.delete(.session(session))
                 }
             }
             try await studio.store.refresh()
