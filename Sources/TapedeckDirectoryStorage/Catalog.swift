@@ -21,6 +21,11 @@ struct Catalog: Sendable {
             // a power loss could then undo commits that had returned, a finished take's entry
             // among them (scripts/reliability-powerloss found it). FULL syncs the WAL at every commit.
             try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+            // A catalog a newer Tapedeck wrote is not used, or written, blindly.
+            if try queue.read({ try Self.migrator.hasBeenSuperseded($0) }) {
+                throw TapedeckError(.configuration,
+                    "The library catalog \(url.path) was written by a newer version of Tapedeck. Use that version, or keep this version's libraries elsewhere (storage.directory.path).")
+            }
             try Self.migrator.migrate(queue)
         } catch let error as DatabaseError {
             throw Self.translate(error, url: url)
@@ -94,23 +99,64 @@ struct Catalog: Sendable {
 
     // MARK: rows
 
-    static func session(from row: Row) -> (Session, folder: String) {
-        (Session(id: row["id"], name: row["name"], createdAt: Date(timeIntervalSince1970: row["createdAt"])), row["folder"])
+    static func session(from row: Row) throws -> (Session, folder: String) {
+        let r = RowReader(row: row, what: "session")
+        return (Session(id: try r.text("id"), name: try r.text("name"), createdAt: Date(timeIntervalSince1970: try r.number("createdAt"))),
+                try r.text("folder"))
     }
 
-    static func take(from row: Row) -> Take {
-        let overrunsJSON: String = row["overruns"]
+    /// A take's row, every column checked: a wrong type or an impossible value (a sample rate
+    /// of 0, an unknown state) is a damaged row, never a crash and never a guess.
+    static func take(from row: Row) throws -> Take {
+        let r = RowReader(row: row, what: "take")
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        let overruns = (try? decoder.decode([OverrunEvent].self, from: Data(overrunsJSON.utf8))) ?? []
-        let sampleFormat = SampleFormat(rawValue: row["sampleFormat"]) ?? .s16
+        let overruns = (try? decoder.decode([OverrunEvent].self, from: Data(try r.text("overruns").utf8))) ?? []
+        guard let sampleFormat = SampleFormat(rawValue: try r.text("sampleFormat")) else { throw r.damaged("sampleFormat") }
+        guard let state = TakeState(rawValue: try r.text("state")) else { throw r.damaged("state") }
+        let format = AudioFormat(sampleRate: try r.integer("sampleRate"), channels: try r.integer("channels"), sampleFormat: sampleFormat)
+        guard (try? format.validate()) != nil else { throw r.damaged("sampleRate") }
+        let frames = try r.integer64("frames")
+        guard frames >= 0 else { throw r.damaged("frames") }
+        let created = try r.number("createdAt")
+        guard created.isFinite else { throw r.damaged("createdAt") }
         return Take(
-            id: row["id"], sessionID: row["sessionId"], name: row["name"], number: row["number"],
-            createdAt: Date(timeIntervalSince1970: row["createdAt"]),
-            state: TakeState(rawValue: row["state"]) ?? .recording,
-            format: AudioFormat(sampleRate: row["sampleRate"], channels: row["channels"], sampleFormat: sampleFormat),
-            encoding: row["encoding"], file: row["file"], frames: row["frames"], overruns: overruns, notes: row["notes"],
-            tags: decodeTags(row["tags"]), clippedSamples: row["clippedSamples"] ?? 0)
+            id: try r.text("id"), sessionID: try r.text("sessionId"), name: try r.text("name"), number: try r.integer("number"),
+            createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
+            encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
+            tags: decodeTags(row["tags"] as String?), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0)
+    }
+
+    /// Reads one row's columns with their types checked (GRDB's plain subscripts trap on a value
+    /// of the wrong type).
+    struct RowReader {
+        let row: Row
+        let what: String
+
+        func damaged(_ column: String) -> TapedeckError {
+            let id = String.fromDatabaseValue(row["id"] as DatabaseValue) ?? "(no id)"
+            return TapedeckError(.corruptFile, "The catalog's row for \(what) \(id) is damaged: its \(column) holds \(SettingProblem.shown((row[column] as DatabaseValue).description)); the \(what) is left out of every listing.")
+        }
+        func text(_ column: String) throws -> String {
+            guard let v = String.fromDatabaseValue(row[column] as DatabaseValue) else { throw damaged(column) }
+            return v
+        }
+        func integer(_ column: String) throws -> Int {
+            let value = row[column] as DatabaseValue
+            guard case .int64(let n) = value.storage, let v = Int(exactly: n) else { throw damaged(column) }
+            return v
+        }
+        func integer64(_ column: String) throws -> Int64 {
+            guard case .int64(let n) = (row[column] as DatabaseValue).storage else { throw damaged(column) }
+            return n
+        }
+        func number(_ column: String) throws -> Double {
+            switch (row[column] as DatabaseValue).storage {
+            case .int64(let n): return Double(n)
+            case .double(let d) where d.isFinite: return d
+            default: throw damaged(column)
+            }
+        }
     }
 
     static func decodeTags(_ json: String?) -> [String: String] {

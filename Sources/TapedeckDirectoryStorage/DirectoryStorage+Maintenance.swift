@@ -43,8 +43,9 @@ extension DirectoryStorage {
         let referenced = try catalog.read { db -> Set<String> in
             var names = Set<String>()
             for row in try Row.fetchAll(db, sql: "SELECT file, pendingFile, state FROM take") {
-                names.insert(row["file"])
-                if let pending: String = row["pendingFile"], (row["state"] as String) == TakeState.recording.rawValue { names.insert(pending) }
+                if let file = String.fromDatabaseValue(row["file"] as DatabaseValue) { names.insert(file) }
+                if let pending = String.fromDatabaseValue(row["pendingFile"] as DatabaseValue),
+                   String.fromDatabaseValue(row["state"] as DatabaseValue) == TakeState.recording.rawValue { names.insert(pending) }
             }
             return names
         }
@@ -69,8 +70,24 @@ extension DirectoryStorage {
 
     public func damagedParts() throws -> [DamagedPart] {
         let result = try catalog.read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
-        return result == ["ok"] ? [] : [DamagedPart(path: Self.catalogName, problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))",
-                                                   canQuarantine: false)]
+        var parts = result == ["ok"] ? [] : [DamagedPart(path: Self.catalogName, problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))",
+                                                        canQuarantine: false)]
+        // Rows whose values cannot be a session or take (a wrong type, a rate of 0, an unknown
+        // state): left out of every listing, reported here.
+        let rows = try catalog.read { db in
+            (try Row.fetchAll(db, sql: "SELECT * FROM session"), try Row.fetchAll(db, sql: "SELECT * FROM take"))
+        }
+        for row in rows.0 {
+            do { _ = try Catalog.session(from: row) } catch let e as TapedeckError {
+                parts.append(DamagedPart(path: Self.catalogName, problem: e.message, canQuarantine: false))
+            }
+        }
+        for row in rows.1 {
+            do { _ = try Catalog.take(from: row) } catch let e as TapedeckError {
+                parts.append(DamagedPart(path: Self.catalogName, problem: e.message, canQuarantine: false))
+            }
+        }
+        return parts
     }
 
     public func quarantine(_ relativePath: String) throws -> String {
@@ -83,7 +100,7 @@ extension DirectoryStorage {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
-            let take = Catalog.take(from: row)
+            let take = try Catalog.take(from: row)
             guard take.state != .recording else {
                 throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded or waits for recovery; it cannot be forgotten.")
             }

@@ -82,10 +82,11 @@ public final class DirectoryStorage: LibraryMaintenance {
 
     public func sessions() throws -> [Session] {
         try catalog.read { db in
-            let takes = try Row.fetchAll(db, sql: "SELECT * FROM take ORDER BY number, createdAt").map(Catalog.take(from:))
+            // A damaged row is left out (`doctor` lists it: damagedParts()), never a crash.
+            let takes = try Row.fetchAll(db, sql: "SELECT * FROM take ORDER BY number, createdAt").compactMap { try? Catalog.take(from: $0) }
             let byID = Dictionary(grouping: takes, by: \.sessionID)
-            return try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid").map { row in
-                var s = Catalog.session(from: row).0
+            return try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid").compactMap { row in
+                guard var s = try? Catalog.session(from: row).0 else { return nil }
                 s.takes = byID[s.id] ?? []
                 return s
             }
@@ -101,7 +102,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                 // Names are compared as Swift compares them (canonically equivalent spellings, NFC
                 // and NFD, are one name), not byte for byte as SQL would; a library has few sessions.
                 row = try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid")
-                    .first { ($0["name"] as String) == name }
+                    .first { String.fromDatabaseValue($0["name"] as DatabaseValue) == name }
             } else {
                 // The session whose latest take (or, without takes, its creation) is the newest;
                 // the oldest of equals, as sessions() lists them.
@@ -113,7 +114,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                     LIMIT 1
                     """)
             }
-            return row.map { Catalog.session(from: $0).0 }
+            return try row.map { try Catalog.session(from: $0).0 }
         }
     }
 
@@ -165,13 +166,13 @@ public final class DirectoryStorage: LibraryMaintenance {
             let files = try Row.fetchAll(db, sql: "SELECT file, pendingFile FROM take WHERE sessionId = ?", arguments: [id])
                 .flatMap { r -> [String] in [r["file"], r["pendingFile"]].compactMap { $0 } }
             let recording = try Row.fetchAll(db, sql: "SELECT * FROM take WHERE sessionId = ? AND state = 'recording'", arguments: [id])
-            if recording.map(Catalog.take(from:)).contains(where: isLive) {
+            if try recording.map(Catalog.take(from:)).contains(where: isLive) {
                 throw TapedeckError(.busy, "The session is being recorded into. Stop that recording first, then delete the session.")
             }
             let takeIDs = try String.fetchAll(db, sql: "SELECT id FROM take WHERE sessionId = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM take WHERE sessionId = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM session WHERE id = ?", arguments: [id])
-            return (Catalog.session(from: row).folder, files, takeIDs)
+            return (try Catalog.session(from: row).folder, files, takeIDs)
         }
         // Rows are gone; now the audio. A failure here leaves orphan files, never rows without audio.
         let folderURL = try confined(folder)
@@ -193,7 +194,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         guard let sessionRow = try catalog.read({ try Row.fetchOne($0, sql: "SELECT * FROM session WHERE id = ?", arguments: [sessionID]) }) else {
             throw TapedeckError(.notFound, "No session has the id \(sessionID). Run `tapedeck list` to see the sessions.")
         }
-        let (session, folder) = Catalog.session(from: sessionRow)
+        let (session, folder) = try Catalog.session(from: sessionRow)
         let folderURL = try confined(folder)
         try files.makeDirectory(folderURL)
         let pending = "\(folder)/" + StoreNames.pendingFile(id: id, fileExtension: fileExtension)
@@ -259,7 +260,7 @@ public final class DirectoryStorage: LibraryMaintenance {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
-            var take = Catalog.take(from: row)
+            var take = try Catalog.take(from: row)
             if try String.fetchAll(db, sql: "SELECT name FROM take WHERE sessionId = ? AND id <> ?",
                                    arguments: [take.sessionID, id]).contains(name) {
                 throw TapedeckError(.alreadyExists, "This session has a take named \"\(name)\" already. Choose another name.")
@@ -276,7 +277,7 @@ public final class DirectoryStorage: LibraryMaintenance {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
-            var take = Catalog.take(from: row)
+            var take = try Catalog.take(from: row)
             try db.execute(sql: "UPDATE take SET notes = ?, tags = ?, clippedSamples = ? WHERE id = ?",
                            arguments: [annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples, id])
             take.annotations = annotations
@@ -295,12 +296,12 @@ public final class DirectoryStorage: LibraryMaintenance {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [id]) else {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
-            let take = Catalog.take(from: row)
+            let take = try Catalog.take(from: row)
             guard take.state != .recording || !isLive(take) else {
                 throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded. Stop that recording first, then delete it.")
             }
             try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
-            return (take, row["pendingFile"])
+            return (take, String.fromDatabaseValue(row["pendingFile"] as DatabaseValue))
         }
         let url = try confined(take.file)
         try files.remove(url)
@@ -316,7 +317,8 @@ public final class DirectoryStorage: LibraryMaintenance {
         let rows = try catalog.read { try Row.fetchAll($0, sql: "SELECT * FROM take WHERE state = 'recording' ORDER BY createdAt") }
         var result: [InterruptedTake] = []
         for row in rows {
-            let take = Catalog.take(from: row)
+            // A damaged row is not recovered (doctor reports it); the others still are.
+            guard let take = try? Catalog.take(from: row) else { continue }
             // Hold the take's lock from here until its recovery is committed, so neither the
             // recording process nor another recovering process can race this one.
             guard let lockFD = acquireLock(of: take) else { continue }
@@ -325,7 +327,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                 close(lockFD)
                 continue
             }
-            let pending: String? = row["pendingFile"]
+            let pending = String.fromDatabaseValue(row["pendingFile"] as DatabaseValue)
             let candidates = [pending, take.file].compactMap { $0 }
             // A take whose paths cannot be used is skipped (doctor reports it), never allowed to
             // stop the rest of the library from opening.

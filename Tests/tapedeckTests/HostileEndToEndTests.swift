@@ -136,6 +136,27 @@ struct HostileEndToEndTests {
         #expect(peak.map { $0 < 0.31 } == true, "\(stat.stderr)")
     }
 
+    @Test("a catalog row with a wrong-typed or impossible value is reported by doctor, never a crash; a newer catalog is refused")
+    func damagedRows() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2").status == 0)
+        #expect(try cli.run("record", "0.2").status == 0)
+        let catalog = cli.library.appendingPathComponent("catalog.sqlite").path
+        for (sql, column) in [("UPDATE take SET sampleRate = 'abc' WHERE number = 1", "sampleRate"),
+                              ("UPDATE take SET sampleRate = 0 WHERE number = 1", "sampleRate"),
+                              ("UPDATE take SET state = 'paused' WHERE number = 1", "state")] {
+            #expect(try CLIHarness.tool("python3", ["-c", "import sqlite3; db = sqlite3.connect('\(catalog)'); db.execute(\"\(sql)\"); db.commit()"]).status == 0)
+            let list = try cli.run("list")
+            #expect(list.status == 0 && list.stdout.contains("Take 2") && !list.stdout.contains("Take 1"), "\(list.stdout) \(list.stderr)")
+            let doctor = try cli.run("doctor")
+            #expect(doctor.status == 1 && doctor.stdout.contains("damaged") && doctor.stdout.contains(column), "\(doctor.stdout) \(doctor.stderr)")
+            #expect(try cli.run("doctor", "--json").status == 1)
+        }
+        #expect(try CLIHarness.tool("python3", ["-c", "import sqlite3; db = sqlite3.connect('\(catalog)'); db.execute(\"INSERT INTO grdb_migrations VALUES ('v9: from the future')\"); db.commit()"]).status == 0)
+        let newer = try cli.run("list")
+        #expect(newer.status == 78 && newer.stderr.contains("newer version"), "\(newer.stderr)")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()
