@@ -195,10 +195,7 @@ public struct TakeImporter: Sendable {
             do {
                 try decoder.openReader(at: url).close()
             } catch let error as TapedeckError {
-                // Not audio Tapedeck reads is an unsupported format (65), unless the file
-                // itself could not be read.
-                let code: TapedeckError.Code = [.io, .notFound].contains(error.code) && error.systemCode != nil ? error.code : .unsupportedFormat
-                return TapedeckError(code, "\(error.message) (No decoder in this build reads it; tried \(tried).)",
+                return TapedeckError(error.code, "\(error.message) (No decoder in this build reads it; tried \(tried).)",
                                      systemCode: error.systemCode)
             } catch {}
         }

@@ -42,12 +42,16 @@ final class WAVTakeReader: TakeReader {
                     ? "If it is a take in your library, run `tapedeck doctor --repair`: it turns the chunk into padding and keeps the audio. A file from elsewhere needs the chunk removed by the program that made it."
                     : "Tapedeck cannot repair this file (its header is incomplete or its encoding is one Tapedeck does not write); re-save it from the program that made it."))
         }
+        // A file that begins as a sound file of some kind and cannot be opened is damaged; one
+        // that does not is not a format Tapedeck reads (looked at before libsndfile has the file).
+        let head = (try? raw.read(4, at: 0)) ?? []
+        let looksLikeAudio = head.count < 4 || [Array("RIFF".utf8), Array("RF64".utf8), Array("FORM".utf8), Array("OggS".utf8), Array(".snd".utf8)].contains(head)
         var info = SF_INFO()
         guard let handle = sf_open_fd(fd, Int32(SFM_READ), &info, 0 /* closed by us */) else {
             let reason = Sndfile.errorString(nil)
             closeDescriptor(fd)
-            throw TapedeckError(.corruptFile,
-                "\(path) cannot be read as audio: \(reason). The file is damaged or not a WAV file.")
+            throw TapedeckError(looksLikeAudio ? .corruptFile : .unsupportedFormat,
+                "\(path) cannot be read as audio: \(reason). \(looksLikeAudio ? "The file is damaged." : "It is not a sound file Tapedeck reads.")")
         }
         guard info.channels > 0, info.samplerate > 0 else {
             sf_close(handle)

@@ -187,7 +187,8 @@ struct ConfigurationTests {
         #expect(message { _ = try resolve("format: [1, 2]\n") }.contains("a list is not accepted"))
         #expect(message { _ = try resolve("format:\n  channels: 1\n  channels: 2\n") } == "test.yaml:2: channels given twice in one section. Keep one of them.")
         let syntax = message { _ = try resolve("capture: {backend: null\n") }
-        #expect(syntax.hasPrefix("test.yaml:2: not valid YAML:") && !syntax.contains("\n"), "\(syntax)")
+        // The flow mapping left open on line 1 is found at the end of the file: the message names line 1.
+        #expect(syntax.hasPrefix("test.yaml:1: not valid YAML:") && syntax.contains("(by line 2)") && !syntax.contains("\n"), "\(syntax)")
     }
 
     @Test("a capture buffer too large for memory is refused, naming the key and the limit")
