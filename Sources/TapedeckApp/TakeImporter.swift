@@ -140,6 +140,10 @@ public struct TakeImporter: Sendable {
             }
         }
         guard let pending else { throw TapedeckError(.alreadyExists, "The session has takes of every name tried.") }
+        // A stop before the take is finished removes its row (no audio of it is in place yet).
+        let storage = self.storage
+        let token = partials.begun { _ = try? storage.completeRecovery(of: pending.take, repaired: nil) }
+        defer { partials.finished(token) }
         do {
             try prepare(pending.take)
             try DurableFiles().moveIntoPlace(temp, pending.fileURL)

@@ -13,6 +13,8 @@ import Glibc
 /// for long.
 public final class PartialFiles: Sendable {
     private let live = Mutex<Set<String>>([])
+    /// Undo actions for work begun and not finished (an import's take row), by token.
+    private let undo = Mutex<[UUID: @Sendable () -> Void]>([:])
 
     public init() {}
 
@@ -69,11 +71,25 @@ public final class PartialFiles: Sendable {
     /// Forgets one that was moved into place or removed. - Thread: any.
     public func forget(_ url: URL) { live.withLock { _ = $0.remove(url.path) } }
 
-    /// Removes every registered file (a stop signal); returns how many there were. - Thread: any.
+    /// Notes how to undo work begun (an import's take row in state `recording`), for a stop
+    /// signal; returns the token to ``finished(_:)`` with. - Thread: any.
+    public func begun(undo action: @escaping @Sendable () -> Void) -> UUID {
+        let token = UUID()
+        undo.withLock { $0[token] = action }
+        return token
+    }
+
+    /// Forgets the undo action of work that finished or was undone. - Thread: any.
+    public func finished(_ token: UUID) { undo.withLock { _ = $0.removeValue(forKey: token) } }
+
+    /// Removes every registered file and undoes work begun (a stop signal); returns how many
+    /// files and actions there were. - Thread: any.
     @discardableResult
     public func removeAll() -> Int {
         let paths = live.withLock { paths in defer { paths.removeAll() }; return paths }
         for path in paths { unlink(path) }
-        return paths.count
+        let actions = undo.withLock { actions in defer { actions.removeAll() }; return Array(actions.values) }
+        for action in actions { action() }
+        return paths.count + actions.count
     }
 }
