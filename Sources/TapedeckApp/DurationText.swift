@@ -58,6 +58,8 @@ public enum DurationText {
                 return total + value * last / 60
             }
             guard let (unit, scale) = units.first(where: { rest.hasPrefix($0.0) }) else { return nil }
+            // Each unit once, largest first: `1h1h` or `5s2m` is a typo, not 2 h.
+            if let last = lastScale, scale >= last { return nil }
             rest = rest.dropFirst(unit.count)
             total += value * scale
             lastScale = scale

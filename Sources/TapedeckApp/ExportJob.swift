@@ -118,6 +118,7 @@ struct ExportJob {
         var hash = ContentHash()
         let selfVerifying = writer.verifiesOutput
         while true {
+            try partials.checkStopped()
             let n = try reader.read(into: input, maxFrames: chunk)
             if n == 0 { break }
             let block = converter != nil ? UnsafeRawPointer(output!) : UnsafeRawPointer(input)

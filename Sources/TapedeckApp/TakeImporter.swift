@@ -71,7 +71,7 @@ public struct TakeImporter: Sendable {
 
         let (format, frames) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
-            try Self.copy(url, to: temp)
+            try copy(url, to: temp)
             return try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
                               fileExtension: kept.fileExtension, startDate: started, frames: frames,
                               state: .complete, overruns: [])
@@ -108,7 +108,7 @@ public struct TakeImporter: Sendable {
                     unlink(temp.path)
                     partials.forget(temp)
                 }
-                try Self.copy(url, to: temp)
+                try copy(url, to: temp)
                 let ext = url.pathExtension.isEmpty ? take.encoding : url.pathExtension
                 imported.append(try commit(temp, names: [take.name], in: session, format: format, encoding: take.encoding,
                                            fileExtension: ext, startDate: take.createdAt, frames: frames,
@@ -140,10 +140,6 @@ public struct TakeImporter: Sendable {
             }
         }
         guard let pending else { throw TapedeckError(.alreadyExists, "The session has takes of every name tried.") }
-        // A stop before the take is finished removes its row (no audio of it is in place yet).
-        let storage = self.storage
-        let token = partials.begun { _ = try? storage.completeRecovery(of: pending.take, repaired: nil) }
-        defer { partials.finished(token) }
         do {
             try prepare(pending.take)
             try DurableFiles().moveIntoPlace(temp, pending.fileURL)
@@ -163,6 +159,7 @@ public struct TakeImporter: Sendable {
         defer { buffer.deallocate() }
         var frames: Int64 = 0
         while true {
+            try partials.checkStopped()
             let n = try reader.read(into: buffer, maxFrames: chunk)
             if n == 0 { break }
             frames += Int64(n)
@@ -183,6 +180,7 @@ public struct TakeImporter: Sendable {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * format.bytesPerFrame, alignment: 16)
         defer { buffer.deallocate() }
         while true {
+            try partials.checkStopped()
             let n = try reader.read(into: buffer, maxFrames: chunk)
             if n == 0 { break }
             try writer.write(buffer, frames: n)
@@ -207,7 +205,7 @@ public struct TakeImporter: Sendable {
     }
 
     /// Copies a file to a new file (never replacing) and syncs it.
-    static func copy(_ source: URL, to destination: URL) throws {
+    func copy(_ source: URL, to destination: URL) throws {
         let input = open(source.path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw TapedeckError.system(errno, while: "open \(source.path)") }
         defer { close(input) }
@@ -218,6 +216,7 @@ public struct TakeImporter: Sendable {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         defer { buffer.deallocate() }
         while true {
+            try partials.checkStopped()
             let n = read(input, buffer, size)
             if n < 0 {
                 if errno == EINTR { continue }

@@ -68,16 +68,11 @@ struct ExportCommand: AsyncParsableCommand {
                 let value = String(pair[pair.index(after: eq)...])
                 extraTags[try TakeAnnotations.validateTag(String(pair[..<eq]), value)] = value
             }
-            // A stop (Ctrl-C, SIGTERM, SIGHUP) removes the temporary files of the exports in
-            // flight and exits 130; the files already in place stay.
+            // A stop (Ctrl-C, SIGTERM, SIGHUP) ends the exports in flight at their next block
+            // (each removes its temporary file, as for any failure) and exits 130; the files
+            // already in place stay.
             let partials = PartialFiles()
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
-                let removed = partials.removeAll()
-                Terminal.endStatus()
-                Terminal.printError("Stopped. Files exported before the stop are kept\(removed > 0 ? "; the unfinished ones were removed" : "").")
-                StandardOutput.flush()
-                Glibc.exit(TapedeckError.Code.cancelled.exitStatus)
-            }
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in partials.stop() }
             defer { signals.cancel() }
             let studio = try await global.makeStudio()
             let formats = studio.catalog.encoders.map(\.name).joined(separator: ", ")
@@ -155,6 +150,10 @@ struct ExportCommand: AsyncParsableCommand {
                                                 force: force, sampleFormat: conversion)
             bar?.cancel()
             if showProgress { Terminal.endStatus() }
+            if partials.isStopped {
+                let done = results.filter { if case .success = $0 { true } else { false } }.count
+                throw TapedeckError(.cancelled, "Stopped. \(done == 0 ? "Nothing was exported" : Terminal.counted(done, "file") + " exported before the stop " + (done == 1 ? "is" : "are") + " kept"); the unfinished ones were removed.")
+            }
 
             var firstError: TapedeckError?
             var reports: [ExportResultJSON] = []

@@ -46,21 +46,12 @@ struct ImportCommand: AsyncParsableCommand {
             if takeName != nil && files.count > 1 {
                 throw TapedeckError(.invalidArgument, "--name names one take: give one file with it, or leave it out (takes are named after their files).")
             }
-            // A stop (Ctrl-C, SIGTERM, SIGHUP) removes the temporary file in the library and a
-            // session this import made and filled with nothing, then exits 130; the takes
+            // A stop (Ctrl-C, SIGTERM, SIGHUP) ends the file being imported at its next block:
+            // its temporary file and take row are removed as for any failed file, a session this
+            // import made and filled with nothing too, and the command exits 130; the takes
             // imported before it stay.
             let partials = PartialFiles()
-            let madeSession = Mutex<(storage: (any TakeStorage)?, id: String?)>((nil, nil))
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
-                let removed = partials.removeAll()
-                let (storage, id) = madeSession.withLock { $0 }
-                if let storage, let id, (try? storage.session(id: id))?.takes.isEmpty == true {
-                    try? storage.deleteSession(id)
-                }
-                Terminal.printError("Stopped. The files imported before the stop are kept\(removed > 0 ? "; the one being imported was removed" : "").")
-                StandardOutput.flush()
-                Glibc.exit(TapedeckError.Code.cancelled.exitStatus)
-            }
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in partials.stop() }
             defer { signals.cancel() }
             let studio = try await global.makeStudio(writing: true)
             ErrorAdvice.current?.on(.unsupportedFormat,
@@ -79,13 +70,13 @@ struct ImportCommand: AsyncParsableCommand {
                 let (session, takes) = try await importer.run(session: original.id, from: source, named: sessionName)
                 imported = takes.map { (session, $0) }
             } else {
-                let storage = studio.store.storage
-                let existed = try storage.findSessionForRecording(named: sessionName) != nil
+                let existed = try studio.store.storage.findSessionForRecording(named: sessionName) != nil
                 let session = try await studio.store.sessionForRecording(named: sessionName)
-                if !existed { madeSession.withLock { $0 = (storage, session.id) } }
-                for url in urls {
+                for url in urls where !partials.isStopped {
                     do {
                         imported.append((session, try await importer.run(file: url, into: session, named: takeName)))
+                    } catch let error as TapedeckError where error.code == .cancelled && partials.isStopped {
+                        break
                     } catch let error as TapedeckError {
                         failures.append(TapedeckError(error.code, "\(url.lastPathComponent): \(error.message)", systemCode: error.systemCode))
                     } catch {
@@ -95,9 +86,12 @@ struct ImportCommand: AsyncParsableCommand {
                 }
                 // A session made for files that were all refused is not left behind, empty.
                 if !existed && imported.isEmpty {
-                    madeSession.withLock { $0 = (nil, nil) }
                     try? await studio.store.delete(.session(session))
                 }
+            }
+            if partials.isStopped {
+                for (s, t) in imported { print("Imported \(s.name)/\(t.name)  [\(t.shortID)]") }
+                throw TapedeckError(.cancelled, "Stopped. The files imported before the stop are kept; the one being imported was removed.")
             }
             try await studio.store.refresh()
             let storage = studio.store.storage

@@ -14,7 +14,7 @@ struct DurationTextTests {
     }
 
     @Test("everything else is refused with the forms to use", arguments: [
-        "", "-5", "abc", "5x", "1:2:3:4", "00:60", "1:75:00", "1s30", "inf", "nan", "1e3", "0x10", "400d", "9999h", ":5", "5:",
+        "", "-5", "abc", "1h1h", "5s2m", "1m1m", "5x", "1:2:3:4", "00:60", "1:75:00", "1s30", "inf", "nan", "1e3", "0x10", "400d", "9999h", ":5", "5:",
     ])
     func refused(_ text: String) {
         let error = #expect(throws: TapedeckError.self) { _ = try DurationText.seconds(text, flag: "-d/--duration") }

@@ -7,14 +7,14 @@ import Glibc
 /// The temporary files `import` (in a library's root) and `export` (beside each target) write
 /// before a verified result is put in place: named after the process that writes them, so any
 /// later run can tell one whose writer is gone (killed, even by SIGKILL) and remove it, and
-/// registered while they exist, so a stop signal removes them before the process exits.
+/// registered while they exist; a stop signal asks the work to end at a safe point (its own
+/// error paths remove what it made), and a second one removes what is registered and exits.
 ///
 /// A reference type shared by the command and its workers; safe on any thread, never blocks
 /// for long.
 public final class PartialFiles: Sendable {
     private let live = Mutex<Set<String>>([])
-    /// Undo actions for work begun and not finished (an import's take row), by token.
-    private let undo = Mutex<[UUID: @Sendable () -> Void]>([:])
+    private let stopped = Atomic<Bool>(false)
 
     public init() {}
 
@@ -71,25 +71,25 @@ public final class PartialFiles: Sendable {
     /// Forgets one that was moved into place or removed. - Thread: any.
     public func forget(_ url: URL) { live.withLock { _ = $0.remove(url.path) } }
 
-    /// Notes how to undo work begun (an import's take row in state `recording`), for a stop
-    /// signal; returns the token to ``finished(_:)`` with. - Thread: any.
-    public func begun(undo action: @escaping @Sendable () -> Void) -> UUID {
-        let token = UUID()
-        undo.withLock { $0[token] = action }
-        return token
+    /// Asks the work to stop at its next safe point (a stop signal): loops that read or write
+    /// audio call ``checkStopped()`` and end there, and their own error paths remove what they
+    /// made. - Thread: any; never blocks.
+    public func stop() { stopped.store(true, ordering: .releasing) }
+
+    /// Whether ``stop()`` was called. - Thread: any.
+    public var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    /// Throws `.cancelled` once ``stop()`` was called. - Thread: any; never blocks.
+    public func checkStopped() throws {
+        if isStopped { throw TapedeckError(.cancelled, "Stopped on request.") }
     }
 
-    /// Forgets the undo action of work that finished or was undone. - Thread: any.
-    public func finished(_ token: UUID) { undo.withLock { _ = $0.removeValue(forKey: token) } }
-
-    /// Removes every registered file and undoes work begun (a stop signal); returns how many
-    /// files and actions there were. - Thread: any.
+    /// Removes every registered file (a second stop, when the process exits at once); returns
+    /// how many there were. - Thread: any.
     @discardableResult
     public func removeAll() -> Int {
         let paths = live.withLock { paths in defer { paths.removeAll() }; return paths }
         for path in paths { unlink(path) }
-        let actions = undo.withLock { actions in defer { actions.removeAll() }; return Array(actions.values) }
-        for action in actions { action() }
-        return paths.count + actions.count
+        return paths.count
     }
 }
