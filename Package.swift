@@ -126,7 +126,7 @@ let package = Package(
         ),
         .target(
             name: "TapedeckDirectoryStorage",
-            dependencies: ["TapedeckCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TapedeckCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -128,7 +128,14 @@ extension BundleStorage {
         }
         let temporary = try confined(Self.temporaryPrefix + UUID().uuidString.lowercased(), in: bundle)
         do {
-            try files.writeNewFile(data, to: temporary)
+            do {
+                try files.writeNewFile(data, to: temporary)
+            } catch let error as TapedeckError where error.code == .diskFull && releaseManifestReserve() {
+                // Another program filled the disk: the reserve lets this rewrite (a delete that
+                // makes room, as a rule) go through.
+                unlink(temporary.path)
+                try files.writeNewFile(data, to: temporary)
+            }
             try files.reached(operation, "manifest written")
             try files.replace(bundle.appendingPathComponent(Self.manifestName), with: temporary)
         } catch {
@@ -139,6 +146,19 @@ extension BundleStorage {
         }
         try files.syncDirectory(bundle)
         try files.reached(operation, "manifest committed")
+    }
+
+    /// Disk space the library lock file holds for manifest rewrites on a full disk.
+    static let manifestReserveBytes = 1 << 20
+
+    /// Gives the manifest reserve back; whether there was one.
+    func releaseManifestReserve() -> Bool {
+        let fd = open(rootURL.appendingPathComponent(Self.libraryLockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return false }
+        return ftruncate(fd, 0) == 0
     }
 
     /// Removes manifest temporaries a dead process left (never read; under the lock, so no live

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import TapedeckCore
 
 /// The SQLite catalog (`catalog.sqlite`) of a directory library: WAL journal synced at every
@@ -15,6 +16,14 @@ struct Catalog: Sendable {
         config.busyMode = .timeout(busyTimeout)
         config.foreignKeysEnabled = true
         config.label = "tapedeck.catalog"
+        // The write-ahead log and its index (-wal, -shm) stay when the last connection closes,
+        // at the size they grew to: opening, reading and small commits (a delete that makes
+        // room) then need no new disk blocks, so a disk another program filled still lets the
+        // library be listed and cleaned up.
+        config.prepareDatabase { db in
+            var persist: Int32 = 1
+            _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        }
         do {
             queue = try DatabaseQueue(path: url.path, configuration: config)
             // GRDB sets `synchronous = NORMAL` with WAL, which syncs the WAL only at checkpoints:

@@ -43,6 +43,23 @@ public final class DirectoryStorage: LibraryMaintenance {
         defer { close(openLock) }
         catalog = try Catalog(url: catalogURL, busyTimeout: busyTimeout)
         self.busyTimeout = busyTimeout
+        // The catalog's reserve (see ``commit(_:_:)``), taken back whenever there is room.
+        _ = posix_fallocate(openLock, 0, off_t(Self.catalogReserveBytes))
+    }
+
+    /// Disk space the library lock file holds for the catalog: when another program has filled
+    /// the disk, a commit that cannot grow the write-ahead log gives it back and tries once more,
+    /// so a delete that makes room still goes through.
+    static let catalogReserveBytes = 1 << 20
+
+    /// Gives the catalog's reserve back; whether there was one.
+    func releaseCatalogReserve() -> Bool {
+        let fd = open(rootURL.appendingPathComponent(Self.libraryLockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return false }
+        return ftruncate(fd, 0) == 0
     }
 
     /// The lock file that serializes opening the catalog between processes, and each delete
@@ -69,7 +86,13 @@ public final class DirectoryStorage: LibraryMaintenance {
     /// Runs a catalog transaction as one announced write; `step` is reported once it committed.
     func commit<T>(_ operation: String, _ body: (Database) throws -> T) throws -> T {
         try files.seam.willPerform(.write, on: catalogURL)
-        let result = try catalog.write(body)
+        let result: T
+        do {
+            result = try catalog.write(body)
+        } catch let error as TapedeckError where error.code == .diskFull {
+            guard releaseCatalogReserve() else { throw error }
+            result = try catalog.write(body)
+        }
         try files.reached(operation, "catalog committed")
         return result
     }

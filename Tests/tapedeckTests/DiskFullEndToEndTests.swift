@@ -22,6 +22,30 @@ struct DiskFullEndToEndTests {
         return (frames, try #require(take["path"] as? String))
     }
 
+    @Test("another program fills the disk: list, show, doctor, rename and delete still work, and delete makes room", arguments: ["directory", "bundle"])
+    func fullDiskLibrary(storage: String) throws {
+        try withSmallDisk(megabytes: 8) { library in
+            let cli = try CLIHarness(storage: storage, library: library)
+            #expect(try cli.run("record", "-d", "2", "--name", "A").status == 0)
+            #expect(try cli.run("record", "-d", "2", "--name", "B").status == 0)
+            // Another program fills what is left.
+            let filler = library.deletingLastPathComponent().appendingPathComponent("filler")
+            _ = try CLIHarness.tool("dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k"])
+            var info = statvfs()
+            #expect(statvfs(library.path, &info) == 0 && info.f_bavail == 0, "the disk is full")
+            for args in [["list"], ["show", "Session 1/A"], ["doctor"]] {
+                let r = try cli.run(args)
+                #expect(r.status == 0, "\(storage) \(args): \(r.stderr)")
+            }
+            let delete = try cli.run("delete", "Session 1/B", "--yes")
+            #expect(delete.status == 0, "\(storage) delete: \(delete.stderr)")
+            #expect(try cli.takes().map { $0["name"] as? String } == ["A"])
+            let recorded = try cli.run("record", "-d", "60")
+            #expect(recorded.status == 5 || recorded.status == 74, "\(recorded.stderr)")
+            if recorded.status == 74 { #expect(recorded.stderr.contains("full"), "\(recorded.stderr)") }
+        }
+    }
+
     /// Mounts a tmpfs of `megabytes` for the duration of `body`.
     func withSmallDisk(megabytes: Int, _ body: (URL) throws -> Void) throws {
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-full-\(UUID().uuidString)")
