@@ -151,8 +151,11 @@ extension BundleStorage {
     /// Disk space the library lock file holds for manifest rewrites on a full disk.
     static let manifestReserveBytes = 1 << 20
 
-    /// Gives the manifest reserve back; whether there was one.
+    /// Gives the manifest reserve back when the disk really is full (less free than the
+    /// reserve); whether it did.
     func releaseManifestReserve() -> Bool {
+        var fs = statvfs()
+        guard statvfs(rootURL.path, &fs) == 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) < Int64(Self.manifestReserveBytes) else { return false }
         let fd = open(rootURL.appendingPathComponent(Self.libraryLockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { close(fd) }

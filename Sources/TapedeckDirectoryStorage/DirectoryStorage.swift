@@ -52,8 +52,11 @@ public final class DirectoryStorage: LibraryMaintenance {
     /// so a delete that makes room still goes through.
     static let catalogReserveBytes = 1 << 20
 
-    /// Gives the catalog's reserve back; whether there was one.
+    /// Gives the catalog's reserve back when the disk really is full (less free than the
+    /// reserve); whether it did.
     func releaseCatalogReserve() -> Bool {
+        var fs = statvfs()
+        guard statvfs(rootURL.path, &fs) == 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) < Int64(Self.catalogReserveBytes) else { return false }
         let fd = open(rootURL.appendingPathComponent(Self.libraryLockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { close(fd) }
