@@ -130,7 +130,8 @@ extension BundleStorage {
         do {
             do {
                 try files.writeNewFile(data, to: temporary)
-            } catch let error as TapedeckError where error.code == .diskFull && releaseManifestReserve() {
+            } catch let error as TapedeckError where error.code == .diskFull
+                        && SpaceReserve.releaseLibraryReserve(lockFile: rootURL.appendingPathComponent(Self.libraryLockName).path, root: rootURL.path) {
                 // Another program filled the disk: the reserve lets this rewrite (a delete that
                 // makes room, as a rule) go through.
                 unlink(temporary.path)
@@ -146,22 +147,6 @@ extension BundleStorage {
         }
         try files.syncDirectory(bundle)
         try files.reached(operation, "manifest committed")
-    }
-
-    /// Disk space the library lock file holds for manifest rewrites on a full disk.
-    static let manifestReserveBytes = 1 << 20
-
-    /// Gives the manifest reserve back when the disk really is full (less free than the
-    /// reserve); whether it did.
-    func releaseManifestReserve() -> Bool {
-        var fs = statvfs()
-        guard statvfs(rootURL.path, &fs) == 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) < Int64(Self.manifestReserveBytes) else { return false }
-        let fd = open(rootURL.appendingPathComponent(Self.libraryLockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size > 0 else { return false }
-        return ftruncate(fd, 0) == 0
     }
 
     /// Removes manifest temporaries a dead process left (never read; under the lock, so no live

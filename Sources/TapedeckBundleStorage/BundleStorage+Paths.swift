@@ -131,7 +131,7 @@ extension BundleStorage {
         defer { close(rootFD) }
         // The library lock file holds a reserve for manifest rewrites (see `commit`), taken
         // back whenever there is room.
-        _ = posix_fallocate(rootFD, 0, off_t(Self.manifestReserveBytes))
+        SpaceReserve.keepLibraryReserve(rootFD)
         var bundleFD: Int32 = -1
         defer { if bundleFD >= 0 { close(bundleFD) } }
         if let bundle, !isSingleBundle {

@@ -44,25 +44,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         catalog = try Catalog(url: catalogURL, busyTimeout: busyTimeout)
         self.busyTimeout = busyTimeout
         // The catalog's reserve (see ``commit(_:_:)``), taken back whenever there is room.
-        _ = posix_fallocate(openLock, 0, off_t(Self.catalogReserveBytes))
-    }
-
-    /// Disk space the library lock file holds for the catalog: when another program has filled
-    /// the disk, a commit that cannot grow the write-ahead log gives it back and tries once more,
-    /// so a delete that makes room still goes through.
-    static let catalogReserveBytes = 1 << 20
-
-    /// Gives the catalog's reserve back when the disk really is full (less free than the
-    /// reserve); whether it did.
-    func releaseCatalogReserve() -> Bool {
-        var fs = statvfs()
-        guard statvfs(rootURL.path, &fs) == 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) < Int64(Self.catalogReserveBytes) else { return false }
-        let fd = open(rootURL.appendingPathComponent(Self.libraryLockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size > 0 else { return false }
-        return ftruncate(fd, 0) == 0
+        SpaceReserve.keepLibraryReserve(openLock)
     }
 
     /// The lock file that serializes opening the catalog between processes, and each delete
@@ -93,7 +75,8 @@ public final class DirectoryStorage: LibraryMaintenance {
         do {
             result = try catalog.write(body)
         } catch let error as TapedeckError where error.code == .diskFull {
-            guard releaseCatalogReserve() else { throw error }
+            guard SpaceReserve.releaseLibraryReserve(lockFile: rootURL.appendingPathComponent(Self.libraryLockName).path,
+                                                     root: rootURL.path) else { throw error }
             result = try catalog.write(body)
         }
         try files.reached(operation, "catalog committed")

@@ -41,4 +41,28 @@ public enum SpaceReserve {
     public static func release(_ fd: Int32) {
         _ = ftruncate(fd, 0)
     }
+
+    /// What a library keeps in its lock file for its catalog or manifests: when another program
+    /// has filled the disk, a commit that fails for want of space gives it back and tries once
+    /// more, so a delete that makes room still goes through.
+    public static let libraryBytes = 1 << 20
+
+    /// Takes the library's reserve in its open lock file `fd`, where there is room (a full disk
+    /// leaves it as it is). - Thread: any. Blocks on disk I/O.
+    public static func keepLibraryReserve(_ fd: Int32) {
+        _ = posix_fallocate(fd, 0, off_t(libraryBytes))
+    }
+
+    /// Gives the library's reserve in `lockFile` back, only when the disk under `root` really
+    /// is full (less free than the reserve); whether it did. - Thread: any. Never blocks for long.
+    public static func releaseLibraryReserve(lockFile: String, root: String) -> Bool {
+        var fs = statvfs()
+        guard statvfs(root, &fs) == 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) < Int64(libraryBytes) else { return false }
+        let fd = open(lockFile, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return false }
+        return ftruncate(fd, 0) == 0
+    }
 }
