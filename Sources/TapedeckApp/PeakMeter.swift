@@ -1,3 +1,5 @@
+import Foundation
+
 /// The ballistics of a level meter: what a display shows from the peaks measured between
 /// redraws. A plain value; use from one thread (the one that draws).
 ///
@@ -55,12 +57,6 @@ public struct PeakMeter: Sendable, Hashable {
 
     /// A peak (0...1) in dBFS, never below ``floorDecibels``.
     public static func decibels(_ peak: Float) -> Double {
-        peak > 0 ? max(floorDecibels, 20 * Double(peak).log10) : floorDecibels
+        peak > 0 ? max(floorDecibels, 20 * log10(Double(peak))) : floorDecibels
     }
 }
-
-private extension Double {
-    var log10: Double { Foundation.log10(self) }
-}
-
-import Foundation

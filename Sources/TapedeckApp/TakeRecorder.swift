@@ -133,7 +133,7 @@ public final class TakeRecorder {
         if let watch, let free = FreeSpace.available(at: watch.path), free < watch.warnBelowBytes {
             logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: negotiated, path: watch.path))")
         }
-        target = RecordingTarget(session: session, take: pending.take, fileURL: pending.fileURL)
+        target = RecordingTarget(take: "\(session.name)/\(pending.take.name)", fileURL: pending.fileURL)
         phase = .recording
 
         let meter = followProgress(of: engine)
@@ -239,12 +239,7 @@ public final class TakeRecorder {
         if stopRequested { engine.stop() }
         let encoder = self.encoder
         let metadata = TakeMetadata(takeName: name, sessionName: "", takeNumber: 1, startDate: Date())
-        if case .file(let url) = output {
-            target = RecordingTarget(session: Session(id: "", name: "", createdAt: Date()),
-                                     take: Take(id: "", sessionID: "", name: name, number: 1, createdAt: Date(), state: .recording,
-                                                format: negotiated, encoding: encoder.name, file: url.lastPathComponent, frames: 0),
-                                     fileURL: url)
-        }
+        if case .file(let url) = output { target = RecordingTarget(take: nil, fileURL: url) }
         phase = .recording
         let meter = followProgress(of: engine)
         defer { meter?.cancel() }
@@ -310,10 +305,10 @@ public final class TakeRecorder {
     }
 }
 
-/// Where a take being recorded goes: its session, its committed row and its file.
+/// Where a recording goes: the take (`SESSION/TAKE`; `nil` for a file outside the library) and
+/// the file.
 public struct RecordingTarget: Sendable, Hashable {
-    public var session: Session
-    public var take: Take
+    public var take: String?
     public var fileURL: URL
 }
 

@@ -153,7 +153,9 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                 problems = await Self.deviceProblems(global: global)
             }
             if json {
-                try Terminal.printJSON(Report(file: url?.path, machine: machine, usable: problems.isEmpty, problems: problems))
+                let library = try? loader.resolve(file: file, flags: flags, machine: machine)
+                    .libraryPath(catalog: .builtIn, paths: UserPaths(environment: environment))
+                try Terminal.printJSON(Report(file: url?.path, machine: machine, library: library ?? nil, usable: problems.isEmpty, problems: problems))
             } else if problems.isEmpty {
                 print("\(url?.path ?? "Built-in defaults")\(machine.map { " (machines.\($0))" } ?? ""): the configuration is usable\(offline ? " (devices not opened: --offline)" : "").")
             } else {

@@ -239,8 +239,7 @@ struct RecordCommand: AsyncParsableCommand {
             if !bannerShown, toStdout || recorder.target != nil {
                 bannerShown = true
                 let destination = if toStdout { "to stdout" } else if let target = recorder.target {
-                    target.session.id.isEmpty ? "to \(target.fileURL.path)"
-                        : "into \(target.session.name)/\(target.take.name) in \(target.fileURL.deletingLastPathComponent().path)/"
+                    target.take.map { "into \($0) in \(target.fileURL.deletingLastPathComponent().path)/" } ?? "to \(target.fileURL.path)"
                 } else { "" }
                 Terminal.writeStderr(Terminal.safe(
                     "Recording from \(source): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
