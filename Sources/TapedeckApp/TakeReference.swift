@@ -72,7 +72,7 @@ public enum TakeReference: Sendable, Hashable {
         for s in sessions {
             for t in s.takes where byTakeName[t.name] == nil { byTakeName[t.name] = "\(s.name)/\(t.name)" }
         }
-        if let close = Suggestion.closest(to: text, in: names + byTakeName.keys.sorted()) {
+        if let close = Suggestion.closest(to: text, in: names + byTakeName.keys.sorted() + (byTakeName.isEmpty ? [] : ["last"])) {
             return " (did you mean \"\(byTakeName[close] ?? close)\"?)"
         }
         return ""

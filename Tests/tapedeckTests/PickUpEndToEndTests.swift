@@ -153,6 +153,7 @@ struct PickUpEndToEndTests {
         #expect(lower.status == 66 && lower.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(lower.stderr)")
         let typo = try cli.run("play", "Hello Wrld")
         #expect(typo.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(typo.stderr)")
+        #expect(try cli.run("show", "lst").stderr.contains("did you mean \"last\"?"))
         #expect(try cli.run("play", "last", "-s", "0.5", "-e", "0:00.8").status == 0)
         #expect(try cli.run("play", "last", "--start", "5").status == 64)
         let version = try cli.run("--version")
