@@ -48,6 +48,8 @@ final class ALSACaptureStream: CaptureStream {
         self.pcm = opened.pcm
         self.periodFrames = opened.periodFrames
         self.bufferFrames = opened.bufferFrames
+        var format = format
+        if let layout = opened.layout { format.layout = layout }
         self.format = format
         self.bytesPerFrame = format.bytesPerFrame
         self.waitMillis = Int32(clamping: max(100, opened.periodFrames * 1000 / max(1, format.sampleRate) + 50))

@@ -10,6 +10,8 @@ struct ALSAOpenedPCM {
     let pcm: OpaquePointer
     let periodFrames: Int
     let bufferFrames: Int
+    /// The speakers the device's channel map names, when it has one a WAVE mask can express.
+    var layout: ChannelLayout? = nil
 }
 
 /// Opening a PCM and negotiating its hardware and software parameters, shared by capture and
@@ -74,11 +76,44 @@ enum ALSAPCMSetup {
                 throw TapedeckError(.deviceUnavailable,
                     "Could not switch the ALSA device \(device) to non-blocking mode: \(describe(nb)).", systemCode: -nb)
             }
-            return ALSAOpenedPCM(pcm: pcm, periodFrames: period, bufferFrames: buffer)
+            return ALSAOpenedPCM(pcm: pcm, periodFrames: period, bufferFrames: buffer,
+                                 layout: channelLayout(pcm, channels: format.channels))
         } catch {
             snd_pcm_close(pcm)
             throw error
         }
+    }
+
+    /// The channel layout of the configured PCM from `snd_pcm_get_chmap`; `nil` (the
+    /// conventional layout) when the driver has no channel map, it names unknown positions, or
+    /// its order is one a WAVE channel mask cannot express.
+    static func channelLayout(_ pcm: OpaquePointer, channels: Int) -> ChannelLayout? {
+        guard let map = snd_pcm_get_chmap(pcm) else { return nil }
+        defer { free(map) }
+        let raw = UnsafeRawPointer(map)
+        guard Int(raw.load(as: UInt32.self)) == channels else { return nil }
+        var speakers: [ChannelLayout.Speaker] = []
+        for i in 0..<channels {
+            let position = raw.load(fromByteOffset: 4 * (i + 1), as: UInt32.self) & UInt32(SND_CHMAP_POSITION_MASK)
+            guard let speaker = speaker(forChannelPosition: position) else { return nil }
+            speakers.append(speaker)
+        }
+        return ChannelLayout(speakers: speakers)
+    }
+
+    /// The speaker of an ALSA `SND_CHMAP_*` position; `nil` for positions without a WAVE bit.
+    static func speaker(forChannelPosition position: UInt32) -> ChannelLayout.Speaker? {
+        let table: [UInt32: ChannelLayout.Speaker] = [
+            SND_CHMAP_MONO.rawValue: .frontCenter, SND_CHMAP_FL.rawValue: .frontLeft, SND_CHMAP_FR.rawValue: .frontRight,
+            SND_CHMAP_RL.rawValue: .backLeft, SND_CHMAP_RR.rawValue: .backRight, SND_CHMAP_FC.rawValue: .frontCenter,
+            SND_CHMAP_LFE.rawValue: .lowFrequency, SND_CHMAP_SL.rawValue: .sideLeft, SND_CHMAP_SR.rawValue: .sideRight,
+            SND_CHMAP_RC.rawValue: .backCenter, SND_CHMAP_FLC.rawValue: .frontLeftOfCenter,
+            SND_CHMAP_FRC.rawValue: .frontRightOfCenter, SND_CHMAP_TC.rawValue: .topCenter,
+            SND_CHMAP_TFL.rawValue: .topFrontLeft, SND_CHMAP_TFR.rawValue: .topFrontRight,
+            SND_CHMAP_TFC.rawValue: .topFrontCenter, SND_CHMAP_TRL.rawValue: .topBackLeft,
+            SND_CHMAP_TRR.rawValue: .topBackRight, SND_CHMAP_TRC.rawValue: .topBackCenter,
+        ]
+        return table[position]
     }
 
     /// `snd_pcm_open`, or with `definitions` the system configuration plus that text

@@ -38,6 +38,19 @@ public struct TakeImporter: Sendable {
     ///   file (a FIFO or device is refused before it is opened, so nothing waits on it).
     /// - Thread: any except the main actor's. Blocks for as long as decoding and copying take.
     public func importFile(_ url: URL, into session: Session, named name: String? = nil) throws -> Take {
+        try importFileReporting(url, into: session, named: name).take
+    }
+
+    /// One imported file: the take, and the file's own sample encoding when the take holds it
+    /// converted (`u8` widened to s16, `f64` narrowed to f32, `A-law` decoded), so the user is told.
+    public struct ImportedFile: Sendable {
+        public var take: Take
+        public var convertedFrom: String?
+    }
+
+    /// ``importFile(_:into:named:)``, saying what the file was converted from.
+    /// - Thread: any except the main actor's. Blocks for as long as decoding and copying take.
+    public func importFileReporting(_ url: URL, into session: Session, named name: String? = nil) throws -> ImportedFile {
         var info = stat()
         guard stat(url.path, &info) == 0 else {
             if errno == ENOENT || errno == ENOTDIR {
@@ -69,21 +82,22 @@ public struct TakeImporter: Sendable {
             partials.forget(temp)
         }
 
-        let (format, frames) = try decodeAll(url, decoder: decoder)
+        let (format, frames, source) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
             try copy(url, to: temp)
-            return try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
-                              fileExtension: kept.fileExtension, startDate: started, frames: frames,
-                              state: .complete, overruns: [])
+            return ImportedFile(take: try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
+                                                 fileExtension: kept.fileExtension, startDate: started, frames: frames,
+                                                 state: .complete, overruns: []), convertedFrom: source)
         }
         try encoder.validate(format)
         // Written once the entry exists: its tags carry the name and number the store gave the take.
-        return try commit(temp, names: names, in: session, format: format, encoding: encoder.name,
-                          fileExtension: encoder.fileExtension, startDate: started, frames: frames,
-                          state: .complete, overruns: []) { take in
+        let take = try commit(temp, names: names, in: session, format: format, encoding: encoder.name,
+                              fileExtension: encoder.fileExtension, startDate: started, frames: frames,
+                              state: .complete, overruns: []) { take in
             try transcode(url, decoder: decoder, to: temp, format: format,
                           metadata: TakeMetadata(takeName: take.name, sessionName: session.name, takeNumber: take.number, startDate: started))
         }
+        return ImportedFile(take: take, convertedFrom: source)
     }
 
     /// Imports every finished take of `source`'s session into a new session of this store, with
@@ -101,7 +115,7 @@ public struct TakeImporter: Sendable {
                 guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
                     throw TapedeckError(.unsupportedFormat, "Take \"\(take.name)\" is \(take.encoding), which this build cannot read.")
                 }
-                let (format, frames) = try decodeAll(url, decoder: decoder)
+                let (format, frames, _) = try decodeAll(url, decoder: decoder)
                 let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
                 partials.register(temp)
                 defer {
@@ -151,7 +165,7 @@ public struct TakeImporter: Sendable {
     }
 
     /// Reads the whole file, so a damaged one is refused before anything is written.
-    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64) {
+    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?) {
         let reader = try decoder.openReader(at: url)
         defer { reader.close() }
         let chunk = 16_384
@@ -167,7 +181,7 @@ public struct TakeImporter: Sendable {
         guard frames > 0 else {
             throw TapedeckError(.corruptFile, "\(url.path) holds no audio; nothing was imported.")
         }
-        return (reader.format, frames)
+        return (reader.format, frames, reader.sourceEncoding)
     }
 
     private func transcode(_ url: URL, decoder: any AudioDecoder, to temp: URL, format: AudioFormat, metadata: TakeMetadata) throws {
@@ -240,9 +254,9 @@ public struct TakeImporter: Sendable {
 extension TakeImporter {
     /// ``importFile(_:into:)`` on the blocking-work queue.
     /// - Thread: any; suspends while the file is imported.
-    public func run(file url: URL, into session: Session, named name: String? = nil) async throws -> Take {
+    public func run(file url: URL, into session: Session, named name: String? = nil) async throws -> ImportedFile {
         let importer = self
-        return try await BlockingWork.run { try importer.importFile(url, into: session, named: name) }
+        return try await BlockingWork.run { try importer.importFileReporting(url, into: session, named: name) }
     }
 
     /// ``importSession(_:from:named:)`` on the blocking-work queue.

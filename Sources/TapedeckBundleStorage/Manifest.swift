@@ -93,6 +93,9 @@ package enum ManifestCodec {
         var sampleRate: Int
         var channels: Int
         var sampleFormat: String
+        /// The WAVE channel mask; absent for the conventional layout of the channel count (and in
+        /// manifests written before layouts were kept).
+        var channelMask: UInt32?
     }
 
     struct OverrunWire: Codable {
@@ -129,7 +132,8 @@ package enum ManifestCodec {
             takes: manifest.takes.map { e in
                 TakeWire(id: e.id, name: e.name, number: e.number, file: e.file,
                          format: FormatWire(sampleRate: e.format.sampleRate, channels: e.format.channels,
-                                            sampleFormat: e.format.sampleFormat.rawValue),
+                                            sampleFormat: e.format.sampleFormat.rawValue,
+                                            channelMask: e.format.layout == .conventional(channels: e.format.channels) ? nil : e.format.layout.mask),
                          encoding: e.encoding, frames: e.frames, startDate: UTCTimestamp.format(e.startDate), state: e.state.rawValue,
                          overruns: e.overruns.map { OverrunWire(frame: $0.frame, frames: $0.frames, date: UTCTimestamp.format($0.date), cause: $0.cause) },
                          notes: e.notes, tags: e.tags.isEmpty ? nil : e.tags, clippedSamples: e.clippedSamples == 0 ? nil : e.clippedSamples,
@@ -188,6 +192,12 @@ package enum ManifestCodec {
                 throw ManifestProblem(path: "\(at).format.sampleFormat", problem:
                     "the sample format \(quoted(t.format.sampleFormat)) is unknown (known: \(SampleFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
+            var layout: ChannelLayout?
+            if let mask = t.format.channelMask {
+                layout = ChannelLayout(mask: mask, channels: t.format.channels)
+                try check(layout != nil, "\(at).format.channelMask",
+                          "the channel mask \(mask) does not name one speaker for each of the \(t.format.channels) channels")
+            }
             try check(labelProblem(t.encoding) == nil, "\(at).encoding", "the encoding \(quoted(t.encoding)) \(labelProblem(t.encoding) ?? "")")
             try check((0...Manifest.maxFrames).contains(t.frames), "\(at).frames", "the frame count \(t.frames) is out of range (0 to 2^40)")
             let startDate = try date(t.startDate, path: "\(at).startDate")
@@ -210,7 +220,7 @@ package enum ManifestCodec {
             }
             takes.append(Manifest.Entry(
                 id: t.id, name: t.name, number: t.number, file: t.file,
-                format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat),
+                format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat, layout: layout),
                 encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
                 notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, pendingFile: t.pendingFile))
         }

@@ -77,6 +77,10 @@ struct Catalog: Sendable {
                 ALTER TABLE take ADD COLUMN clippedSamples INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        m.registerMigration("v3: channel layout") { db in
+            // NULL: the conventional layout for the channel count (every take from before).
+            try db.execute(sql: "ALTER TABLE take ADD COLUMN channelMask INTEGER")
+        }
         return m
     }
 
@@ -123,7 +127,13 @@ struct Catalog: Sendable {
         let overruns = (try? decoder.decode([OverrunEvent].self, from: Data(try r.text("overruns").utf8))) ?? []
         guard let sampleFormat = SampleFormat(rawValue: try r.text("sampleFormat")) else { throw r.damaged("sampleFormat") }
         guard let state = TakeState(rawValue: try r.text("state")) else { throw r.damaged("state") }
-        let format = AudioFormat(sampleRate: try r.integer("sampleRate"), channels: try r.integer("channels"), sampleFormat: sampleFormat)
+        let channels = try r.integer("channels")
+        var layout: ChannelLayout?
+        if let mask = try r.optionalInteger64("channelMask") {
+            guard let known = UInt32(exactly: mask).flatMap({ ChannelLayout(mask: $0, channels: channels) }) else { throw r.damaged("channelMask") }
+            layout = known
+        }
+        let format = AudioFormat(sampleRate: try r.integer("sampleRate"), channels: channels, sampleFormat: sampleFormat, layout: layout)
         guard (try? format.validate()) != nil else { throw r.damaged("sampleRate") }
         let frames = try r.integer64("frames")
         guard frames >= 0 else { throw r.damaged("frames") }
@@ -155,6 +165,15 @@ struct Catalog: Sendable {
             guard case .int64(let n) = value.storage, let v = Int(exactly: n) else { throw damaged(column) }
             return v
         }
+        /// A nullable integer column: `nil` for NULL (or a column this catalog does not have).
+        func optionalInteger64(_ column: String) throws -> Int64? {
+            guard row.hasColumn(column) else { return nil }
+            switch (row[column] as DatabaseValue).storage {
+            case .null: return nil
+            case .int64(let n): return n
+            default: throw damaged(column)
+            }
+        }
         func integer64(_ column: String) throws -> Int64 {
             guard case .int64(let n) = (row[column] as DatabaseValue).storage else { throw damaged(column) }
             return n
@@ -166,6 +185,11 @@ struct Catalog: Sendable {
             default: throw damaged(column)
             }
         }
+    }
+
+    /// The `channelMask` column's value: NULL for the conventional layout of the channel count.
+    static func channelMask(_ format: AudioFormat) -> Int64? {
+        format.layout == .conventional(channels: format.channels) ? nil : Int64(format.layout.mask)
     }
 
     static func decodeTags(_ json: String?) -> [String: String] {

@@ -223,10 +223,10 @@ public final class DirectoryStorage: LibraryMaintenance {
                                 state: .recording, format: format, encoding: encoding, file: file, frames: 0)
                 try db.execute(sql: """
                     INSERT INTO take (id, sessionId, name, number, createdAt, state, sampleRate, channels, sampleFormat,
-                                      encoding, file, pendingFile, frames, overruns, notes)
-                    VALUES (?, ?, ?, ?, ?, 'recording', ?, ?, ?, ?, ?, ?, 0, '[]', '')
+                                      channelMask, encoding, file, pendingFile, frames, overruns, notes)
+                    VALUES (?, ?, ?, ?, ?, 'recording', ?, ?, ?, ?, ?, ?, ?, 0, '[]', '')
                     """, arguments: [id, sessionID, finalName, number, startDate.timeIntervalSince1970, format.sampleRate,
-                                     format.channels, format.sampleFormat.rawValue, encoding, file, pending])
+                                     format.channels, format.sampleFormat.rawValue, Catalog.channelMask(format), encoding, file, pending])
                 return take
             }
             liveLocks.withLock { $0[id] = lockFD }
@@ -368,10 +368,11 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
         let changed = try commit("completeRecovery") { db -> Int in
             try db.execute(sql: """
-                UPDATE take SET state = 'recovered', frames = ?, sampleRate = ?, channels = ?, sampleFormat = ?, pendingFile = NULL
+                UPDATE take SET state = 'recovered', frames = ?, sampleRate = ?, channels = ?, sampleFormat = ?, channelMask = ?,
+                                pendingFile = NULL
                 WHERE id = ? AND state = 'recording'
                 """, arguments: [repaired.frames, repaired.format.sampleRate, repaired.format.channels,
-                                 repaired.format.sampleFormat.rawValue, take.id])
+                                 repaired.format.sampleFormat.rawValue, Catalog.channelMask(repaired.format), take.id])
             return db.changesCount
         }
         guard changed == 1 else {

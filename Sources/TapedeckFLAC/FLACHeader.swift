@@ -58,6 +58,20 @@ struct FLACHeader {
     /// Where the first audio frame starts (just past the last metadata block).
     var audioStart: Int64
     var fileLength: Int64
+    /// The `WAVEFORMATEXTENSIBLE_CHANNEL_MASK` tag (as the `flac` tool and Tapedeck write it,
+    /// `0x003F`, or decimal), if the first VORBIS_COMMENT block holds one.
+    var channelMask: UInt32?
+
+    /// The Tapedeck format the audio is delivered in: the depth widened (``deliveredFormat(bitsPerSample:)``),
+    /// the layout from ``channelMask`` where it fits the channel count.
+    var audioFormat: AudioFormat {
+        AudioFormat(sampleRate: streamInfo.sampleRate, channels: streamInfo.channels,
+                    sampleFormat: deliveredFormat(bitsPerSample: streamInfo.bitsPerSample),
+                    layout: channelMask.flatMap { ChannelLayout(mask: $0, channels: streamInfo.channels) })
+    }
+
+    /// The tag name under which FLAC files carry a WAVE channel mask.
+    static let channelMaskTag = "WAVEFORMATEXTENSIBLE_CHANNEL_MASK"
 
     /// Parses the metadata of the file behind `file`.
     /// - Throws: `.corruptFile` naming the file if it is not FLAC, its STREAMINFO is missing or
@@ -81,6 +95,8 @@ struct FLACHeader {
         var last = head[4] & 0x80 != 0
         var offset = streamInfoOffset + 34
         var blocks = 1
+        var mask: UInt32?
+        var sawComment = false
         while !last {
             guard offset + 4 <= length else { throw corrupt("its metadata ends before the audio starts") }
             guard blocks < 4096 else { throw corrupt("it has more than 4096 metadata blocks") }
@@ -90,11 +106,40 @@ struct FLACHeader {
             guard offset + 4 + size <= length else {
                 throw corrupt("a metadata block at byte \(offset) claims \(size) bytes, past the end of the file")
             }
+            if h[0] & 0x7F == 4 && !sawComment {
+                sawComment = true
+                // Tags are small; a comment block too large to read in one piece is not searched.
+                if size <= 1 << 20 { mask = channelMask(inComment: try file.read(Int(size), at: offset + 4)) }
+            }
             last = h[0] & 0x80 != 0
             offset += 4 + size
             blocks += 1
         }
-        return FLACHeader(streamInfo: info, audioStart: offset, fileLength: length)
+        return FLACHeader(streamInfo: info, audioStart: offset, fileLength: length, channelMask: mask)
+    }
+
+    /// The channel mask tag's value in a VORBIS_COMMENT payload (little-endian lengths, each
+    /// checked against the payload); `nil` if absent, unparsable or the block is malformed.
+    static func channelMask(inComment b: [UInt8]) -> UInt32? {
+        func u32(_ at: Int) -> Int? {
+            guard at >= 0, at + 4 <= b.count else { return nil }
+            return Int(b[at]) | Int(b[at + 1]) << 8 | Int(b[at + 2]) << 16 | Int(b[at + 3]) << 24
+        }
+        guard let vendor = u32(0), let count = u32(4 + vendor) else { return nil }
+        var at = 8 + vendor
+        let prefix = Array((channelMaskTag + "=").utf8)
+        for _ in 0..<min(count, 65_536) {
+            guard let length = u32(at), at + 4 + length <= b.count else { return nil }
+            let entry = b[(at + 4)..<(at + 4 + length)]
+            if entry.count > prefix.count,
+               entry.prefix(prefix.count).map({ $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }) == prefix {
+                let text = String(decoding: entry.dropFirst(prefix.count), as: UTF8.self).filter { $0 != " " }
+                let lower = text.lowercased()
+                return lower.hasPrefix("0x") ? UInt32(lower.dropFirst(2), radix: 16) : UInt32(lower)
+            }
+            at += 4 + length
+        }
+        return nil
     }
 }
 

@@ -24,8 +24,7 @@ enum FLACRepair {
     static func repair(_ file: FLACFile) throws -> RepairResult {
         let header = try FLACHeader.read(from: file)
         let info = header.streamInfo
-        let format = AudioFormat(sampleRate: info.sampleRate, channels: info.channels,
-                                 sampleFormat: deliveredFormat(bitsPerSample: info.bitsPerSample))
+        let format = header.audioFormat
         var scan = try scanFrames(file, header)
         var changed = false
 

@@ -21,7 +21,7 @@ final class FLACStreamWriter: TakeWriter {
         encoder = enc
         FLACTakeWriter.configure(enc, format: format, level: level)
         _ = FLAC__stream_encoder_set_do_md5(enc, 0)
-        metadataBlocks = try FLACTags.blocks(for: metadata, paddingBytes: 0)
+        metadataBlocks = try FLACTags.blocks(for: metadata, layout: format.layout, channels: format.channels, paddingBytes: 0)
         let count = UInt32(metadataBlocks.count)
         _ = metadataBlocks.withUnsafeMutableBufferPointer { FLAC__stream_encoder_set_metadata(enc, $0.baseAddress, count) }
         let status = FLAC__stream_encoder_init_stream(

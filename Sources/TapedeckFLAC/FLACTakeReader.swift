@@ -14,6 +14,8 @@ import Darwin
 /// shifted up to the next of 16, 24 or 32 bits (8 and 12 → s16, 20 → s24).
 final class FLACTakeReader: TakeReader {
     let format: AudioFormat
+    /// `8-bit`, `12-bit`, `20-bit`… for depths delivered widened; `nil` for 16, 24 and 32 bits.
+    var sourceEncoding: String? { [16, 24, 32].contains(bitsPerSample) ? nil : "\(bitsPerSample)-bit" }
     /// STREAMINFO's total samples; if that is 0 (unknown: a file whose writer never finished),
     /// the file is decoded once at open to count its good frames.
     private(set) var frameCount: Int64 = 0
@@ -49,8 +51,7 @@ final class FLACTakeReader: TakeReader {
             throw error
         }
         bitsPerSample = info.bitsPerSample
-        format = AudioFormat(sampleRate: info.sampleRate, channels: info.channels,
-                             sampleFormat: deliveredFormat(bitsPerSample: info.bitsPerSample))
+        format = header.audioFormat
         shift = Int32(format.sampleFormat.bitsPerSample - info.bitsPerSample)
         pendingCapacity = max(info.maxBlockSize, 4096) * format.bytesPerFrame
         pending = .allocate(byteCount: pendingCapacity, alignment: 16)

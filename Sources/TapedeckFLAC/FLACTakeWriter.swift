@@ -114,7 +114,7 @@ final class FLACTakeWriter: TakeWriter {
         _ = FLAC__stream_encoder_set_verify(enc, verify ? 1 : 0)
         _ = FLAC__stream_encoder_set_do_md5(enc, 0)  // computed in the write callback instead
 
-        metadataBlocks = try FLACTags.blocks(for: metadata, paddingBytes: paddingBytes)
+        metadataBlocks = try FLACTags.blocks(for: metadata, layout: format.layout, channels: format.channels, paddingBytes: paddingBytes)
         let count = UInt32(metadataBlocks.count)
         _ = metadataBlocks.withUnsafeMutableBufferPointer { FLAC__stream_encoder_set_metadata(enc, $0.baseAddress, count) }
 

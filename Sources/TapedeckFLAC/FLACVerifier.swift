@@ -42,8 +42,7 @@ enum FLACVerifier {
         guard source.finish() else { throw corrupt("the decoded audio does not match the MD5 signature") }
         return FLACFileSummary(
             frames: frames,
-            format: AudioFormat(sampleRate: info.sampleRate, channels: info.channels,
-                                sampleFormat: deliveredFormat(bitsPerSample: info.bitsPerSample)),
+            format: header.audioFormat,
             md5: MD5.hex(info.md5), tags: source.tags)
     }
 }

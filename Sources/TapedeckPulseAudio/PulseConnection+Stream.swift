@@ -3,7 +3,7 @@ import CPulse
 import TapedeckCore
 
 extension PulseConnection {
-    /// Creates a stream in exactly `format`, connects it for recording or playback with
+    /// Creates a stream in exactly `format` (its channel layout as the stream's channel map), connects it for recording or playback with
     /// `attributes` and `flags`, waits (bounded) until it is ready, and checks that the server
     /// kept the requested sample spec.
     /// - Thread: owner. Blocks up to ``openTimeoutNanos``.
@@ -15,7 +15,8 @@ extension PulseConnection {
         guard pa_sample_spec_valid(&spec) != 0 else {
             throw TapedeckError(.unsupportedFormat, "PulseAudio cannot carry \(format). Use 1 to 32 channels at 8000 to 192000 Hz.")
         }
-        guard let stream = pa_stream_new(context, settings.streamName, &spec, nil) else {
+        var channels = PulseFormat.channelMap(format)
+        guard let stream = pa_stream_new(context, settings.streamName, &spec, &channels) else {
             let reason = errorText()
             throw TapedeckError(.deviceUnavailable, "PulseAudio refused to create a stream for \(format) (\(reason)).")
         }

@@ -34,6 +34,48 @@ enum Sndfile {
         }
     }
 
+    /// The name of a file's own sample encoding when it differs from the `delivered` one (`u8`,
+    /// `s8`, `A-law`, `µ-law`, `f64`, `ADPCM`, …); `nil` when they are the same.
+    static func encodingName(forFileFormat format: Int32, delivered: SampleFormat) -> String? {
+        let names: [Int: String] = [
+            SF_FORMAT_PCM_S8: "s8", SF_FORMAT_PCM_U8: "u8", SF_FORMAT_ULAW: "µ-law", SF_FORMAT_ALAW: "A-law",
+            SF_FORMAT_DOUBLE: "f64", SF_FORMAT_IMA_ADPCM: "IMA ADPCM", SF_FORMAT_MS_ADPCM: "MS ADPCM",
+            SF_FORMAT_GSM610: "GSM 6.10", SF_FORMAT_VORBIS: "Vorbis", SF_FORMAT_OPUS: "Opus",
+            SF_FORMAT_MPEG_LAYER_III: "MP3", SF_FORMAT_ALAC_16: "ALAC", SF_FORMAT_ALAC_20: "ALAC 20-bit",
+            SF_FORMAT_ALAC_24: "ALAC", SF_FORMAT_ALAC_32: "ALAC", SF_FORMAT_DPCM_8: "DPCM", SF_FORMAT_DPCM_16: "DPCM",
+        ]
+        let sub = Int(format) & SF_FORMAT_SUBMASK
+        if let name = names[sub] { return name }
+        let same = [SF_FORMAT_PCM_16, SF_FORMAT_PCM_24, SF_FORMAT_PCM_32, SF_FORMAT_FLOAT].contains(sub)
+        return same ? nil : "libsndfile encoding 0x\(String(sub, radix: 16))"
+    }
+
+    /// The speaker of a libsndfile `SF_CHANNEL_MAP_*` position; `nil` for positions a WAVE
+    /// channel mask has no bit for (ambisonic components, `INVALID`).
+    static func speaker(forChannelMap position: Int) -> ChannelLayout.Speaker? {
+        switch position {
+        case SF_CHANNEL_MAP_MONO, SF_CHANNEL_MAP_CENTER, SF_CHANNEL_MAP_FRONT_CENTER: .frontCenter
+        case SF_CHANNEL_MAP_LEFT, SF_CHANNEL_MAP_FRONT_LEFT: .frontLeft
+        case SF_CHANNEL_MAP_RIGHT, SF_CHANNEL_MAP_FRONT_RIGHT: .frontRight
+        case SF_CHANNEL_MAP_REAR_CENTER: .backCenter
+        case SF_CHANNEL_MAP_REAR_LEFT: .backLeft
+        case SF_CHANNEL_MAP_REAR_RIGHT: .backRight
+        case SF_CHANNEL_MAP_LFE: .lowFrequency
+        case SF_CHANNEL_MAP_FRONT_LEFT_OF_CENTER: .frontLeftOfCenter
+        case SF_CHANNEL_MAP_FRONT_RIGHT_OF_CENTER: .frontRightOfCenter
+        case SF_CHANNEL_MAP_SIDE_LEFT: .sideLeft
+        case SF_CHANNEL_MAP_SIDE_RIGHT: .sideRight
+        case SF_CHANNEL_MAP_TOP_CENTER: .topCenter
+        case SF_CHANNEL_MAP_TOP_FRONT_LEFT: .topFrontLeft
+        case SF_CHANNEL_MAP_TOP_FRONT_RIGHT: .topFrontRight
+        case SF_CHANNEL_MAP_TOP_FRONT_CENTER: .topFrontCenter
+        case SF_CHANNEL_MAP_TOP_REAR_LEFT: .topBackLeft
+        case SF_CHANNEL_MAP_TOP_REAR_RIGHT: .topBackRight
+        case SF_CHANNEL_MAP_TOP_REAR_CENTER: .topBackCenter
+        default: nil
+        }
+    }
+
     /// libsndfile's description of the last error on `handle` (or of the last failed open, for nil).
     static func errorString(_ handle: OpaquePointer?) -> String {
         guard let text = sf_strerror(handle) else { return "unknown libsndfile error" }

@@ -8,7 +8,8 @@ import TapedeckCore
 /// audio the file really holds.
 ///
 /// Header normalization rule (``normalize(in:)``): WAVE_FORMAT_EXTENSIBLE is kept only where the
-/// format needs it, i.e. when there are more than 2 channels, or the valid bits differ from the
+/// format needs it, i.e. when there are more than 2 channels, or the channel mask is not the
+/// conventional one (front centre for mono, FL FR for stereo), or the valid bits differ from the
 /// container bits, or the sub-format is neither integer PCM nor IEEE float. Mono and stereo integer
 /// PCM of any width (16, 24 or 32 bits) get a plain 16-byte `fmt ` (tag 1), as libsndfile's plain WAV
 /// and most tools write it; mono and stereo 32-bit float get an 18-byte `fmt ` (tag 3, cbSize 0).
@@ -40,6 +41,8 @@ struct WAVHeader {
         var blockAlign: Int
         var bitsPerSample: Int
         var validBits: Int
+        /// `dwChannelMask` of a WAVE_FORMAT_EXTENSIBLE `fmt `; `nil` for a plain one.
+        var channelMask: UInt32?
     }
 
     static let extensibleTag: UInt16 = 0xFFFE
@@ -166,13 +169,15 @@ struct WAVHeader {
         var tag = LE.u16(b, 0)
         let bits = Int(LE.u16(b, 14))
         var validBits = bits
+        var mask: UInt32?
         let extensible = tag == extensibleTag
         if extensible && b.count >= 40 && Array(b[26..<40]) == guidTail {
             tag = LE.u16(b, 24)
             validBits = Int(LE.u16(b, 18))
+            mask = LE.u32(b, 20)
         }
         return Fmt(tag: tag, isExtensible: extensible, channels: Int(LE.u16(b, 2)), sampleRate: Int(LE.u32(b, 4)),
-                   blockAlign: Int(LE.u16(b, 12)), bitsPerSample: bits, validBits: validBits)
+                   blockAlign: Int(LE.u16(b, 12)), bitsPerSample: bits, validBits: validBits, channelMask: mask)
     }
 
     /// The Tapedeck format of the audio, for files Tapedeck can repair.
@@ -190,7 +195,8 @@ struct WAVHeader {
                 "\(path) holds audio with format tag \(fmt.tag) and \(fmt.bitsPerSample) bits per sample. "
                 + "Tapedeck can repair only 16-, 24- and 32-bit integer PCM and 32-bit float WAV files.")
         }
-        let format = AudioFormat(sampleRate: fmt.sampleRate, channels: fmt.channels, sampleFormat: sampleFormat)
+        let format = AudioFormat(sampleRate: fmt.sampleRate, channels: fmt.channels, sampleFormat: sampleFormat,
+                                 layout: Self.layout(mask: fmt.channelMask, channels: fmt.channels))
         guard AudioFormat.sampleRateRange.contains(fmt.sampleRate), AudioFormat.channelRange.contains(fmt.channels),
               fmt.blockAlign == format.bytesPerFrame else {
             throw TapedeckError(.corruptFile,
@@ -200,9 +206,18 @@ struct WAVHeader {
         return format
     }
 
+    /// The layout a `dwChannelMask` states for `channels` channels: `nil` (the conventional one)
+    /// for a plain `fmt `, or a mask with a bit count other than the channel count (as ffmpeg
+    /// ignores such a mask); mask 0 is discrete channels.
+    static func layout(mask: UInt32?, channels: Int) -> ChannelLayout? {
+        mask.flatMap { ChannelLayout(mask: $0, channels: channels) }
+    }
+
     /// The bytes that replace the `fmt ` chunk (header included) when normalization applies.
     func normalizedFmtChunk() -> [UInt8]? {
+        let conventional = ChannelLayout.conventional(channels: fmt.channels).mask
         guard container == .riff, fmt.isExtensible, fmt.channels >= 1, fmt.channels <= 2,
+              fmt.channelMask == nil || fmt.channelMask == conventional,
               fmt.validBits == fmt.bitsPerSample, fmt.tag == 1 || (fmt.tag == 3 && fmt.bitsPerSample == 32)
         else { return nil }
         let newSize: UInt32 = fmt.tag == 1 ? 16 : 18
@@ -224,10 +239,19 @@ struct WAVHeader {
     /// With `retiringPeak`, also renames a `PEAK` chunk to `JUNK`: libsndfile writes one for float
     /// files even when asked not to, and raw writes leave its peaks at zero, so it would lie.
     /// - Returns: whether the file changed.
+    /// With `layout`, first writes its mask into a WAVE_FORMAT_EXTENSIBLE `fmt ` (libsndfile
+    /// writes a default mask of its own), so the rule above keeps EXTENSIBLE where the layout
+    /// needs it.
     @discardableResult
-    func normalize(in file: RawFile, retiringPeak: Bool = false) throws -> Bool {
+    func normalize(in file: RawFile, retiringPeak: Bool = false, layout: ChannelLayout? = nil) throws -> Bool {
         var changed = false
-        if let bytes = normalizedFmtChunk() {
+        var header = self
+        if let layout, fmt.isExtensible, fmtChunk.size >= 24, fmt.channelMask != layout.mask {
+            try file.write(LE.bytes32(layout.mask), at: fmtChunk.payload + 20)
+            header.fmt.channelMask = layout.mask
+            changed = true
+        }
+        if let bytes = header.normalizedFmtChunk() {
             try file.write(bytes, at: fmtChunk.offset)
             changed = true
         }

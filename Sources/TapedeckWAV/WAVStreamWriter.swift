@@ -6,7 +6,8 @@ import Glibc
 
 /// Writes WAV to a stream that cannot seek: a header whose RIFF and data sizes are 0xFFFFFFFF
 /// ("until the end", as `arecord` and `sox` write to a pipe), then the samples as they come.
-/// WAVE_FORMAT_EXTENSIBLE for more than two channels, as the file writer does. Single owner.
+/// WAVE_FORMAT_EXTENSIBLE with the take's channel mask for more than two channels or a layout
+/// other than the conventional one, as the file writer does. Single owner.
 final class WAVStreamWriter: TakeWriter {
     private let fd: Int32
     private let format: AudioFormat
@@ -25,14 +26,14 @@ final class WAVStreamWriter: TakeWriter {
         func u32(_ v: UInt32) { for i in 0..<4 { b.append(UInt8((v >> (8 * UInt32(i))) & 0xFF)) } }
         let bits = UInt16(format.sampleFormat.bitsPerSample)
         let blockAlign = UInt16(format.bytesPerFrame)
-        let extensible = format.channels > 2
+        let extensible = format.channels > 2 || format.layout != .conventional(channels: format.channels)
         let tag: UInt16 = format.sampleFormat.isFloat ? 3 : 1
         b += Array("RIFF".utf8); u32(0xFFFF_FFFF); b += Array("WAVE".utf8)
         b += Array("fmt ".utf8); u32(extensible ? 40 : 16)
         u16(extensible ? 0xFFFE : tag); u16(UInt16(format.channels)); u32(UInt32(format.sampleRate))
         u32(UInt32(format.sampleRate) * UInt32(blockAlign)); u16(blockAlign); u16(bits)
         if extensible {
-            u16(22); u16(bits); u32(0)
+            u16(22); u16(bits); u32(format.layout.mask)
             u16(tag); b += [0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
         }
         b += Array("data".utf8); u32(0xFFFF_FFFF)

@@ -14,6 +14,8 @@ final class WAVTakeReader: TakeReader {
     let format: AudioFormat
     let frameCount: Int64
     let path: String
+    /// The file's own encoding when frames are delivered in another (`u8`, `A-law`, `f64`, …).
+    let sourceEncoding: String?
 
     private var fd: Int32
     private var handle: OpaquePointer?
@@ -59,7 +61,8 @@ final class WAVTakeReader: TakeReader {
             throw TapedeckError(.corruptFile, "\(path) declares \(info.channels) channels at \(info.samplerate) Hz.")
         }
         let format = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels),
-                                 sampleFormat: Sndfile.sampleFormat(forFileFormat: info.format))
+                                 sampleFormat: Sndfile.sampleFormat(forFileFormat: info.format),
+                                 layout: Self.layout(of: raw, handle: handle, channels: Int(info.channels)))
         do {
             try format.validate()
         } catch let e as TapedeckError {
@@ -70,6 +73,7 @@ final class WAVTakeReader: TakeReader {
         }
         self.handle = handle
         self.format = format
+        sourceEncoding = Sndfile.encodingName(forFileFormat: info.format, delivered: format.sampleFormat)
         frameCount = max(0, info.frames)
         let major = Int(info.format) & SF_FORMAT_TYPEMASK
         let sub = Int(info.format) & SF_FORMAT_SUBMASK
@@ -86,6 +90,23 @@ final class WAVTakeReader: TakeReader {
     }
 
     deinit { close() }
+
+    /// The speakers the file names: a WAV's `dwChannelMask` as it stands in the header, else the
+    /// channel map libsndfile read (AIFF, CAF); `nil` (the conventional layout) when the file says
+    /// nothing or names an order a channel mask cannot express.
+    private static func layout(of raw: RawFile, handle: OpaquePointer, channels: Int) -> ChannelLayout? {
+        if let header = try? WAVHeader.read(from: raw) {
+            return WAVHeader.layout(mask: header.fmt.channelMask, channels: channels)
+        }
+        var map = [Int32](repeating: 0, count: channels)
+        let known = map.withUnsafeMutableBytes {
+            sf_command(handle, Int32(SFC_GET_CHANNEL_MAP_INFO), $0.baseAddress, Int32($0.count))
+        }
+        guard known == Int32(SF_TRUE) else { return nil }
+        let speakers = map.compactMap { Sndfile.speaker(forChannelMap: Int($0)) }
+        guard speakers.count == channels else { return nil }
+        return ChannelLayout(speakers: speakers)
+    }
 
     /// Reads up to `maxFrames` interleaved frames into `buffer`, packed little-endian in ``format``;
     /// returns 0 at the end.

@@ -60,6 +60,10 @@ final class WAVTakeWriter: TakeWriter {
             set(field, fields[name] ?? "")
         }
         set(SF_STR_SOFTWARE, "Tapedeck")
+        // libsndfile writes a default channel mask of its own: state the take's from the start
+        // (and again after each header rewrite, in checkpoint and finish).
+        let file = RawFile(fd: fd, path: path, kind: "WAV")
+        if let header = try? WAVHeader.read(from: file) { _ = try? header.normalize(in: file, layout: format.layout) }
     }
 
     deinit { abandon() }
@@ -103,7 +107,7 @@ final class WAVTakeWriter: TakeWriter {
             throw failure(handle, errno: code, while: "update the header of \(path)")
         }
         let file = RawFile(fd: fd, path: path, kind: "WAV")
-        try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
+        try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true, layout: format.layout)
         guard fdatasync(fd) == 0 else { throw TapedeckError.system(errno, while: "flush \(path) to disk") }
     }
 
@@ -132,7 +136,7 @@ final class WAVTakeWriter: TakeWriter {
             // that says so (in place, in constant time, whatever the take's length).
             return try WAVRepair.repair(file).frames
         }
-        try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true)
+        try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true, layout: format.layout)
         try file.sync()
         return framesWritten
     }

@@ -59,6 +59,7 @@ struct ImportCommand: AsyncParsableCommand {
             let importer = studio.makeImporter(partials: partials)
             let urls = files.map { URL(fileURLWithPath: $0).standardizedFileURL }
             var imported: [(Session, Take)] = []
+            var conversions: [String: String] = [:]
             var failures: [TapedeckError] = []
 
             if urls.count == 1, urls[0].pathExtension == "tapedeck" {
@@ -74,7 +75,9 @@ struct ImportCommand: AsyncParsableCommand {
                 let session = try await studio.store.sessionForRecording(named: sessionName)
                 for url in urls where !partials.isStopped {
                     do {
-                        imported.append((session, try await importer.run(file: url, into: session, named: takeName)))
+                        let result = try await importer.run(file: url, into: session, named: takeName)
+                        imported.append((session, result.take))
+                        if let from = result.convertedFrom { conversions[result.take.id] = from }
                     } catch let error as TapedeckError where error.code == .cancelled && partials.isStopped {
                         break
                     } catch let error as TapedeckError {
@@ -99,7 +102,8 @@ struct ImportCommand: AsyncParsableCommand {
                 try Terminal.printJSON(imported.map { TakeJSON($0.1, session: $0.0, url: try? storage.audioURL(for: $0.1)) })
             } else {
                 for (s, t) in imported {
-                    print("Imported \(s.name)/\(t.name)  [\(t.shortID)]  \(Terminal.clock(Double(t.frames) / Double(t.format.sampleRate)))  \(t.encoding)")
+                    let converted = conversions[t.id].map { "  (converted from \($0) to \(t.format.sampleFormat))" } ?? ""
+                    print("Imported \(s.name)/\(t.name)  [\(t.shortID)]  \(Terminal.clock(Double(t.frames) / Double(t.format.sampleRate)))  \(t.encoding)\(converted)")
                 }
             }
             for failure in failures {

@@ -14,10 +14,14 @@ struct FormatJSON: Encodable {
     var sampleRate: Int
     var channels: Int
     var sampleFormat: String
+    var channelMask: UInt32
+    var channelLayout: String
     init(_ f: AudioFormat) {
         sampleRate = f.sampleRate
         channels = f.channels
         sampleFormat = f.sampleFormat.rawValue
+        channelMask = f.layout.mask
+        channelLayout = f.layout.name ?? f.layout.description
     }
 }
 

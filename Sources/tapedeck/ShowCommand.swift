@@ -31,6 +31,7 @@ struct ShowCommand: AsyncParsableCommand {
                     State:     \(t.state)
                     Duration:  \(Terminal.clock(t.seconds))  (\(t.frames) frames)
                     Format:    \(t.format.sampleRate) Hz, \(t.format.channels) ch, \(t.format.sampleFormat), \(t.encoding)
+                    Channels:  \(take.format.layout)
                     File:      \(t.path)  (\(t.bytes.map(Terminal.bytes) ?? "missing"))
                     Recorded:  \(Terminal.date(t.createdAt))
                     Overruns:  \(t.overruns)\(t.overruns > 0 ? " (\(t.overrunFrames) frames of silence)" : "")

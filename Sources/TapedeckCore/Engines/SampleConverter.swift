@@ -10,7 +10,7 @@ public struct SampleConverter: Sendable {
     /// A converter from `from` to the same rate and channels in `sampleFormat`.
     public init(from: AudioFormat, to sampleFormat: SampleFormat) {
         self.from = from
-        self.to = AudioFormat(sampleRate: from.sampleRate, channels: from.channels, sampleFormat: sampleFormat)
+        self.to = from.with(sampleFormat: sampleFormat)
     }
 
     /// Converts `frames` frames from `source` into `destination` (which holds

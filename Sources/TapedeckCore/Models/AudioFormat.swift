@@ -31,7 +31,12 @@ public enum SampleFormat: String, Sendable, Hashable, Codable, CaseIterable, Cus
     public var description: String { rawValue }
 }
 
-/// A stream's shape: sample rate, channel count and sample format.
+/// A stream's shape: sample rate, channel count, sample format and channel layout.
+///
+/// The layout is part of the format: two takes with the same samples but different speakers are
+/// different audio. Where nothing says otherwise (a plain WAV, a FLAC without a channel-mask tag,
+/// a device without a channel map) it is ``ChannelLayout/conventional(channels:)``. A value type;
+/// every member can be used from any thread and none blocks.
 public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The sample rates Tapedeck accepts, in hertz.
     public static let sampleRateRange = 8_000...192_000
@@ -44,12 +49,50 @@ public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible 
     public var channels: Int
     /// How each sample is stored.
     public var sampleFormat: SampleFormat
+    /// Which speaker each channel feeds. Keep it consistent with ``channels`` (``validate()`` checks).
+    public var layout: ChannelLayout
 
     /// Creates a format. Call ``validate()`` before using values that came from a user.
-    public init(sampleRate: Int, channels: Int, sampleFormat: SampleFormat) {
+    /// - Parameter layout: the speakers; `nil` for the conventional layout of `channels`.
+    public init(sampleRate: Int, channels: Int, sampleFormat: SampleFormat, layout: ChannelLayout? = nil) {
         self.sampleRate = sampleRate
         self.channels = channels
         self.sampleFormat = sampleFormat
+        self.layout = layout ?? .conventional(channels: channels)
+    }
+
+    /// This format with another sample format (the layout and everything else kept).
+    public func with(sampleFormat: SampleFormat) -> AudioFormat {
+        var copy = self
+        copy.sampleFormat = sampleFormat
+        return copy
+    }
+
+    /// Whether `other` has the same rate, channel count and sample format, whatever its layout.
+    public func hasSameSamples(as other: AudioFormat) -> Bool {
+        sampleRate == other.sampleRate && channels == other.channels && sampleFormat == other.sampleFormat
+    }
+
+    private enum CodingKeys: String, CodingKey { case sampleRate, channels, sampleFormat, channelMask }
+
+    /// Decodes a format; a missing `channelMask` (formats saved before layouts were kept), or one
+    /// that does not fit the channel count, means the conventional layout.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let channels = try c.decode(Int.self, forKey: .channels)
+        let mask = try c.decodeIfPresent(UInt32.self, forKey: .channelMask)
+        self.init(sampleRate: try c.decode(Int.self, forKey: .sampleRate), channels: channels,
+                  sampleFormat: try c.decode(SampleFormat.self, forKey: .sampleFormat),
+                  layout: mask.flatMap { ChannelLayout(mask: $0, channels: channels) })
+    }
+
+    /// Encodes the rate, channels, sample format and the layout as `channelMask`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sampleRate, forKey: .sampleRate)
+        try c.encode(channels, forKey: .channels)
+        try c.encode(sampleFormat, forKey: .sampleFormat)
+        try c.encode(layout.mask, forKey: .channelMask)
     }
 
     /// CD-quality stereo, 16-bit: the built-in default.
@@ -74,6 +117,10 @@ public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible 
         guard Self.channelRange.contains(channels) else {
             throw TapedeckError(.invalidArgument,
                 "Channel count \(channels) is out of range. Use 1 to 32 channels.")
+        }
+        guard ChannelLayout(mask: layout.mask, channels: channels) != nil else {
+            throw TapedeckError(.invalidArgument,
+                "The channel layout \(layout) does not fit \(channels) channels. Give one speaker per channel, or none.")
         }
     }
 

@@ -69,4 +69,13 @@ public protocol TakeReader: AnyObject {
     /// Closes the file.
     /// - Thread: the owning thread. Never blocks for long.
     func close()
+
+    /// The file's own sample encoding when frames are delivered in another one (`u8` widened to
+    /// `s16`, `f64` narrowed to `f32`, `A-law` decoded), so a caller can say what changed; `nil`
+    /// when ``format`` is the file's own. The default: `nil`.
+    var sourceEncoding: String? { get }
+}
+
+extension TakeReader {
+    public var sourceEncoding: String? { nil }
 }
