@@ -7,7 +7,7 @@ import Glibc
 /// One problem `tapedeck doctor` found, and what `--repair` did about it.
 public struct DoctorFinding: Sendable, Hashable, Codable {
     /// `interrupted`, `missing-audio`, `header-mismatch`, `unreadable-audio`, `stray-partial`,
-    /// `unknown-file` or `damaged`.
+    /// `unknown-file`, `damaged` or `rebuilt-catalog`.
     public var kind: String
     /// The take (`SESSION/TAKE`) or the library-relative path concerned.
     public var subject: String
@@ -53,13 +53,31 @@ public struct LibraryDoctor: Sendable {
     public func examine(repair: Bool) throws -> [DoctorFinding] {
         var findings: [DoctorFinding] = []
 
-        for part in try storage.damagedParts() {
+        let parts = try storage.damagedParts()
+        for part in parts {
             var f = DoctorFinding(kind: "damaged", subject: part.path, problem: part.problem)
+            if part.needsRebuild && !part.problem.contains("--rebuild-catalog") {
+                f.problem += " `tapedeck doctor --rebuild-catalog` makes a new catalog without it, with entries for the audio files."
+            }
             if repair, part.canQuarantine {
                 f.attempt { "moved to " + (try storage.quarantine(part.path)) }
             }
+            if repair, part.needsRebuild {
+                f.repairFailed = "--repair does not rebuild the catalog; run `tapedeck doctor --rebuild-catalog`."
+            }
             findings.append(f)
         }
+        do {
+            try examineTakes(repair: repair, into: &findings)
+        } catch let error as TapedeckError where error.code == .corruptFile && parts.contains(where: \.needsRebuild) {
+            // The catalog cannot be read at all: nothing more can be examined until it is rebuilt.
+        }
+        return findings
+    }
+
+    /// Everything after the damaged parts: interrupted takes, missing and mismatched audio,
+    /// strays and unknown files.
+    private func examineTakes(repair: Bool, into findings: inout [DoctorFinding]) throws {
 
         for interrupted in try storage.interruptedTakes() {
             var f = DoctorFinding(kind: "interrupted", subject: interrupted.take.name,
@@ -127,7 +145,36 @@ public struct LibraryDoctor: Sendable {
             }
             findings.append(f)
         }
-        return findings
+    }
+
+    /// Makes a new catalog from what can still be read (``LibraryMaintenance/rebuildCatalog(inspect:)``),
+    /// reading each file no entry names with the decoder that reads it.
+    /// - Returns: a finding that says what was kept, made and left.
+    /// - Thread: any except the main actor's; blocks while every such file is read.
+    public func rebuildCatalog() throws -> DoctorFinding {
+        let decoders = self.decoders
+        let encoders = self.encoders
+        let report = try storage.rebuildCatalog { url in
+            for decoder in decoders {
+                guard let reader = try? decoder.openReader(at: url) else { continue }
+                defer { reader.close() }
+                // The encoder whose files these are: by extension among those the decoder reads.
+                let ext = url.pathExtension.lowercased()
+                let encoding = encoders.first { decoder.encodings.contains($0.name) && $0.fileExtension == ext }?.name
+                    ?? decoder.encodings.sorted().first ?? decoder.name
+                return RebuiltAudio(format: reader.format, frames: reader.frameCount, encoding: encoding)
+            }
+            return nil
+        }
+        var done = "kept \(report.salvagedTakes) take(s) and \(report.salvagedSessions) session(s) that still read"
+        done += "; made \(report.rebuiltTakes) take(s) and \(report.rebuiltSessions) session(s) from the audio files and folders"
+        if let backup = report.backup { done += "; the old catalog is kept in \(backup)" }
+        var problem = "The catalog was rebuilt"
+        if report.unreadableEntries > 0 { problem += "; \(report.unreadableEntries) part(s) of the old one could not be read" }
+        if !report.unreadableFiles.isEmpty {
+            problem += "; no decoder reads \(report.unreadableFiles.prefix(3).joined(separator: ", "))\(report.unreadableFiles.count > 3 ? " and \(report.unreadableFiles.count - 3) more" : "") (left where they are)"
+        }
+        return DoctorFinding(kind: "rebuilt-catalog", subject: "catalog", problem: problem + ".", repaired: done)
     }
 
     /// Whether `url` is not there. Only a file that is not there is missing; one that cannot be
@@ -192,5 +239,12 @@ extension LibraryDoctor {
     public func run(repair: Bool) async throws -> [DoctorFinding] {
         let doctor = self
         return try await BlockingWork.run { try doctor.examine(repair: repair) }
+    }
+
+    /// ``rebuildCatalog()`` on the blocking-work queue.
+    /// - Thread: any; suspends while the catalog is rebuilt.
+    public func runRebuild() async throws -> DoctorFinding {
+        let doctor = self
+        return try await BlockingWork.run { try doctor.rebuildCatalog() }
     }
 }

@@ -8,7 +8,21 @@ import TapedeckCore
 /// concurrent `tapedeck` processes wait instead of failing, and every write in an immediate
 /// transaction.
 struct Catalog: Sendable {
-    let queue: DatabaseQueue
+    /// The open catalog, or why a damaged one could not be opened: then every read and write
+    /// throws that damage (with the advice to rebuild), while the library's folders can still be
+    /// examined and the catalog rebuilt (`tapedeck doctor --rebuild-catalog`).
+    private let opened: Result<DatabaseQueue, TapedeckError>
+
+    /// The catalog's connection. - Throws: the damage found when it was opened.
+    var queue: DatabaseQueue {
+        get throws { try opened.get() }
+    }
+
+    /// The damage that kept the catalog from opening, if any.
+    var damage: TapedeckError? {
+        if case .failure(let error) = opened { return error }
+        return nil
+    }
 
     init(url: URL, busyTimeout: TimeInterval) throws {
         var config = Configuration()
@@ -25,7 +39,7 @@ struct Catalog: Sendable {
             _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
         }
         do {
-            queue = try DatabaseQueue(path: url.path, configuration: config)
+            let queue = try DatabaseQueue(path: url.path, configuration: config)
             // GRDB sets `synchronous = NORMAL` with WAL, which syncs the WAL only at checkpoints:
             // a power loss could then undo commits that had returned, a finished take's entry
             // among them (scripts/reliability-powerloss found it). FULL syncs the WAL at every commit.
@@ -36,8 +50,12 @@ struct Catalog: Sendable {
                     "The library catalog \(url.path) was written by a newer version of Tapedeck. Use that version, or keep this version's libraries elsewhere (storage.directory.path).")
             }
             try Self.migrator.migrate(queue)
+            opened = .success(queue)
         } catch let error as DatabaseError {
-            throw Self.translate(error, url: url)
+            let translated = Self.translate(error, url: url)
+            // A damaged catalog is kept as damage (see ``opened``); anything else stops the open.
+            guard translated.code == .corruptFile else { throw translated }
+            opened = .failure(translated)
         }
     }
 
@@ -102,7 +120,7 @@ struct Catalog: Sendable {
         case .SQLITE_FULL:
             return TapedeckError(.diskFull, "The disk holding the library catalog\(place) is full. Free some space and try again.")
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return TapedeckError(.corruptFile, "The library catalog\(place) is damaged: \(error.message ?? "unknown damage"). Run `tapedeck doctor` or restore it from a backup.")
+            return TapedeckError(.corruptFile, "The library catalog\(place) is damaged: \(error.message ?? "unknown damage"). Run `tapedeck doctor --rebuild-catalog`: it keeps every entry that still reads and makes entries for the audio files; no audio is touched.")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
             return TapedeckError(.io, "The library catalog\(place) cannot be opened for writing: \(error.message ?? ""). Check the folder's permissions or choose another library path.")
         default:

@@ -69,9 +69,15 @@ extension DirectoryStorage {
     }
 
     public func damagedParts() throws -> [DamagedPart] {
-        let result = try catalog.read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
+        let result: [String]
+        do {
+            result = try catalog.read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
+        } catch let error as TapedeckError where error.code == .corruptFile {
+            // Nothing else in the catalog can be read: only a rebuild helps.
+            return [DamagedPart(path: Self.catalogName, problem: error.message, canQuarantine: false, needsRebuild: true)]
+        }
         var parts = result == ["ok"] ? [] : [DamagedPart(path: Self.catalogName, problem: "SQLite's integrity check reports: \(result.prefix(3).joined(separator: "; "))",
-                                                        canQuarantine: false)]
+                                                        canQuarantine: false, needsRebuild: true)]
         // Rows whose values cannot be a session or take (a wrong type, a rate of 0, an unknown
         // state): left out of every listing, reported here.
         let rows = try catalog.read { db in
@@ -79,12 +85,12 @@ extension DirectoryStorage {
         }
         for row in rows.0 {
             do { _ = try Catalog.session(from: row) } catch let e as TapedeckError {
-                parts.append(DamagedPart(path: Self.catalogName, problem: e.message, canQuarantine: false))
+                parts.append(DamagedPart(path: Self.catalogName, problem: e.message, canQuarantine: false, needsRebuild: true))
             }
         }
         for row in rows.1 {
             do { _ = try Catalog.take(from: row) } catch let e as TapedeckError {
-                parts.append(DamagedPart(path: Self.catalogName, problem: e.message, canQuarantine: false))
+                parts.append(DamagedPart(path: Self.catalogName, problem: e.message, canQuarantine: false, needsRebuild: true))
             }
         }
         return parts

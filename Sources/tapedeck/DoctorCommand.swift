@@ -19,6 +19,9 @@ struct DoctorCommand: AsyncParsableCommand {
     @Flag(help: "Repair what is found (never deletes audio).")
     var repair = false
 
+    @Flag(help: "Make a new catalog from what still reads: every readable entry, and an entry for each audio file and session folder none names (the old catalog is kept in quarantine/). For a damaged catalog.")
+    var rebuildCatalog = false
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -33,28 +36,46 @@ struct DoctorCommand: AsyncParsableCommand {
     mutating func run() async throws {
         let repair = self.repair
         let json = self.json
+        let rebuild = self.rebuildCatalog
         try await reportingErrors {
             // The library is not opened (opening recovers interrupted takes): doctor reports first.
-            let studio = try global.makeStudioWithoutLibrary()
-            guard let storage = studio.store.storage as? any LibraryMaintenance else {
-                throw TapedeckError(.configuration, "The \(studio.configuration.storage.plugin ?? "configured") storage backend cannot be examined by tapedeck doctor.")
+            var doctor = try makeDoctor()
+            var findings: [DoctorFinding] = []
+            if rebuild {
+                findings.append(try await doctor.runRebuild())
+                // The examination reads the new catalog, through a store opened on it.
+                doctor = try makeDoctor()
             }
-            let doctor = LibraryDoctor(storage: storage, encoders: studio.encoders, decoders: studio.decoders)
-            let findings = try await doctor.run(repair: repair)
+            findings += try await doctor.run(repair: repair)
+            let storage = doctor.storage
+            let problems = findings.filter { $0.kind != "rebuilt-catalog" }
             if json {
                 try Terminal.printJSON(Report(findings: findings, repaired: repair))
-            } else if findings.isEmpty {
-                print("No problems found in \(storage.rootURL.path).")
             } else {
                 for f in findings {
                     print("\(f.kind)  \(f.subject): \(f.problem)")
                     if let r = f.repaired { print("    repaired: \(r)") }
                     if let r = f.repairFailed { print("    not repaired: \(r)") }
                 }
-                if !repair { print("\(Terminal.counted(findings.count, "problem")) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.") }
+                if problems.isEmpty {
+                    print("No problems found in \(storage.rootURL.path).")
+                } else if problems.contains(where: { $0.problem.contains("--rebuild-catalog") }) && !rebuild {
+                    print("\(Terminal.counted(problems.count, "problem")) found. The catalog needs rebuilding first: run `tapedeck doctor --rebuild-catalog`, then `tapedeck doctor` again; no audio is touched.")
+                } else if !repair {
+                    print("\(Terminal.counted(problems.count, "problem")) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.")
+                }
             }
-            let unrepaired = findings.filter { $0.repaired == nil }
+            let unrepaired = problems.filter { $0.repaired == nil }
             if !unrepaired.isEmpty { throw ExitCode(ExitStatus.problemsFound) }
         }
+    }
+
+    @MainActor
+    private func makeDoctor() throws -> LibraryDoctor {
+        let studio = try global.makeStudioWithoutLibrary()
+        guard let storage = studio.store.storage as? any LibraryMaintenance else {
+            throw TapedeckError(.configuration, "The \(studio.configuration.storage.plugin ?? "configured") storage backend cannot be examined by tapedeck doctor.")
+        }
+        return LibraryDoctor(storage: storage, encoders: studio.encoders, decoders: studio.decoders)
     }
 }

@@ -157,6 +157,52 @@ struct HostileEndToEndTests {
         #expect(newer.status == 78 && newer.stderr.contains("newer version"), "\(newer.stderr)")
     }
 
+    @Test("a catalog damaged beyond reading: list and doctor say to rebuild it; --rebuild-catalog keeps what reads and makes entries for the audio files")
+    func rebuildCatalog() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2", "--session", "Gig Night", "--name", "opener").status == 0)
+        #expect(try cli.run("record", "0.3", "--session", "Gig Night").status == 0)
+        #expect(try cli.run("record", "0.4", "--session", "Rehearsal").status == 0)
+        #expect(try cli.run("tag", "last", "MOOD=calm").status == 0)
+        let before = try cli.takes()
+        let catalog = cli.library.appendingPathComponent("catalog.sqlite").path
+        func shortIDs(_ takes: [[String: Any]]) -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: takes.map { ($0["shortID"] as? String ?? "", $0["frames"] as? Int ?? -1) })
+        }
+
+        // One row with an impossible value: the others keep their entries (tags and all); the
+        // damaged one is made again from its file.
+        #expect(try CLIHarness.tool("python3", ["-c", "import sqlite3; db = sqlite3.connect('\(catalog)'); db.execute(\"UPDATE take SET sampleRate = 'abc' WHERE number = 2\"); db.commit()"]).status == 0)
+        let hint = try cli.run("doctor")
+        #expect(hint.status == 1 && hint.stdout.contains("--rebuild-catalog"), "\(hint.stdout)")
+        let rebuilt = try cli.run("doctor", "--rebuild-catalog")
+        #expect(rebuilt.status == 0 && rebuilt.stdout.contains("No problems found"), "\(rebuilt.stdout) \(rebuilt.stderr)")
+        #expect(shortIDs(try cli.takes()) == shortIDs(before))
+        #expect(try cli.takes().contains { ($0["tags"] as? [String: String])?["MOOD"] == "calm" })
+
+        // The whole catalog unreadable (its header overwritten, its log gone).
+        try Data(repeating: 0x5A, count: 8192).write(to: URL(fileURLWithPath: catalog))
+        unlink(catalog + "-wal")
+        unlink(catalog + "-shm")
+        let list = try cli.run("list")
+        #expect(list.status == 74 && list.stderr.contains("--rebuild-catalog"), "\(list.stderr)")
+        let doctor = try cli.run("doctor")
+        #expect(doctor.status == 1 && doctor.stdout.contains("--rebuild-catalog"), "\(doctor.stdout) \(doctor.stderr)")
+        let again = try cli.run("doctor", "--rebuild-catalog", "--json")
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        let takes = try cli.takes()
+        #expect(shortIDs(takes) == shortIDs(before), "\(takes)")
+        #expect(Set(try cli.listJSON().compactMap { $0["name"] as? String }) == ["gig night", "rehearsal"])
+        #expect(takes.contains { $0["name"] as? String == "opener" })
+        #expect(try cli.run("doctor").status == 0)
+        // The old catalog is kept, byte for byte.
+        let quarantine = cli.library.appendingPathComponent("quarantine")
+        let kept = try FileManager.default.subpathsOfDirectory(atPath: quarantine.path).filter { $0.hasSuffix("catalog.sqlite") }
+        #expect(kept.count == 2)
+        // Recording goes on into the rebuilt library.
+        #expect(try cli.run("record", "0.2", "--session", "gig night").status == 0)
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()

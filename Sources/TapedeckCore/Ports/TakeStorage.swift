@@ -150,12 +150,47 @@ public struct DamagedPart: Sendable, Hashable {
     /// `false` for a part the library cannot work without (a catalog): doctor then reports it
     /// and leaves it where it is.
     public var canQuarantine: Bool
+    /// Whether ``LibraryMaintenance/rebuildCatalog(inspect:)`` repairs it (a damaged catalog).
+    public var needsRebuild: Bool
 
-    public init(path: String, problem: String, canQuarantine: Bool) {
+    public init(path: String, problem: String, canQuarantine: Bool, needsRebuild: Bool = false) {
         self.path = path
         self.problem = problem
         self.canQuarantine = canQuarantine
+        self.needsRebuild = needsRebuild
     }
+}
+
+/// What an audio file holds, as a decoder read it, for entries rebuilt from files alone.
+public struct RebuiltAudio: Sendable, Hashable {
+    public var format: AudioFormat
+    public var frames: Int64
+    /// The encoder name the file is in (`wav`, `flac`, …).
+    public var encoding: String
+
+    public init(format: AudioFormat, frames: Int64, encoding: String) {
+        self.format = format
+        self.frames = frames
+        self.encoding = encoding
+    }
+}
+
+/// What ``LibraryMaintenance/rebuildCatalog(inspect:)`` did.
+public struct CatalogRebuild: Sendable, Hashable {
+    /// Sessions and takes whose entries were read back from the old catalog.
+    public var salvagedSessions = 0
+    public var salvagedTakes = 0
+    /// Entries of the old catalog that could not be read (damaged pages or values).
+    public var unreadableEntries = 0
+    /// Takes and sessions made from audio files and folders no readable entry named.
+    public var rebuiltTakes = 0
+    public var rebuiltSessions = 0
+    /// Library-relative files in session folders that no decoder reads (left where they are).
+    public var unreadableFiles: [String] = []
+    /// Where the old catalog was kept (library-relative), if there was one.
+    public var backup: String?
+
+    public init() {}
 }
 
 /// What `tapedeck doctor` needs from a store beyond ``TakeStorage``: the files no entry names, the
@@ -187,4 +222,18 @@ public protocol LibraryMaintenance: TakeStorage {
     /// really holds and the state `recovered`.
     /// - Thread: any. Blocks on disk I/O.
     func markRepaired(_ id: String, frames: Int64) throws
+
+    /// Replaces the library's catalog with one made from what can still be read: every entry of
+    /// the old catalog that reads, and an entry for each audio file and session folder no such
+    /// entry names (`inspect` reads a file; `nil` when no decoder can). The old catalog is kept
+    /// in `quarantine/`. Refused while a take is being recorded. Never touches audio.
+    /// The default: `.invalidArgument` (a store without a catalog).
+    /// - Thread: any. Blocks on disk I/O for as long as reading every file takes.
+    func rebuildCatalog(inspect: (URL) -> RebuiltAudio?) throws -> CatalogRebuild
+}
+
+extension LibraryMaintenance {
+    public func rebuildCatalog(inspect: (URL) -> RebuiltAudio?) throws -> CatalogRebuild {
+        throw TapedeckError(.invalidArgument, "This storage backend keeps no catalog to rebuild: `tapedeck doctor --repair` examines and repairs it.")
+    }
 }

@@ -45,7 +45,7 @@ extension DurableFiles {
     /// (or anything but a folder) stops it before anything is made through it, so nothing outside
     /// the library is ever created or followed.
     /// - Thread: any. Blocks on disk I/O.
-    func makeConfinedFolders(_ components: [String], in root: URL) throws {
+    public func makeConfinedFolders(_ components: [String], in root: URL) throws {
         var fd = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the library folder \(root.path)") }
         defer { close(fd) }
