@@ -190,7 +190,7 @@ let package = Package(
         // and the program scripts/fuzz builds with libFuzzer (a replay tool in ordinary builds).
         .target(
             name: "TapedeckFuzzTargets",
-            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckBundleStorage", "TapedeckAssembly"],
+            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckBundleStorage", "TapedeckDirectoryStorage", "TapedeckAssembly"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "tapedeck-fuzz", dependencies: ["TapedeckFuzzTargets", "CFuzzerMain"], swiftSettings: swiftSettings),

@@ -56,7 +56,18 @@ struct Catalog: Sendable {
             // A damaged catalog is kept as damage (see ``opened``); anything else stops the open.
             guard translated.code == .corruptFile else { throw translated }
             opened = .failure(translated)
+        } catch let error as TapedeckError {
+            throw error
+        } catch {
+            // GRDB could not decode its own migration table (a NULL or wrong-typed identifier).
+            opened = .failure(Self.damaged(url: url, "\(error)"))
         }
+    }
+
+    /// The error for a catalog whose contents are damaged, with what to do.
+    static func damaged(url: URL?, _ what: String) -> TapedeckError {
+        let place = url.map { " \($0.path)" } ?? ""
+        return TapedeckError(.corruptFile, "The library catalog\(place) is damaged: \(SettingProblem.shown(what)). Run `tapedeck doctor --rebuild-catalog`: it keeps every entry that still reads and makes entries for the audio files; no audio is touched.")
     }
 
     static var migrator: DatabaseMigrator {
@@ -104,12 +115,16 @@ struct Catalog: Sendable {
 
     /// Runs a read, translating SQLite errors.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil) }
+        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil) } catch let e as TapedeckError { throw e } catch {
+            throw Self.damaged(url: nil, "\(error)")  // a value GRDB could not decode
+        }
     }
 
     /// Runs an immediate write transaction, translating SQLite errors.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.write(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil) }
+        do { return try queue.write(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil) } catch let e as TapedeckError { throw e } catch {
+            throw Self.damaged(url: nil, "\(error)")  // a value GRDB could not decode
+        }
     }
 
     static func translate(_ error: DatabaseError, url: URL?) -> TapedeckError {
@@ -120,7 +135,7 @@ struct Catalog: Sendable {
         case .SQLITE_FULL:
             return TapedeckError(.diskFull, "The disk holding the library catalog\(place) is full. Free some space and try again.")
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return TapedeckError(.corruptFile, "The library catalog\(place) is damaged: \(error.message ?? "unknown damage"). Run `tapedeck doctor --rebuild-catalog`: it keeps every entry that still reads and makes entries for the audio files; no audio is touched.")
+            return damaged(url: url, error.message ?? "unknown damage")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
             return TapedeckError(.io, "The library catalog\(place) cannot be opened for writing: \(error.message ?? ""). Check the folder's permissions or choose another library path.")
         default:
@@ -161,7 +176,7 @@ struct Catalog: Sendable {
             id: try r.text("id"), sessionID: try r.text("sessionId"), name: try r.text("name"), number: try r.integer("number"),
             createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
             encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
-            tags: decodeTags(row["tags"] as String?), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0)
+            tags: decodeTags(String.fromDatabaseValue(row.checked("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0)
     }
 
     /// Reads one row's columns with their types checked (GRDB's plain subscripts trap on a value
@@ -171,33 +186,33 @@ struct Catalog: Sendable {
         let what: String
 
         func damaged(_ column: String) -> TapedeckError {
-            let id = String.fromDatabaseValue(row["id"] as DatabaseValue) ?? "(no id)"
-            return TapedeckError(.corruptFile, "The catalog's row for \(what) \(id) is damaged: its \(column) holds \(SettingProblem.shown((row[column] as DatabaseValue).description)); the \(what) is left out of every listing.")
+            let id = String.fromDatabaseValue(row.checked("id")) ?? "(no id)"
+            return TapedeckError(.corruptFile, "The catalog's row for \(what) \(id) is damaged: its \(column) holds \(SettingProblem.shown(row.checked(column).description)); the \(what) is left out of every listing.")
         }
         func text(_ column: String) throws -> String {
-            guard let v = String.fromDatabaseValue(row[column] as DatabaseValue) else { throw damaged(column) }
+            guard let v = String.fromDatabaseValue(row.checked(column)) else { throw damaged(column) }
             return v
         }
         func integer(_ column: String) throws -> Int {
-            let value = row[column] as DatabaseValue
+            let value = row.checked(column)
             guard case .int64(let n) = value.storage, let v = Int(exactly: n) else { throw damaged(column) }
             return v
         }
         /// A nullable integer column: `nil` for NULL (or a column this catalog does not have).
         func optionalInteger64(_ column: String) throws -> Int64? {
             guard row.hasColumn(column) else { return nil }
-            switch (row[column] as DatabaseValue).storage {
+            switch row.checked(column).storage {
             case .null: return nil
             case .int64(let n): return n
             default: throw damaged(column)
             }
         }
         func integer64(_ column: String) throws -> Int64 {
-            guard case .int64(let n) = (row[column] as DatabaseValue).storage else { throw damaged(column) }
+            guard case .int64(let n) = row.checked(column).storage else { throw damaged(column) }
             return n
         }
         func number(_ column: String) throws -> Double {
-            switch (row[column] as DatabaseValue).storage {
+            switch row.checked(column).storage {
             case .int64(let n): return Double(n)
             case .double(let d) where d.isFinite: return d
             default: throw damaged(column)
@@ -225,5 +240,13 @@ struct Catalog: Sendable {
         encoder.dateEncodingStrategy = .secondsSince1970
         let data = (try? encoder.encode(overruns)) ?? Data("[]".utf8)
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension Row {
+    /// The value of `column`, or NULL when the row has no such column (a damaged schema): GRDB's
+    /// typed subscripts trap on a missing column or an undecodable value; this never does.
+    func checked(_ column: String) -> DatabaseValue {
+        hasColumn(column) ? self[column] : .null
     }
 }

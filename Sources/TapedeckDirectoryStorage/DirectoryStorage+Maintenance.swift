@@ -43,9 +43,9 @@ extension DirectoryStorage {
         let referenced = try catalog.read { db -> Set<String> in
             var names = Set<String>()
             for row in try Row.fetchAll(db, sql: "SELECT file, pendingFile, state FROM take") {
-                if let file = String.fromDatabaseValue(row["file"] as DatabaseValue) { names.insert(file) }
-                if let pending = String.fromDatabaseValue(row["pendingFile"] as DatabaseValue),
-                   String.fromDatabaseValue(row["state"] as DatabaseValue) == TakeState.recording.rawValue { names.insert(pending) }
+                if let file = String.fromDatabaseValue(row.checked("file")) { names.insert(file) }
+                if let pending = String.fromDatabaseValue(row.checked("pendingFile")),
+                   String.fromDatabaseValue(row.checked("state")) == TakeState.recording.rawValue { names.insert(pending) }
             }
             return names
         }

@@ -74,12 +74,19 @@ extension DirectoryStorage {
             }
             let queue = try DatabaseQueue(path: copy.path)
             defer { try? queue.close() }
+            // A damaged index can show a row twice: the first of each id is kept.
+            var ids = Set<String>()
             for row in Self.readRows(queue, table: "session", unreadable: &report.unreadableEntries) {
-                if let session = try? Catalog.session(from: row) { rows.sessions.append(session) } else { report.unreadableEntries += 1 }
+                if let session = try? Catalog.session(from: row), ids.insert(session.0.id).inserted {
+                    rows.sessions.append(session)
+                } else {
+                    report.unreadableEntries += 1
+                }
             }
+            var files = Set<String>()
             for row in Self.readRows(queue, table: "take", unreadable: &report.unreadableEntries) {
-                if let take = try? Catalog.take(from: row) {
-                    rows.takes.append((take, String.fromDatabaseValue(row["pendingFile"] as DatabaseValue)))
+                if let take = try? Catalog.take(from: row), ids.insert(take.id).inserted, files.insert(take.file).inserted {
+                    rows.takes.append((take, String.fromDatabaseValue(row.checked("pendingFile"))))
                 } else {
                     report.unreadableEntries += 1
                 }
@@ -105,7 +112,7 @@ extension DirectoryStorage {
                     let cursor = try Row.fetchCursor(db, sql: "SELECT rowid AS rebuildRowID, * FROM \(table) WHERE rowid > ? ORDER BY rowid", arguments: [after])
                     while let row = try cursor.next() {
                         rows.append(row.copy())
-                        after = row["rebuildRowID"] as Int64? ?? after
+                        after = Int64.fromDatabaseValue(row.checked("rebuildRowID")) ?? after
                     }
                 }
                 return rows
@@ -302,11 +309,22 @@ extension DirectoryStorage {
             .filter { FileManager.default.fileExists(atPath: rootURL.appendingPathComponent($0).path) }
         var backup: String?
         if !old.isEmpty {
-            let stamp = "quarantine/" + UTCTimestamp.compact(Date()) + "-catalog"
+            // A folder of its own, even for two rebuilds in one second.
+            var stamp = "quarantine/" + UTCTimestamp.compact(Date()) + "-catalog"
+            var st = stat()
+            var n = 1
+            while lstat(rootURL.appendingPathComponent(stamp).path, &st) == 0 {
+                n += 1
+                stamp = "quarantine/" + UTCTimestamp.compact(Date()) + "-catalog-\(n)"
+            }
             try files.makeConfinedFolders(stamp.split(separator: "/").map(String.init), in: rootURL)
             for name in old {
                 let copy = rootURL.appendingPathComponent(stamp + "/" + name)
-                try FileManager.default.copyItem(at: rootURL.appendingPathComponent(name), to: copy)
+                do {
+                    try FileManager.default.copyItem(at: rootURL.appendingPathComponent(name), to: copy)
+                } catch {
+                    throw TapedeckError(.io, "Could not keep a copy of the old catalog file \(name) in \(stamp): \(error.localizedDescription). Nothing was changed.")
+                }
                 try files.syncFile(copy)
             }
             try files.syncDirectory(rootURL.appendingPathComponent(stamp))

@@ -111,7 +111,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                 // Names are compared as Swift compares them (canonically equivalent spellings, NFC
                 // and NFD, are one name), not byte for byte as SQL would; a library has few sessions.
                 row = try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid")
-                    .first { String.fromDatabaseValue($0["name"] as DatabaseValue) == name }
+                    .first { String.fromDatabaseValue($0.checked("name")) == name }
             } else {
                 // The session whose latest take (or, without takes, its creation) is the newest;
                 // the oldest of equals, as sessions() lists them.
@@ -310,7 +310,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                 throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded. Stop that recording first, then delete it.")
             }
             try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
-            return (take, String.fromDatabaseValue(row["pendingFile"] as DatabaseValue))
+            return (take, String.fromDatabaseValue(row.checked("pendingFile")))
         }
         let url = try confined(take.file)
         try files.remove(url)
@@ -336,7 +336,7 @@ public final class DirectoryStorage: LibraryMaintenance {
                 close(lockFD)
                 continue
             }
-            let pending = String.fromDatabaseValue(row["pendingFile"] as DatabaseValue)
+            let pending = String.fromDatabaseValue(row.checked("pendingFile"))
             let candidates = [pending, take.file].compactMap { $0 }
             // A take whose paths cannot be used is skipped (doctor reports it), never allowed to
             // stop the rest of the library from opening.

@@ -2,6 +2,7 @@ public import Foundation
 import TapedeckAssembly
 import TapedeckBundleStorage
 import TapedeckCore
+import TapedeckDirectoryStorage
 import TapedeckFLAC
 import TapedeckOpus
 import TapedeckWAV
@@ -22,6 +23,10 @@ import TapedeckWAV
 ///   to a canonical form that decodes and encodes to the same bytes.
 /// - `config`: a config file through the YAML reader and the configuration loader (problems and
 ///   resolution for this machine).
+/// - `catalog`: a directory library's `catalog.sqlite` (rows of wrong types, impossible values,
+///   damaged pages): the library opens, lists and is examined with typed errors only; the
+///   rebuild always succeeds and leaves a catalog doctor finds nothing wrong in, holding every
+///   entry the rebuild counted.
 ///
 /// In every target, refusing the input is a correct answer, but only with Tapedeck's own typed
 /// error (a message for the user); any other error, a broken promise, or a crash is a finding.
@@ -29,7 +34,7 @@ import TapedeckWAV
 /// seeds and every input that once failed.
 public enum FuzzTargets {
     /// The targets' names, in the order `scripts/fuzz` runs them.
-    public static let names = ["wav", "flac", "opus", "manifest", "config"]
+    public static let names = ["wav", "flac", "opus", "manifest", "config", "catalog"]
 
     /// A broken promise found by a target (reported as ``Outcome/broken(_:)``).
     struct Finding: Error, CustomStringConvertible, Sendable {
@@ -62,6 +67,7 @@ public enum FuzzTargets {
             case "opus": read = try opus(data, scratch)
             case "manifest": read = try manifest(data)
             case "config": read = try config(data)
+            case "catalog": read = try catalog(data, scratch)
             default:
                 throw TapedeckError(.invalidArgument, "There is no fuzz target \"\(name)\"; the targets are \(names.joined(separator: ", ")).")
             }
@@ -175,6 +181,35 @@ public enum FuzzTargets {
             _ = loader.problems(file: file, flags: [:], machine: nil)
             _ = try loader.resolve(file: file, flags: [:], machine: nil)
         }
+    }
+
+    static func catalog(_ data: Data, _ scratch: URL) throws -> Bool {
+        let library = scratch.appendingPathExtension("library")
+        try? FileManager.default.removeItem(at: library)
+        try FileManager.default.createDirectory(at: library.appendingPathComponent("sessions"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: library) }
+        try data.write(to: library.appendingPathComponent("catalog.sqlite"))
+        var read = false
+        let opened = try typed("open") {
+            let storage = try DirectoryStorage(rootURL: library, busyTimeout: 1)
+            read = try typed("list") { _ = try storage.sessions() }
+            read = try typed("examine") { _ = try storage.damagedParts() } && read
+            let report: CatalogRebuild
+            do {
+                report = try storage.rebuildCatalog { _ in nil }
+            } catch {
+                throw Finding("the rebuild failed: \(error)")
+            }
+            let fresh = try DirectoryStorage(rootURL: library, busyTimeout: 1)
+            let parts = try fresh.damagedParts()
+            if !parts.isEmpty { throw Finding("the rebuilt catalog is damaged: \(parts.map(\.problem))") }
+            let sessions = try fresh.sessions()
+            let takes = sessions.reduce(0) { $0 + $1.takes.count }
+            if sessions.count != report.salvagedSessions + report.rebuiltSessions || takes != report.salvagedTakes + report.rebuiltTakes {
+                throw Finding("the rebuilt catalog lists \(sessions.count) sessions and \(takes) takes, not the \(report.salvagedSessions)+\(report.rebuiltSessions) and \(report.salvagedTakes)+\(report.rebuiltTakes) it made")
+            }
+        }
+        return opened && read
     }
 
     // MARK: promises

@@ -48,6 +48,7 @@ struct FuzzReplayTests {
         "opus": ["tapedeck-complete", "opusenc-sine"],
         "manifest": ["two-takes", "pending-take"],
         "config": ["ci.yaml", "tapedeck.yaml", "fleet.yaml"],
+        "catalog": ["three-takes"],
     ]
 
     @Test("the promises can fail: a claim past the file's end, an untyped error and an unknown target are reported")
