@@ -6,8 +6,8 @@ import Glibc
 
 /// One problem `tapedeck doctor` found, and what `--repair` did about it.
 public struct DoctorFinding: Sendable, Hashable, Codable {
-    /// `interrupted`, `missing-audio`, `header-mismatch`, `unreadable-audio`, `stray-partial`,
-    /// `unknown-file`, `damaged` or `rebuilt-catalog`.
+    /// `interrupted`, `missing-audio`, `header-mismatch`, `unreadable-audio`, `stale-lock`,
+    /// `empty-folder`, `stray-partial`, `unknown-file`, `damaged` or `rebuilt-catalog`.
     public var kind: String
     /// The take (`SESSION/TAKE`) or the library-relative path concerned.
     public var subject: String
@@ -94,7 +94,15 @@ public struct LibraryDoctor: Sendable {
         var suspects: [(take: Take, url: URL, missing: Bool)] = []
         for session in try storage.sessions() {
             for take in session.takes where take.state != .recording {
-                let url = try storage.audioURL(for: take)
+                let url: URL
+                do {
+                    url = try storage.audioURL(for: take)
+                } catch let error as TapedeckError {
+                    // A take whose folder became a symbolic link (or whose path cannot be used):
+                    // reported, and the others still examined.
+                    findings.append(DoctorFinding(kind: "unreadable-audio", subject: "\(session.name)/\(take.name)", problem: error.message))
+                    continue
+                }
                 if Self.isMissing(url) {
                     suspects.append((take, url, true))
                 } else if checkHeader(take, url: url, subject: "", repair: false) != nil {
@@ -124,6 +132,20 @@ public struct LibraryDoctor: Sendable {
                     findings.append(finding)
                 }
             }
+        }
+
+        for path in try storage.leftovers() {
+            let lock = path.hasSuffix(".lock")
+            var f = DoctorFinding(kind: lock ? "stale-lock" : "empty-folder", subject: path,
+                                  problem: lock ? "The lock file of a take that is not being recorded; nothing needs it."
+                                                : "An empty session folder no session names (left by a session whose creation failed).")
+            if repair {
+                f.attempt {
+                    try storage.removeLeftover(path)
+                    return "removed"
+                }
+            }
+            findings.append(f)
         }
 
         for url in PartialFiles.stale(in: storage.rootURL) {

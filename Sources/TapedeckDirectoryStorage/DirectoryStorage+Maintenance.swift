@@ -128,6 +128,51 @@ extension DirectoryStorage {
     }
 
     /// Whether a live process holds the lock file at `relative` (a missing file is not held).
+    public func leftovers() throws -> [String] {
+        let sessionsURL = rootURL.appendingPathComponent("sessions")
+        let minute = Date().addingTimeInterval(-60).timeIntervalSince1970
+        func old(_ st: stat) -> Bool { TimeInterval(st.st_mtim.tv_sec) < minute }
+        let (recording, folders) = try catalog.read { db -> (Set<String>, Set<String>) in
+            let ids = Set(try Row.fetchAll(db, sql: "SELECT id FROM take WHERE state = 'recording'").compactMap { String.fromDatabaseValue($0.checked("id")) })
+            let named = Set(try Row.fetchAll(db, sql: "SELECT folder FROM session").compactMap { String.fromDatabaseValue($0.checked("folder")) })
+            return (ids, named)
+        }
+        var found: [String] = []
+        for folder in ((try? FileManager.default.contentsOfDirectory(atPath: sessionsURL.path)) ?? []).sorted() {
+            let relativeFolder = "sessions/" + folder
+            var st = stat()
+            guard lstat(sessionsURL.appendingPathComponent(folder).path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { continue }
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: sessionsURL.appendingPathComponent(folder).path)) ?? []
+            if entries.isEmpty {
+                if !folders.contains(relativeFolder) && old(st) { found.append(relativeFolder) }
+                continue
+            }
+            for entry in entries.sorted() where entry.hasPrefix(".") && entry.hasSuffix(".lock") {
+                let id = String(entry.dropFirst().dropLast(5))
+                let relative = relativeFolder + "/" + entry
+                var lst = stat()
+                guard !recording.contains(id), lstat(sessionsURL.appendingPathComponent(folder + "/" + entry).path, &lst) == 0,
+                      (lst.st_mode & S_IFMT) == S_IFREG, old(lst), !isLockHeld(relative) else { continue }
+                found.append(relative)
+            }
+        }
+        return found
+    }
+
+    public func removeLeftover(_ relativePath: String) throws {
+        let url = try confined(relativePath)
+        if relativePath.hasSuffix(".lock") {
+            // Taken for a moment, so no recorder can be starting on it while it goes.
+            let fd = open(url.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
+            try files.remove(url)
+        } else {
+            try files.removeEmptyDirectory(url)
+        }
+    }
+
     func isLockHeld(_ relative: String) -> Bool {
         guard let url = try? confined(relative) else { return false }
         return LockFile.isHeld(url)

@@ -173,15 +173,20 @@ public final class DirectoryStorage: LibraryMaintenance {
                 throw TapedeckError(.notFound, "No session has the id \(id). Run `tapedeck list` to see the sessions.")
             }
             let files = try Row.fetchAll(db, sql: "SELECT file, pendingFile FROM take WHERE sessionId = ?", arguments: [id])
-                .flatMap { r -> [String] in [r["file"], r["pendingFile"]].compactMap { $0 } }
+                .flatMap { r -> [String] in [r.checked("file"), r.checked("pendingFile")].compactMap { String.fromDatabaseValue($0) } }
             let recording = try Row.fetchAll(db, sql: "SELECT * FROM take WHERE sessionId = ? AND state = 'recording'", arguments: [id])
             if try recording.map(Catalog.take(from:)).contains(where: isLive) {
                 throw TapedeckError(.busy, "The session is being recorded into. Stop that recording first, then delete the session.")
             }
             let takeIDs = try String.fetchAll(db, sql: "SELECT id FROM take WHERE sessionId = ?", arguments: [id])
+            // Every path is checked before anything is deleted: a folder that became a symbolic
+            // link refuses the delete whole, instead of removing the entries and failing on the audio.
+            let folder = try Catalog.session(from: row).folder
+            _ = try confined(folder)
+            for file in files { _ = try confined(file) }
             try db.execute(sql: "DELETE FROM take WHERE sessionId = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM session WHERE id = ?", arguments: [id])
-            return (try Catalog.session(from: row).folder, files, takeIDs)
+            return (folder, files, takeIDs)
         }
         // Rows are gone; now the audio. A failure here leaves orphan files, never rows without audio.
         let folderURL = try confined(folder)
@@ -309,8 +314,11 @@ public final class DirectoryStorage: LibraryMaintenance {
             guard take.state != .recording || !isLive(take) else {
                 throw TapedeckError(.busy, "Take \"\(take.name)\" is being recorded. Stop that recording first, then delete it.")
             }
+            let pending = String.fromDatabaseValue(row.checked("pendingFile"))
+            _ = try confined(take.file)  // checked before the entry goes (see deleteSession)
+            if let pending { _ = try confined(pending) }
             try db.execute(sql: "DELETE FROM take WHERE id = ?", arguments: [id])
-            return (take, String.fromDatabaseValue(row.checked("pendingFile")))
+            return (take, pending)
         }
         let url = try confined(take.file)
         try files.remove(url)

@@ -66,6 +66,18 @@ struct ListCommand: AsyncParsableCommand {
             }
             if json { return try Terminal.printJSON(model) }
             if model.isEmpty {
+                // An empty listing of a library that holds audio (a lost catalog, damaged bundles)
+                // must not look like a new library.
+                if !filtering, let maintenance = storage as? any LibraryMaintenance {
+                    let damaged = (try? maintenance.damagedParts()) ?? []
+                    let unnamed = (try? maintenance.unreferencedFiles()) ?? []
+                    if !damaged.isEmpty || !unnamed.isEmpty {
+                        var parts: [String] = []
+                        if !damaged.isEmpty { parts.append(Terminal.counted(damaged.count, "part") + " that cannot be read (\(damaged.prefix(2).map(\.path).joined(separator: ", ")))") }
+                        if !unnamed.isEmpty { parts.append(Terminal.counted(unnamed.count, "file") + " that no take names") }
+                        Terminal.printError("No sessions are listed, but \(storage.rootURL.path) holds \(parts.joined(separator: " and ")). Run `tapedeck doctor` to see them; `tapedeck doctor --rebuild-catalog` makes entries for audio files no take names.")
+                    }
+                }
                 print(filtering ? "No takes match." : "No sessions yet. Record one with `tapedeck record`.")
                 return
             }

@@ -203,6 +203,76 @@ struct HostileEndToEndTests {
         #expect(try cli.run("record", "0.2", "--session", "gig night").status == 0)
     }
 
+    @Test("doctor lists every take behind a symbolic link (not only the first); deleting a linked session refuses before removing anything")
+    func linkedFolders() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2", "--session", "A").status == 0)
+        #expect(try cli.run("record", "0.2", "--session", "B").status == 0)
+        #expect(try cli.run("record", "0.2", "--session", "C").status == 0)
+        let sessions = cli.library.appendingPathComponent("sessions")
+        let outside = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-outside-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: outside) }
+        // Two session folders moved out of the library and replaced by links to where they went.
+        for name in try FileManager.default.contentsOfDirectory(atPath: sessions.path) where !name.hasPrefix("c-") {
+            try FileManager.default.moveItem(at: sessions.appendingPathComponent(name), to: outside.appendingPathComponent(name))
+            try FileManager.default.createSymbolicLink(at: sessions.appendingPathComponent(name), withDestinationURL: outside.appendingPathComponent(name))
+        }
+        let doctor = try cli.run("doctor")
+        #expect(doctor.status == 1, "\(doctor.stdout) \(doctor.stderr)")
+        #expect(doctor.stdout.contains("A/Take 1") && doctor.stdout.contains("B/Take 1") && doctor.stdout.contains("symbolic link"), "\(doctor.stdout)")
+        let delete = try cli.run("delete", "A", "--yes")
+        #expect(delete.status == 74 && delete.stderr.contains("symbolic link"), "\(delete.stderr)")
+        #expect(try cli.listJSON().count == 3, "nothing was removed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).count == 2)
+    }
+
+    @Test("doctor reports and --repair removes lock files of finished takes and empty session folders no session names")
+    func leftovers() throws {
+        let cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2", "--session", "Keep").status == 0)
+        let sessions = cli.library.appendingPathComponent("sessions")
+        let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: sessions.path).first)
+        let take = try #require(try cli.takes().first?["id"] as? String)
+        let lock = sessions.appendingPathComponent(folder).appendingPathComponent(".\(take).lock")
+        #expect(FileManager.default.createFile(atPath: lock.path, contents: Data()))
+        let ghost = sessions.appendingPathComponent("ghost-12345678")
+        try FileManager.default.createDirectory(at: ghost, withIntermediateDirectories: false)
+        for path in [lock.path, ghost.path] {
+            #expect(try CLIHarness.tool("touch", ["-d", "2 minutes ago", path]).status == 0)
+        }
+        let doctor = try cli.run("doctor")
+        #expect(doctor.status == 1 && doctor.stdout.contains("stale-lock") && doctor.stdout.contains("empty-folder"), "\(doctor.stdout)")
+        #expect(try cli.run("doctor", "--repair").status == 0)
+        #expect(!FileManager.default.fileExists(atPath: lock.path) && !FileManager.default.fileExists(atPath: ghost.path))
+        #expect(try cli.run("doctor").status == 0)
+        #expect(try cli.takes().count == 1)
+    }
+
+    @Test("names that export cuts or changes get the take's id, so two such takes never share a file; a lost catalog is not 'No sessions yet' alone")
+    func exportNamesAndLostCatalog() throws {
+        let cli = try CLIHarness()
+        let long = String(repeating: "é", count: 120)
+        #expect(try cli.run("record", "0.2", "--session", long + " one").status == 0)
+        #expect(try cli.run("record", "0.2", "--session", long + " two").status == 0)
+        #expect(try cli.run("record", "0.2", "--session", "a/b").status == 0)
+        #expect(try cli.run("record", "0.2", "--session", "a_b").status == 0)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-names-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        for session in [long + " one", long + " two", "a/b", "a_b"] {
+            let r = try cli.run("export", "--session", session, "--force", "-o", out.path)
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 4)
+
+        unlink(cli.library.appendingPathComponent("catalog.sqlite").path)
+        unlink(cli.library.appendingPathComponent("catalog.sqlite-wal").path)
+        unlink(cli.library.appendingPathComponent("catalog.sqlite-shm").path)
+        let list = try cli.run("list")
+        #expect(list.status == 0 && list.stderr.contains("no take names") && list.stderr.contains("--rebuild-catalog"), "\(list.stderr)")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()

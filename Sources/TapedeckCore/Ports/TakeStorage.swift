@@ -223,6 +223,18 @@ public protocol LibraryMaintenance: TakeStorage {
     /// - Thread: any. Blocks on disk I/O.
     func markRepaired(_ id: String, frames: Int64) throws
 
+    /// Library-relative paths of housekeeping files nothing needs any more: lock files of takes
+    /// that are not being recorded, and empty session folders no session names, each older than a
+    /// minute (younger ones may belong to a recording or session being created right now).
+    /// Never audio. The default: none.
+    /// - Thread: any. Blocks on disk I/O.
+    func leftovers() throws -> [String]
+
+    /// Removes one of ``leftovers()`` if it still is one (a lock nobody holds, a folder still
+    /// empty). The default: nothing.
+    /// - Thread: any. Blocks on disk I/O.
+    func removeLeftover(_ relativePath: String) throws
+
     /// Replaces the library's catalog with one made from what can still be read: every entry of
     /// the old catalog that reads, and an entry for each audio file and session folder no such
     /// entry names (`inspect` reads a file; `nil` when no decoder can). The old catalog is kept
@@ -233,6 +245,10 @@ public protocol LibraryMaintenance: TakeStorage {
 }
 
 extension LibraryMaintenance {
+    public func leftovers() throws -> [String] { [] }
+
+    public func removeLeftover(_ relativePath: String) throws {}
+
     public func rebuildCatalog(inspect: (URL) -> RebuiltAudio?) throws -> CatalogRebuild {
         throw TapedeckError(.invalidArgument, "This storage backend keeps no catalog to rebuild: `tapedeck doctor --repair` examines and repairs it.")
     }
