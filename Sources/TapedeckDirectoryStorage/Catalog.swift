@@ -24,7 +24,17 @@ struct Catalog: Sendable {
         return nil
     }
 
+    /// Whether this process may only read the catalog (a read-only mount, another user's library):
+    /// it is then opened read-only, without migrating, and every write says why it fails.
+    let readOnly: Bool
+
     init(url: URL, busyTimeout: TimeInterval) throws {
+        readOnly = FileManager.default.fileExists(atPath: url.path)
+            && (access(url.path, W_OK) != 0 || access(url.deletingLastPathComponent().path, W_OK) != 0)
+        if readOnly {
+            opened = Self.openReadOnly(url: url, busyTimeout: busyTimeout)
+            return
+        }
         var config = Configuration()
         config.journalMode = .wal
         config.busyMode = .timeout(busyTimeout)
@@ -61,6 +71,32 @@ struct Catalog: Sendable {
         } catch {
             // GRDB could not decode its own migration table (a NULL or wrong-typed identifier).
             opened = .failure(Self.damaged(url: url, "\(error)"))
+        }
+    }
+
+    /// Opens a catalog this process may not write: no journal-mode change, no migration; a
+    /// catalog that needs one is refused with what to do.
+    private static func openReadOnly(url: URL, busyTimeout: TimeInterval) -> Result<DatabaseQueue, TapedeckError> {
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(busyTimeout)
+        config.label = "tapedeck.catalog"
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: config)
+            let (current, superseded) = try queue.read { db in
+                (try migrator.hasCompletedMigrations(db), try migrator.hasBeenSuperseded(db))
+            }
+            if superseded {
+                return .failure(TapedeckError(.configuration, "The library catalog \(url.path) was written by a newer version of Tapedeck. Use that version."))
+            }
+            if !current {
+                return .failure(TapedeckError(.notWritable, "The library catalog \(url.path) is from an older Tapedeck and must be upgraded, which needs write access; this process may only read it. Run a command that writes (e.g. `tapedeck doctor`) as a user who may write the library."))
+            }
+            return .success(queue)
+        } catch let error as DatabaseError {
+            return .failure(translate(error, url: url))
+        } catch {
+            return .failure(damaged(url: url, "\(error)"))
         }
     }
 

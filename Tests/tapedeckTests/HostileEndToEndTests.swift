@@ -273,6 +273,29 @@ struct HostileEndToEndTests {
         #expect(list.status == 0 && list.stderr.contains("no take names") && list.stderr.contains("--rebuild-catalog"), "\(list.stderr)")
     }
 
+    @Test("a library this user may only read (another user's) is listed, shown, examined and exported; a write says why it fails",
+          .enabled(if: getuid() == 0, "needs root, to run tapedeck as the user nobody"))
+    func readOnlyLibrary() throws {
+        var cli = try CLIHarness()
+        #expect(try cli.run("record", "0.2").status == 0)
+        #expect(try cli.run("record", "0.2", "--set", "encoder.name=flac").status == 0)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-ro-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        chmod(out.path, 0o777)
+        let before = LibraryEndToEndTests.tree(cli.library)
+        cli.launcher = ["runuser", "-u", "nobody", "--"]
+        cli.extraEnvironment["HOME"] = out.path
+        for args in [["list"], ["show", "last"], ["doctor"], ["export", "last", "-o", out.path], ["list", "--json"]] {
+            let r = try cli.run(args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+        }
+        let record = try cli.run("record", "0.2")
+        #expect(record.status == 74 && record.stderr.contains("Permission denied"), "\(record.stderr)")
+        cli.launcher = []
+        #expect(LibraryEndToEndTests.tree(cli.library) == before, "nothing in the library changed")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()

@@ -15,8 +15,13 @@ public enum LockFile {
     /// - Returns: the locked descriptor; close it to release the lock.
     /// - Throws: `busy(url)` when another process holds the lock past the deadline; an I/O error
     ///   when the file cannot be opened.
+    /// A library this process may only read (a read-only mount, another user's folder) is locked
+    /// through a read-only descriptor: `flock` needs no write access.
     public static func acquire(_ url: URL, until deadline: Date, busy: (URL) -> TapedeckError) throws -> Int32 {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
+        var fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FileModes.file)
+        if fd < 0, errno == EACCES || errno == EROFS || errno == EPERM {
+            fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        }
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open the lock file \(url.path)") }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
