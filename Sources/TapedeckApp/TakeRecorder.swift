@@ -29,6 +29,15 @@ public struct RecordingReport: Sendable, Hashable {
     public var summary: String
 }
 
+/// A recording whose audio is safe in its pending file but whose take could not be finished in
+/// storage (the folder cannot be written, the catalog failed): the next command that opens the
+/// library recovers it. Carries the report so far (the take still `recording`, the pending file's
+/// URL) and the error, whose message says all that.
+public struct UnfinishedRecording: Error, Sendable {
+    public var report: RecordingReport
+    public var error: TapedeckError
+}
+
 /// Records takes: opens the capture device, commits the take's row, runs the
 /// ``RecordingEngine`` and finishes the take in storage.
 ///
@@ -172,8 +181,25 @@ public final class TakeRecorder {
         let (state, summary) = Self.outcome(result.end)
         let (finalFrames, overruns, clipped) = (result.frames, result.overruns, result.clippedSamples)
         clippedSamples = clipped
-        var take = try await store.perform {
-            try storage.finishTake(pending, frames: finalFrames, state: state, overruns: overruns)
+        var take: Take
+        do {
+            take = try await store.perform {
+                try storage.finishTake(pending, frames: finalFrames, state: state, overruns: overruns)
+            }
+        } catch {
+            let reason = (error as? TapedeckError) ?? TapedeckError(.io, "\(error)")
+            var unfinished = pending.take
+            unfinished.frames = finalFrames
+            unfinished.overruns = overruns
+            let seconds = unfinished.format.seconds(forFrames: finalFrames)
+            let message = "\(reason.message) The recording itself is safe: \(String(format: "%.1f", seconds)) s in \(url.path). "
+                + "The next tapedeck command that opens the library recovers it as take \"\(unfinished.name)\" (or run `tapedeck doctor --repair` once the cause is fixed)."
+            phase = .finished
+            self.engine = nil
+            throw UnfinishedRecording(
+                report: RecordingReport(take: unfinished, session: session, fileURL: url, end: result.end,
+                                        wallSeconds: result.wallSeconds, summary: message),
+                error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
         if clipped > 0 {
             // The take is final already; its clip count is a note on it, so failing to store

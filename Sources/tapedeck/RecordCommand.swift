@@ -133,7 +133,19 @@ struct RecordCommand: AsyncParsableCommand {
                 return try Self.finish(report, json: json)
             }
             let (session, name) = (self.session, self.name)
-            let report = try await Self.endingMeter(meter) { try await recorder.record(sessionName: session, takeName: name, duration: length) }
+            let report: RecordingReport
+            do {
+                report = try await Self.endingMeter(meter) { try await recorder.record(sessionName: session, takeName: name, duration: length) }
+            } catch let unfinished as UnfinishedRecording {
+                // The audio is safe but the take is not finished: the report still goes out.
+                if json {
+                    let r = unfinished.report
+                    try Terminal.printJSON(RecordReportJSON(
+                        take: TakeJSON(r.take, session: r.session, url: r.fileURL), end: "unfinished", message: r.summary,
+                        wallSeconds: r.wallSeconds, exitStatus: ExitStatus.code(for: unfinished.error)))
+                }
+                throw unfinished.error
+            }
             let status = Self.exitStatus(report)
             if json {
                 try Terminal.printJSON(RecordReportJSON(

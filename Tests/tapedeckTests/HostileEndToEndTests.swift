@@ -296,6 +296,21 @@ struct HostileEndToEndTests {
         #expect(LibraryEndToEndTests.tree(cli.library) == before, "nothing in the library changed")
     }
 
+    @Test("a take that cannot be finished (moving its file into place fails) says its audio is safe, still prints --json, and the next command recovers it")
+    func unfinishedTake() throws {
+        var cli = try CLIHarness()
+        #expect(try cli.run("record", "0.1").status == 0)
+        cli.launcher = ["strace", "-f", "-o", "/dev/null", "-e", "trace=link,linkat", "-e", "inject=link,linkat:error=EIO"]
+        let r = try cli.run("record", "0.3", "--json")
+        cli.launcher = []
+        #expect(r.status == 74 && r.stderr.contains("The recording itself is safe"), "\(r.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)")
+        #expect(json["end"] as? String == "unfinished")
+        #expect((json["take"] as? [String: Any])?["frames"] as? Int == 14_400)
+        let takes = try cli.takes()
+        #expect(takes.count == 2 && takes.last?["state"] as? String == "recovered" && takes.last?["frames"] as? Int == 14_400, "\(takes)")
+    }
+
     @Test("--config /dev/null is an empty config; a config in a folder others may write, or a folder, is refused")
     func configPaths() throws {
         let cli = try CLIHarness()
