@@ -212,19 +212,21 @@ struct ExportJob {
     }
 
     /// `Session 1 - Take 3.flac`, made safe for file systems: no `/`, control characters or
-    /// leading dots and dashes, at most 200 bytes. A name that had to be changed for that (cut,
-    /// or characters replaced) gets the take's short id, `….1f2e3d4c.flac`: two takes whose names
-    /// differ only in what was changed must not get one file name (and replace each other's
-    /// export with `--force`).
+    /// leading dots and dashes, at most 200 bytes. A name that had to be cut gets the take's short
+    /// id, `….1f2e3d4c.flac`: two takes whose names differ only past the cut must not get one
+    /// file name (and replace each other's export with `--force`).
     static func fileName(for item: ExportItem, extension ext: String) -> String {
-        let wanted = "\(item.session.name) - \(item.take.name)"
-        var base = String(wanted.unicodeScalars.map { s -> Character in
+        var base = String("\(item.session.name) - \(item.take.name)".unicodeScalars.map { s -> Character in
             s == "/" || s == "\\" || s.properties.generalCategory == .control ? "_" : Character(s)
         })
         while let first = base.first, first == "." || first == "-" || first == " " { base.removeFirst() }
-        while base.utf8.count > 200 { base.removeLast() }
+        var cut = false
+        while base.utf8.count > 200 {
+            base.removeLast()
+            cut = true
+        }
         if base.trimmingCharacters(in: .whitespaces).isEmpty { return "take-\(item.take.shortID).\(ext)" }
-        return base == wanted ? base + "." + ext : base + "." + item.take.shortID + "." + ext
+        return cut ? base + "." + item.take.shortID + "." + ext : base + "." + ext
     }
 }
 

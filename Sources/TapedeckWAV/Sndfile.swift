@@ -40,14 +40,19 @@ enum Sndfile {
         let names: [Int: String] = [
             SF_FORMAT_PCM_S8: "s8", SF_FORMAT_PCM_U8: "u8", SF_FORMAT_ULAW: "µ-law", SF_FORMAT_ALAW: "A-law",
             SF_FORMAT_DOUBLE: "f64", SF_FORMAT_IMA_ADPCM: "IMA ADPCM", SF_FORMAT_MS_ADPCM: "MS ADPCM",
-            SF_FORMAT_GSM610: "GSM 6.10", SF_FORMAT_VORBIS: "Vorbis", SF_FORMAT_OPUS: "Opus",
-            SF_FORMAT_MPEG_LAYER_III: "MP3", SF_FORMAT_ALAC_16: "ALAC", SF_FORMAT_ALAC_20: "ALAC 20-bit",
+            SF_FORMAT_GSM610: "GSM 6.10", SF_FORMAT_ALAC_16: "ALAC", SF_FORMAT_ALAC_20: "ALAC 20-bit",
             SF_FORMAT_ALAC_24: "ALAC", SF_FORMAT_ALAC_32: "ALAC", SF_FORMAT_DPCM_8: "DPCM", SF_FORMAT_DPCM_16: "DPCM",
         ]
         let sub = Int(format) & SF_FORMAT_SUBMASK
         if let name = names[sub] { return name }
         let same = [SF_FORMAT_PCM_16, SF_FORMAT_PCM_24, SF_FORMAT_PCM_32, SF_FORMAT_FLOAT].contains(sub)
-        return same ? nil : "libsndfile encoding 0x\(String(sub, radix: 16))"
+        guard !same else { return nil }
+        // Perceptual codecs and the rest: libsndfile's own name for the encoding.
+        var info = SF_FORMAT_INFO()
+        info.format = Int32(sub)
+        guard sf_command(nil, Int32(SFC_GET_FORMAT_INFO), &info, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0,
+              let name = info.name else { return "libsndfile encoding 0x\(String(sub, radix: 16))" }
+        return String(cString: name)
     }
 
     /// The speaker of a libsndfile `SF_CHANNEL_MAP_*` position; `nil` for positions a WAVE

@@ -26,6 +26,8 @@ final class WAVTakeWriter: TakeWriter {
     /// Whether a write failed (the disk is full): ``finish()`` then sizes the header from the
     /// whole frames actually in the file.
     private var writeFailed = false
+    /// Whether the take's channel mask has been written over libsndfile's first header.
+    private var layoutStated = false
     /// Allocates the file's blocks a few seconds ahead of the audio.
     private var preallocation = Preallocation()
 
@@ -60,10 +62,6 @@ final class WAVTakeWriter: TakeWriter {
             set(field, fields[name] ?? "")
         }
         set(SF_STR_SOFTWARE, "Tapedeck")
-        // libsndfile writes a default channel mask of its own: state the take's from the start
-        // (and again after each header rewrite, in checkpoint and finish).
-        let file = RawFile(fd: fd, path: path, kind: "WAV")
-        if let header = try? WAVHeader.read(from: file) { _ = try? header.normalize(in: file, layout: format.layout) }
     }
 
     deinit { abandon() }
@@ -92,6 +90,14 @@ final class WAVTakeWriter: TakeWriter {
         guard written == sf_count_t(bytes) else {
             writeFailed = true
             throw failure(handle, errno: code, while: "write audio to \(path)")
+        }
+        if !layoutStated {
+            // libsndfile writes its header, with a channel mask of its own choosing, on the first
+            // write: state the take's layout in it at once, so a file a crash leaves before the
+            // first checkpoint has it too (checkpoint and finish state it after each rewrite).
+            layoutStated = true
+            let file = RawFile(fd: fd, path: path, kind: "WAV")
+            if let header = try? WAVHeader.read(from: file) { _ = try? header.normalize(in: file, layout: format.layout) }
         }
     }
 
@@ -145,7 +151,12 @@ final class WAVTakeWriter: TakeWriter {
     /// libsndfile may still write its header while closing; repair does not rely on it.
     /// - Thread: the owning writer thread. May block briefly on disk I/O.
     func abandon() {
-        if let handle { _ = sf_close(handle) }
+        if let handle {
+            _ = sf_close(handle)
+            // sf_close rewrote the header with libsndfile's own channel mask: state the take's.
+            let file = RawFile(fd: fd, path: path, kind: "WAV")
+            if let header = try? WAVHeader.read(from: file) { _ = try? header.normalize(in: file, layout: format.layout) }
+        }
         handle = nil
         if fd >= 0 { close(fd) }
         fd = -1

