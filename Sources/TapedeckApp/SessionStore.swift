@@ -87,13 +87,27 @@ public final class SessionStore {
         if isLoaded { try await refresh() }
     }
 
-    /// Resolves a user's reference to a session or take. - Thread: main actor; never blocks.
+    /// Resolves a user's reference to a session or take: among the loaded sessions, or, when
+    /// they are not loaded, among those storage finds by key (``TakeStorage/sessions(matching:)``),
+    /// so naming one take costs the same in a library of any size. Only a reference that names
+    /// nothing reads the whole library, for its "did you mean" suggestion.
+    /// - Thread: main actor. Never blocks when loaded; otherwise blocks briefly on the catalog.
     public func resolve(_ reference: String) throws -> TakeReference {
-        do { return try TakeReference.resolve(reference, in: sessions) } catch let e as TapedeckError { lastError = e; throw e }
+        do {
+            if isLoaded { return try TakeReference.resolve(reference, in: sessions) }
+            do {
+                return try TakeReference.resolve(reference, in: try storage.sessions(matching: reference))
+            } catch let e as TapedeckError where e.code == .notFound {
+                return try TakeReference.resolve(reference, in: try storage.sessions())
+            }
+        } catch let e as TapedeckError {
+            lastError = e
+            throw e
+        }
     }
 
     /// The take `reference` names; a session is refused with what to write instead.
-    /// - Thread: main actor; never blocks.
+    /// - Thread: main actor; blocks as ``resolve(_:)`` does.
     public func resolveTake(_ reference: String) throws -> (Take, Session) {
         guard case .take(let t, let s) = try resolve(reference) else {
             let e = TapedeckError(.invalidArgument, "\"\(reference)\" is a session. Name a take as SESSION/TAKE, by its id, or as `last`.")

@@ -146,6 +146,14 @@ struct Catalog: Sendable {
             // NULL: the conventional layout for the channel count (every take from before).
             try db.execute(sql: "ALTER TABLE take ADD COLUMN channelMask INTEGER")
         }
+        m.registerMigration("v4: indexes for keyed reads") { db in
+            // `last` (the newest take) and the recovery at every open (takes left recording)
+            // without reading every take.
+            try db.execute(sql: """
+                CREATE INDEX take_created ON take(createdAt);
+                CREATE INDEX take_recording ON take(state) WHERE state = 'recording';
+                """)
+        }
         return m
     }
 
@@ -191,9 +199,14 @@ struct Catalog: Sendable {
     /// of 0, an unknown state) is a damaged row, never a crash and never a guess.
     static func take(from row: Row) throws -> Take {
         let r = RowReader(row: row, what: "take")
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        let overruns = (try? decoder.decode([OverrunEvent].self, from: Data(try r.text("overruns").utf8))) ?? []
+        // Most takes have no overruns: their "[]" is not handed to a JSON decoder.
+        let overrunText = try r.text("overruns")
+        var overruns: [OverrunEvent] = []
+        if overrunText != "[]" {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .secondsSince1970
+            overruns = (try? decoder.decode([OverrunEvent].self, from: Data(overrunText.utf8))) ?? []
+        }
         guard let sampleFormat = SampleFormat(rawValue: try r.text("sampleFormat")) else { throw r.damaged("sampleFormat") }
         guard let state = TakeState(rawValue: try r.text("state")) else { throw r.damaged("state") }
         let channels = try r.integer("channels")
@@ -262,7 +275,8 @@ struct Catalog: Sendable {
     }
 
     static func decodeTags(_ json: String?) -> [String: String] {
-        json.flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
+        guard let json, json != "{}" else { return [:] }
+        return Optional(json).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
     }
 
     static func encode(_ tags: [String: String]) -> String {

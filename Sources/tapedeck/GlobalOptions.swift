@@ -47,7 +47,7 @@ struct GlobalOptions: ParsableArguments {
     ///   or read-only disk and a format the encoder cannot store are then answered with advice.
     ///   `detecting`: the roles the command uses (`record` capture, `play` playback): with no
     ///   backend configured for one, the machine's sound server or ALSA is chosen (``BackendDetection``).
-    func makeStudio(loadingSessions: Bool = true, writing: Bool = false, flags extra: [String: String] = [:],
+    func makeStudio(loadingSessions: Bool = false, writing: Bool = false, flags extra: [String: String] = [:],
                     overrides: [PluginOverride] = [], detecting: Set<PluginRole> = []) async throws -> Studio {
         let studio = try makeStudioWithoutLibrary(flags: extra, overrides: overrides, detecting: detecting)
         if writing { ErrorAdvice.current?.writingLibrary(studio) }

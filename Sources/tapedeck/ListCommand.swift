@@ -36,21 +36,25 @@ struct ListCommand: AsyncParsableCommand {
     mutating func run() async throws {
         try await reportingErrors {
             let sinceDate = try since.map { try Self.date($0, now: Date()) }
+            // The library is not loaded: sessions are read and printed one at a time, so the
+            // first appears at once and memory holds one session, whatever the library's size.
             let studio = try await global.makeStudio()
-            var sessions = studio.store.sessions
+            let storage = studio.store.storage
+            var only: Session?
             if let session {
                 guard case .session(let s) = try studio.store.resolve(session) else {
                     throw TapedeckError(.invalidArgument, "\"\(session)\" is a take, not a session. Use `tapedeck show \(session)`.")
                 }
-                sessions = [s]
+                only = s
             }
             let filtering = sinceDate != nil || state != nil || search != nil
             let needle = search?.lowercased()
-            sessions = sessions.compactMap { s in
+            let (stateFilter, json) = (state, self.json)
+            func filtered(_ s: Session) -> Session? {
                 var s = s
                 s.takes = s.takes.filter { t in
                     if let sinceDate, t.createdAt < sinceDate { return false }
-                    if let state, t.state != state.state { return false }
+                    if let stateFilter, t.state != stateFilter.state { return false }
                     if let needle {
                         let haystack = ([s.name, t.name, t.notes] + t.tags.map { "\($0.key)=\($0.value)" }).joined(separator: "\n").lowercased()
                         if !haystack.contains(needle) { return false }
@@ -59,13 +63,32 @@ struct ListCommand: AsyncParsableCommand {
                 }
                 return filtering && s.takes.isEmpty ? nil : s
             }
-            let storage = studio.store.storage
-            let model = sessions.map { s in
-                SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
-                            takes: s.takes.map { TakeJSON($0, session: s, url: try? storage.audioURL(for: $0)) })
+            let next = json ? nil : try? storage.findSessionForRecording(named: nil)?.id
+            let columns = Terminal.stdoutColumns()
+            var printed = 0
+            func emit(_ session: Session) throws {
+                guard let s = filtered(session) else { return }
+                let model = SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
+                                        takes: s.takes.map { TakeJSON($0, session: s, url: try? storage.audioURL(for: $0)) })
+                if json {
+                    // Elements of one JSON array, written as they come.
+                    StandardOutput.write((printed == 0 ? "[\n" : ",\n") + (try Terminal.json(model, indent: 2)))
+                } else {
+                    if printed > 0 { StandardOutput.write("\n") }
+                    StandardOutput.write(Self.table(model, next: next, columns: columns))
+                }
+                printed += 1
             }
-            if json { return try Terminal.printJSON(model) }
-            if model.isEmpty {
+            if let only {
+                try emit(only)
+            } else {
+                try storage.forEachSession(emit)
+            }
+            if json {
+                StandardOutput.write(printed == 0 ? "[\n\n]\n" : "\n]\n")
+                return
+            }
+            if printed == 0 {
                 // An empty listing of a library that holds audio (a lost catalog, damaged bundles)
                 // must not look like a new library.
                 if !filtering, let maintenance = storage as? any LibraryMaintenance {
@@ -79,44 +102,34 @@ struct ListCommand: AsyncParsableCommand {
                     }
                 }
                 print(filtering ? "No takes match." : "No sessions yet. Record one with `tapedeck record`.")
-                return
-            }
-            let next = try? storage.findSessionForRecording(named: nil)?.id
-            var header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
-            var rows: [[String]] = []
-            for s in model {
-                for t in s.takes {
-                    let format = "\(Double(t.format.sampleRate) / 1000) kHz \(t.format.channels)ch \(t.format.sampleFormat) \(t.encoding)"
-                        .replacingOccurrences(of: ".0 kHz", with: " kHz")
-                    var state = t.state
-                    if t.overruns > 0 { state += ", \(Terminal.counted(t.overruns, "overrun"))" }
-                    if t.clippedSamples > 0 { state += ", clipped" }
-                    rows.append([t.shortID, t.name, Terminal.clock(t.seconds), format, t.bytes.map(Terminal.bytes) ?? "missing",
-                                 Terminal.date(t.createdAt), state])
-                }
-            }
-            rows = rows.map { $0.map(Terminal.safe) }
-            Self.fit(header: &header, rows: &rows, columns: Terminal.stdoutColumns())
-            let widths = header.indices.map { c in ([Terminal.displayWidth(header[c])] + rows.map { Terminal.displayWidth($0[c]) }).max() ?? 0 }
-            func line(_ cells: [String]) -> String {
-                cells.indices.map { c in c == cells.count - 1 ? cells[c] : Terminal.pad(cells[c], to: widths[c]) }.joined(separator: "  ")
-            }
-            var row = 0
-            var first = true
-            for s in model {
-                if !first { print("") }
-                first = false
-                let seconds = s.takes.reduce(0.0) { $0 + $1.seconds }
-                let bytes = s.takes.reduce(Int64(0)) { $0 + ($1.bytes ?? 0) }
-                print("\(s.name)  [\(s.shortID)]  \(Terminal.counted(s.takes.count, "take")), \(Terminal.clock(seconds)), \(Terminal.bytes(bytes))\(s.id == next ? "  (next record)" : "")")
-                guard !s.takes.isEmpty else { continue }
-                print("  " + line(header))
-                for _ in s.takes {
-                    print("  " + line(rows[row]))
-                    row += 1
-                }
             }
         }
+    }
+
+    /// One session as text: its line, then its takes as a table fitted to `columns`.
+    static func table(_ s: SessionJSON, next: String?, columns: Int) -> String {
+        let seconds = s.takes.reduce(0.0) { $0 + $1.seconds }
+        let bytes = s.takes.reduce(Int64(0)) { $0 + ($1.bytes ?? 0) }
+        var out = "\(s.name)  [\(s.shortID)]  \(Terminal.counted(s.takes.count, "take")), \(Terminal.clock(seconds)), \(Terminal.bytes(bytes))\(s.id == next ? "  (next record)" : "")\n"
+        guard !s.takes.isEmpty else { return out }
+        var header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
+        var rows: [[String]] = s.takes.map { t in
+            let format = "\(Double(t.format.sampleRate) / 1000) kHz \(t.format.channels)ch \(t.format.sampleFormat) \(t.encoding)"
+                .replacingOccurrences(of: ".0 kHz", with: " kHz")
+            var state = t.state
+            if t.overruns > 0 { state += ", \(Terminal.counted(t.overruns, "overrun"))" }
+            if t.clippedSamples > 0 { state += ", clipped" }
+            return [t.shortID, t.name, Terminal.clock(t.seconds), format, t.bytes.map(Terminal.bytes) ?? "missing",
+                    Terminal.date(t.createdAt), state].map(Terminal.safe)
+        }
+        fit(header: &header, rows: &rows, columns: columns)
+        let widths = header.indices.map { c in ([Terminal.displayWidth(header[c])] + rows.map { Terminal.displayWidth($0[c]) }).max() ?? 0 }
+        func line(_ cells: [String]) -> String {
+            cells.indices.map { c in c == cells.count - 1 ? cells[c] : Terminal.pad(cells[c], to: widths[c]) }.joined(separator: "  ")
+        }
+        out += "  " + line(header) + "\n"
+        for row in rows { out += "  " + line(row) + "\n" }
+        return out
     }
 
     /// On a terminal `columns` wide (0: not a terminal, nothing changes), makes the table fit:

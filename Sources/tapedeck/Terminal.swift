@@ -138,13 +138,22 @@ enum Terminal {
     }
 
     static func printJSON<T: Encodable>(_ value: T) throws {
+        StandardOutput.write(try json(value) + "\n")
+    }
+
+    /// `value` as the pretty-printed JSON ``printJSON(_:)`` writes, each line indented by
+    /// `indent` spaces (an element of an array written piece by piece).
+    static func json<T: Encodable>(_ value: T, indent: Int = 0) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(date.iso8601UTC)
         }
-        StandardOutput.write(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
+        let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+        guard indent > 0 else { return text }
+        let pad = String(repeating: " ", count: indent)
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { pad + $0 }.joined(separator: "\n")
     }
 
     /// `1 take`, `2 takes`: a count with its noun in the right number.

@@ -60,6 +60,23 @@ public protocol TakeStorage: Sendable {
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func findSessionForRecording(named name: String?) throws -> Session?
 
+    /// Calls `body` with each session and its takes, in ``sessions()``'s order, one session at a
+    /// time: a store that can reads one session's takes at a time, so listing a library costs
+    /// memory for its largest session, not for all of it, and the first session is ready at once.
+    /// The default walks ``sessions()``.
+    /// - Thread: any; `body` runs on the calling thread. Blocks on disk I/O and on other
+    ///   processes' catalog locks (bounded by the busy timeout), and for as long as `body` does.
+    func forEachSession(_ body: (Session) throws -> Void) throws
+
+    /// Every session (with all its takes) that a user's reference `text` could name or hold a
+    /// take of: by id prefix (sessions and takes), by exact session name (the text, or its part
+    /// before any `/`), and for `last` the session of the newest take. A superset of what
+    /// `TakeReference.resolve(_:in:)` would find in ``sessions()`` (so it finds the same, and
+    /// the same ambiguities), found by key: a store should answer it without reading the whole
+    /// library. The default is ``sessions()``.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
+    func sessions(matching text: String) throws -> [Session]
+
     /// Creates a session. With `name == nil`, the next free default name ("Session 1", …).
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func createSession(named name: String?) throws -> Session
@@ -124,6 +141,16 @@ extension TakeStorage {
         }
         found?.takes = []
         return found
+    }
+
+    /// Walks ``sessions()``. - Thread: any; blocks as ``sessions()`` does.
+    public func forEachSession(_ body: (Session) throws -> Void) throws {
+        for session in try sessions() { try body(session) }
+    }
+
+    /// ``sessions()``: every session is a candidate. - Thread: any; blocks as ``sessions()`` does.
+    public func sessions(matching text: String) throws -> [Session] {
+        try sessions()
     }
 
     /// Finds a session by id.

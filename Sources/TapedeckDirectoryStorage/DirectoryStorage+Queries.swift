@@ -1,0 +1,74 @@
+public import TapedeckCore
+import GRDB
+
+/// The keyed reads that keep commands fast in a library of any size: listing one session at a
+/// time, and finding what a user's reference names without reading every take.
+extension DirectoryStorage {
+    /// One read transaction; each session's takes come from the `take_session` index, so memory
+    /// holds one session's takes at a time.
+    public func forEachSession(_ body: (Session) throws -> Void) throws {
+        var failure: (any Error)?
+        try catalog.read { db in
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM session ORDER BY createdAt, rowid") {
+                // A damaged row is left out (`doctor` lists it), as in sessions().
+                guard var session = try? Catalog.session(from: row).0 else { continue }
+                session.takes = try Self.takes(db, sessionID: session.id)
+                do { try body(session) } catch {
+                    failure = error  // the caller's error, not the catalog's
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Id prefixes through the primary-key indexes, session names among the sessions only, and
+    /// `last` through the `take_created` index; then those sessions with their takes.
+    public func sessions(matching text: String) throws -> [Session] {
+        try catalog.read { db in
+            var ids: [String] = []
+            func add(_ rows: [Row], _ column: String) {
+                for row in rows {
+                    if let id = String.fromDatabaseValue(row.checked(column)), !ids.contains(id) { ids.append(id) }
+                }
+            }
+            let lowered = text.lowercased()
+            if lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }), lowered.first?.isHexDigit == true {
+                // Ids are lowercase hex and dashes, all below "~": [prefix, prefix~) is every id
+                // that starts with it.
+                let range: StatementArguments = [lowered, lowered + "~"]
+                add(try Row.fetchAll(db, sql: "SELECT id FROM session WHERE id >= ? AND id < ?", arguments: range), "id")
+                add(try Row.fetchAll(db, sql: "SELECT sessionId FROM take WHERE id >= ? AND id < ?", arguments: range), "sessionId")
+            }
+            // SESSION, or the SESSION of SESSION/TAKE at every `/`; compared as Swift compares
+            // names (canonically equivalent spellings are one name), among the sessions only.
+            var names: Set<String> = [text]
+            var index = text.startIndex
+            while let slash = text[index...].firstIndex(of: "/") {
+                names.insert(String(text[..<slash]))
+                index = text.index(after: slash)
+            }
+            add(try Row.fetchAll(db, sql: "SELECT id, name FROM session ORDER BY createdAt, rowid").filter {
+                String.fromDatabaseValue($0.checked("name")).map(names.contains) ?? false
+            }, "id")
+            if text == "last" {
+                // The newest takes' sessions (a few, in case the newest row is damaged).
+                add(try Row.fetchAll(db, sql: "SELECT sessionId FROM take ORDER BY createdAt DESC LIMIT 8"), "sessionId")
+            }
+            guard !ids.isEmpty else { return [] }
+            let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+            return try Row.fetchAll(db, sql: "SELECT * FROM session WHERE id IN (\(marks)) ORDER BY createdAt, rowid",
+                                    arguments: StatementArguments(ids)).compactMap { row -> Session? in
+                guard var session = try? Catalog.session(from: row).0 else { return nil }
+                session.takes = try Self.takes(db, sessionID: session.id)
+                return session
+            }
+        }
+    }
+
+    /// A session's takes in recording order, damaged rows left out.
+    static func takes(_ db: Database, sessionID: String) throws -> [Take] {
+        try Row.fetchAll(db, sql: "SELECT * FROM take WHERE sessionId = ? ORDER BY number, createdAt", arguments: [sessionID])
+            .compactMap { try? Catalog.take(from: $0) }
+    }
+}
