@@ -1,7 +1,16 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import Synchronization
 import TapedeckCore
+
+/// How many SQL statements a catalog connection has run: the tests hold keyed reads to a bound
+/// whatever the library's size (a counter, not a timer).
+final class StatementCounter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
+}
 
 /// The SQLite catalog (`catalog.sqlite`) of a directory library: WAL journal synced at every
 /// commit (`synchronous = FULL`, so a commit that returned survives power loss), a busy timeout so
@@ -24,6 +33,9 @@ struct Catalog: Sendable {
         return nil
     }
 
+    /// Statements run on this catalog's connection.
+    let statements = StatementCounter()
+
     /// Whether this process may only read the catalog (a read-only mount, another user's library):
     /// it is then opened read-only, without migrating, and every write says why it fails.
     let readOnly: Bool
@@ -44,9 +56,11 @@ struct Catalog: Sendable {
         // at the size they grew to: opening, reading and small commits (a delete that makes
         // room) then need no new disk blocks, so a disk another program filled still lets the
         // library be listed and cleaned up.
+        let counter = statements
         config.prepareDatabase { db in
             var persist: Int32 = 1
             _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            db.trace(options: .statement) { _ in counter.add() }
         }
         do {
             let queue = try DatabaseQueue(path: url.path, configuration: config)
@@ -225,7 +239,7 @@ struct Catalog: Sendable {
             id: try r.text("id"), sessionID: try r.text("sessionId"), name: try r.text("name"), number: try r.integer("number"),
             createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
             encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
-            tags: decodeTags(String.fromDatabaseValue(row.checked("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0)
+            tags: decodeTags(String.fromDatabaseValue(r.value("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0)
     }
 
     /// Reads one row's columns with their types checked (GRDB's plain subscripts trap on a value
@@ -233,35 +247,51 @@ struct Catalog: Sendable {
     struct RowReader {
         let row: Row
         let what: String
+        /// Each column's position, looked up once per row (GRDB's lookup by name lowercases
+        /// both names at every call, which dominated listing a large library).
+        private let positions: [String: Int]
+
+        init(row: Row, what: String) {
+            self.row = row
+            self.what = what
+            var positions: [String: Int] = [:]
+            for (i, name) in row.columnNames.enumerated() where positions[name] == nil { positions[name] = i }
+            self.positions = positions
+        }
+
+        /// The value of `column`: by position when the row has it under that exact name, else
+        /// as ``Row/checked(_:)`` finds it (another case, or NULL when absent).
+        func value(_ column: String) -> DatabaseValue {
+            if let i = positions[column] { return row[i] }
+            return row.checked(column)
+        }
 
         func damaged(_ column: String) -> TapedeckError {
             let id = String.fromDatabaseValue(row.checked("id")) ?? "(no id)"
             return TapedeckError(.corruptFile, "The catalog's row for \(what) \(id) is damaged: its \(column) holds \(SettingProblem.shown(row.checked(column).description)); the \(what) is left out of every listing.")
         }
         func text(_ column: String) throws -> String {
-            guard let v = String.fromDatabaseValue(row.checked(column)) else { throw damaged(column) }
+            guard let v = String.fromDatabaseValue(value(column)) else { throw damaged(column) }
             return v
         }
         func integer(_ column: String) throws -> Int {
-            let value = row.checked(column)
-            guard case .int64(let n) = value.storage, let v = Int(exactly: n) else { throw damaged(column) }
+            guard case .int64(let n) = value(column).storage, let v = Int(exactly: n) else { throw damaged(column) }
             return v
         }
         /// A nullable integer column: `nil` for NULL (or a column this catalog does not have).
         func optionalInteger64(_ column: String) throws -> Int64? {
-            guard row.hasColumn(column) else { return nil }
-            switch row.checked(column).storage {
+            switch value(column).storage {
             case .null: return nil
             case .int64(let n): return n
             default: throw damaged(column)
             }
         }
         func integer64(_ column: String) throws -> Int64 {
-            guard case .int64(let n) = row.checked(column).storage else { throw damaged(column) }
+            guard case .int64(let n) = value(column).storage else { throw damaged(column) }
             return n
         }
         func number(_ column: String) throws -> Double {
-            switch row.checked(column).storage {
+            switch value(column).storage {
             case .int64(let n): return Double(n)
             case .double(let d) where d.isFinite: return d
             default: throw damaged(column)

@@ -1,5 +1,9 @@
 public import TapedeckCore
+import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The keyed reads that keep commands fast in a library of any size: listing one session at a
 /// time, and finding what a user's reference names without reading every take.
@@ -65,6 +69,42 @@ extension DirectoryStorage {
             }
         }
     }
+
+    /// Each take folder is confined once (no link on the way) and opened; each file in it is
+    /// then looked at with `fstatat` without following a link: one system call per take.
+    public func audioFiles(of session: Session) -> [String: AudioFileInfo] {
+        var found: [String: AudioFileInfo] = [:]
+        var folders: [String: Int32] = [:]
+        defer { for fd in folders.values where fd >= 0 { close(fd) } }
+        for take in session.takes {
+            let folder = (take.file as NSString).deletingLastPathComponent
+            let name = (take.file as NSString).lastPathComponent
+            guard !folder.isEmpty, LibraryPath.isPlainName(name) else {
+                found[take.id] = (try? confined(take.file)).map { AudioFileInfo(path: $0.path, bytes: nil) } ?? AudioFileInfo(path: nil, bytes: nil)
+                continue
+            }
+            if folders[folder] == nil {
+                folders[folder] = (try? confined(folder)).map { open($0.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) } ?? -1
+            }
+            guard let fd = folders[folder], fd >= 0 else {
+                found[take.id] = AudioFileInfo(path: nil, bytes: nil)
+                continue
+            }
+            var st = stat()
+            if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+                found[take.id] = AudioFileInfo(path: rootURL.path + "/" + take.file, bytes: nil)  // missing
+            } else if (st.st_mode & S_IFMT) == S_IFLNK {
+                found[take.id] = AudioFileInfo(path: nil, bytes: nil)  // a link: never followed
+            } else {
+                found[take.id] = AudioFileInfo(path: rootURL.path + "/" + take.file, bytes: Int64(st.st_size))
+            }
+        }
+        return found
+    }
+
+    /// SQL statements the catalog has run since this store opened (for tests that hold keyed
+    /// reads to a bound). - Thread: any; never blocks.
+    package var catalogStatements: Int { catalog.statements.value }
 
     /// A session's takes in recording order, damaged rows left out.
     static func takes(_ db: Database, sessionID: String) throws -> [Take] {

@@ -50,6 +50,12 @@ struct TakeJSON: Encodable {
     var tags: [String: String]
 
     init(_ take: Take, session: Session, url: URL?) {
+        var info = stat()
+        self.init(take, session: session, file: AudioFileInfo(path: url?.path, bytes: url.flatMap { stat($0.path, &info) == 0 ? Int64(info.st_size) : nil }))
+    }
+
+    /// With the file's path and size already known (``TakeStorage/audioFiles(of:)``).
+    init(_ take: Take, session: Session, file: AudioFileInfo?) {
         id = take.id
         shortID = take.shortID
         self.session = session.name
@@ -61,11 +67,8 @@ struct TakeJSON: Encodable {
         seconds = take.seconds
         format = FormatJSON(take.format)
         encoding = take.encoding
-        path = url?.path ?? ""
-        bytes = url.flatMap { url in
-            var info = stat()
-            return stat(url.path, &info) == 0 ? Int64(info.st_size) : nil
-        }
+        path = file?.path ?? ""
+        bytes = file?.bytes
         createdAt = take.createdAt
         overruns = take.overruns.count
         overrunFrames = take.overruns.reduce(0) { $0 + $1.frames }

@@ -68,11 +68,13 @@ struct ListCommand: AsyncParsableCommand {
             var printed = 0
             func emit(_ session: Session) throws {
                 guard let s = filtered(session) else { return }
+                let files = storage.audioFiles(of: s)
                 let model = SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
-                                        takes: s.takes.map { TakeJSON($0, session: s, url: try? storage.audioURL(for: $0)) })
+                                        takes: s.takes.map { TakeJSON($0, session: s, file: files[$0.id]) })
                 if json {
-                    // Elements of one JSON array, written as they come.
-                    StandardOutput.write((printed == 0 ? "[\n" : ",\n") + (try Terminal.json(model, indent: 2)))
+                    // Elements of one JSON array, written as they come (not indented again: that
+                    // would cost a pass over every line of a large session).
+                    StandardOutput.write((printed == 0 ? "[\n" : ",\n") + (try Terminal.json(model)))
                 } else {
                     if printed > 0 { StandardOutput.write("\n") }
                     StandardOutput.write(Self.table(model, next: next, columns: columns))

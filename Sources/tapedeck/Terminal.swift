@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TapedeckApp
+import TapedeckCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,7 +68,9 @@ enum Terminal {
     /// Columns `text` takes on a terminal: two for wide (East Asian) characters and emoji, none
     /// for a combining mark on its own, one for the rest. - Thread: any.
     static func displayWidth(_ text: String) -> Int {
-        text.reduce(0) { $0 + width(of: $1) }
+        // Printable ASCII, most of what a listing holds, is one column a byte.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text.utf8.count }
+        return text.reduce(0) { $0 + width(of: $1) }
     }
 
     static func width(of character: Character) -> Int {
@@ -141,19 +144,15 @@ enum Terminal {
         StandardOutput.write(try json(value) + "\n")
     }
 
-    /// `value` as the pretty-printed JSON ``printJSON(_:)`` writes, each line indented by
-    /// `indent` spaces (an element of an array written piece by piece).
-    static func json<T: Encodable>(_ value: T, indent: Int = 0) throws -> String {
+    /// `value` as the pretty-printed JSON ``printJSON(_:)`` writes.
+    static func json<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(date.iso8601UTC)
         }
-        let text = String(decoding: try encoder.encode(value), as: UTF8.self)
-        guard indent > 0 else { return text }
-        let pad = String(repeating: " ", count: indent)
-        return text.split(separator: "\n", omittingEmptySubsequences: false).map { pad + $0 }.joined(separator: "\n")
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// `1 take`, `2 takes`: a count with its noun in the right number.
@@ -175,10 +174,12 @@ enum Terminal {
     }
 
     static func date(_ d: Date) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        return f.string(from: d)
+        // localtime_r, not a DateFormatter: making one costs more than the rest of a listed row.
+        var seconds = time_t(d.timeIntervalSince1970.rounded(.down))
+        var t = tm()
+        guard localtime_r(&seconds, &t) != nil else { return UTCTimestamp.seconds(d) }
+        return "\(zeroPadded(Int(t.tm_year) + 1900, width: 4))-\(zeroPadded(Int(t.tm_mon) + 1, width: 2))-\(zeroPadded(Int(t.tm_mday), width: 2)) "
+            + "\(zeroPadded(Int(t.tm_hour), width: 2)):\(zeroPadded(Int(t.tm_min), width: 2)):\(zeroPadded(Int(t.tm_sec), width: 2))"
     }
 
     /// A level in dBFS as the meter prints it: one decimal, full scale as ` 0.0` (never `-0.0`),

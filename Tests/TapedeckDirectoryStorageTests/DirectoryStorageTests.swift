@@ -156,3 +156,53 @@ struct DirectoryStorageRegressionTests {
         #expect(try b.sessions()[0].takes[0].state == .complete)
     }
 }
+
+@Suite("Directory storage keyed reads")
+struct DirectoryStorageKeyedReadTests {
+    /// A library of `sessions` sessions of `takes` takes each, written straight into the catalog.
+    static func library(sessions: Int, takes: Int) throws -> DirectoryStorage {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-keyed-\(UUID().uuidString)")
+        let store = try DirectoryStorage(rootURL: root)
+        try store.catalog.write { db in
+            for s in 1...sessions {
+                let sid = UUID().uuidString.lowercased()
+                try db.execute(sql: "INSERT INTO session (id, name, createdAt, folder) VALUES (?, ?, ?, ?)",
+                               arguments: [sid, "Session \(s)", Double(s), "sessions/session-\(s)"])
+                for t in 1...takes {
+                    try db.execute(sql: """
+                        INSERT INTO take (id, sessionId, name, number, createdAt, state, sampleRate, channels, sampleFormat,
+                                          encoding, file, frames)
+                        VALUES (?, ?, ?, ?, ?, 'complete', 48000, 2, 's16', 'wav', ?, 48000)
+                        """, arguments: [UUID().uuidString.lowercased(), sid, "Take \(t)", t, Double(s * 1000 + t), "sessions/session-\(s)/\(t).wav"])
+                }
+            }
+        }
+        return store
+    }
+
+    @Test("finding what a reference names runs the same few statements in a library of 10 or 4 000 takes")
+    func boundedStatements() throws {
+        var counts: [[Int]] = []
+        for size in [5, 200] {
+            let store = try Self.library(sessions: size, takes: 20)
+            let middle = try #require(try store.sessions(matching: "Session 3").first?.takes[7])
+            var these: [Int] = []
+            for reference in ["Session 3/Take 8", middle.shortID, middle.id, "last", "Session 4"] {
+                let before = store.catalogStatements
+                let found = try store.sessions(matching: reference)
+                these.append(store.catalogStatements - before)
+                #expect(found.count == 1, "\(reference) in \(size) sessions: \(found.map(\.name))")
+                #expect(found.first?.takes.count == 20)
+            }
+            #expect(these.allSatisfy { $0 <= 12 }, "\(these)")  // the queries, and the read transaction's own
+            counts.append(these)
+            // Listing reads one session at a time: one statement for the sessions, one per session.
+            let before = store.catalogStatements
+            var seen = 0
+            try store.forEachSession { _ in seen += 1 }
+            #expect(seen == size)
+            #expect(store.catalogStatements - before <= size + 6)
+        }
+        #expect(counts[0] == counts[1], "the same statements whatever the size: \(counts)")
+    }
+}

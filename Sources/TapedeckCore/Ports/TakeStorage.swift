@@ -123,6 +123,26 @@ public protocol TakeStorage: Sendable {
     /// The absolute URL of a take's audio file, confined beneath ``rootURL``.
     /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
     func audioURL(for take: Take) throws -> URL
+
+    /// Each of `session`'s takes' audio file, by take id: its path (`nil` when ``audioURL(for:)``
+    /// refuses it, e.g. a symbolic link) and its size (`nil` when it is missing), for a listing.
+    /// A store should find them without resolving every path from the root (the default calls
+    /// ``audioURL(for:)`` and `stat` per take).
+    /// - Thread: any. Blocks on disk I/O.
+    func audioFiles(of session: Session) -> [String: AudioFileInfo]
+}
+
+/// Where a take's audio is and how large it is, for listings. A plain value.
+public struct AudioFileInfo: Sendable, Hashable {
+    /// The file's absolute path; `nil` when its path cannot be used.
+    public var path: String?
+    /// Its size in bytes; `nil` when it is missing.
+    public var bytes: Int64?
+
+    public init(path: String?, bytes: Int64?) {
+        self.path = path
+        self.bytes = bytes
+    }
 }
 
 extension TakeStorage {
@@ -140,6 +160,20 @@ extension TakeStorage {
             }
         }
         found?.takes = []
+        return found
+    }
+
+    /// ``audioURL(for:)`` and `stat` per take. - Thread: any; blocks on disk I/O.
+    public func audioFiles(of session: Session) -> [String: AudioFileInfo] {
+        var found: [String: AudioFileInfo] = [:]
+        for take in session.takes {
+            guard let url = try? audioURL(for: take) else {
+                found[take.id] = AudioFileInfo(path: nil, bytes: nil)
+                continue
+            }
+            var info = stat()
+            found[take.id] = AudioFileInfo(path: url.path, bytes: stat(url.path, &info) == 0 ? Int64(info.st_size) : nil)
+        }
         return found
     }
 
