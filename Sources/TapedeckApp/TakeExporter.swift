@@ -59,8 +59,9 @@ public final class TakeExporter {
             let e = TapedeckError(.io, "The output folder \(directory.path) is not writable. Choose another with --output, or fix its permissions.")
             return items.map { _ in .failure(e) }
         }
-        // Give each export the cores the others leave free (a lone export verifies on a second thread).
-        let threads = max(1, cores / min(cores, max(items.count, 1)))
+        // Every export may use every core: encoders that split their work (FLAC) queue it on the
+        // shared worker pool, so the cores stay busy to the end as the last takes finish.
+        let threads = max(1, cores)
         var names = Set<String>()
         var prepared: [Result<ExportJob, TapedeckError>] = []
         jobs = []

@@ -69,13 +69,21 @@ public struct FLACEncoder: AudioEncoder {
     }
 
     /// Creates the writer. Frames are verified while writing when ``verify`` is on or the caller
-    /// asks (`options.verifyWhileWriting`): with `options.threads` of 2 or more on a second
-    /// thread, otherwise in libFLAC's verify mode on the calling thread.
+    /// asks (`options.verifyWhileWriting`), by libFLAC's verify mode. With `options.threads` of 2
+    /// or more (an export) the take is encoded on that many cores at once
+    /// (``FLACParallelWriter``: segments of whole blocks, one encoder each, joined into the
+    /// stream a single encoder makes); otherwise by one encoder on the calling thread, as a
+    /// recording is (``FLACTakeWriter``, whose checkpoints make the file durable as it grows).
     /// - Thread: the writer thread that will own the writer. Blocks on disk I/O.
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter {
         try validate(format)
+        let verify = self.verify || options.verifyWhileWriting
+        if options.threads >= 2 {
+            return try FLACParallelWriter(path: url.path, format: format, metadata: metadata, level: level,
+                                          verify: verify, paddingBytes: paddingBytes, threads: options.threads)
+        }
         return try FLACTakeWriter(path: url.path, format: format, metadata: metadata, level: level,
-                                  verify: verify || options.verifyWhileWriting, paddingBytes: paddingBytes, threads: options.threads)
+                                  verify: verify, paddingBytes: paddingBytes, threads: options.threads)
     }
 
     /// Repairs a file whose writer died: keeps every frame that decodes cleanly (up to the first

@@ -47,7 +47,7 @@ struct FLACToolTests {
         #expect(summary.tags["TITLE"] == "Take 1" && summary.tags.count == 6)
     }
 
-    @Test("verification while writing: off by default, on by the setting (libFLAC's verify mode) or by the caller (a second thread)")
+    @Test("verification while writing: off by default, on by the setting (libFLAC's verify mode) or by the caller (on every encoding thread)")
     func verificationWhileWriting() throws {
         let dir = try FLACTestSupport.makeTempDirectory()
         defer { FLACTestSupport.cleanUp(dir) }
@@ -55,7 +55,7 @@ struct FLACToolTests {
         let cases: [(FLACEncoder, WriterOptions, String?)] = [
             (FLACEncoder(), WriterOptions(), nil),
             (FLACEncoder(settings: FLACSettings(verify: true)), WriterOptions(), "libFLAC's verify mode"),
-            (FLACEncoder(), WriterOptions(threads: 2, verifyWhileWriting: true), "second thread"),
+            (FLACEncoder(), WriterOptions(threads: 2, verifyWhileWriting: true), "verify mode on 2 threads"),
             (FLACEncoder(), WriterOptions(threads: 1, verifyWhileWriting: true), "libFLAC's verify mode"),
         ]
         for (n, (encoder, options, how)) in cases.enumerated() {
