@@ -10,8 +10,11 @@ struct DoctorCommand: AsyncParsableCommand {
         discussion: """
             Without --repair nothing is changed; the exit status is 0 when nothing was found and 1 when \
             something was. With --repair, interrupted takes are recovered, entries without audio removed, \
-            headers rewritten from the audio present, and unknown files and unreadable bundles moved into \
-            the library's quarantine/ folder. No audio is ever deleted.
+            headers rewritten from the audio present, stale lock files and empty session folders removed, \
+            and unknown files and unreadable bundles moved into the library's quarantine/ folder. A catalog \
+            too damaged to read is replaced with --rebuild-catalog: every entry that still reads is kept, \
+            the audio files no entry names get entries, and the old catalog goes to quarantine/. No audio \
+            is ever deleted.
             """)
 
     @OptionGroup var global: GlobalOptions
