@@ -306,7 +306,7 @@ struct Catalog: Sendable {
 
     static func decodeTags(_ json: String?) -> [String: String] {
         guard let json, json != "{}" else { return [:] }
-        return Optional(json).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
+        return (try? JSONDecoder().decode([String: String].self, from: Data(json.utf8))) ?? [:]
     }
 
     static func encode(_ tags: [String: String]) -> String {

@@ -83,7 +83,7 @@ public struct FLACEncoder: AudioEncoder {
                                           verify: verify, paddingBytes: paddingBytes, threads: options.threads)
         }
         return try FLACTakeWriter(path: url.path, format: format, metadata: metadata, level: level,
-                                  verify: verify, paddingBytes: paddingBytes, threads: options.threads)
+                                  verify: verify, paddingBytes: paddingBytes)
     }
 
     /// Repairs a file whose writer died: keeps every frame that decodes cleanly (up to the first

@@ -45,14 +45,12 @@ final class FLACTakeWriter: TakeWriter {
     fileprivate var refuseIO = false
     /// Allocates the file's blocks a few seconds ahead of the frames.
     fileprivate var preallocation = Preallocation()
-    /// Decodes the stream on a second thread while it is written (when given the threads).
-    fileprivate var verifier: FLACStreamVerifier?
     /// Whether libFLAC's own (same-thread) verify mode is on.
     private var inlineVerify = false
     /// How the finished file was checked, for reports.
     private(set) var verification: String?
-    /// Whether ``finish()`` verifies (inline or on the verifier thread).
-    var verifiesOutput: Bool { inlineVerify || verifier != nil }
+    /// Whether ``finish()`` verifies (libFLAC's verify mode).
+    var verifiesOutput: Bool { inlineVerify }
 
     /// Conversion buffer for one `write` call's samples; grows only for a bigger chunk.
     private var samples: UnsafeMutablePointer<Int32>
@@ -72,22 +70,18 @@ final class FLACTakeWriter: TakeWriter {
 
     /// Creates the file at `path` (never overwriting), writes `fLaC`, STREAMINFO, the tags and the
     /// padding, and `fsync`s, so the metadata is on disk before the first audio frame.
-    /// With `verify`, every frame is decoded and compared with the input: on a second thread when
-    /// `threads` allows (see ``FLACStreamVerifier``), else by libFLAC's verify mode on this thread.
+    /// With `verify`, every frame is decoded and compared with the input by libFLAC's verify mode
+    /// on this thread (an export on several cores uses ``FLACParallelWriter`` instead).
     /// - Thread: the writer thread that will own it. Blocks on disk I/O.
     /// - Throws: `.alreadyExists` if the file exists; `.diskFull`/`.io` if it cannot be written.
-    init(path: String, format: AudioFormat, metadata: TakeMetadata, level: Int, verify: Bool, paddingBytes: Int,
-         threads: Int = 1) throws {
+    init(path: String, format: AudioFormat, metadata: TakeMetadata, level: Int, verify: Bool, paddingBytes: Int) throws {
         self.format = format
         self.path = path
         fd = try PositionalFile.createNew(atPath: path)
         sampleCapacity = 4096 * format.channels
         samples = .allocate(capacity: sampleCapacity)
         tail = FLACTail(channels: format.channels, bitsPerSample: format.sampleFormat.bitsPerSample, capacityFrames: 1)
-        if verify && threads >= 2 {
-            verifier = FLACStreamVerifier(channels: format.channels, path: path)
-        }
-        inlineVerify = verify && verifier == nil
+        inlineVerify = verify
         do {
             try start(metadata: metadata, level: level, verify: inlineVerify, paddingBytes: paddingBytes)
         } catch {
@@ -129,8 +123,6 @@ final class FLACTakeWriter: TakeWriter {
                     me.writeErrno = code
                     return FLAC__STREAM_ENCODER_WRITE_STATUS_FATAL_ERROR
                 }
-                // The verifier follows the stream as appended (not STREAMINFO's rewrite at finish).
-                if me.position == me.highWater { me.verifier?.appendEncoded(buffer, count: bytes) }
                 me.position += Int64(bytes)
                 me.highWater = max(me.highWater, me.position)
                 if frames > 0 { me.frameWritten(frames: Int(frames), bytes: bytes) }
@@ -175,7 +167,6 @@ final class FLACTakeWriter: TakeWriter {
         }
         let out = samples
         Self.unpack(buffer, count: count, format: format, into: out)
-        verifier?.appendInput(out, count: count)
         if unhashedStart > 0 && unhashedStart >= unhashed.count / 2 {
             unhashed.removeFirst(unhashedStart)
             unhashedStart = 0
@@ -259,18 +250,8 @@ final class FLACTakeWriter: TakeWriter {
         Preallocation.trim(fd)
         try writeSignature(to: file)
         try file.sync()
-        var how: String?
-        if let verifier {
-            self.verifier = nil
-            let verified = try verifier.finish()
-            guard verified == framesSubmitted else {
-                throw TapedeckError(.io, "Verifying \(path) failed: \(verified) of \(framesSubmitted) frames decoded. Nothing was kept.")
-            }
-            how = "every frame decoded on a second thread and compared with the input"
-        } else if inlineVerify {
-            how = "every frame decoded by libFLAC's verify mode and compared with the input"
-        }
-        if let how {
+        if inlineVerify {
+            let how = "every frame decoded by libFLAC's verify mode and compared with the input"
             // STREAMINFO as it reached the disk holds the true length and the MD5 of the input.
             let info = try FLACHeader.read(from: file).streamInfo
             guard Int64(info.totalSamples) == framesSubmitted, info.md5.contains(where: { $0 != 0 }) else {
@@ -288,10 +269,6 @@ final class FLACTakeWriter: TakeWriter {
     /// - Returns: the frames kept.
     private func finishAfterWriteFailure() throws -> Int64 {
         refuseIO = true
-        if let verifier {
-            self.verifier = nil
-            _ = try? verifier.finish()
-        }
         discardEncoder()
         let fd = self.fd
         self.fd = -1
@@ -321,10 +298,6 @@ final class FLACTakeWriter: TakeWriter {
     /// - Thread: the owning writer thread. Does not block noticeably.
     func abandon() {
         refuseIO = true
-        if let verifier {
-            self.verifier = nil
-            _ = try? verifier.finish()
-        }
         discardEncoder()
         if fd >= 0 { close(fd) }
         fd = -1
