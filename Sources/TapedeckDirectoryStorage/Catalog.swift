@@ -211,8 +211,10 @@ struct Catalog: Sendable {
 
     /// A take's row, every column checked: a wrong type or an impossible value (a sample rate
     /// of 0, an unknown state) is a damaged row, never a crash and never a guess.
-    static func take(from row: Row) throws -> Take {
-        let r = RowReader(row: row, what: "take")
+    /// - Parameter positions: the statement's column positions, when many rows of one statement
+    ///   are read (``ColumnPositions`` once, not a lookup table per row).
+    static func take(from row: Row, positions: ColumnPositions? = nil) throws -> Take {
+        let r = RowReader(row: row, what: "take", positions: positions)
         // Most takes have no overruns: their "[]" is not handed to a JSON decoder.
         let overrunText = try r.text("overruns")
         var overruns: [OverrunEvent] = []
@@ -244,25 +246,34 @@ struct Catalog: Sendable {
 
     /// Reads one row's columns with their types checked (GRDB's plain subscripts trap on a value
     /// of the wrong type).
+    /// Where each column of a statement's rows is (GRDB's lookup by name lowercases both names at
+    /// every call, which dominated listing a large library): made once per statement, or once
+    /// per row for a single row.
+    struct ColumnPositions {
+        let positions: [String: Int]
+
+        init<Names: Sequence<String>>(_ names: Names) {
+            var positions: [String: Int] = [:]
+            for (i, name) in names.enumerated() where positions[name] == nil { positions[name] = i }
+            self.positions = positions
+        }
+    }
+
     struct RowReader {
         let row: Row
         let what: String
-        /// Each column's position, looked up once per row (GRDB's lookup by name lowercases
-        /// both names at every call, which dominated listing a large library).
-        private let positions: [String: Int]
+        private let positions: ColumnPositions
 
-        init(row: Row, what: String) {
+        init(row: Row, what: String, positions: ColumnPositions? = nil) {
             self.row = row
             self.what = what
-            var positions: [String: Int] = [:]
-            for (i, name) in row.columnNames.enumerated() where positions[name] == nil { positions[name] = i }
-            self.positions = positions
+            self.positions = positions ?? ColumnPositions(row.columnNames)
         }
 
         /// The value of `column`: by position when the row has it under that exact name, else
         /// as ``Row/checked(_:)`` finds it (another case, or NULL when absent).
         func value(_ column: String) -> DatabaseValue {
-            if let i = positions[column] { return row[i] }
+            if let i = positions.positions[column], i < row.count { return row[i] }
             return row.checked(column)
         }
 

@@ -77,8 +77,10 @@ extension DirectoryStorage {
         var folders: [String: Int32] = [:]
         defer { for fd in folders.values where fd >= 0 { close(fd) } }
         for take in session.takes {
-            let folder = (take.file as NSString).deletingLastPathComponent
-            let name = (take.file as NSString).lastPathComponent
+            // folder/name split on bytes (NSString's path methods cost more than the stat).
+            let slash = take.file.utf8.lastIndex(of: UInt8(ascii: "/"))
+            let folder = slash.map { String(take.file[..<$0]) } ?? ""
+            let name = slash.map { String(take.file[take.file.index(after: $0)...]) } ?? take.file
             guard !folder.isEmpty, LibraryPath.isPlainName(name) else {
                 found[take.id] = (try? confined(take.file)).map { AudioFileInfo(path: $0.path, bytes: nil) } ?? AudioFileInfo(path: nil, bytes: nil)
                 continue
@@ -107,8 +109,16 @@ extension DirectoryStorage {
     package var catalogStatements: Int { catalog.statements.value }
 
     /// A session's takes in recording order, damaged rows left out.
+    /// Rows are read through a cursor (no copy of each row) with the statement's column
+    /// positions found once.
     static func takes(_ db: Database, sessionID: String) throws -> [Take] {
-        try Row.fetchAll(db, sql: "SELECT * FROM take WHERE sessionId = ? ORDER BY number, createdAt", arguments: [sessionID])
-            .compactMap { try? Catalog.take(from: $0) }
+        let statement = try db.cachedStatement(sql: "SELECT * FROM take WHERE sessionId = ? ORDER BY number, createdAt")
+        let positions = Catalog.ColumnPositions(statement.columnNames)
+        let rows = try Row.fetchCursor(statement, arguments: [sessionID])
+        var takes: [Take] = []
+        while let row = try rows.next() {
+            if let take = try? Catalog.take(from: row, positions: positions) { takes.append(take) }
+        }
+        return takes
     }
 }

@@ -175,7 +175,7 @@ public final class DirectoryStorage: LibraryMaintenance {
             let files = try Row.fetchAll(db, sql: "SELECT file, pendingFile FROM take WHERE sessionId = ?", arguments: [id])
                 .flatMap { r -> [String] in [r.checked("file"), r.checked("pendingFile")].compactMap { String.fromDatabaseValue($0) } }
             let recording = try Row.fetchAll(db, sql: "SELECT * FROM take WHERE sessionId = ? AND state = 'recording'", arguments: [id])
-            if try recording.map(Catalog.take(from:)).contains(where: isLive) {
+            if try recording.map({ try Catalog.take(from: $0) }).contains(where: isLive) {
                 throw TapedeckError(.busy, "The session is being recorded into. Stop that recording first, then delete the session.")
             }
             let takeIDs = try String.fetchAll(db, sql: "SELECT id FROM take WHERE sessionId = ?", arguments: [id])

@@ -23,6 +23,7 @@ enum Terminal {
     /// bidirectional overrides and isolates (`\u{202E}`), which can make a name read as
     /// another. Line breaks are kept; a backslash stays as it is. - Thread: any; never blocks.
     static func safe(_ text: String) -> String {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
         guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
@@ -163,14 +164,21 @@ enum Terminal {
     static func clock(_ seconds: Double) -> String {
         let ms = Int((seconds * 1000).rounded())
         let h = ms / 3_600_000, m = (ms / 60_000) % 60, s = (ms / 1000) % 60, frac = ms % 1000
-        return h > 0 ? String(format: "%d:%02d:%02d.%03d", h, m, s, frac) : String(format: "%d:%02d.%03d", m, s, frac)
+        // Built by hand: String(format:) costs more than the rest of a listed row.
+        let tail = "\(zeroPadded(s, width: 2)).\(zeroPadded(frac, width: 3))"
+        return h > 0 ? "\(h):\(zeroPadded(m, width: 2)):\(tail)" : "\(m):\(tail)"
     }
 
     static func bytes(_ n: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var v = Double(n), i = 0
         while v >= 1000 && i < units.count - 1 { v /= 1000; i += 1 }
-        return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
+        guard i > 0 else { return "\(n) B" }
+        // One decimal as "%.1f" rounds, built by hand (String(format:) is slow in a listing);
+        // 999.96 KB rounds up to the next unit, as 1.0 MB.
+        var tenths = Int((v * 10).rounded())
+        if tenths >= 10_000 && i < units.count - 1 { tenths = Int((v / 100).rounded()); i += 1 }
+        return "\(tenths / 10).\(tenths % 10) \(units[i])"
     }
 
     static func date(_ d: Date) -> String {

@@ -99,6 +99,10 @@ struct CLIHarness {
     func run(_ args: [String]) throws -> Result {
         let (p, out, err) = try start(args)
         p.waitUntilExit()
+        defer {
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
         return Result(status: p.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
                       stderr: try String(contentsOf: err, encoding: .utf8))
     }

@@ -64,15 +64,14 @@ public struct ChannelLayout: Sendable, Hashable, Codable, CustomStringConvertibl
     public var speakers: [Speaker] { Speaker.allCases.filter { mask & $0.bit != 0 } }
 
     /// The name ffmpeg gives this layout (`stereo`, `2.1`, `5.1` for back surrounds, `5.1(side)`), if it has one.
-    public var name: String? {
-        let names: [UInt32: String] = [
-            0x4: "mono", 0x3: "stereo", 0xB: "2.1", 0x7: "3.0", 0x103: "3.0(back)", 0x107: "4.0", 0x33: "quad",
-            0x603: "quad(side)", 0xF: "3.1", 0x37: "5.0", 0x607: "5.0(side)", 0x10F: "4.1", 0x3F: "5.1",
-            0x60F: "5.1(side)", 0x707: "6.0", 0x137: "hexagonal", 0x70F: "6.1", 0x13F: "6.1(back)", 0x637: "7.0",
-            0x63F: "7.1", 0xFF: "7.1(wide)", 0x2D03F: "5.1.4", 0x2D63F: "7.1.4",
-        ]
-        return names[mask]
-    }
+    public var name: String? { Self.names[mask] }
+
+    private static let names: [UInt32: String] = [
+        0x4: "mono", 0x3: "stereo", 0xB: "2.1", 0x7: "3.0", 0x103: "3.0(back)", 0x107: "4.0", 0x33: "quad",
+        0x603: "quad(side)", 0xF: "3.1", 0x37: "5.0", 0x607: "5.0(side)", 0x10F: "4.1", 0x3F: "5.1",
+        0x60F: "5.1(side)", 0x707: "6.0", 0x137: "hexagonal", 0x70F: "6.1", 0x13F: "6.1(back)", 0x637: "7.0",
+        0x63F: "7.1", 0xFF: "7.1(wide)", 0x2D03F: "5.1.4", 0x2D63F: "7.1.4",
+    ]
 
     /// The name and positions, e.g. `5.1: FL FR FC LFE BL BR`, or `discrete` for mask 0.
     public var description: String {

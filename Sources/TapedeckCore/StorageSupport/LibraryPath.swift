@@ -11,8 +11,15 @@ import Darwin
 /// - Thread: any. Blocks briefly on `lstat`.
 public enum LibraryPath {
     /// Whether `name` is one plain path component: not empty, not `.` or `..`, no `/`, no NUL.
+    @inlinable
     public static func isPlainName(_ name: some StringProtocol) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0)
+        var bytes = 0, dots = 0
+        for byte in name.utf8 {
+            if byte == UInt8(ascii: "/") || byte == 0 { return false }
+            if byte == UInt8(ascii: ".") { dots += 1 }
+            bytes += 1
+        }
+        return bytes > 0 && !(dots == bytes && bytes <= 2)
     }
 
     /// `relative` resolved under `root`, refusing an absolute path, a component that is not a
