@@ -385,6 +385,7 @@ public final class BundleStorage: LibraryMaintenance {
             manifest.takes[i].notes = annotations.notes
             manifest.takes[i].tags = annotations.tags
             manifest.takes[i].clippedSamples = annotations.clippedSamples
+            manifest.takes[i].run = annotations.run
             try commit(manifest, in: bundle, "annotateTake")
             return makeTake(manifest.takes[i], of: manifest, bundle: bundle)
         }

@@ -42,6 +42,7 @@ package struct Manifest: Sendable, Hashable {
         var notes: String
         var tags: [String: String] = [:]
         var clippedSamples: Int64 = 0
+        var run: TakeRun?
         /// The hidden file the audio is written to while recording.
         var pendingFile: String?
     }
@@ -86,7 +87,18 @@ package enum ManifestCodec {
         /// Absent in manifests written before tags and clip counts existed.
         var tags: [String: String]?
         var clippedSamples: Int64?
+        /// Absent for a take recorded on its own (and in manifests written before runs existed).
+        var run: RunWire?
         var pendingFile: String?
+    }
+
+    struct RunWire: Codable {
+        var id: String
+        var index: Int
+        var offset: Int64?
+        /// Boundaries as ``TakeBoundary`` raw values; one this build does not know reads as absent.
+        var began: String?
+        var ended: String?
     }
 
     struct FormatWire: Codable {
@@ -137,6 +149,7 @@ package enum ManifestCodec {
                          encoding: e.encoding, frames: e.frames, startDate: UTCTimestamp.format(e.startDate), state: e.state.rawValue,
                          overruns: e.overruns.map { OverrunWire(frame: $0.frame, frames: $0.frames, date: UTCTimestamp.format($0.date), cause: $0.cause) },
                          notes: e.notes, tags: e.tags.isEmpty ? nil : e.tags, clippedSamples: e.clippedSamples == 0 ? nil : e.clippedSamples,
+                         run: e.run.map { RunWire(id: $0.id, index: $0.index, offset: $0.offset, began: $0.began?.rawValue, ended: $0.ended?.rawValue) },
                          pendingFile: e.pendingFile)
             })
         let encoder = JSONEncoder()
@@ -210,6 +223,15 @@ package enum ManifestCodec {
             } catch let error as TapedeckError {
                 throw ManifestProblem(path: "\(at).tags", problem: error.message)
             }
+            let run = t.run.map { r in
+                TakeRun(id: r.id, index: r.index, offset: r.offset,
+                        began: r.began.flatMap(TakeBoundary.init(rawValue:)), ended: r.ended.flatMap(TakeBoundary.init(rawValue:)))
+            }
+            do {
+                try run?.validate()
+            } catch let error as TapedeckError {
+                throw ManifestProblem(path: "\(at).run", problem: error.message)
+            }
             var overruns: [OverrunEvent] = []
             for (j, o) in t.overruns.enumerated() {
                 let oat = "\(at).overruns[\(j)]"
@@ -222,7 +244,7 @@ package enum ManifestCodec {
                 id: t.id, name: t.name, number: t.number, file: t.file,
                 format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat, layout: layout),
                 encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
-                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, pendingFile: t.pendingFile))
+                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, run: run, pendingFile: t.pendingFile))
         }
         return Manifest(id: wire.id, name: wire.name, createdAt: createdAt, takes: takes)
     }

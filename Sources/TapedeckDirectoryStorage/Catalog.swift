@@ -168,6 +168,17 @@ struct Catalog: Sendable {
                 CREATE INDEX take_recording ON take(state) WHERE state = 'recording';
                 """)
         }
+        m.registerMigration("v5: runs") { db in
+            // NULL runId: a take recorded on its own (every take from before).
+            try db.execute(sql: """
+                ALTER TABLE take ADD COLUMN runId TEXT;
+                ALTER TABLE take ADD COLUMN runIndex INTEGER;
+                ALTER TABLE take ADD COLUMN runOffset INTEGER;
+                ALTER TABLE take ADD COLUMN runBegan TEXT;
+                ALTER TABLE take ADD COLUMN runEnded TEXT;
+                CREATE INDEX take_run ON take(runId, runIndex) WHERE runId IS NOT NULL;
+                """)
+        }
         return m
     }
 
@@ -241,7 +252,25 @@ struct Catalog: Sendable {
             id: try r.text("id"), sessionID: try r.text("sessionId"), name: try r.text("name"), number: try r.integer("number"),
             createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
             encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
-            tags: decodeTags(String.fromDatabaseValue(r.value("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0)
+            tags: decodeTags(String.fromDatabaseValue(r.value("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0,
+            run: try run(r))
+    }
+
+    /// The run columns as a ``TakeRun``; `nil` when runId is NULL. A boundary this build does not
+    /// know (written by a newer one) reads as not known.
+    static func run(_ r: RowReader) throws -> TakeRun? {
+        guard case .string(let id) = r.value("runId").storage else { return nil }
+        guard let index = try r.optionalInteger64("runIndex"), let i = Int(exactly: index), i >= 1 else { throw r.damaged("runIndex") }
+        let offset = try r.optionalInteger64("runOffset")
+        guard (offset ?? 0) >= 0 else { throw r.damaged("runOffset") }
+        return TakeRun(id: id, index: i, offset: offset,
+                       began: String.fromDatabaseValue(r.value("runBegan")).flatMap(TakeBoundary.init(rawValue:)),
+                       ended: String.fromDatabaseValue(r.value("runEnded")).flatMap(TakeBoundary.init(rawValue:)))
+    }
+
+    /// The run columns' values for `run`, in the order runId, runIndex, runOffset, runBegan, runEnded.
+    static func runColumns(_ run: TakeRun?) -> [(any DatabaseValueConvertible)?] {
+        [run?.id, run?.index, run?.offset, run?.began?.rawValue, run?.ended?.rawValue]
     }
 
     /// Reads one row's columns with their types checked (GRDB's plain subscripts trap on a value

@@ -19,6 +19,8 @@ import Glibc
 ///    they can never be applied to the new catalog), and the new file renamed over the old.
 ///    A crash at any point leaves either catalog whole; the rebuild can be run again.
 extension DirectoryStorage {
+    public var rebuildsCatalog: Bool { true }
+
     public func rebuildCatalog(inspect: (URL) -> RebuiltAudio?) throws -> CatalogRebuild {
         try holdingLibraryLock {
             try refuseWhileRecording()
@@ -286,12 +288,14 @@ extension DirectoryStorage {
                 for (t, pending) in plan.takes {
                     try db.execute(sql: """
                         INSERT INTO take (id, sessionId, name, number, createdAt, state, sampleRate, channels, sampleFormat,
-                                          channelMask, encoding, file, pendingFile, frames, overruns, notes, tags, clippedSamples)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [t.id, t.sessionID, t.name, t.number, t.createdAt.timeIntervalSince1970, t.state.rawValue,
+                                          channelMask, encoding, file, pendingFile, frames, overruns, notes, tags, clippedSamples,
+                                          runId, runIndex, runOffset, runBegan, runEnded)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: StatementArguments([t.id, t.sessionID, t.name, t.number, t.createdAt.timeIntervalSince1970, t.state.rawValue,
                                          t.format.sampleRate, t.format.channels, t.format.sampleFormat.rawValue,
                                          Catalog.channelMask(t.format), t.encoding, t.file, pending, t.frames,
-                                         Catalog.encode(t.overruns), t.notes, Catalog.encode(t.tags), t.clippedSamples])
+                                         Catalog.encode(t.overruns), t.notes, Catalog.encode(t.tags), t.clippedSamples]
+                                         + Catalog.runColumns(t.run)))
                 }
             }
             try queue.close()

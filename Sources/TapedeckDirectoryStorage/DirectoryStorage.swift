@@ -256,11 +256,14 @@ public final class DirectoryStorage: LibraryMaintenance {
             throw TapedeckError(.notFound, "The audio of take \"\(pending.take.name)\" is missing (\(pending.fileURL.path)); the take was not marked finished. Run `tapedeck doctor`.")
         }
         let overrunsJSON = Catalog.encode(overruns)
-        try commit("finishTake") { db in
+        // The row as committed: annotations made while the take recorded (its run) included.
+        let row = try commit("finishTake") { db in
             try db.execute(sql: "UPDATE take SET state = ?, frames = ?, overruns = ?, pendingFile = NULL WHERE id = ?",
                            arguments: [state.rawValue, frames, overrunsJSON, pending.take.id])
+            return try Row.fetchOne(db, sql: "SELECT * FROM take WHERE id = ?", arguments: [pending.take.id])
         }
         releaseLock(takeID: pending.take.id, folderOf: pending.take.file)
+        if let row, let take = try? Catalog.take(from: row) { return take }
         var take = pending.take
         take.state = state
         take.frames = frames
@@ -292,8 +295,11 @@ public final class DirectoryStorage: LibraryMaintenance {
                 throw TapedeckError(.notFound, "No take has the id \(id). Run `tapedeck list` to see the takes.")
             }
             var take = try Catalog.take(from: row)
-            try db.execute(sql: "UPDATE take SET notes = ?, tags = ?, clippedSamples = ? WHERE id = ?",
-                           arguments: [annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples, id])
+            try db.execute(sql: """
+                UPDATE take SET notes = ?, tags = ?, clippedSamples = ?, runId = ?, runIndex = ?, runOffset = ?, runBegan = ?, runEnded = ?
+                WHERE id = ?
+                """, arguments: StatementArguments([annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples]
+                                                   + Catalog.runColumns(annotations.run) + [id]))
             take.annotations = annotations
             return take
         }

@@ -23,6 +23,9 @@ public enum StorageConformance {
         case crashPoints
         /// A failed write, sync, rename or unlink is reported and loses nothing.
         case ioErrors
+        /// Annotations (notes, tags, clip count, the run a take belongs to) are kept, while the
+        /// take records and after, across a reopen and through every read.
+        case annotations
     }
 
     /// Checks one area against fresh stores made by `make`.
@@ -43,6 +46,7 @@ public enum StorageConformance {
         case .recovery: try recovery(make: { try make(.none) }, reopen: reopen)
         case .crashPoints: try crashPoints(make: make, reopen: reopen)
         case .ioErrors: try ioErrors(make: make, reopen: reopen)
+        case .annotations: try annotations(make: { try make(.none) }, reopen: reopen)
         }
     }
 
@@ -59,6 +63,52 @@ public enum StorageConformance {
 
     static func begin(_ store: any TakeStorage, _ session: Session, _ name: String? = nil) throws -> PendingTake {
         try store.beginTake(in: session.id, named: name, format: .cdStereo, encoding: "raw", fileExtension: "raw", startDate: Date())
+    }
+
+    static func annotations(make: () throws -> any TakeStorage, reopen: (any TakeStorage) throws -> any TakeStorage) throws {
+        var store = try make()
+        let s = try store.createSession(named: "Logger")
+        let run = "0d9f5a52-8c4e-4b5e-9d0b-3f1c2a7e6b10"
+        // A run's first take, linked while it records, then ended at a split.
+        let first = try begin(store, s)
+        let linked = try store.annotateTake(first.take.id, TakeAnnotations(run: TakeRun(id: run, index: 1, offset: 0, began: .start)))
+        #expect(linked.run == TakeRun(id: run, index: 1, offset: 0, began: .start))
+        try writeAudio(first)
+        var done = try store.finishTake(first, frames: 1024, state: .complete, overruns: [])
+        #expect(done.run == linked.run, "finishing keeps the run")
+        var notes = done.annotations
+        notes.run?.ended = .splitTime
+        notes.notes = "hourly"
+        notes.tags = ["MIC": "A"]
+        notes.clippedSamples = 3
+        done = try store.annotateTake(done.id, notes)
+        // The next take, prepared ahead of its boundary: its offset and start not known yet.
+        let second = try begin(store, s)
+        _ = try store.annotateTake(second.take.id, TakeAnnotations(run: TakeRun(id: run, index: 2)))
+        try writeAudio(second)
+        _ = try store.finishTake(second, frames: 512, state: .complete, overruns: [])
+        // A third take on its own has no run.
+        let alone = try begin(store, s)
+        try writeAudio(alone)
+        _ = try store.finishTake(alone, frames: 256, state: .complete, overruns: [])
+        for pass in ["this instance", "after a reopen"] {
+            let takes = try #require(try store.sessions().first { $0.id == s.id }).takes
+            #expect(takes.count == 3, "\(pass)")
+            #expect(takes.first { $0.id == first.take.id }?.annotations == notes, "\(pass)")
+            #expect(takes.first { $0.id == second.take.id }?.run == TakeRun(id: run, index: 2), "\(pass)")
+            #expect(takes.first { $0.id == alone.take.id }?.run == nil, "\(pass)")
+            let matched = try store.sessions(matching: s.name).first?.takes.first { $0.id == first.take.id }
+            #expect(matched?.run?.ended == .splitTime, "\(pass): keyed reads carry the run")
+            // Notes changed later keep the run.
+            var later = try #require(takes.first { $0.id == first.take.id }).annotations
+            later.notes = "hourly, \(pass)"
+            #expect(try store.annotateTake(first.take.id, later).run == notes.run, "\(pass)")
+            notes = later
+            store = try reopen(store)
+        }
+        #expect(throws: TapedeckError.self, "a run index starts at 1") {
+            try store.annotateTake(first.take.id, TakeAnnotations(run: TakeRun(id: run, index: 0)))
+        }
     }
 
     static func defaultNamesAndOrder(_ store: any TakeStorage) throws {

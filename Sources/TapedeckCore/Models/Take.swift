@@ -63,12 +63,17 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     public var tags: [String: String]
     /// Samples recorded at full scale (clipped), over all channels; 0 for imported takes.
     public var clippedSamples: Int64
+    /// The run the take belongs to, when one `record` split its audio into several takes
+    /// (`--split`, `--split-size`); `nil` for a take recorded on its own or imported.
+    public var run: TakeRun?
 
     public init(
         id: String, sessionID: String, name: String, number: Int, createdAt: Date, state: TakeState,
         format: AudioFormat, encoding: String, file: String, frames: Int64,
-        overruns: [OverrunEvent] = [], notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0
+        overruns: [OverrunEvent] = [], notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0,
+        run: TakeRun? = nil
     ) {
+        self.run = run
         self.tags = tags
         self.clippedSamples = clippedSamples
         self.id = id
@@ -85,14 +90,14 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
         self.notes = notes
     }
 
-    /// The notes, tags and clip count, as ``TakeStorage/annotateTake(_:_:)`` sets them.
+    /// The notes, tags, clip count and run, as ``TakeStorage/annotateTake(_:_:)`` sets them.
     public var annotations: TakeAnnotations {
-        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples) }
-        set { (notes, tags, clippedSamples) = (newValue.notes, newValue.tags, newValue.clippedSamples) }
+        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run) }
+        set { (notes, tags, clippedSamples, run) = (newValue.notes, newValue.tags, newValue.clippedSamples, newValue.run) }
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples
+        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run
     }
 
     /// Decodes a take; catalogs written before tags and clip counts existed read as none.
@@ -112,6 +117,7 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
         notes = try c.decodeIfPresent(String.self, forKey: .notes) ?? ""
         tags = try c.decodeIfPresent([String: String].self, forKey: .tags) ?? [:]
         clippedSamples = try c.decodeIfPresent(Int64.self, forKey: .clippedSamples) ?? 0
+        run = try c.decodeIfPresent(TakeRun.self, forKey: .run)
     }
 
     /// Length in seconds.
@@ -121,8 +127,8 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     public var shortID: String { NameRules.shortID(of: id) }
 }
 
-/// What a person (or the recorder's report) adds to a take after it is made: notes, tags and
-/// the clip count. A plain value.
+/// What a person (or the recorder's report) adds to a take after it is made: notes, tags, the
+/// clip count, and the run the recorder made it in. A plain value.
 public struct TakeAnnotations: Sendable, Hashable, Codable {
     /// Free-form notes; any Unicode up to 64 KiB.
     public var notes: String
@@ -130,11 +136,14 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
     public var tags: [String: String]
     /// Samples recorded at full scale.
     public var clippedSamples: Int64
+    /// The run the take belongs to (set by the recorder; `tapedeck note` and `tag` keep it).
+    public var run: TakeRun?
 
-    public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0) {
+    public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0, run: TakeRun? = nil) {
         self.notes = notes
         self.tags = tags
         self.clippedSamples = clippedSamples
+        self.run = run
     }
 
     /// The most notes and tag text a take keeps, in bytes of UTF-8.
@@ -168,5 +177,6 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
             throw TapedeckError(.invalidArgument, "The tag name \"\(k)\" must be upper-case.")
         }
         guard clippedSamples >= 0 else { throw TapedeckError(.invalidArgument, "A clip count cannot be negative.") }
+        try run?.validate()
     }
 }

@@ -303,9 +303,15 @@ public protocol LibraryMaintenance: TakeStorage {
     /// The default: `.invalidArgument` (a store without a catalog).
     /// - Thread: any. Blocks on disk I/O for as long as reading every file takes.
     func rebuildCatalog(inspect: (URL) -> RebuiltAudio?) throws -> CatalogRebuild
+
+    /// Whether ``rebuildCatalog(inspect:)`` does anything here (the store keeps a catalog apart
+    /// from the audio). The default: `false`. - Thread: any; never blocks.
+    var rebuildsCatalog: Bool { get }
 }
 
 extension LibraryMaintenance {
+    public var rebuildsCatalog: Bool { false }
+
     public func leftovers() throws -> [String] { [] }
 
     public func removeLeftover(_ relativePath: String) throws {}
