@@ -20,7 +20,11 @@ public enum RecordingLength: Sendable, Hashable {
 
 /// What a finished recording produced, for the final report.
 public struct RecordingReport: Sendable, Hashable {
+    /// The take recorded (the last one of a split run).
     public var take: Take
+    /// A split run's id, and its takes before ``take`` in run order (empty without splitting).
+    public var runID: String? = nil
+    public var earlierTakes: [Take] = []
     public var session: Session
     public var fileURL: URL
     public var end: RecordingEnd
@@ -73,6 +77,11 @@ public final class TakeRecorder {
     public private(set) var clippedSamples: Int64 = 0
     /// Where the take being recorded goes, once its row is committed (for a banner).
     public private(set) var target: RecordingTarget?
+    /// In a split run: the take being written (from 1), its frames, and frames until the next
+    /// time split (`nil` without one).
+    public private(set) var takeIndex = 1
+    public private(set) var takeFrames: Int64 = 0
+    public private(set) var framesToSplit: Int64?
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
                 settings: RecordingSettings, logger: Logger) {
@@ -101,10 +110,14 @@ public final class TakeRecorder {
     /// - Parameters:
     ///   - sessionName: the session to record into (created if missing); `nil` for the most recent.
     ///   - takeName: the take's display name; `nil` for "Take N".
-    ///   - duration: the exact length; `nil` to record until ``stop()``.
+    ///   - duration: the exact length (of the whole run); `nil` to record until ``stop()``.
+    ///   - split: where to cut the run into takes (`--split`, `--split-size`); each next take is
+    ///     made ready before its boundary and each ended one finished while audio flows on, and
+    ///     the takes' frames, concatenated, are exactly what the device delivered.
     /// - Throws: `.cancelled` when ``stop()`` came before the device delivered anything (no take is made).
     /// - Thread: main actor; suspends while recording.
-    public func record(sessionName: String?, takeName: String?, duration: RecordingLength?) async throws -> RecordingReport {
+    public func record(sessionName: String?, takeName: String?, duration: RecordingLength?,
+                       split: SplitRule? = nil) async throws -> RecordingReport {
         try encoder.validate(settings.format)
         stopRequested = false
         phase = .opening
@@ -122,15 +135,28 @@ public final class TakeRecorder {
 
         let storage = store.storage
         let encoder = self.encoder
-        let pending: PendingTake
+        var pending: PendingTake
+        let runID = (split?.splits ?? false) ? UUID().uuidString.lowercased() : nil
         do {
             pending = try await store.perform {
-                try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
-                                      fileExtension: encoder.fileExtension, startDate: Date())
+                var pending = try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
+                                                    fileExtension: encoder.fileExtension, startDate: Date())
+                if let runID {
+                    do {
+                        pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))
+                    } catch {
+                        _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
+                        throw error
+                    }
+                }
+                return pending
             }
         } catch {
             engine.close()
             throw error
+        }
+        let sequence = runID.map {
+            RunSequence(runID: $0, first: pending, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger)
         }
         self.engine = engine
         if stopRequested { engine.stop() }
@@ -153,7 +179,7 @@ public final class TakeRecorder {
         let url = pending.fileURL
         var result: RecordingResult
         do {
-            result = try await engine.record(watching: watch) { format in
+            result = try await engine.record(watching: watch, split: split, sequence: sequence, firstFileURL: url) { format in
                 let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
                 // The new file's name must survive a power cut as surely as its checkpoints.
                 try DurableFiles().syncDirectory(url.deletingLastPathComponent())
@@ -161,30 +187,37 @@ public final class TakeRecorder {
             }
         } catch {
             // No audio was written: remove the row (and any empty file) so nothing half-made remains.
+            let first = pending.take
             _ = try? await store.perform {
                 try? FileManager.default.removeItem(at: url)
-                return try storage.completeRecovery(of: pending.take, repaired: nil)
+                return try storage.completeRecovery(of: first, repaired: nil)
             }
             try? await store.refreshIfLoaded()
             throw error
         }
         phase = .finishing
         apply(engine.takeProgress())
+        // The run's last take is the one to finish here (the first, without splitting).
+        let earlier = sequence?.finishedTakes ?? []
+        if let sequence, result.takeIndex > 1, let last = sequence.pending(index: result.takeIndex) { pending = last }
+        let lastURL = pending.fileURL
         if case .writeFailed = result.end, !result.writerFinished {
             // The writer could not finalize its file: trust the file's real length instead.
-            if let repaired = try? await store.perform({ try encoder.repair(fileAt: url) }) {
+            if let repaired = try? await store.perform({ try encoder.repair(fileAt: lastURL) }) {
                 result.frames = repaired.frames
             }
         }
         frames = result.frames
 
-        let (state, summary) = Self.outcome(result.end)
+        var (state, summary) = Self.outcome(result.end)
+        if let problems = sequence?.problems, !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
         let (finalFrames, overruns, clipped) = (result.frames, result.overruns, result.clippedSamples)
         clippedSamples = clipped
         var take: Take
+        let (finishing, finalState) = (pending, state)
         do {
             take = try await store.perform {
-                try storage.finishTake(pending, frames: finalFrames, state: state, overruns: overruns)
+                try storage.finishTake(finishing, frames: finalFrames, state: finalState, overruns: overruns)
             }
         } catch {
             let reason = (error as? TapedeckError) ?? TapedeckError(.io, "\(error)")
@@ -197,27 +230,41 @@ public final class TakeRecorder {
             phase = .finished
             self.engine = nil
             throw UnfinishedRecording(
-                report: RecordingReport(take: unfinished, session: session, fileURL: url, end: result.end,
-                                        wallSeconds: result.wallSeconds, summary: message),
+                report: RecordingReport(take: unfinished, runID: runID, earlierTakes: earlier, session: session, fileURL: lastURL,
+                                        end: result.end, wallSeconds: result.wallSeconds, summary: message),
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
-        if clipped > 0 {
-            // The take is final already; its clip count is a note on it, so failing to store
-            // that is logged, never a lost take.
+        if clipped > 0 || runID != nil {
+            // The take is final already; its clip count and run link are notes on it, so failing
+            // to store them is logged, never a lost take.
             var changed = take.annotations
             changed.clippedSamples = clipped
+            if let runID {
+                changed.run = TakeRun(id: runID, index: result.takeIndex, offset: result.takeOffset, began: result.takeBegan,
+                                      ended: Self.boundary(result.end))
+            }
             let (id, annotations) = (take.id, changed)
             do {
                 take = try await store.perform { try storage.annotateTake(id, annotations) }
             } catch {
-                logger.warning("Could not store the take's clip count (\(clipped) samples at full scale): \(error)")
+                logger.warning("Could not store the take's clip count and run (\(clipped) samples at full scale): \(error)")
             }
         }
         try await store.refreshIfLoaded()
         phase = .finished
         self.engine = nil
-        return RecordingReport(take: take, session: session, fileURL: try storage.audioURL(for: take),
+        return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
                                end: result.end, wallSeconds: result.wallSeconds, summary: summary)
+    }
+
+    /// Why the last take of a run ended, as its run link says.
+    static func boundary(_ end: RecordingEnd) -> TakeBoundary {
+        switch end {
+        case .reachedDuration: .duration
+        case .stopped: .stopped
+        case .deviceLost: .deviceLost
+        case .writeFailed: .writeFailed
+        }
     }
 
     /// Opens the device (a missing one fails before anything is written) and returns the engine
@@ -325,6 +372,9 @@ public final class TakeRecorder {
 
     private func apply(_ progress: RecordingProgress) {
         frames = progress.frames
+        takeIndex = progress.takeIndex
+        takeFrames = progress.takeFrames
+        framesToSplit = progress.framesToSplit
         peaks = progress.peaks
         overrunCount = progress.overrunCount
         clippedSamples = progress.clippedSamples

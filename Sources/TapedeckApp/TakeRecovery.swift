@@ -49,6 +49,12 @@ enum TakeRecovery {
                 throw TapedeckError(.corruptFile, "Could not repair \(url.path): \(error). It was left as it is; run `tapedeck doctor`.")
             }
         }
+        if let repaired, repaired.frames == 0, let url = interrupted.fileURL, let run = interrupted.take.run, run.offset == nil {
+            // A take a split run made ready for its next boundary, and never began: no audio, no take.
+            try? FileManager.default.removeItem(at: url)
+            _ = try storage.completeRecovery(of: interrupted.take, repaired: nil)
+            return .removed
+        }
         guard let take = try storage.completeRecovery(of: interrupted.take, repaired: repaired) else { return .removed }
         return .recovered(take)
     }

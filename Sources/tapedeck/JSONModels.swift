@@ -48,6 +48,8 @@ struct TakeJSON: Encodable {
     var clippedSamples: Int64
     var notes: String
     var tags: [String: String]
+    /// The run the take belongs to; absent for a take recorded on its own.
+    var run: RunJSON?
 
     init(_ take: Take, session: Session, url: URL?) {
         var info = stat()
@@ -76,6 +78,28 @@ struct TakeJSON: Encodable {
         clippedSamples = take.clippedSamples
         notes = take.notes
         tags = take.tags
+        run = take.run.map { RunJSON($0, format: take.format) }
+    }
+}
+
+/// A take's place in a split run (docs/JSON.md).
+struct RunJSON: Encodable {
+    var id: String
+    var index: Int
+    /// The run's frame the take starts at, and the same in seconds; absent while not known.
+    var offsetFrames: Int64?
+    var offsetSeconds: Double?
+    /// Why the take began and ended (``TakeBoundary`` raw values); absent while not known.
+    var began: String?
+    var ended: String?
+
+    init(_ run: TakeRun, format: AudioFormat) {
+        id = run.id
+        index = run.index
+        offsetFrames = run.offset
+        offsetSeconds = run.offset.map { format.seconds(forFrames: $0) }
+        began = run.began?.rawValue
+        ended = run.ended?.rawValue
     }
 }
 
@@ -92,7 +116,11 @@ struct SessionJSON: Encodable {
 struct RecordReportJSON: Encodable {
     var kind = "recording"
     var schema = JSONSchema.version
+    /// The take recorded: the last of a split run.
     var take: TakeJSON
+    /// A split run: its id and every take of it in order (``take`` last); absent without splitting.
+    var run: String? = nil
+    var takes: [TakeJSON]? = nil
     var end: String
     var message: String
     var wallSeconds: Double

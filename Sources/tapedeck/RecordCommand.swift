@@ -46,6 +46,15 @@ struct RecordCommand: AsyncParsableCommand {
             completion: .file())
     var output: String?
 
+    @Option(help: ArgumentHelp("Start a new take after every DURATION of audio (30m, 1h, 600); the takes of the run join sample-exactly to what was captured.", valueName: "duration"))
+    var split: String?
+
+    @Flag(help: "With --split, put the takes' boundaries on the clock: --split 1h starts a take on every hour.")
+    var splitAlign = false
+
+    @Option(help: ArgumentHelp("Start a new take before a file grows past SIZE (2G or 2GiB: powers of 1024; 1900MB: powers of 1000).", valueName: "size"))
+    var splitSize: String?
+
     @Flag(help: "Print the final report as JSON (on a terminal the meter still shows, on stderr).")
     var json = false
 
@@ -65,6 +74,26 @@ struct RecordCommand: AsyncParsableCommand {
         }
         if let sampleFormat { flags["format." + FormatSettings.sampleFormat.key] = sampleFormat.rawValue }
         return flags
+    }
+
+    /// `--split`, `--split-align` and `--split-size` as a rule; `nil` without them.
+    func splitRule() throws -> SplitRule? {
+        if splitAlign && split == nil {
+            throw TapedeckError(.invalidArgument, "--split-align puts the --split boundaries on the clock; give --split too, e.g. --split 1h --split-align.")
+        }
+        guard split != nil || splitSize != nil else { return nil }
+        let every = try split.map { try DurationText.seconds($0, flag: "--split") }
+        if let every, every < SplitRule.shortestSeconds {
+            throw TapedeckError(.invalidArgument, "--split \(split ?? ""): a take lasts at least 1 s. Give a longer time, e.g. --split 10m.")
+        }
+        let bytes = try splitSize.map { try ByteCountText.bytes($0, flag: "--split-size") }
+        if let bytes, bytes < SplitRule.smallestBytes {
+            throw TapedeckError(.invalidArgument, "--split-size \(splitSize ?? ""): a take's file holds at least 1 MiB. Give a larger size, e.g. --split-size 2G.")
+        }
+        if output != nil {
+            throw TapedeckError(.invalidArgument, "-o records one file outside the library, so it cannot be split. Leave out -o to record takes into the library, or leave out --split/--split-size.")
+        }
+        return SplitRule(everySeconds: every, alignedToClock: splitAlign, maxBytes: bytes)
     }
 
     @MainActor
@@ -97,6 +126,7 @@ struct RecordCommand: AsyncParsableCommand {
             if let seconds, (seconds * Double(studio.configuration.format.sampleRate)).rounded() < 1 {
                 throw TapedeckError(.invalidArgument, "-d/--duration \(duration ?? positionalDuration ?? ""): shorter than one frame at \(studio.configuration.format.sampleRate) Hz. Record for longer.")
             }
+            let split = try splitRule()
             let toStdout = output == "-"
             if toStdout && json {
                 throw TapedeckError(.invalidArgument, "-o - writes the audio to stdout, so --json has nowhere to go. Leave out one of them.")
@@ -133,37 +163,49 @@ struct RecordCommand: AsyncParsableCommand {
                 return try Self.finish(report, json: json)
             }
             let (session, name) = (self.session, self.name)
+            let storage = studio.store.storage
             let report: RecordingReport
             do {
-                report = try await Self.endingMeter(meter) { try await recorder.record(sessionName: session, takeName: name, duration: length) }
+                report = try await Self.endingMeter(meter) {
+                    try await recorder.record(sessionName: session, takeName: name, duration: length, split: split)
+                }
             } catch let unfinished as UnfinishedRecording {
                 // The audio is safe but the take is not finished: the report still goes out.
                 if json {
                     let r = unfinished.report
+                    let last = TakeJSON(r.take, session: r.session, url: r.fileURL)
                     try Terminal.printJSON(RecordReportJSON(
-                        take: TakeJSON(r.take, session: r.session, url: r.fileURL), end: "unfinished", message: r.summary,
+                        take: last, run: r.runID, takes: Self.runTakes(r, last: last, storage: storage), end: "unfinished", message: r.summary,
                         wallSeconds: r.wallSeconds, exitStatus: ExitStatus.code(for: unfinished.error)))
                 }
                 throw unfinished.error
             }
             let status = Self.exitStatus(report)
             if json {
+                let last = TakeJSON(report.take, session: report.session, url: report.fileURL)
                 try Terminal.printJSON(RecordReportJSON(
-                    take: TakeJSON(report.take, session: report.session, url: report.fileURL),
+                    take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
                     end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status))
             } else {
-                let t = report.take
-                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)")
-                print("  \(report.fileURL.path)")
-                if t.clippedSamples > 0 {
-                    print("  Clipped: \(Terminal.counted(Int(t.clippedSamples), "sample")) at full scale. Lower the input gain.")
+                for t in report.earlierTakes + [report.take] {
+                    let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
+                    print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)\(t.run?.ended.map { " (\($0.rawValue))" } ?? "")")
+                    print("  \(path)")
+                    if t.clippedSamples > 0 {
+                        print("  Clipped: \(Terminal.counted(Int(t.clippedSamples), "sample")) at full scale. Lower the input gain.")
+                    }
+                    if !t.overruns.isEmpty {
+                        print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
+                    }
                 }
-                if !t.overruns.isEmpty {
-                    print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
+                if let run = report.runID {
+                    let all = report.earlierTakes + [report.take]
+                    print("Run \(NameRules.shortID(of: run)): \(Terminal.counted(all.count, "take")), \(Terminal.clock(all.reduce(0) { $0 + $1.seconds })) in all.")
                 }
             }
             if status != ExitStatus.ok {
-                Terminal.printError(report.summary + (report.take.overruns.isEmpty ? "" : " The take has \(Terminal.counted(report.take.overruns.count, "overrun"))."))
+                let overruns = (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count }
+                Terminal.printError(report.summary + (overruns == 0 ? "" : " The \(report.runID == nil ? "take" : "run") has \(Terminal.counted(overruns, "overrun"))."))
                 throw ExitCode(status)
             }
         }
@@ -180,7 +222,14 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     static func exitStatus(_ report: RecordingReport) -> Int32 {
-        exitStatus(report.end, overruns: report.take.overruns.count)
+        exitStatus(report.end, overruns: (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count })
+    }
+
+    /// Every take of a split run as JSON, `last` (the report's take) at the end; `nil` without splitting.
+    @MainActor
+    static func runTakes(_ report: RecordingReport, last: TakeJSON, storage: any TakeStorage) -> [TakeJSON]? {
+        guard report.runID != nil else { return nil }
+        return report.earlierTakes.map { TakeJSON($0, session: report.session, url: try? storage.audioURL(for: $0)) } + [last]
     }
 
     static func exitStatus(_ end: RecordingEnd, overruns: Int) -> Int32 {

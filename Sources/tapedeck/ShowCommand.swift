@@ -37,6 +37,12 @@ struct ShowCommand: AsyncParsableCommand {
                     Overruns:  \(t.overruns)\(t.overruns > 0 ? " (\(t.overrunFrames) frames of silence)" : "")
                     Clipped:   \(t.clippedSamples == 0 ? "no" : Terminal.counted(Int(t.clippedSamples), "sample") + " at full scale")
                     """)
+                if let run = take.run {
+                    // "Run:  2 of run a69d20c3, from 0:05.076 (split-size) to the end (duration)"
+                    let from = run.offset.map { " from \(Terminal.clock(take.format.seconds(forFrames: $0)))" } ?? ""
+                    let why = [run.began.map { "began: \($0.rawValue)" }, run.ended.map { "ended: \($0.rawValue)" }].compactMap { $0 }
+                    print("Run:       take \(run.index) of run \(NameRules.shortID(of: run.id))\(from)\(why.isEmpty ? "" : " (" + why.joined(separator: ", ") + ")")")
+                }
                 if !t.tags.isEmpty {
                     print("Tags:      " + t.tags.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
                 }

@@ -1,3 +1,4 @@
+import Foundation
 import TapedeckApp
 import TapedeckCore
 import Testing
@@ -29,5 +30,30 @@ struct DurationTextTests {
             #expect(error?.message == "-d/--duration \(text): a length must be more than zero.")
             #expect(try DurationText.seconds(text, flag: "-s/--start", allowingZero: true) == 0)
         }
+    }
+}
+
+@Suite("Byte counts")
+struct ByteCountTextTests {
+    @Test("sizes as dd and split take them: K, M, G, T binary, KB, MB, GB, TB decimal, KiB…TiB binary")
+    func sizes() throws {
+        let cases: [(String, Int64)] = [("1000000", 1_000_000), ("2G", 2 << 30), ("2GiB", 2 << 30), ("2gb", 2_000_000_000),
+                                        ("1.5M", 1_572_864), ("1900MB", 1_900_000_000), ("4 GiB", 4 << 30), ("1t", 1 << 40), ("512b", 512)]
+        for (text, bytes) in cases { #expect(try ByteCountText.bytes(text, flag: "--split-size") == bytes, "\(text)") }
+        for text in ["", "G", "-1G", "2 parsecs", "1e3", "0", "0.1", "9999999T", "nan"] {
+            #expect(throws: TapedeckError.self, "\(text)") { try ByteCountText.bytes(text, flag: "--split-size") }
+        }
+    }
+
+    @Test("a split on the clock comes at the next multiple of the interval in local time")
+    func clockBoundary() {
+        let utc = TimeZone(identifier: "UTC")!
+        let d = Date(timeIntervalSince1970: 1_764_000_000 + 1800)  // half past an hour, UTC
+        #expect(SplitRule.framesToClockBoundary(from: d, every: 3600, rate: 48_000, timeZone: utc) == 1800 * 48_000)
+        let onTheHour = Date(timeIntervalSince1970: 1_764_000_000)
+        #expect(SplitRule.framesToClockBoundary(from: onTheHour, every: 3600, rate: 48_000, timeZone: utc) == 3600 * 48_000)
+        let plusHalf = TimeZone(secondsFromGMT: 5 * 3600 + 1800)!  // half an hour off UTC: on the local hour there
+        #expect(SplitRule.framesToClockBoundary(from: d, every: 3600, rate: 48_000, timeZone: plusHalf) == 3600 * 48_000)
+        #expect(SplitRule.framesToClockBoundary(from: d.addingTimeInterval(0.5), every: 600, rate: 1000, timeZone: utc) == 599_500)
     }
 }

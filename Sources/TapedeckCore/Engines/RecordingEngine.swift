@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 import Synchronization
 
@@ -15,6 +15,11 @@ public struct RecordingProgress: Sendable, Hashable {
     public var overrunFrames: Int64 = 0
     /// Samples at full scale so far (0 when levels are not measured).
     public var clippedSamples: Int64 = 0
+    /// The take being written: its place in the run (1 without splitting) and its frames so far.
+    public var takeIndex = 1
+    public var takeFrames: Int64 = 0
+    /// Frames until the next time split; `nil` without one.
+    public var framesToSplit: Int64?
 
     public init() {}
 }
@@ -49,6 +54,14 @@ public struct RecordingResult: Sendable, Hashable {
     public var writerFinished: Bool = true
     /// Samples recorded at full scale (0 when levels were not measured).
     public var clippedSamples: Int64 = 0
+    /// The last take of a split run: its place in the run, the run's frame it starts at, and
+    /// why it began (1, 0 and `start` without splitting). ``frames``, ``overruns`` and
+    /// ``clippedSamples`` are that take's; earlier takes went to the ``TakeSequence``.
+    public var takeIndex = 1
+    public var takeOffset: Int64 = 0
+    public var takeBegan: TakeBoundary = .start
+    /// Frames of the whole run (every take's).
+    public var runFrames: Int64 = 0
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -148,10 +161,19 @@ public final class RecordingEngine: Sendable {
     /// once when it falls below the limit (a disk already below it when recording starts is not
     /// warned about again).
     /// - Thread: any; suspends until the file is finished and synced.
-    public func record(watching freeSpace: FreeSpace? = nil,
+    ///
+    /// With a `split` rule that splits and a `sequence`, the run is cut into takes at the
+    /// rule's boundaries: the sequence makes each next take ready on a background queue while
+    /// the current one records, and finishes each ended take there too; the result describes the
+    /// last take. `firstFileURL` is the first writer's file (for size splits).
+    public func record(watching freeSpace: FreeSpace? = nil, split: SplitRule? = nil, sequence: (any TakeSequence)? = nil,
+                       firstFileURL: URL? = nil,
                        makeWriter: @escaping @Sendable (AudioFormat) throws -> any TakeWriter) async throws -> RecordingResult {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<RecordingResult, any Error>) in
-            let thread = Thread { [self] in cont.resume(with: self.writerThreadMain(freeSpace: freeSpace, makeWriter: makeWriter)) }
+            let thread = Thread { [self] in
+                cont.resume(with: self.writerThreadMain(freeSpace: freeSpace, split: split, sequence: sequence,
+                                                        firstFileURL: firstFileURL, makeWriter: makeWriter))
+            }
             thread.name = "tapedeck-writer"
             thread.start()
         }
@@ -287,13 +309,46 @@ public final class RecordingEngine: Sendable {
 
     // MARK: writer thread
 
-    private func writerThreadMain(freeSpace: FreeSpace?, makeWriter: @Sendable (AudioFormat) throws -> any TakeWriter) -> Result<RecordingResult, any Error> {
+    /// The take the writer thread writes now, and what it has gathered for it.
+    private struct CurrentTake {
+        var writer: any TakeWriter
+        var index: Int
+        var id: String?
+        var fileURL: URL?
+        /// The run's frame the take starts at.
+        var offset: Int64
+        var began: TakeBoundary
+        var overruns: [OverrunEvent] = []
+        var clipped: Int64 = 0
+        /// The file's size when last looked at, and the take's frames then (size splits).
+        var bytesSeen: Int64 = 0
+        var framesSeen: Int64 = 0
+    }
+
+    /// The next take, made ready on the take queue while the current one records.
+    private final class NextTake: @unchecked Sendable {
+        private let lock = Mutex<Result<PreparedTake, TapedeckError>?>(nil)
+        private let ready = DispatchSemaphore(value: 0)
+        func set(_ result: Result<PreparedTake, TapedeckError>) {
+            lock.withLock { $0 = result }
+            ready.signal()
+        }
+        /// Waits for the result (the writer thread, at a boundary: the ring holds the audio meanwhile).
+        func wait() -> Result<PreparedTake, TapedeckError> {
+            ready.wait()
+            ready.signal()
+            return lock.withLock { $0! }
+        }
+    }
+
+    private func writerThreadMain(freeSpace: FreeSpace?, split: SplitRule?, sequence: (any TakeSequence)?, firstFileURL: URL?,
+                                  makeWriter: @Sendable (AudioFormat) throws -> any TakeWriter) -> Result<RecordingResult, any Error> {
         guard let (ring, format) = shared.withLock({ s in s.ring.map { ($0, s.format!) } }) else {
             return .failure(TapedeckError(.internalError, "record(makeWriter:) was called before open() succeeded."))
         }
-        let writer: any TakeWriter
+        let firstWriter: any TakeWriter
         do {
-            writer = try makeWriter(format)
+            firstWriter = try makeWriter(format)
         } catch {
             close()
             deviceDone.wait()
@@ -303,27 +358,169 @@ public final class RecordingEngine: Sendable {
 
         let limit = frameLimit
         let measuresLevels = settings.measuresLevels
+        let bytesPerFrame = Int64(format.bytesPerFrame)
         let silence = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
         defer { silence.deallocate() }
+        /// Frames of the run so far (every take's, gaps included).
         var position: Int64 = 0
-        var overruns: [OverrunEvent] = []
+        var current = CurrentTake(writer: firstWriter, index: 1, id: nil, fileURL: firstFileURL, offset: 0, began: .start)
+        current.bytesSeen = firstFileURL.flatMap(Self.fileSize) ?? 0
+        var overrunCount = 0
         var overrunFrames: Int64 = 0
         var failure: TapedeckError?
         var peaks = Array(repeating: Float(0), count: format.channels)
-        var clipped: Int64 = 0
+        var clippedTotal: Int64 = 0
         var checkpoints = 0
         var slowestCheckpoint = Duration.zero
         var lastCheckpoint = ContinuousClock.now
         // A disk that starts low was warned about before recording; warn here only when it becomes low.
         var warnedLowSpace = freeSpace.map { w in FreeSpace.available(at: w.path).map { $0 < w.warnBelowBytes } ?? true } ?? true
 
-        func writeSilence(_ frames: Int64) throws {
-            var left = frames
-            while left > 0 {
-                let n = Int(min(left, Int64(ring.slotFrames)))
-                try writer.write(silence, frames: n)
-                left -= Int64(n)
+        // Splitting: the take queue prepares the next take and finishes the last one while the
+        // writer thread goes on writing; only the swap of writers happens here.
+        let splitting = (split?.splits ?? false) && sequence != nil
+        let takeQueue = DispatchQueue(label: "tapedeck-takes")
+        let everyFrames = split?.everySeconds.map { max(1, Int64(($0 * Double(format.sampleRate)).rounded())) }
+        var nextTimeSplit: Int64? = everyFrames.map { every in
+            split?.alignedToClock == true
+                ? SplitRule.framesToClockBoundary(from: Date(), every: split?.everySeconds ?? 1, rate: format.sampleRate) : every
+        }
+        // No size split before this much of a take (the file's own header may be most of a tiny limit).
+        let sizeMargin: Int64 = 64 * 1024
+        var next: NextTake?
+        var retryPrepareAt: Int64 = 0
+        var warnedPrepare = false
+        func prepare(_ index: Int) {
+            guard splitting, let sequence else { return }
+            let box = NextTake()
+            next = box
+            // The take begins at the next time split, when there is one (counted from when
+            // capture began, at the device's rate); else it is not known, and now will do.
+            var ahead = 0.0
+            if let t = nextTimeSplit {
+                // Capture not begun yet: it begins about now.
+                let elapsed = shared.withLock { $0.captureStart }.map { began in
+                    let since = ContinuousClock.now - began
+                    return Double(since.components.seconds) + Double(since.components.attoseconds) / 1e18
+                } ?? 0
+                ahead = Double(t) / Double(format.sampleRate) - elapsed
+            }
+            let start = Date().addingTimeInterval(ahead)
+            takeQueue.async {
+                do {
+                    box.set(.success(try sequence.prepareTake(index: index, format: format, start: start)))
+                } catch {
+                    box.set(.failure((error as? TapedeckError) ?? TapedeckError(.io, "Preparing the next take failed: \(error).")))
+                }
+            }
+        }
+        prepare(2)
+
+        /// The current take's next boundary as a run frame, and why; `nil` when none is due.
+        func boundary() -> (frame: Int64, reason: TakeBoundary)? {
+            guard splitting, next != nil || position >= retryPrepareAt else { return nil }
+            var best: (frame: Int64, reason: TakeBoundary)?
+            if let t = nextTimeSplit { best = (t, .splitTime) }
+            if let maxBytes = split?.maxBytes {
+                let takeFrames = position - current.offset
+                // The file's size when last looked at, plus the rest as raw PCM: never less than
+                // the file will be (an encoder only compresses).
+                let estimate = current.bytesSeen + (takeFrames - current.framesSeen) * bytesPerFrame + sizeMargin
+                let room = max(0, (maxBytes - estimate) / bytesPerFrame)
+                // A take holds at least one period, whatever the header costs.
+                let frame = current.offset + max(takeFrames + room, Int64(ring.slotFrames))
+                if best == nil || frame < best!.frame { best = (frame, .splitSize) }
+            }
+            return best
+        }
+
+        /// Ends the current take at `position` and starts the prepared one; `false` (and the
+        /// current take goes on) when the next take could not be made ready.
+        func splitNow(_ reason: TakeBoundary) -> Bool {
+            if next == nil { prepare(current.index + 1) }
+            guard let box = next, let sequence else { return false }
+            next = nil
+            let prepared: PreparedTake
+            switch box.wait() {
+            case .success(let p): prepared = p
+            case .failure(let error):
+                // Audio keeps flowing into the current take; try again in 10 s of audio.
+                retryPrepareAt = position + Int64(format.sampleRate) * 10
+                if !warnedPrepare {
+                    warnedPrepare = true
+                    logger.warning("Could not start the next take (\(error.message)); recording goes on in the current take, and Tapedeck tries again every 10 s.")
+                }
+                return false
+            }
+            let endedFrames = position - current.offset
+            let endedWriter = UncheckedTransfer(current.writer)
+            let (endedIndex, endedID, endedOffset) = (current.index, current.id ?? "", current.offset)
+            let (endedOverruns, endedClipped) = (current.overruns, current.clipped)
+            takeQueue.async {
+                var frames = endedFrames
+                var finished = true
+                var problem: TapedeckError?
+                do {
+                    frames = try endedWriter.value.finish()
+                } catch {
+                    finished = false
+                    endedWriter.value.abandon()
+                    problem = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).")
+                }
+                sequence.takeEnded(EndedTake(index: endedIndex, id: endedID, offset: endedOffset, frames: frames,
+                                             overruns: endedOverruns, clippedSamples: endedClipped, reason: reason,
+                                             writerFinished: finished, failure: problem))
+            }
+            let offset = position
+            takeQueue.async { sequence.takeBegan(prepared, offset: offset, reason: reason) }
+            current = CurrentTake(writer: prepared.writer, index: prepared.index, id: prepared.id, fileURL: prepared.fileURL,
+                                  offset: position, began: reason)
+            current.bytesSeen = prepared.fileURL.flatMap(Self.fileSize) ?? 0
+            if reason == .splitTime, let every = everyFrames { nextTimeSplit = (nextTimeSplit ?? position) + every }
+            if let t = nextTimeSplit, t <= position, let every = everyFrames {
+                // Never a boundary in the past (a size split came first): the next whole interval.
+                nextTimeSplit = t + ((position - t) / every + 1) * every
+            }
+            lastCheckpoint = ContinuousClock.now
+            prepare(prepared.index + 1)
+            return true
+        }
+
+        /// Writes `count` frames (from `source`, or silence for a gap with `cause`) into the
+        /// run's takes, ending takes at their boundaries on the way: sample-exact, nothing
+        /// doubled, nothing left out.
+        func emit(_ source: UnsafeRawPointer?, _ count: Int64, gap cause: String?) throws {
+            var done: Int64 = 0
+            while done < count {
+                var n = count - done
+                if let b = boundary() {
+                    if b.frame <= position, position > current.offset {
+                        if splitNow(b.reason) { continue }
+                    } else if b.frame > position {
+                        n = min(n, b.frame - position)
+                    }
+                }
+                if let cause {
+                    current.overruns.append(OverrunEvent(frame: position - current.offset, frames: n, date: Date(), cause: cause))
+                    var left = n
+                    while left > 0 {
+                        let m = Int(min(left, Int64(ring.slotFrames)))
+                        try current.writer.write(silence, frames: m)
+                        left -= Int64(m)
+                    }
+                } else if let source {
+                    let p = source + Int(done) * format.bytesPerFrame
+                    try current.writer.write(p, frames: Int(n))
+                    if measuresLevels {
+                        var clips: Int64 = 0
+                        LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clips)
+                        current.clipped += clips
+                        clippedTotal += clips
+                    }
+                }
+                position += n
+                done += n
             }
         }
 
@@ -345,21 +542,15 @@ public final class RecordingEngine: Sendable {
                         func fillGap(_ gap: Int64, cause: String) throws {
                             let g = limit.map { min(gap, $0 - position) } ?? gap
                             guard g > 0 else { return }
-                            overruns.append(OverrunEvent(frame: position, frames: g, date: Date(), cause: cause))
+                            overrunCount += 1
                             overrunFrames += g
-                            try writeSilence(g)
-                            position += g
+                            try emit(nil, g, gap: cause)
                         }
                         if s.bufferGap > 0 { try fillGap(s.bufferGap, cause: "buffer") }
                         if s.deviceGap > 0 { try fillGap(s.deviceGap, cause: "device") }
                         var n = Int64(runFrames)
                         if let limit { n = max(0, min(n, limit - position)) }
-                        if n > 0 {
-                            let p = ring.pointer(s.slot)
-                            try writer.write(p, frames: Int(n))
-                            if measuresLevels { LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clipped) }
-                            position += n
-                        }
+                        if n > 0 { try emit(ring.pointer(s.slot), n, gap: nil) }
                     } catch {
                         failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
                         stopFlag.store(true, ordering: .releasing)
@@ -372,9 +563,13 @@ public final class RecordingEngine: Sendable {
                 if failure == nil, ContinuousClock.now - lastCheckpoint >= settings.checkpointInterval {
                     do {
                         let began = ContinuousClock.now
-                        try writer.checkpoint()
+                        try current.writer.checkpoint()
                         checkpoints += 1
                         slowestCheckpoint = max(slowestCheckpoint, ContinuousClock.now - began)
+                        if split?.maxBytes != nil, let url = current.fileURL, let size = Self.fileSize(url) {
+                            current.bytesSeen = size
+                            current.framesSeen = position - current.offset
+                        }
                     } catch {
                         failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
                         stopFlag.store(true, ordering: .releasing)
@@ -386,12 +581,16 @@ public final class RecordingEngine: Sendable {
                         logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: format, path: watch.path))")
                     }
                 }
-                let (pos, count, gapFrames, clips) = (position, overruns.count, overrunFrames, clipped)
+                let (pos, count, gapFrames, clips) = (position, overrunCount, overrunFrames, clippedTotal)
+                let (index, takeFrames, toSplit) = (current.index, position - current.offset, nextTimeSplit.map { $0 - position })
                 shared.withLock { st in
                     st.progress.frames = pos
                     st.progress.clippedSamples = clips
                     st.progress.overrunCount = count
                     st.progress.overrunFrames = gapFrames
+                    st.progress.takeIndex = index
+                    st.progress.takeFrames = takeFrames
+                    st.progress.framesToSplit = toSplit
                     for c in 0..<min(peaks.count, st.progress.peaks.count) where peaks[c] > st.progress.peaks[c] {
                         st.progress.peaks[c] = peaks[c]
                     }
@@ -408,17 +607,28 @@ public final class RecordingEngine: Sendable {
         }
         deviceDone.wait()
 
-        var frames = position
+        var frames = position - current.offset
         var writerFinished = true
         do {
-            frames = try writer.finish()
+            frames = try current.writer.finish()
         } catch {
             writerFinished = false
-            writer.abandon()
+            current.writer.abandon()
             if failure == nil {
                 failure = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).")
             }
         }
+        // A take made ready for a boundary the run did not reach is not a take.
+        if let box = next, let sequence {
+            takeQueue.async {
+                if case .success(let unused) = box.wait() {
+                    unused.writer.abandon()
+                    sequence.discard(unused)
+                }
+            }
+        }
+        // Every earlier take is finished in storage before the run's result is returned.
+        takeQueue.sync {}
         let (deviceEnd, start, stop) = shared.withLock { ($0.deviceEnd, $0.captureStart, $0.captureEnd) }
         let ended = shared.withLock { $0.deviceLoopEnd } ?? ContinuousClock.now
         let wall = (start.flatMap { s in stop.map { s.duration(to: $0) } }) ?? .zero
@@ -432,12 +642,26 @@ public final class RecordingEngine: Sendable {
         } else {
             end = deviceEnd
         }
-        if !overruns.isEmpty {
-            logger.warning("Recording had \(overruns.count) overrun(s); \(overrunFrames) frames were filled with silence.")
+        if overrunCount > 0 {
+            logger.warning("Recording had \(overrunCount) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
-        logger.debug("Writer finished: \(frames) frames, \(checkpoints) checkpoints (slowest \(slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000) ms), \(clipped) samples at full scale, end \(end).")
+        logger.debug("Writer finished: \(frames) frames in take \(current.index) (\(position) in the run), \(checkpoints) checkpoints (slowest \(slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000) ms), \(clippedTotal) samples at full scale, end \(end).")
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        return .success(RecordingResult(frames: frames, overruns: overruns, end: end, wallSeconds: seconds, captureEnded: ended,
-                                        writerFinished: writerFinished, clippedSamples: clipped))
+        return .success(RecordingResult(frames: frames, overruns: current.overruns, end: end, wallSeconds: seconds, captureEnded: ended,
+                                        writerFinished: writerFinished, clippedSamples: current.clipped,
+                                        takeIndex: current.index, takeOffset: current.offset, takeBegan: current.began,
+                                        runFrames: position))
     }
+
+    /// A file's size in bytes, `nil` when it cannot be looked at.
+    private static func fileSize(_ url: URL) -> Int64? {
+        var st = stat()
+        return stat(url.path, &st) == 0 ? Int64(st.st_size) : nil
+    }
+}
+
+/// Moves a value that is not `Sendable` to another thread that then owns it alone.
+private struct UncheckedTransfer<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import Synchronization
+import TapedeckCore
+
+/// The takes of one split run in storage: makes each next take ready (its entry committed, its
+/// file created, linked to the run) and finishes each take that ended at a boundary, as the
+/// ``RecordingEngine`` asks, on its take queue.
+///
+/// Every method runs on the engine's take queue (one at a time) and blocks on disk I/O; the
+/// read accessors (``finishedTakes``, ``pending(index:)``, ``problems``) run on any thread.
+final class RunSequence: TakeSequence {
+    let runID: String
+    private let storage: any TakeStorage
+    private let encoder: any AudioEncoder
+    private let session: Session
+    /// The name the user gave (`--name`): the takes after the first are "NAME 2", "NAME 3", …
+    private let baseName: String?
+    private let logger: Logger
+
+    private struct State {
+        var pending: [Int: PendingTake] = [:]
+        var finished: [Take] = []
+        var problems: [String] = []
+    }
+    private let state = Mutex(State())
+
+    init(runID: String, first: PendingTake, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
+         baseName: String?, logger: Logger) {
+        self.runID = runID
+        self.storage = storage
+        self.encoder = encoder
+        self.session = session
+        self.baseName = baseName
+        self.logger = logger
+        state.withLock { $0.pending[1] = first }
+    }
+
+    /// The takes that ended at a boundary and were finished, in run order.
+    var finishedTakes: [Take] { state.withLock { $0.finished.sorted { ($0.run?.index ?? 0) < ($1.run?.index ?? 0) } } }
+
+    /// What went wrong finishing earlier takes (their audio is safe; the next open recovers them).
+    var problems: [String] { state.withLock { $0.problems } }
+
+    /// The entry of take `index` while it records.
+    func pending(index: Int) -> PendingTake? { state.withLock { $0.pending[index] } }
+
+    func prepareTake(index: Int, format: AudioFormat, start: Date) throws -> PreparedTake {
+        var pending: PendingTake
+        do {
+            pending = try storage.beginTake(in: session.id, named: baseName.map { "\($0) \(index)" }, format: format,
+                                            encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: start)
+        } catch let error as TapedeckError where error.code == .alreadyExists && baseName != nil {
+            // "NAME 2" is taken already: the session's next default name.
+            pending = try storage.beginTake(in: session.id, named: nil, format: format, encoding: encoder.name,
+                                            fileExtension: encoder.fileExtension, startDate: start)
+        }
+        do {
+            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
+            let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
+                                        takeNumber: pending.take.number, startDate: pending.take.createdAt)
+            let writer = try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata)
+            // The new file's name must survive a power cut as surely as its checkpoints.
+            try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
+            let ready = pending
+            state.withLock { $0.pending[index] = ready }
+            return PreparedTake(index: index, id: pending.take.id, writer: writer, fileURL: pending.fileURL)
+        } catch {
+            remove(pending)
+            throw error
+        }
+    }
+
+    func takeBegan(_ take: PreparedTake, offset: Int64, reason: TakeBoundary) {
+        link(take.id, what: "the start of take \(take.index) of the run") { run in
+            run.offset = offset
+            run.began = reason
+        }
+    }
+
+    func takeEnded(_ ended: EndedTake) {
+        guard let pending = pending(index: ended.index) else { return }
+        var frames = ended.frames
+        var state = TakeState.complete
+        if !ended.writerFinished || ended.failure != nil {
+            state = .truncated
+            if let repaired = try? encoder.repair(fileAt: pending.fileURL) { frames = repaired.frames }
+            logger.warning("Take \(ended.index) of the run could not be finished cleanly: \(ended.failure?.message ?? "its writer failed"); \(frames) frames were kept.")
+        }
+        do {
+            var take = try storage.finishTake(pending, frames: frames, state: state, overruns: ended.overruns)
+            var annotations = take.annotations
+            annotations.clippedSamples = ended.clippedSamples
+            annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
+                                      began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
+            take = (try? storage.annotateTake(take.id, annotations)) ?? take
+            let done = take
+            self.state.withLock {
+                $0.pending[ended.index] = nil
+                $0.finished.append(done)
+            }
+        } catch {
+            let message = "Take \"\(pending.take.name)\" (\(ended.index) of the run) could not be finished: \((error as? TapedeckError)?.message ?? "\(error)"). Its audio is safe in \(pending.fileURL.path); the next tapedeck command that opens the library recovers it."
+            logger.error("\(message)")
+            self.state.withLock { $0.problems.append(message) }
+        }
+    }
+
+    func discard(_ take: PreparedTake) {
+        guard let pending = state.withLock({ $0.pending.removeValue(forKey: take.index) }) else { return }
+        remove(pending)
+    }
+
+    /// Removes a take that never held audio: its file, then its entry.
+    private func remove(_ pending: PendingTake) {
+        try? FileManager.default.removeItem(at: pending.fileURL)
+        _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
+    }
+
+    /// Changes the run link of take `id`, keeping its other annotations.
+    func link(_ id: String, what: String, _ change: (inout TakeRun) -> Void) {
+        do {
+            let take = try storage.sessions(matching: id).lazy.flatMap(\.takes).first { $0.id == id }
+            var annotations = take?.annotations ?? TakeAnnotations()
+            var run = annotations.run ?? TakeRun(id: runID, index: 1)
+            change(&run)
+            annotations.run = run
+            _ = try storage.annotateTake(id, annotations)
+        } catch {
+            logger.warning("Could not note \(what) in the library: \(error). The audio is not affected.")
+        }
+    }
+}
