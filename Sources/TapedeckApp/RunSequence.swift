@@ -25,7 +25,7 @@ final class RunSequence: TakeSequence {
     }
     private let state = Mutex(State())
 
-    init(runID: String, first: PendingTake, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
+    init(runID: String, first: PendingTake?, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
          baseName: String?, logger: Logger) {
         self.runID = runID
         self.storage = storage
@@ -33,7 +33,7 @@ final class RunSequence: TakeSequence {
         self.session = session
         self.baseName = baseName
         self.logger = logger
-        state.withLock { $0.pending[1] = first }
+        if let first { state.withLock { $0.pending[1] = first } }
     }
 
     /// The takes that ended at a boundary and were finished, in run order.

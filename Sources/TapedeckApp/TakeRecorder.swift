@@ -31,6 +31,19 @@ public struct RecordingReport: Sendable, Hashable {
     public var wallSeconds: Double
     /// A sentence on how the recording ended, e.g. why it was interrupted.
     public var summary: String
+    /// Where the silence alarm went off (``RunPlan/silenceAlarm``).
+    public var silences: [SilenceEvent] = []
+}
+
+/// A run that waited for sound (VOX) or a trigger (armed) and ended before either came: no
+/// take was made. Not a failure of the recorder; the command reports it and exits 0.
+public struct NothingRecorded: Error, Sendable {
+    public var session: Session
+    public var end: RecordingEnd
+    public var wallSeconds: Double
+    public var silences: [SilenceEvent]
+    /// A sentence saying why there is no take.
+    public var summary: String
 }
 
 /// A recording whose audio is safe in its pending file but whose take could not be finished in
@@ -63,6 +76,7 @@ public final class TakeRecorder {
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
     @ObservationIgnored private var stopRequested = false
+    @ObservationIgnored private var triggerRequested = false
 
     public private(set) var phase: Phase = .idle
     /// Frames recorded so far.
@@ -82,6 +96,11 @@ public final class TakeRecorder {
     public private(set) var takeIndex = 1
     public private(set) var takeFrames: Int64 = 0
     public private(set) var framesToSplit: Int64?
+    /// What a run with no take open waits for (`nil` while a take records), the frames of
+    /// pre-roll it holds meanwhile, and the silence alarms raised so far.
+    public private(set) var waiting: RecordingProgress.Waiting?
+    public private(set) var preRollFrames: Int64 = 0
+    public private(set) var silenceAlarms = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
                 settings: RecordingSettings, logger: Logger) {
@@ -111,13 +130,16 @@ public final class TakeRecorder {
     ///   - sessionName: the session to record into (created if missing); `nil` for the most recent.
     ///   - takeName: the take's display name; `nil` for "Take N".
     ///   - duration: the exact length (of the whole run); `nil` to record until ``stop()``.
-    ///   - split: where to cut the run into takes (`--split`, `--split-size`); each next take is
-    ///     made ready before its boundary and each ended one finished while audio flows on, and
-    ///     the takes' frames, concatenated, are exactly what the device delivered.
-    /// - Throws: `.cancelled` when ``stop()`` came before the device delivered anything (no take is made).
+    ///   - plan: how the run goes (``RunPlan``): splits (`--split`, `--split-size`), where each
+    ///     next take is made ready before its boundary and each ended one finished while audio
+    ///     flows on, so the takes' frames, concatenated, are exactly what the device delivered;
+    ///     VOX or a trigger that begin takes, with pre-roll; the silence alarm.
+    /// - Throws: `.cancelled` when ``stop()`` came before the device delivered anything (no take
+    ///   is made); ``NothingRecorded`` when a run that waited for sound or a trigger ended
+    ///   before either came.
     /// - Thread: main actor; suspends while recording.
     public func record(sessionName: String?, takeName: String?, duration: RecordingLength?,
-                       split: SplitRule? = nil) async throws -> RecordingReport {
+                       plan: RunPlan = RunPlan()) async throws -> RecordingReport {
         try encoder.validate(settings.format)
         stopRequested = false
         phase = .opening
@@ -135,71 +157,103 @@ public final class TakeRecorder {
 
         let storage = store.storage
         let encoder = self.encoder
-        var pending: PendingTake
-        let runID = (split?.splits ?? false) ? UUID().uuidString.lowercased() : nil
-        do {
-            pending = try await store.perform {
-                var pending = try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
-                                                    fileExtension: encoder.fileExtension, startDate: Date())
-                if let runID {
-                    do {
-                        pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))
-                    } catch {
-                        _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
-                        throw error
+        let runID = plan.makesRun ? UUID().uuidString.lowercased() : nil
+        // A run that waits for sound or a trigger makes its first take when that comes.
+        var first: PendingTake?
+        if !plan.startsIdle {
+            do {
+                first = try await store.perform {
+                    var pending = try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
+                                                        fileExtension: encoder.fileExtension, startDate: Date())
+                    if let runID {
+                        do {
+                            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))
+                        } catch {
+                            _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
+                            throw error
+                        }
                     }
+                    return pending
                 }
-                return pending
+            } catch {
+                engine.close()
+                throw error
             }
-        } catch {
-            engine.close()
-            throw error
         }
         let sequence = runID.map {
-            RunSequence(runID: $0, first: pending, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger)
+            RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger)
         }
         self.engine = engine
         if stopRequested { engine.stop() }
-        logger.debug("Take \(pending.take.id) committed in state recording in session \(session.id); audio goes to \(pending.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
+        if triggerRequested { engine.trigger() }
+        if let first {
+            logger.debug("Take \(first.take.id) committed in state recording in session \(session.id); audio goes to \(first.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
+        }
+        let folder = first?.fileURL.deletingLastPathComponent() ?? storage.rootURL
         let watch = settings.warnFreeMinutes > 0
-            ? FreeSpace(path: pending.fileURL.deletingLastPathComponent().path,
-                        warnBelowBytes: Int64(settings.warnFreeMinutes * 60 * Double(negotiated.bytesPerSecond)))
+            ? FreeSpace(path: folder.path, warnBelowBytes: Int64(settings.warnFreeMinutes * 60 * Double(negotiated.bytesPerSecond)))
             : nil
         if let watch, let free = FreeSpace.available(at: watch.path), free < watch.warnBelowBytes {
             logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: negotiated, path: watch.path))")
         }
-        target = RecordingTarget(take: "\(session.name)/\(pending.take.name)", fileURL: pending.fileURL)
+        target = first.map { RecordingTarget(take: "\(session.name)/\($0.take.name)", fileURL: $0.fileURL) }
+            ?? RecordingTarget(take: session.name, fileURL: storage.rootURL.appendingPathComponent(" "), waiting: true)
         phase = .recording
 
         let meter = followProgress(of: engine)
         defer { meter?.cancel() }
 
-        let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
-                                    takeNumber: pending.take.number, startDate: pending.take.createdAt)
-        let url = pending.fileURL
         var result: RecordingResult
         do {
-            result = try await engine.record(watching: watch, split: split, sequence: sequence, firstFileURL: url) { format in
-                let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
-                // The new file's name must survive a power cut as surely as its checkpoints.
-                try DurableFiles().syncDirectory(url.deletingLastPathComponent())
-                return writer
+            var makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?
+            if let first {
+                let metadata = TakeMetadata(takeName: first.take.name, sessionName: session.name,
+                                            takeNumber: first.take.number, startDate: first.take.createdAt)
+                let url = first.fileURL
+                makeWriter = { format in
+                    let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
+                    // The new file's name must survive a power cut as surely as its checkpoints.
+                    try DurableFiles().syncDirectory(url.deletingLastPathComponent())
+                    return writer
+                }
             }
+            result = try await engine.record(watching: watch, plan: plan, sequence: sequence, firstFileURL: first?.fileURL, makeWriter: makeWriter)
         } catch {
             // No audio was written: remove the row (and any empty file) so nothing half-made remains.
-            let first = pending.take
-            _ = try? await store.perform {
-                try? FileManager.default.removeItem(at: url)
-                return try storage.completeRecovery(of: first, repaired: nil)
+            if let first {
+                _ = try? await store.perform {
+                    try? FileManager.default.removeItem(at: first.fileURL)
+                    return try storage.completeRecovery(of: first.take, repaired: nil)
+                }
             }
             try? await store.refreshIfLoaded()
             throw error
         }
         phase = .finishing
         apply(engine.takeProgress())
+        var (state, summary) = Self.outcome(result.end)
+        if let problems = sequence?.problems, !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
+        if !result.silences.isEmpty {
+            summary += " The input was silent \(result.silences.count == 1 ? "once" : "\(result.silences.count) times") for \(RunText.seconds(plan.silenceAlarm?.seconds ?? 0)) or more: check the microphone."
+        }
+        var earlier = sequence?.finishedTakes ?? []
+        guard result.takeOpenAtEnd else {
+            // The run ended waiting: every take it made is finished already.
+            try await store.refreshIfLoaded()
+            phase = .finished
+            self.engine = nil
+            guard let last = earlier.popLast() else {
+                throw NothingRecorded(session: session, end: result.end, wallSeconds: result.wallSeconds, silences: result.silences,
+                    summary: plan.armed ? "The trigger never came, so no take was made." : "No sound reached \(RunText.decibels(plan.vox?.thresholdDB ?? 0)), so no take was made.")
+            }
+            frames = last.frames
+            return RecordingReport(take: last, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: last),
+                                   end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences)
+        }
         // The run's last take is the one to finish here (the first, without splitting).
-        let earlier = sequence?.finishedTakes ?? []
-        if let sequence, result.takeIndex > 1, let last = sequence.pending(index: result.takeIndex) { pending = last }
+        guard let pending = sequence?.pending(index: result.takeIndex) ?? first else {
+            throw TapedeckError(.internalError, "The run's last take (\(result.takeIndex)) is unknown.")
+        }
         let lastURL = pending.fileURL
         if case .writeFailed = result.end, !result.writerFinished {
             // The writer could not finalize its file: trust the file's real length instead.
@@ -209,15 +263,13 @@ public final class TakeRecorder {
         }
         frames = result.frames
 
-        var (state, summary) = Self.outcome(result.end)
-        if let problems = sequence?.problems, !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
         let (finalFrames, overruns, clipped) = (result.frames, result.overruns, result.clippedSamples)
         clippedSamples = clipped
         var take: Take
-        let (finishing, finalState) = (pending, state)
+        let finalState = state
         do {
             take = try await store.perform {
-                try storage.finishTake(finishing, frames: finalFrames, state: finalState, overruns: overruns)
+                try storage.finishTake(pending, frames: finalFrames, state: finalState, overruns: overruns)
             }
         } catch {
             let reason = (error as? TapedeckError) ?? TapedeckError(.io, "\(error)")
@@ -225,15 +277,16 @@ public final class TakeRecorder {
             unfinished.frames = finalFrames
             unfinished.overruns = overruns
             let seconds = unfinished.format.seconds(forFrames: finalFrames)
-            let message = "\(reason.message) The recording itself is safe: \(String(format: "%.1f", seconds)) s in \(url.path). "
+            let message = "\(reason.message) The recording itself is safe: \(String(format: "%.1f", seconds)) s in \(lastURL.path). "
                 + "The next tapedeck command that opens the library recovers it as take \"\(unfinished.name)\" (or run `tapedeck doctor --repair` once the cause is fixed)."
             phase = .finished
             self.engine = nil
             throw UnfinishedRecording(
                 report: RecordingReport(take: unfinished, runID: runID, earlierTakes: earlier, session: session, fileURL: lastURL,
-                                        end: result.end, wallSeconds: result.wallSeconds, summary: message),
+                                        end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences),
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
+        state = take.state
         if clipped > 0 || runID != nil {
             // The take is final already; its clip count and run link are notes on it, so failing
             // to store them is logged, never a lost take.
@@ -254,8 +307,17 @@ public final class TakeRecorder {
         phase = .finished
         self.engine = nil
         return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
-                               end: result.end, wallSeconds: result.wallSeconds, summary: summary)
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences)
     }
+
+    /// Begins the take of an armed run (`--armed`): Enter on the terminal, SIGUSR2.
+    /// - Thread: main actor. Never blocks.
+    public func trigger() {
+        triggerRequested = true
+        engine?.trigger()
+    }
+
+
 
     /// Why the last take of a run ended, as its run link says.
     static func boundary(_ end: RecordingEnd) -> TakeBoundary {
@@ -375,6 +437,9 @@ public final class TakeRecorder {
         takeIndex = progress.takeIndex
         takeFrames = progress.takeFrames
         framesToSplit = progress.framesToSplit
+        waiting = progress.waiting
+        preRollFrames = progress.preRollFrames
+        silenceAlarms = progress.silenceAlarms
         peaks = progress.peaks
         overrunCount = progress.overrunCount
         clippedSamples = progress.clippedSamples
@@ -386,6 +451,8 @@ public final class TakeRecorder {
 public struct RecordingTarget: Sendable, Hashable {
     public var take: String?
     public var fileURL: URL
+    /// A run waiting for sound or a trigger: ``take`` is the session's name, and no file exists yet.
+    public var waiting = false
 }
 
 /// Where `record -o` writes: a plain file outside the library, or a stream (stdout).
@@ -411,4 +478,16 @@ public struct OutputRecordingReport: Sendable, Hashable {
 
     /// Length in seconds.
     public var seconds: Double { format.seconds(forFrames: frames) }
+}
+
+/// How a run's settings read in messages: `3 s`, `2.5 s`, `-40 dBFS`. Plain functions; any
+/// thread, never block.
+public enum RunText {
+    public static func seconds(_ s: Double) -> String {
+        s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s)
+    }
+
+    public static func decibels(_ db: Double) -> String {
+        db == db.rounded() ? "\(Int(db)) dBFS" : String(format: "%.1f dBFS", db)
+    }
 }

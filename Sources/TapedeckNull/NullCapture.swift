@@ -24,11 +24,15 @@ public struct NullCaptureBackend: CaptureBackend {
     /// `nil` means unpaced: frames are produced as fast as they are taken.
     public var clock: (any PacingClock)?
     public var faults: NullFaults
+    /// Seconds the signal is off, on, off… (repeating); empty: always on.
+    public var gate: [Double]
 
-    public init(signal: NullSignal, clock: (any PacingClock)? = MonotonicPacingClock(), faults: NullFaults = NullFaults()) {
+    public init(signal: NullSignal, clock: (any PacingClock)? = MonotonicPacingClock(), faults: NullFaults = NullFaults(),
+                gate: [Double] = []) {
         self.signal = signal
         self.clock = clock
         self.faults = faults
+        self.gate = gate
     }
 
     /// The one null device. - Thread: any; never blocks.
@@ -39,6 +43,8 @@ public struct NullCaptureBackend: CaptureBackend {
     /// A stream of the signal in `format`. - Thread: the device thread; never blocks.
     public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {
         try format.validate()
+        let rate = Double(format.sampleRate)
+        let signal = gate.isEmpty ? self.signal : .gated(self.signal, stretches: gate.map { Int64(($0 * rate).rounded()) })
         return NullCaptureStream(format: format, periodFrames: max(1, options.periodFrames), signal: signal, clock: clock, faults: faults)
     }
 }

@@ -20,12 +20,16 @@ public struct NullCaptureSettings: SettingsGroup, Hashable {
         help: "Frames lost by the injected xrun.")
     public static let deviceLossAtFrame = Setting<Int>("device-loss-at-frame", range: -1...Int.max, default: -1,
         help: "Make the device disappear at this frame (-1: never).")
+    public static let gate = Setting<String>("gate", default: "",
+        help: "Switch the signal off and on: seconds off, on, off… (\"2,1,3,0.5\"), repeating; empty: always on.")
     public static let declarations = [signal.declaration, frequency.declaration, level.declaration, seed.declaration,
                                       paced.declaration, overrunAtFrame.declaration, overrunFrames.declaration,
-                                      deviceLossAtFrame.declaration]
+                                      deviceLossAtFrame.declaration, gate.declaration]
 
     /// The signal to generate.
     public var signal: NullSignal
+    /// `gate` in seconds (off, on, off…); empty: always on.
+    public var gate: [Double]
     public var paced: Bool
     public var faults: NullFaults
 
@@ -37,6 +41,8 @@ public struct NullCaptureSettings: SettingsGroup, Hashable {
         case .counter: .frameCounter
         case .sine: .sine(frequency: settings[Self.frequency], level: level)
         }
+        // Seconds, kept as such: frames need the rate, which the stream knows.
+        gate = settings[Self.gate].split(separator: ",").compactMap { Double($0.trimmingSpaces) }.filter { $0 >= 0 && $0.isFinite }
         paced = settings[Self.paced]
         let overrun = settings[Self.overrunAtFrame]
         let loss = settings[Self.deviceLossAtFrame]
@@ -66,7 +72,8 @@ public enum NullPlugin {
         summary: "Generated test signal (silence, sine, noise or frame counter); no sound card needed.",
         settings: NullCaptureSettings.self,
         make: { settings, _ in
-            NullCaptureBackend(signal: settings.signal, clock: settings.paced ? MonotonicPacingClock() : nil, faults: settings.faults)
+            NullCaptureBackend(signal: settings.signal, clock: settings.paced ? MonotonicPacingClock() : nil, faults: settings.faults,
+                               gate: settings.gate)
         })
 
     /// `playback.backend: null`. - Thread: `make` runs on any thread and never blocks.

@@ -20,6 +20,22 @@ public enum NullSignal: Sendable, Hashable {
     /// width (`Int16(truncatingIfNeeded: k)` for s16, the low 24 bits for s24, `Int32` for s32,
     /// `(k mod 2^24) / 2^24` for f32). Proves no sample was lost, duplicated or reordered.
     case frameCounter
+    /// `signal` switched off and on: `stretches` are frame counts, the first off, then on, then
+    /// off…, repeating from the start after the last (VOX and silence-alarm tests).
+    indirect case gated(NullSignal, stretches: [Int64])
+
+    /// Whether a gated signal is on at `frame` (always, for the others). - Thread: any; never blocks.
+    public func isOn(at frame: Int64) -> Bool {
+        guard case .gated(_, let stretches) = self else { return true }
+        let total = stretches.reduce(0, +)
+        guard total > 0 else { return true }
+        var t = frame % total
+        for (i, n) in stretches.enumerated() {
+            if t < n { return i % 2 == 1 }
+            t -= n
+        }
+        return true
+    }
 
     /// The signal in words, e.g. `440 Hz sine at -6.0 dBFS`. - Thread: any; never blocks.
     public var summary: String {
@@ -29,6 +45,7 @@ public enum NullSignal: Sendable, Hashable {
         case .sine(let f, let level): return "\(f.formatted()) Hz sine at \(dB(level))"
         case .noise(_, let level): return "white noise peaking at \(dB(level))"
         case .frameCounter: return "frame-counter test pattern"
+        case .gated(let signal, _): return "\(signal.summary), switched off and on"
         }
     }
 
@@ -39,6 +56,8 @@ public enum NullSignal: Sendable, Hashable {
         switch self {
         case .silence:
             return 0
+        case .gated(let signal, _):
+            return isOn(at: frame) ? signal.sample(frame: frame, channel: channel, format: format) : 0
         case .sine(let f, let level):
             let phase = 2 * Double.pi * f * Double(frame) / Double(format.sampleRate)
             return quantize(level * sin(phase), format)

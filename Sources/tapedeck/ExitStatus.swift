@@ -14,11 +14,13 @@ enum ExitStatus {
     static let savedInterrupted: Int32 = 4
     /// The take was saved, but writing failed (e.g. disk full) mid-take.
     static let savedTruncated: Int32 = 5
+    /// The takes were saved, but the input stayed silent past `--silence-alarm`.
+    static let savedSilent: Int32 = 6
     /// The failures' statuses are the error codes' own (``TapedeckError/Code/exitStatus``).
     static let software = TapedeckError.Code.internalError.exitStatus
     static let config = TapedeckError.Code.configuration.exitStatus
 
-    static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; "
+    static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 6 takes saved but the silence alarm went off; "
         + [(TapedeckError.Code.invalidArgument, "usage"), (.unsupportedFormat, "unsupported format"), (.notFound, "not found"),
            (.deviceUnavailable, "device unavailable"), (.internalError, "internal error"), (.alreadyExists, "already exists"),
            (.io, "I/O error or disk full"), (.busy, "library busy"), (.configuration, "configuration error"),

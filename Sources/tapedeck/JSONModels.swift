@@ -116,8 +116,9 @@ struct SessionJSON: Encodable {
 struct RecordReportJSON: Encodable {
     var kind = "recording"
     var schema = JSONSchema.version
-    /// The take recorded: the last of a split run.
-    var take: TakeJSON
+    /// The take recorded: the last of a split run; `null` when a run that waited (VOX, armed)
+    /// made none.
+    var take: TakeJSON?
     /// A split run: its id and every take of it in order (``take`` last); absent without splitting.
     var run: String? = nil
     var takes: [TakeJSON]? = nil
@@ -125,6 +126,21 @@ struct RecordReportJSON: Encodable {
     var message: String
     var wallSeconds: Double
     var exitStatus: Int32
+    /// Where the silence alarm went off (`--silence-alarm`); empty without it.
+    var silences: [SilenceJSON] = []
+}
+
+/// A stretch of silent input (`--silence-alarm`), at a place in the run.
+struct SilenceJSON: Encodable {
+    var offsetSeconds: Double
+    var seconds: Double
+    var date: Date
+
+    init(_ event: SilenceEvent, format: AudioFormat) {
+        offsetSeconds = format.seconds(forFrames: event.offset)
+        seconds = format.seconds(forFrames: event.frames)
+        date = event.date
+    }
 }
 
 /// `record -o FILE --json`: a recording outside the library.

@@ -55,6 +55,27 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start a new take before a file grows past SIZE (2G or 2GiB: powers of 1024; 1900MB: powers of 1000).", valueName: "size"))
     var splitSize: String?
 
+    @Option(help: ArgumentHelp("Stop at this local time (18:00, 18:00:30, or \"2026-12-01 18:00\"); with -d, whichever comes first.", valueName: "time"))
+    var until: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Sound-activated: a take begins when the input reaches LEVEL (dBFS, e.g. -40dB) and ends after --vox-hold of quiet.", valueName: "level"))
+    var vox: String?
+
+    @Option(help: ArgumentHelp("With --vox, how long the input stays below the level before the take ends (default 3s).", valueName: "duration"))
+    var voxHold: String?
+
+    @Flag(help: "Wait for a trigger before the take begins: Enter on the terminal, or SIGUSR2 (kill -USR2 PID).")
+    var armed = false
+
+    @Option(help: ArgumentHelp("With --vox or --armed, start each take with up to DURATION of the audio before its trigger (at most 30s).", valueName: "duration"))
+    var preRoll: String?
+
+    @Option(help: ArgumentHelp("Warn when the input stays below --silence-threshold for DURATION while a take records (a dead microphone); exit status 6.", valueName: "duration"))
+    var silenceAlarm: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("The level under which --silence-alarm counts the input as silent (default -70dB).", valueName: "level"))
+    var silenceThreshold: String?
+
     @Flag(help: "Print the final report as JSON (on a terminal the meter still shows, on stderr).")
     var json = false
 
@@ -74,6 +95,79 @@ struct RecordCommand: AsyncParsableCommand {
         }
         if let sampleFormat { flags["format." + FormatSettings.sampleFormat.key] = sampleFormat.rawValue }
         return flags
+    }
+
+    /// A level as `--vox` and `--silence-threshold` take it: dBFS, `-40`, `-40dB`, `-40 dBFS`.
+    static func decibels(_ text: String, flag: String) throws -> Double {
+        var t = text.trimmingSpaces.lowercased()
+        for suffix in ["dbfs", "db"] where t.hasSuffix(suffix) { t = String(t.dropLast(suffix.count)).trimmingSpaces.description; break }
+        guard let db = Double(t), db.isFinite, (-120...0).contains(db) else {
+            throw TapedeckError(.invalidArgument, "\(flag) \(text): not a level. Give dBFS from -120 to 0, e.g. \(flag) -40dB.")
+        }
+        return db
+    }
+
+    /// `--until`: seconds from `now` to the next such local time (today, or tomorrow when it has
+    /// passed), or to a date and time.
+    static func secondsUntil(_ text: String, now: Date = Date()) throws -> Double {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        for pattern in ["yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd HH:mm", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm"] {
+            f.dateFormat = pattern
+            if let d = f.date(from: text.trimmingSpaces.description) {
+                guard d > now else {
+                    throw TapedeckError(.invalidArgument, "--until \(text): that time has passed. Give a time to come, e.g. --until 18:00.")
+                }
+                return d.timeIntervalSince(now)
+            }
+        }
+        let parts = text.trimmingSpaces.split(separator: ":").map { Int($0) }
+        guard (2...3).contains(parts.count), let h = parts[0], let m = parts[1], (0..<24).contains(h), (0..<60).contains(m),
+              parts.count == 2 || (parts[2].map { (0..<60).contains($0) } ?? false) else {
+            throw TapedeckError(.invalidArgument, "--until \(text): not a time. Give a local time (18:00, 18:00:30) or a date and time (\"2026-12-01 18:00\").")
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .current
+        let target = DateComponents(hour: h, minute: m, second: parts.count == 3 ? parts[2]! : 0)
+        guard let next = calendar.nextDate(after: now, matching: target, matchingPolicy: .nextTime) else {
+            throw TapedeckError(.invalidArgument, "--until \(text): that time does not come.")
+        }
+        return next.timeIntervalSince(now)
+    }
+
+    /// The run's plan from the flags: splits, VOX, armed, pre-roll, the silence alarm.
+    func runPlan() throws -> RunPlan {
+        var plan = RunPlan(split: try splitRule() ?? SplitRule())
+        if vox != nil && armed {
+            throw TapedeckError(.invalidArgument, "--vox and --armed both decide when the take begins. Choose one.")
+        }
+        if let vox {
+            let hold = try voxHold.map { try DurationText.seconds($0, flag: "--vox-hold") } ?? 3
+            plan.vox = VoxRule(thresholdDB: try Self.decibels(vox, flag: "--vox"), holdSeconds: hold)
+        } else if voxHold != nil {
+            throw TapedeckError(.invalidArgument, "--vox-hold is how long --vox waits in quiet; give --vox LEVEL too, e.g. --vox -40dB --vox-hold 3s.")
+        }
+        plan.armed = armed
+        if let preRoll {
+            guard plan.startsIdle else {
+                throw TapedeckError(.invalidArgument, "--pre-roll keeps the audio from before a take's trigger; give --vox LEVEL or --armed too.")
+            }
+            let seconds = try DurationText.seconds(preRoll, flag: "--pre-roll", allowingZero: true)
+            guard seconds <= RunPlan.longestPreRoll else {
+                throw TapedeckError(.invalidArgument, "--pre-roll \(preRoll): at most 30s of audio is kept before a trigger. Give 30s or less.")
+            }
+            plan.preRollSeconds = seconds
+        }
+        if let silenceAlarm {
+            plan.silenceAlarm = SilenceAlarm(seconds: try DurationText.seconds(silenceAlarm, flag: "--silence-alarm"),
+                                             thresholdDB: try silenceThreshold.map { try Self.decibels($0, flag: "--silence-threshold") } ?? -70)
+        } else if silenceThreshold != nil {
+            throw TapedeckError(.invalidArgument, "--silence-threshold sets the level for --silence-alarm; give --silence-alarm DURATION too, e.g. --silence-alarm 30s.")
+        }
+        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil) {
+            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll and --silence-alarm work on takes in the library. Leave out -o.")
+        }
+        return plan
     }
 
     /// `--split`, `--split-align` and `--split-size` as a rule; `nil` without them.
@@ -102,18 +196,26 @@ struct RecordCommand: AsyncParsableCommand {
             if duration != nil && positionalDuration != nil {
                 throw TapedeckError(.invalidArgument, "Give the duration once: -d \(duration ?? "") or \(positionalDuration ?? ""), not both.")
             }
-            let seconds = try duration.map { try DurationText.seconds($0, flag: "-d/--duration") }
+            var seconds = try duration.map { try DurationText.seconds($0, flag: "-d/--duration") }
                 ?? positionalDuration.map { text in
                     do { return try DurationText.seconds(text, flag: "DURATION") } catch {
                         throw TapedeckError(.invalidArgument, "\"\(text)\" is not a duration. Record for a time with -d, e.g. `tapedeck record -d 5s`; name the take with --name.")
                     }
                 }
+            if let until {
+                // --until and -d: whichever comes first.
+                let left = try Self.secondsUntil(until)
+                seconds = min(seconds ?? left, left)
+            }
+            let plan = try runPlan()
             // The trap is armed before the config is read and the library opened, so a stop
             // that arrives while the command starts is a stop request too, not the default
-            // action in the middle of opening the catalog.
+            // action in the middle of opening the catalog. SIGUSR2 triggers an armed run.
             let stops = StopRelay()
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
-                Task { @MainActor in stops.request() }
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP] + (plan.armed ? [SIGUSR2] : []), requests: [SIGUSR2]) { signal in
+                Task { @MainActor in
+                    if signal == SIGUSR2 { stops.trigger() } else { stops.request() }
+                }
             }
             defer { signals.cancel() }
             // Recording reads only the session it records into, never the whole library, so it
@@ -126,7 +228,6 @@ struct RecordCommand: AsyncParsableCommand {
             if let seconds, (seconds * Double(studio.configuration.format.sampleRate)).rounded() < 1 {
                 throw TapedeckError(.invalidArgument, "-d/--duration \(duration ?? positionalDuration ?? ""): shorter than one frame at \(studio.configuration.format.sampleRate) Hz. Record for longer.")
             }
-            let split = try splitRule()
             let toStdout = output == "-"
             if toStdout && json {
                 throw TapedeckError(.invalidArgument, "-o - writes the audio to stdout, so --json has nowhere to go. Leave out one of them.")
@@ -153,7 +254,9 @@ struct RecordCommand: AsyncParsableCommand {
             let c = studio.configuration
             let device = c.capture.settings.values["device"]?.description ?? ""
             let source = "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
-            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout) } : nil
+            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan) } : nil
+            // An armed run on a terminal starts at Enter.
+            if plan.armed && Terminal.stdinIsTerminal { Self.triggerOnEnter(stops) }
             let length = seconds.map(RecordingLength.seconds)
             if output != nil {
                 let name = self.name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take"
@@ -167,8 +270,18 @@ struct RecordCommand: AsyncParsableCommand {
             let report: RecordingReport
             do {
                 report = try await Self.endingMeter(meter) {
-                    try await recorder.record(sessionName: session, takeName: name, duration: length, split: split)
+                    try await recorder.record(sessionName: session, takeName: name, duration: length, plan: plan)
                 }
+            } catch let nothing as NothingRecorded {
+                // A run that waited and ended before its trigger: no take, not a failure.
+                if json {
+                    try Terminal.printJSON(RecordReportJSON(take: nil, run: nil, takes: [], end: Self.endName(nothing.end),
+                                                            message: nothing.summary, wallSeconds: nothing.wallSeconds,
+                                                            exitStatus: ExitStatus.ok))
+                } else {
+                    print(nothing.summary)
+                }
+                return
             } catch let unfinished as UnfinishedRecording {
                 // The audio is safe but the take is not finished: the report still goes out.
                 if json {
@@ -185,7 +298,8 @@ struct RecordCommand: AsyncParsableCommand {
                 let last = TakeJSON(report.take, session: report.session, url: report.fileURL)
                 try Terminal.printJSON(RecordReportJSON(
                     take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
-                    end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status))
+                    end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status,
+                    silences: report.silences.map { SilenceJSON($0, format: report.take.format) }))
             } else {
                 for t in report.earlierTakes + [report.take] {
                     let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
@@ -222,7 +336,40 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     static func exitStatus(_ report: RecordingReport) -> Int32 {
-        exitStatus(report.end, overruns: (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count })
+        let status = exitStatus(report.end, overruns: (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count })
+        // A silent input matters more than overruns: the take may hold nothing at all.
+        if !report.silences.isEmpty && (status == ExitStatus.ok || status == ExitStatus.savedWithOverruns) { return ExitStatus.savedSilent }
+        return status
+    }
+
+    /// Reads the terminal's lines on a thread of its own; the first Enter triggers the armed run.
+    static func triggerOnEnter(_ stops: StopRelay) {
+        let reader = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let n = read(STDIN_FILENO, &byte, 1)
+                if n < 0 && errno == EINTR { continue }
+                guard n == 1 else { return }
+                if byte == UInt8(ascii: "\n") {
+                    Task { @MainActor in stops.trigger() }
+                    return
+                }
+            }
+        }
+        reader.name = "tapedeck-keys"
+        reader.start()
+    }
+
+    /// A split rule in words, e.g. "A new take every 1:00:00 on the clock, or before 2.1 GB".
+    static func describe(_ split: SplitRule) -> String {
+        var parts: [String] = []
+        if let every = split.everySeconds { parts.append("every \(Terminal.clock(every).replacingOccurrences(of: ".000", with: ""))\(split.alignedToClock ? " on the clock" : "")") }
+        if let bytes = split.maxBytes {
+            // As typed: 2G is 2 GiB, not 2.1 GB.
+            let binary = [(Int64(1) << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB")].first { bytes % $0.0 == 0 }
+            parts.append("before a file passes \(binary.map { "\(bytes / $0.0) \($0.1)" } ?? Terminal.bytes(bytes))")
+        }
+        return "A new take " + parts.joined(separator: ", or ")
     }
 
     /// Every take of a split run as JSON, `last` (the report's take) at the end; `nil` without splitting.
@@ -286,7 +433,8 @@ struct RecordCommand: AsyncParsableCommand {
     /// Prints the banner once audio flows, then redraws the meter at every progress update
     /// (``PeakMeter`` ballistics), and "Stopping…" at once when a stop is asked for.
     @MainActor
-    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay, toStdout: Bool = false) async {
+    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay, toStdout: Bool = false, plan: RunPlan = RunPlan()) async {
+        let split: SplitRule? = plan.split.splits ? plan.split : nil
         var meter = PeakMeter()
         var bannerShown = false
         var last = (frames: Int64(-1), time: ContinuousClock.now)
@@ -300,11 +448,24 @@ struct RecordCommand: AsyncParsableCommand {
             if !bannerShown, toStdout || recorder.target != nil {
                 bannerShown = true
                 let destination = if toStdout { "to stdout" } else if let target = recorder.target {
-                    target.take.map { "into \($0) in \(target.fileURL.deletingLastPathComponent().path)/" } ?? "to \(target.fileURL.path)"
+                    target.waiting ? "into session \(target.take ?? "")"
+                        : target.take.map { "into \($0) in \(target.fileURL.deletingLastPathComponent().path)/" } ?? "to \(target.fileURL.path)"
                 } else { "" }
+                var lines = ["  \(destination)"]
+                if let split { lines.append("  \(Self.describe(split)).") }
+                let preRoll = plan.preRollSeconds > 0 ? ", with the \(RunText.seconds(plan.preRollSeconds)) before it" : ""
+                if let vox = plan.vox {
+                    lines.append("  A take begins when the input reaches \(RunText.decibels(vox.thresholdDB))\(preRoll), and ends after \(RunText.seconds(vox.holdSeconds)) below it.")
+                }
+                if plan.armed {
+                    lines.append("  Waiting for the trigger\(preRoll): press Enter\(Terminal.stdinIsTerminal ? "" : " (on a terminal)"), or run `kill -USR2 \(getpid())`.")
+                }
+                if let alarm = plan.silenceAlarm {
+                    lines.append("  Warns when the input stays below \(RunText.decibels(alarm.thresholdDB)) for \(RunText.seconds(alarm.seconds)).")
+                }
                 Terminal.writeStderr(Terminal.safe(
                     "Recording from \(source): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
-                    + "  \(destination)\n  Press Ctrl-C to stop.\n"))
+                    + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\n"))
             }
             // Nothing is drawn before the first audio: no audio yet is not silence.
             if stops.isRequested || frames == 0 { continue }
@@ -313,8 +474,20 @@ struct RecordCommand: AsyncParsableCommand {
             meter.update(peaks: peaks, elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
                          fresh: frames != last.frames)
             last = (frames, now)
+            var run: String?
+            var head: String?
+            if let waiting = recorder.waiting {
+                // No take open: what the run waits for, and the pre-roll it holds.
+                head = waiting == .armed ? "○ ARMED" : "○ VOX"
+                run = plan.preRollSeconds > 0 ? "pre-roll \(String(format: "%.1f", format.seconds(forFrames: recorder.preRollFrames))) s" : nil
+            } else if plan.makesRun {
+                run = "take \(recorder.takeIndex)"
+                if let left = recorder.framesToSplit { run! += ", split in \(Terminal.clock(format.seconds(forFrames: left)).dropLast(4))" }
+                if plan.vox != nil { head = "● VOX" }
+            }
+            if recorder.silenceAlarms > 0 { run = [run, "SILENT"].compactMap { $0 }.joined(separator: "  ") }
             Terminal.status(Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
-                                               overruns: overruns, columns: Terminal.terminalColumns()))
+                                               overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head))
         }
     }
 }
@@ -336,9 +509,19 @@ final class StopRelay {
         recorder?.stop()
     }
 
-    /// Hands later stop requests to `recorder`; returns whether one has already arrived.
+    /// Hands later stop requests to `recorder`; returns whether one has already arrived. A
+    /// trigger that came before is handed on now.
     func attach(_ recorder: TakeRecorder) -> Bool {
         self.recorder = recorder
+        if triggered { recorder.trigger() }
         return isRequested
+    }
+
+    private(set) var triggered = false
+
+    /// Triggers the recorder's armed run (SIGUSR2, Enter), or remembers it until ``attach(_:)``.
+    func trigger() {
+        triggered = true
+        recorder?.trigger()
     }
 }

@@ -29,10 +29,12 @@ final class SignalTrap {
 
     /// Arms the trap for those of `signals` the process was not started with ignored.
     /// - Parameter handler: called once per signal, on the trap's reader thread; must not block.
+    /// - Parameter requests: signals among `signals` that ask for something (SIGUSR2: a trigger)
+    ///   rather than a stop; they never count as a second stop.
     /// - Throws: `.io` when the pipe cannot be made (too many open files), `.internalError` when
     ///   `sigaction` refuses a handler; the default actions stay.
     /// - Thread: any (the commands arm it on the main actor). Never blocks.
-    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) throws {
+    init(signals: [Int32], requests: Set<Int32> = [], handler: @escaping @Sendable (Int32) -> Void) throws {
         var readFD: Int32 = -1
         var writeFD: Int32 = -1
         guard tapedeck_stop_signals_pipe(&readFD, &writeFD) == 0 else {
@@ -47,6 +49,10 @@ final class SignalTrap {
                 let n = read(pipeEnd, &byte, 1)
                 if n < 0 && errno == EINTR { continue }
                 guard n == 1, byte != Self.stopReading else { break }
+                if requests.contains(Int32(byte)) {
+                    handler(Int32(byte))
+                    continue
+                }
                 received += 1
                 if received > 1 {
                     Terminal.writeStderr("\ntapedeck: Stopping again: exiting now. An unfinished take is recovered the next time the library is opened.\n")

@@ -210,13 +210,17 @@ enum Terminal {
     /// The recording meter, as wide as fits `columns` (0: unknown, 80 assumed): bars per
     /// channel; shorter bars; levels only; at last the loudest channel alone (many channels
     /// fold to this). Never wider than `columns`, so it never wraps.
-    static func meterLine(seconds: Double, meter: PeakMeter, clipped: Int64, overruns: Int, columns: Int) -> String {
+    /// - Parameter run: a split run's state, e.g. `take 3, split in 59:12`; `nil` without splitting.
+    /// - Parameter head: what replaces `● REC` (`○ ARMED` while a run waits).
+    static func meterLine(seconds: Double, meter: PeakMeter, clipped: Int64, overruns: Int, columns: Int, run: String? = nil,
+                          head label: String? = nil) -> String {
         let width = columns > 0 ? columns - 1 : 79
         let tenths = Int((seconds * 10).rounded(.down))
         let clock = String(format: "%d:%02d:%02d.%d", tenths / 36000, (tenths / 600) % 60, (tenths / 10) % 60, tenths % 10)
-        let head = "● REC \(clock)"
+        let head = "\(label ?? "● REC") \(clock)"
         var tail = clipped > 0 ? "  CLIP \(clipped)" : "  clip 0"
         if overruns > 0 { tail += "  overruns \(overruns)" }
+        if let run { tail += "  " + run }
         let levels = meter.levels, holds = meter.holds
         let names = levels.count == 2 ? ["L", "R"] : levels.indices.map { String($0 + 1) }
         var forms: [String] = []

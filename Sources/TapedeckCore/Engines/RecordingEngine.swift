@@ -20,6 +20,20 @@ public struct RecordingProgress: Sendable, Hashable {
     public var takeFrames: Int64 = 0
     /// Frames until the next time split; `nil` without one.
     public var framesToSplit: Int64?
+    /// What a run with no take open waits for (`nil` while a take records).
+    public var waiting: Waiting?
+    /// Frames held in the pre-roll while waiting.
+    public var preRollFrames: Int64 = 0
+    /// Silence alarms raised so far.
+    public var silenceAlarms = 0
+
+    /// What a run with no take open waits for.
+    public enum Waiting: Sendable, Hashable {
+        /// The trigger (`--armed`).
+        case armed
+        /// Sound above the VOX threshold.
+        case vox
+    }
 
     public init() {}
 }
@@ -60,8 +74,13 @@ public struct RecordingResult: Sendable, Hashable {
     public var takeIndex = 1
     public var takeOffset: Int64 = 0
     public var takeBegan: TakeBoundary = .start
-    /// Frames of the whole run (every take's).
+    /// Frames of the whole run (every take's, and what came between them).
     public var runFrames: Int64 = 0
+    /// Whether a take was open when the run ended (``frames`` and the rest describe it); `false`
+    /// when the run ended waiting (VOX, armed), every take finished by the ``TakeSequence``.
+    public var takeOpenAtEnd = true
+    /// Where the silence alarm went off.
+    public var silences: [SilenceEvent] = []
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -80,6 +99,11 @@ public final class RecordingEngine: Sendable {
     private let logger: Logger
 
     private let stopFlag = Atomic<Bool>(false)
+    /// The device's frame when ``trigger()`` was first called; -1 before.
+    private let triggerFrame = Atomic<Int64>(-1)
+    /// Frames the device thread has delivered (or lost) so far: the run's timeline as the
+    /// device sees it, ahead of the writer by what the hand-off buffer holds.
+    private let deviceTimeline = Atomic<Int64>(0)
     private let deviceFinished = Atomic<Bool>(false)
     private let startGate = DispatchSemaphore(value: 0)
     private let deviceDone = DispatchSemaphore(value: 0)
@@ -136,6 +160,15 @@ public final class RecordingEngine: Sendable {
         startGate.signal()
     }
 
+    /// Begins the take of an armed run (``RunPlan/armed``), with its pre-roll; nothing after the
+    /// first call.
+    /// - Thread: any, including a signal-handling queue. Never blocks.
+    public func trigger() {
+        // The moment is the audio the device is delivering now, not what the writer has reached.
+        _ = triggerFrame.compareExchange(expected: -1, desired: deviceTimeline.load(ordering: .acquiring), ordering: .acquiringAndReleasing)
+        dataSignal.signal()
+    }
+
     /// Asks the recording to stop: the device is drained and the file finalized.
     /// - Thread: any, including a signal-handling queue. Never blocks.
     public func stop() {
@@ -162,16 +195,18 @@ public final class RecordingEngine: Sendable {
     /// warned about again).
     /// - Thread: any; suspends until the file is finished and synced.
     ///
-    /// With a `split` rule that splits and a `sequence`, the run is cut into takes at the
-    /// rule's boundaries: the sequence makes each next take ready on a background queue while
-    /// the current one records, and finishes each ended take there too; the result describes the
-    /// last take. `firstFileURL` is the first writer's file (for size splits).
-    public func record(watching freeSpace: FreeSpace? = nil, split: SplitRule? = nil, sequence: (any TakeSequence)? = nil,
+    /// With a `plan` that makes a run (splits, VOX, armed) and a `sequence`, the run is cut into
+    /// takes at the plan's boundaries: the sequence makes each next take ready on a background
+    /// queue while the current one records, and finishes each ended take there too; the result
+    /// describes the last take. A run that starts waiting (VOX, armed) passes `makeWriter: nil`:
+    /// its first take comes from the sequence too. `firstFileURL` is the first writer's file
+    /// (for size splits).
+    public func record(watching freeSpace: FreeSpace? = nil, plan: RunPlan = RunPlan(), sequence: (any TakeSequence)? = nil,
                        firstFileURL: URL? = nil,
-                       makeWriter: @escaping @Sendable (AudioFormat) throws -> any TakeWriter) async throws -> RecordingResult {
+                       makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?) async throws -> RecordingResult {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<RecordingResult, any Error>) in
             let thread = Thread { [self] in
-                cont.resume(with: self.writerThreadMain(freeSpace: freeSpace, split: split, sequence: sequence,
+                cont.resume(with: self.writerThreadMain(freeSpace: freeSpace, plan: plan, sequence: sequence,
                                                         firstFileURL: firstFileURL, makeWriter: makeWriter))
             }
             thread.name = "tapedeck-writer"
@@ -268,6 +303,7 @@ public final class RecordingEngine: Sendable {
                         bufferGap += Int64(r.frames)
                         deviceGap += r.lostFramesBefore
                         timeline += Int64(r.frames) + r.lostFramesBefore
+                        deviceTimeline.store(timeline, ordering: .releasing)
                     } else {
                         _ = spaceSignal.wait(timeout: .now() + .milliseconds(50))
                     }
@@ -276,6 +312,7 @@ public final class RecordingEngine: Sendable {
                 let r = try stream.read(into: ring.pointer(slot), maxFrames: ring.slotFrames)
                 ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
                 timeline += Int64(r.frames) + r.lostFramesBefore
+                deviceTimeline.store(timeline, ordering: .releasing)
                 bufferGap = 0
                 deviceGap = 0
                 // A real-time stream's periods are batched (see writerInterval); a stream that
@@ -341,31 +378,91 @@ public final class RecordingEngine: Sendable {
         }
     }
 
-    private func writerThreadMain(freeSpace: FreeSpace?, split: SplitRule?, sequence: (any TakeSequence)?, firstFileURL: URL?,
-                                  makeWriter: @Sendable (AudioFormat) throws -> any TakeWriter) -> Result<RecordingResult, any Error> {
+    /// The last seconds of audio no take holds (VOX and armed runs wait with it), allocated once.
+    private final class PreRollRing {
+        let capacity: Int64
+        let bytesPerFrame: Int
+        private let storage: UnsafeMutableRawPointer
+        private var start: Int64 = 0
+        private(set) var count: Int64 = 0
+
+        init(frames: Int64, bytesPerFrame: Int) {
+            capacity = max(0, frames)
+            self.bytesPerFrame = bytesPerFrame
+            storage = .allocate(byteCount: max(1, Int(capacity) * bytesPerFrame), alignment: 16)
+            // Touched now, so the run's memory does not grow when the ring first fills.
+            storage.initializeMemory(as: UInt8.self, repeating: 0, count: max(1, Int(capacity) * bytesPerFrame))
+        }
+        deinit { storage.deallocate() }
+
+        /// Keeps the newest `capacity` frames of what it holds and `frames` more (`nil`: silence).
+        func append(_ source: UnsafeRawPointer?, frames: Int64) {
+            guard capacity > 0 else { return }
+            var skip = max(0, frames - capacity)  // older than the ring holds
+            var left = frames - skip
+            while left > 0 {
+                let end = (start + count) % capacity
+                let n = min(left, capacity - end)
+                let dest = storage + Int(end) * bytesPerFrame
+                if let source { dest.copyMemory(from: source + Int(skip) * bytesPerFrame, byteCount: Int(n) * bytesPerFrame) } else {
+                    dest.initializeMemory(as: UInt8.self, repeating: 0, count: Int(n) * bytesPerFrame)
+                }
+                count += n
+                if count > capacity {
+                    start = (start + count - capacity) % capacity
+                    count = capacity
+                }
+                skip += n
+                left -= n
+            }
+        }
+
+        /// Hands what it holds, oldest first, to `body` in up to two pieces, and empties.
+        func drain(_ body: (UnsafeRawPointer, Int64) throws -> Void) rethrows {
+            defer { (start, count) = (0, 0) }
+            guard count > 0 else { return }
+            let first = min(count, capacity - start)
+            try body(storage + Int(start) * bytesPerFrame, first)
+            if count > first { try body(storage, count - first) }
+        }
+    }
+
+    private func writerThreadMain(freeSpace: FreeSpace?, plan: RunPlan, sequence: (any TakeSequence)?, firstFileURL: URL?,
+                                  makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?) -> Result<RecordingResult, any Error> {
         guard let (ring, format) = shared.withLock({ s in s.ring.map { ($0, s.format!) } }) else {
             return .failure(TapedeckError(.internalError, "record(makeWriter:) was called before open() succeeded."))
         }
-        let firstWriter: any TakeWriter
-        do {
-            firstWriter = try makeWriter(format)
-        } catch {
+        guard makeWriter != nil || (plan.startsIdle && sequence != nil) else {
             close()
             deviceDone.wait()
-            return .failure(error)
+            return .failure(TapedeckError(.internalError, "A run that starts with a take needs makeWriter; one that waits needs a TakeSequence."))
+        }
+        var firstWriter: (any TakeWriter)?
+        if let makeWriter {
+            do {
+                firstWriter = try makeWriter(format)
+            } catch {
+                close()
+                deviceDone.wait()
+                return .failure(error)
+            }
         }
         startGate.signal()
 
         let limit = frameLimit
+        let split = plan.split
         let measuresLevels = settings.measuresLevels
         let bytesPerFrame = Int64(format.bytesPerFrame)
+        let rate = Double(format.sampleRate)
         let silence = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
         defer { silence.deallocate() }
-        /// Frames of the run so far (every take's, gaps included).
+        /// Frames of the run so far (every take's, the audio between takes, gaps included).
         var position: Int64 = 0
-        var current = CurrentTake(writer: firstWriter, index: 1, id: nil, fileURL: firstFileURL, offset: 0, began: .start)
-        current.bytesSeen = firstFileURL.flatMap(Self.fileSize) ?? 0
+        var current: CurrentTake? = firstWriter.map { CurrentTake(writer: $0, index: 1, id: nil, fileURL: firstFileURL, offset: 0, began: .start) }
+        current?.bytesSeen = firstFileURL.flatMap(Self.fileSize) ?? 0
+        /// The index the last take had (the next one is one more).
+        var lastIndex = current == nil ? 0 : 1
         var overrunCount = 0
         var overrunFrames: Int64 = 0
         var failure: TapedeckError?
@@ -377,34 +474,49 @@ public final class RecordingEngine: Sendable {
         // A disk that starts low was warned about before recording; warn here only when it becomes low.
         var warnedLowSpace = freeSpace.map { w in FreeSpace.available(at: w.path).map { $0 < w.warnBelowBytes } ?? true } ?? true
 
-        // Splitting: the take queue prepares the next take and finishes the last one while the
-        // writer thread goes on writing; only the swap of writers happens here.
-        let splitting = (split?.splits ?? false) && sequence != nil
+        // Where takes begin and end: the take queue prepares the next take and finishes the last
+        // one while the writer thread goes on writing; only the swap of writers happens here.
+        let segmenting = plan.makesRun && sequence != nil
         let takeQueue = DispatchQueue(label: "tapedeck-takes")
-        let everyFrames = split?.everySeconds.map { max(1, Int64(($0 * Double(format.sampleRate)).rounded())) }
+        let everyFrames = split.everySeconds.map { max(1, Int64(($0 * rate).rounded())) }
         var nextTimeSplit: Int64? = everyFrames.map { every in
-            split?.alignedToClock == true
-                ? SplitRule.framesToClockBoundary(from: Date(), every: split?.everySeconds ?? 1, rate: format.sampleRate) : every
+            split.alignedToClock ? SplitRule.framesToClockBoundary(from: Date(), every: split.everySeconds ?? 1, rate: format.sampleRate) : every
         }
+        if current == nil && !split.alignedToClock { nextTimeSplit = nil }  // counted from the first take's start
         // No size split before this much of a take (the file's own header may be most of a tiny limit).
         let sizeMargin: Int64 = 64 * 1024
+        let preRoll = PreRollRing(frames: plan.startsIdle ? Int64((min(plan.preRollSeconds, RunPlan.longestPreRoll) * rate).rounded()) : 0,
+                                  bytesPerFrame: format.bytesPerFrame)
+        let voxThreshold = plan.vox.map { Float(pow(10, $0.thresholdDB / 20)) }
+        let voxHold = plan.vox.map { Int64(($0.holdSeconds * rate).rounded()) } ?? 0
+        var lastLoud: Int64 = 0
+        var triggered = false
+        let alarmThreshold = plan.silenceAlarm.map { Float(pow(10, $0.thresholdDB / 20)) }
+        let alarmFrames = plan.silenceAlarm.map { max(1, Int64(($0.seconds * rate).rounded())) } ?? 0
+        var quietSince: Int64?
+        var silences: [SilenceEvent] = []
+        var alarmOpen = false
+        // Levels are looked at one period at a time when something decides by them.
+        let watchesLevels = voxThreshold != nil || alarmThreshold != nil
+        var blockPeaks = Array(repeating: Float(0), count: format.channels)
+
         var next: NextTake?
         var retryPrepareAt: Int64 = 0
         var warnedPrepare = false
         func prepare(_ index: Int) {
-            guard splitting, let sequence else { return }
+            guard segmenting, let sequence else { return }
             let box = NextTake()
             next = box
             // The take begins at the next time split, when there is one (counted from when
             // capture began, at the device's rate); else it is not known, and now will do.
             var ahead = 0.0
-            if let t = nextTimeSplit {
+            if current != nil, let t = nextTimeSplit {
                 // Capture not begun yet: it begins about now.
                 let elapsed = shared.withLock { $0.captureStart }.map { began in
                     let since = ContinuousClock.now - began
                     return Double(since.components.seconds) + Double(since.components.attoseconds) / 1e18
                 } ?? 0
-                ahead = Double(t) / Double(format.sampleRate) - elapsed
+                ahead = Double(t) / rate - elapsed
             }
             let start = Date().addingTimeInterval(ahead)
             takeQueue.async {
@@ -415,48 +527,36 @@ public final class RecordingEngine: Sendable {
                 }
             }
         }
-        prepare(2)
+        prepare(lastIndex + 1)
 
-        /// The current take's next boundary as a run frame, and why; `nil` when none is due.
-        func boundary() -> (frame: Int64, reason: TakeBoundary)? {
-            guard splitting, next != nil || position >= retryPrepareAt else { return nil }
-            var best: (frame: Int64, reason: TakeBoundary)?
-            if let t = nextTimeSplit { best = (t, .splitTime) }
-            if let maxBytes = split?.maxBytes {
-                let takeFrames = position - current.offset
-                // The file's size when last looked at, plus the rest as raw PCM: never less than
-                // the file will be (an encoder only compresses).
-                let estimate = current.bytesSeen + (takeFrames - current.framesSeen) * bytesPerFrame + sizeMargin
-                let room = max(0, (maxBytes - estimate) / bytesPerFrame)
-                // A take holds at least one period, whatever the header costs.
-                let frame = current.offset + max(takeFrames + room, Int64(ring.slotFrames))
-                if best == nil || frame < best!.frame { best = (frame, .splitSize) }
+        /// The prepared next take, waiting for it if it is still being made; `nil` (and a retry
+        /// 10 s of audio later) when it could not be made.
+        func takePrepared() -> PreparedTake? {
+            if next == nil {
+                guard position >= retryPrepareAt else { return nil }
+                prepare(lastIndex + 1)
             }
-            return best
-        }
-
-        /// Ends the current take at `position` and starts the prepared one; `false` (and the
-        /// current take goes on) when the next take could not be made ready.
-        func splitNow(_ reason: TakeBoundary) -> Bool {
-            if next == nil { prepare(current.index + 1) }
-            guard let box = next, let sequence else { return false }
+            guard let box = next else { return nil }
             next = nil
-            let prepared: PreparedTake
             switch box.wait() {
-            case .success(let p): prepared = p
+            case .success(let p): return p
             case .failure(let error):
-                // Audio keeps flowing into the current take; try again in 10 s of audio.
                 retryPrepareAt = position + Int64(format.sampleRate) * 10
                 if !warnedPrepare {
                     warnedPrepare = true
-                    logger.warning("Could not start the next take (\(error.message)); recording goes on in the current take, and Tapedeck tries again every 10 s.")
+                    logger.warning("Could not start the next take (\(error.message)); \(current == nil ? "the run waits on" : "recording goes on in the current take"), and Tapedeck tries again every 10 s.")
                 }
-                return false
+                return nil
             }
-            let endedFrames = position - current.offset
-            let endedWriter = UncheckedTransfer(current.writer)
-            let (endedIndex, endedID, endedOffset) = (current.index, current.id ?? "", current.offset)
-            let (endedOverruns, endedClipped) = (current.overruns, current.clipped)
+        }
+
+        /// Ends the current take at `position`; the take queue finishes it.
+        func endCurrent(_ reason: TakeBoundary) {
+            guard let ended = current, let sequence else { return }
+            let endedFrames = position - ended.offset
+            let endedWriter = UncheckedTransfer(ended.writer)
+            let (endedIndex, endedID, endedOffset) = (ended.index, ended.id ?? "", ended.offset)
+            let (endedOverruns, endedClipped) = (ended.overruns, ended.clipped)
             takeQueue.async {
                 var frames = endedFrames
                 var finished = true
@@ -472,53 +572,155 @@ public final class RecordingEngine: Sendable {
                                              overruns: endedOverruns, clippedSamples: endedClipped, reason: reason,
                                              writerFinished: finished, failure: problem))
             }
-            let offset = position
-            takeQueue.async { sequence.takeBegan(prepared, offset: offset, reason: reason) }
-            current = CurrentTake(writer: prepared.writer, index: prepared.index, id: prepared.id, fileURL: prepared.fileURL,
-                                  offset: position, began: reason)
-            current.bytesSeen = prepared.fileURL.flatMap(Self.fileSize) ?? 0
-            if reason == .splitTime, let every = everyFrames { nextTimeSplit = (nextTimeSplit ?? position) + every }
-            if let t = nextTimeSplit, t <= position, let every = everyFrames {
-                // Never a boundary in the past (a size split came first): the next whole interval.
-                nextTimeSplit = t + ((position - t) / every + 1) * every
-            }
-            lastCheckpoint = ContinuousClock.now
-            prepare(prepared.index + 1)
-            return true
+            current = nil
         }
 
-        /// Writes `count` frames (from `source`, or silence for a gap with `cause`) into the
-        /// run's takes, ending takes at their boundaries on the way: sample-exact, nothing
-        /// doubled, nothing left out.
+        /// Starts `prepared` at `offset` for `reason`.
+        func begin(_ prepared: PreparedTake, at offset: Int64, _ reason: TakeBoundary) {
+            guard let sequence else { return }
+            takeQueue.async { sequence.takeBegan(prepared, offset: offset, reason: reason) }
+            current = CurrentTake(writer: prepared.writer, index: prepared.index, id: prepared.id, fileURL: prepared.fileURL,
+                                  offset: offset, began: reason)
+            current?.bytesSeen = prepared.fileURL.flatMap(Self.fileSize) ?? 0
+            lastIndex = prepared.index
+            lastCheckpoint = ContinuousClock.now
+            if let every = everyFrames {
+                if !split.alignedToClock, reason != .splitTime && reason != .splitSize {
+                    nextTimeSplit = offset + every  // a take that began on its own: its length counts from its start
+                } else if reason == .splitTime {
+                    nextTimeSplit = (nextTimeSplit ?? offset) + every
+                }
+                if let t = nextTimeSplit, t <= offset {
+                    // Never a boundary in the past (a size split came first): the next whole interval.
+                    nextTimeSplit = t + ((offset - t) / every + 1) * every
+                }
+            }
+        }
+
+        /// The current take's next split as a run frame, and why; `nil` when none is due.
+        func boundary() -> (frame: Int64, reason: TakeBoundary)? {
+            guard split.splits, let current, next != nil || position >= retryPrepareAt else { return nil }
+            var best: (frame: Int64, reason: TakeBoundary)?
+            if let t = nextTimeSplit { best = (t, .splitTime) }
+            if let maxBytes = split.maxBytes {
+                let takeFrames = position - current.offset
+                // The file's size when last looked at, plus the rest as raw PCM: never less than
+                // the file will be (an encoder only compresses).
+                let estimate = current.bytesSeen + (takeFrames - current.framesSeen) * bytesPerFrame + sizeMargin
+                let room = max(0, (maxBytes - estimate) / bytesPerFrame)
+                // A take holds at least one period, whatever the header costs.
+                let frame = current.offset + max(takeFrames + room, Int64(ring.slotFrames))
+                if best == nil || frame < best!.frame { best = (frame, .splitSize) }
+            }
+            return best
+        }
+
+        /// Writes `n` frames from `p` (`nil`: silence for a gap with `cause`) into the current take.
+        func write(_ p: UnsafeRawPointer?, _ n: Int64, gap cause: String?) throws {
+            guard current != nil else { return }
+            if let cause {
+                current!.overruns.append(OverrunEvent(frame: position - current!.offset, frames: n, date: Date(), cause: cause))
+                var left = n
+                while left > 0 {
+                    let m = Int(min(left, Int64(ring.slotFrames)))
+                    try current!.writer.write(silence, frames: m)
+                    left -= Int64(m)
+                }
+            } else if let p {
+                try current!.writer.write(p, frames: Int(n))
+                if measuresLevels {
+                    var clips: Int64 = 0
+                    LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clips)
+                    current!.clipped += clips
+                    clippedTotal += clips
+                }
+            }
+        }
+
+        /// Takes `count` frames (from `source`, or silence for a gap with `cause`) into the run:
+        /// into the current take, ending and beginning takes at their boundaries on the way
+        /// (sample-exact: nothing doubled, nothing left out), or into the pre-roll while the run
+        /// waits for sound or a trigger.
         func emit(_ source: UnsafeRawPointer?, _ count: Int64, gap cause: String?) throws {
             var done: Int64 = 0
             while done < count {
                 var n = count - done
+                if watchesLevels { n = min(n, Int64(ring.slotFrames)) }
+                let p = source.map { $0 + Int(done) * format.bytesPerFrame }
+                var level: Float = 0
+                if watchesLevels, let p {
+                    for c in blockPeaks.indices { blockPeaks[c] = 0 }
+                    LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &blockPeaks)
+                    level = blockPeaks.max() ?? 0
+                }
+                if current == nil {
+                    // Waiting: VOX or the trigger begins a take, with the pre-roll before it.
+                    var reason: TakeBoundary?
+                    if let voxThreshold, level >= voxThreshold { reason = .vox }
+                    if plan.armed, !triggered, case let at = triggerFrame.load(ordering: .acquiring), at >= 0 {
+                        // The take begins at the frame the device was at when the trigger came.
+                        if at > position {
+                            n = min(n, at - position)
+                        } else {
+                            reason = .trigger
+                        }
+                    }
+                    if let reason, let prepared = takePrepared() {
+                        if reason == .trigger { triggered = true }
+                        let offset = position - preRoll.count
+                        begin(prepared, at: offset, reason)
+                        lastLoud = position
+                        try preRoll.drain { piece, frames in try write(piece, frames, gap: nil) }
+                        // More takes may follow (splits, or VOX again): the next is made ready now.
+                        if split.splits || plan.vox != nil, next == nil { prepare(lastIndex + 1) }
+                        continue
+                    }
+                    preRoll.append(p, frames: n)
+                    position += n
+                    done += n
+                    continue
+                }
+                if let voxThreshold {
+                    if level >= voxThreshold {
+                        lastLoud = position + n
+                    } else if position - lastLoud >= voxHold {
+                        // Quiet for the hold time: the take ends here; the run waits again.
+                        endCurrent(.vox)
+                        if next == nil { prepare(lastIndex + 1) }
+                        continue
+                    }
+                }
                 if let b = boundary() {
-                    if b.frame <= position, position > current.offset {
-                        if splitNow(b.reason) { continue }
+                    if b.frame <= position, let c = current, position > c.offset {
+                        if let prepared = takePrepared() {
+                            endCurrent(b.reason)
+                            begin(prepared, at: position, b.reason)
+                            prepare(prepared.index + 1)
+                            continue
+                        }
                     } else if b.frame > position {
                         n = min(n, b.frame - position)
                     }
                 }
-                if let cause {
-                    current.overruns.append(OverrunEvent(frame: position - current.offset, frames: n, date: Date(), cause: cause))
-                    var left = n
-                    while left > 0 {
-                        let m = Int(min(left, Int64(ring.slotFrames)))
-                        try current.writer.write(silence, frames: m)
-                        left -= Int64(m)
-                    }
-                } else if let source {
-                    let p = source + Int(done) * format.bytesPerFrame
-                    try current.writer.write(p, frames: Int(n))
-                    if measuresLevels {
-                        var clips: Int64 = 0
-                        LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clips)
-                        current.clipped += clips
-                        clippedTotal += clips
+                if let alarmThreshold, cause == nil {  // a gap is an overrun, reported as one
+                    if level < alarmThreshold {
+                        let since = quietSince ?? position
+                        quietSince = since
+                        if position + n - since >= alarmFrames {
+                            if !alarmOpen {
+                                alarmOpen = true
+                                silences.append(SilenceEvent(offset: since, frames: position + n - since, date: Date()))
+                                logger.warning("The input has been silent (below \(plan.silenceAlarm.map { String(format: "%.0f", $0.thresholdDB) } ?? "") dBFS) for \(String(format: "%.0f", Double(position + n - since) / rate)) s, since \(String(format: "%.1f", Double(since) / rate)) s into the run. Check the microphone and its cable.")
+                            } else {
+                                silences[silences.count - 1].frames = position + n - since
+                            }
+                        }
+                    } else {
+                        quietSince = nil
+                        alarmOpen = false
                     }
                 }
+                try write(p, n, gap: cause)
                 position += n
                 done += n
             }
@@ -560,15 +762,15 @@ public final class RecordingEngine: Sendable {
                 spaceSignal.signal()
             }
             if took {
-                if failure == nil, ContinuousClock.now - lastCheckpoint >= settings.checkpointInterval {
+                if failure == nil, current != nil, ContinuousClock.now - lastCheckpoint >= settings.checkpointInterval {
                     do {
                         let began = ContinuousClock.now
-                        try current.writer.checkpoint()
+                        try current!.writer.checkpoint()
                         checkpoints += 1
                         slowestCheckpoint = max(slowestCheckpoint, ContinuousClock.now - began)
-                        if split?.maxBytes != nil, let url = current.fileURL, let size = Self.fileSize(url) {
-                            current.bytesSeen = size
-                            current.framesSeen = position - current.offset
+                        if split.maxBytes != nil, let url = current!.fileURL, let size = Self.fileSize(url) {
+                            current!.bytesSeen = size
+                            current!.framesSeen = position - current!.offset
                         }
                     } catch {
                         failure = (error as? TapedeckError) ?? TapedeckError(.io, "Writing the take failed: \(error).")
@@ -582,7 +784,10 @@ public final class RecordingEngine: Sendable {
                     }
                 }
                 let (pos, count, gapFrames, clips) = (position, overrunCount, overrunFrames, clippedTotal)
-                let (index, takeFrames, toSplit) = (current.index, position - current.offset, nextTimeSplit.map { $0 - position })
+                let (index, takeFrames, toSplit) = (current?.index ?? 0, current.map { position - $0.offset } ?? 0,
+                                                    current == nil ? nil : nextTimeSplit.map { $0 - position })
+                let waiting: RecordingProgress.Waiting? = current != nil ? nil : plan.armed && !triggered ? .armed : plan.vox != nil ? .vox : nil
+                let (held, alarms) = (preRoll.count, silences.count)
                 shared.withLock { st in
                     st.progress.frames = pos
                     st.progress.clippedSamples = clips
@@ -591,6 +796,9 @@ public final class RecordingEngine: Sendable {
                     st.progress.takeIndex = index
                     st.progress.takeFrames = takeFrames
                     st.progress.framesToSplit = toSplit
+                    st.progress.waiting = waiting
+                    st.progress.preRollFrames = held
+                    st.progress.silenceAlarms = alarms
                     for c in 0..<min(peaks.count, st.progress.peaks.count) where peaks[c] > st.progress.peaks[c] {
                         st.progress.peaks[c] = peaks[c]
                     }
@@ -607,15 +815,19 @@ public final class RecordingEngine: Sendable {
         }
         deviceDone.wait()
 
-        var frames = position - current.offset
+        var frames: Int64 = 0
         var writerFinished = true
-        do {
-            frames = try current.writer.finish()
-        } catch {
-            writerFinished = false
-            current.writer.abandon()
-            if failure == nil {
-                failure = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).")
+        let last = current
+        if let open = current {
+            frames = position - open.offset
+            do {
+                frames = try open.writer.finish()
+            } catch {
+                writerFinished = false
+                open.writer.abandon()
+                if failure == nil {
+                    failure = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).")
+                }
             }
         }
         // A take made ready for a boundary the run did not reach is not a take.
@@ -645,12 +857,15 @@ public final class RecordingEngine: Sendable {
         if overrunCount > 0 {
             logger.warning("Recording had \(overrunCount) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
-        logger.debug("Writer finished: \(frames) frames in take \(current.index) (\(position) in the run), \(checkpoints) checkpoints (slowest \(slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000) ms), \(clippedTotal) samples at full scale, end \(end).")
+        logger.debug("Writer finished: \(frames) frames in take \(last?.index ?? 0) (\(position) in the run), \(checkpoints) checkpoints (slowest \(slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000) ms), \(clippedTotal) samples at full scale, end \(end).")
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        return .success(RecordingResult(frames: frames, overruns: current.overruns, end: end, wallSeconds: seconds, captureEnded: ended,
-                                        writerFinished: writerFinished, clippedSamples: current.clipped,
-                                        takeIndex: current.index, takeOffset: current.offset, takeBegan: current.began,
-                                        runFrames: position))
+        var result = RecordingResult(frames: frames, overruns: last?.overruns ?? [], end: end, wallSeconds: seconds, captureEnded: ended,
+                                     writerFinished: writerFinished, clippedSamples: last?.clipped ?? 0,
+                                     takeIndex: last?.index ?? 0, takeOffset: last?.offset ?? 0, takeBegan: last?.began ?? .start,
+                                     runFrames: position)
+        result.silences = silences
+        result.takeOpenAtEnd = last != nil
+        return .success(result)
     }
 
     /// A file's size in bytes, `nil` when it cannot be looked at.

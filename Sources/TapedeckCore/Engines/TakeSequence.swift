@@ -95,3 +95,76 @@ public protocol TakeSequence: Sendable {
     /// removes its entry and file.
     func discard(_ take: PreparedTake)
 }
+
+/// Sound-activated recording: a take begins when a period's peak reaches ``thresholdDB`` and
+/// ends once the input has stayed below it for ``holdSeconds``. A plain value.
+public struct VoxRule: Sendable, Hashable {
+    /// The level that starts a take, in dBFS (a period's peak, any channel).
+    public var thresholdDB: Double
+    /// How long the input stays below the threshold before the take ends.
+    public var holdSeconds: Double
+
+    public init(thresholdDB: Double, holdSeconds: Double) {
+        self.thresholdDB = thresholdDB
+        self.holdSeconds = holdSeconds
+    }
+}
+
+/// The silence alarm: the input stayed below ``thresholdDB`` (all-zero is below any threshold)
+/// for ``seconds`` while a take recorded — most often a dead microphone. A plain value.
+public struct SilenceAlarm: Sendable, Hashable {
+    public var seconds: Double
+    public var thresholdDB: Double
+
+    public init(seconds: Double, thresholdDB: Double = -70) {
+        self.seconds = seconds
+        self.thresholdDB = thresholdDB
+    }
+}
+
+/// How one `record` run goes: where takes are split, whether takes wait for sound (VOX) or a
+/// trigger (armed), how much audio from before a take's start it keeps (pre-roll), and when
+/// silence raises the alarm. A plain value.
+public struct RunPlan: Sendable, Hashable {
+    public var split: SplitRule
+    /// Seconds of audio from before a take's trigger that the take starts with (VOX and armed
+    /// runs), held in a ring allocated when the run starts.
+    public var preRollSeconds: Double
+    public var vox: VoxRule?
+    /// The run waits for ``RecordingEngine/trigger()`` before its take begins.
+    public var armed: Bool
+    public var silenceAlarm: SilenceAlarm?
+
+    /// The longest pre-roll.
+    public static let longestPreRoll = 30.0
+
+    public init(split: SplitRule = SplitRule(), preRollSeconds: Double = 0, vox: VoxRule? = nil, armed: Bool = false,
+                silenceAlarm: SilenceAlarm? = nil) {
+        self.split = split
+        self.preRollSeconds = preRollSeconds
+        self.vox = vox
+        self.armed = armed
+        self.silenceAlarm = silenceAlarm
+    }
+
+    /// Whether the run waits (for sound or a trigger) before its first take.
+    public var startsIdle: Bool { vox != nil || armed }
+    /// Whether the run may make more than one take, or none: its takes come from a ``TakeSequence``.
+    public var makesRun: Bool { split.splits || startsIdle }
+}
+
+/// A stretch of input below the silence alarm's threshold for at least its seconds.
+public struct SilenceEvent: Sendable, Hashable, Codable {
+    /// The run's frame the silence began at, and its length in frames (up to where it ended, or
+    /// the run did).
+    public var offset: Int64
+    public var frames: Int64
+    /// When the alarm was raised.
+    public var date: Date
+
+    public init(offset: Int64, frames: Int64, date: Date) {
+        self.offset = offset
+        self.frames = frames
+        self.date = date
+    }
+}
