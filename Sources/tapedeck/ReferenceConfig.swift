@@ -47,6 +47,9 @@ capture:
     overrun-frames: 1024
     # Fault injection for tests: the device disappears at this frame (-1: never).
     device-loss-at-frame: -1
+    # Switch the signal off and on, for sound-activated runs: seconds off, on, off… ("2,1,3,0.5"),
+    # repeating; empty: always on.
+    gate: ""
   # Settings of the ALSA backend (libasound).
   alsa:
     # Any ALSA PCM name: default, hw:CARD=USB,DEV=0, plughw:CARD=USB,DEV=0 (converts rate and

@@ -275,7 +275,8 @@ struct PickUpEndToEndTests {
         for args in [["list", "--json"], ["show", "last", "--json"], ["record", "0.2", "--json"], ["import", "--json", "--session", "Imports"],
                      ["export", "last", "-o", out.path, "--json"], ["devices", "--backend", "null", "--json"], ["backends", "--json"],
                      ["config", "check", "--offline", "--json"], ["config", "show", "--json"], ["doctor", "--json"], ["tag", "last", "--json"],
-                     ["record", "0.2", "-o", out.appendingPathComponent("o.wav").path, "--json"]] {
+                     ["record", "0.2", "-o", out.appendingPathComponent("o.wav").path, "--json"],
+                     ["record", "2.2", "--split", "1s", "--set", "capture.null.paced=false", "--json"], ["show", "last", "--json"], ["list", "--json"]] {
             var run = args
             if args[0] == "import" {
                 let wav = out.appendingPathComponent("in.wav").path
