@@ -91,9 +91,16 @@ final class RunSequence: TakeSequence {
             var take = try storage.finishTake(pending, frames: frames, state: state, overruns: ended.overruns)
             var annotations = take.annotations
             annotations.clippedSamples = ended.clippedSamples
+            annotations.markers = ended.markers
             annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
                                       began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
             take = (try? storage.annotateTake(take.id, annotations)) ?? take
+            // Markers go into the finished file too, where its format has a place for them.
+            if !ended.markers.isEmpty, let url = try? storage.audioURL(for: take) {
+                do { try encoder.writeMarkers(ended.markers, toFileAt: url) } catch {
+                    logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")
+                }
+            }
             let done = take
             self.state.withLock {
                 $0.pending[ended.index] = nil

@@ -287,11 +287,13 @@ public final class TakeRecorder {
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
         state = take.state
-        if clipped > 0 || runID != nil {
+        let markers = result.markers
+        if clipped > 0 || runID != nil || !markers.isEmpty {
             // The take is final already; its clip count and run link are notes on it, so failing
             // to store them is logged, never a lost take.
             var changed = take.annotations
             changed.clippedSamples = clipped
+            changed.markers = markers
             if let runID {
                 changed.run = TakeRun(id: runID, index: result.takeIndex, offset: result.takeOffset, began: result.takeBegan,
                                       ended: Self.boundary(result.end))
@@ -301,6 +303,11 @@ public final class TakeRecorder {
                 take = try await store.perform { try storage.annotateTake(id, annotations) }
             } catch {
                 logger.warning("Could not store the take's clip count and run (\(clipped) samples at full scale): \(error)")
+            }
+            if !markers.isEmpty, let url = try? storage.audioURL(for: take) {
+                do { try await store.perform { try encoder.writeMarkers(markers, toFileAt: url) } } catch {
+                    logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")
+                }
             }
         }
         try await store.refreshIfLoaded()
@@ -315,6 +322,12 @@ public final class TakeRecorder {
     public func trigger() {
         triggerRequested = true
         engine?.trigger()
+    }
+
+    /// Sets a marker at the audio being captured now (`m` on the terminal, SIGUSR1).
+    /// - Thread: main actor. Never blocks.
+    public func mark(label: String = "") {
+        engine?.mark(label: label)
     }
 
 

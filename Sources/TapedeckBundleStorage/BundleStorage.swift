@@ -386,6 +386,7 @@ public final class BundleStorage: LibraryMaintenance {
             manifest.takes[i].tags = annotations.tags
             manifest.takes[i].clippedSamples = annotations.clippedSamples
             manifest.takes[i].run = annotations.run
+            manifest.takes[i].markers = annotations.markers
             try commit(manifest, in: bundle, "annotateTake")
             return makeTake(manifest.takes[i], of: manifest, bundle: bundle)
         }

@@ -43,6 +43,7 @@ package struct Manifest: Sendable, Hashable {
         var tags: [String: String] = [:]
         var clippedSamples: Int64 = 0
         var run: TakeRun?
+        var markers: [TakeMarker] = []
         /// The hidden file the audio is written to while recording.
         var pendingFile: String?
     }
@@ -89,7 +90,15 @@ package enum ManifestCodec {
         var clippedSamples: Int64?
         /// Absent for a take recorded on its own (and in manifests written before runs existed).
         var run: RunWire?
+        /// Absent without markers.
+        var markers: [MarkerWire]?
         var pendingFile: String?
+    }
+
+    struct MarkerWire: Codable {
+        var frame: Int64
+        var label: String
+        var date: String
     }
 
     struct RunWire: Codable {
@@ -150,6 +159,7 @@ package enum ManifestCodec {
                          overruns: e.overruns.map { OverrunWire(frame: $0.frame, frames: $0.frames, date: UTCTimestamp.format($0.date), cause: $0.cause) },
                          notes: e.notes, tags: e.tags.isEmpty ? nil : e.tags, clippedSamples: e.clippedSamples == 0 ? nil : e.clippedSamples,
                          run: e.run.map { RunWire(id: $0.id, index: $0.index, offset: $0.offset, began: $0.began?.rawValue, ended: $0.ended?.rawValue) },
+                         markers: e.markers.isEmpty ? nil : e.markers.map { MarkerWire(frame: $0.frame, label: $0.label, date: UTCTimestamp.format($0.date)) },
                          pendingFile: e.pendingFile)
             })
         let encoder = JSONEncoder()
@@ -232,6 +242,15 @@ package enum ManifestCodec {
             } catch let error as TapedeckError {
                 throw ManifestProblem(path: "\(at).run", problem: error.message)
             }
+            var markers: [TakeMarker] = []
+            for (j, m) in (t.markers ?? []).enumerated() {
+                markers.append(TakeMarker(frame: m.frame, label: m.label, date: try date(m.date, path: "\(at).markers[\(j)].date")))
+            }
+            do {
+                try TakeAnnotations(markers: markers).validate()
+            } catch let error as TapedeckError {
+                throw ManifestProblem(path: "\(at).markers", problem: error.message)
+            }
             var overruns: [OverrunEvent] = []
             for (j, o) in t.overruns.enumerated() {
                 let oat = "\(at).overruns[\(j)]"
@@ -244,7 +263,7 @@ package enum ManifestCodec {
                 id: t.id, name: t.name, number: t.number, file: t.file,
                 format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat, layout: layout),
                 encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
-                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, run: run, pendingFile: t.pendingFile))
+                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, run: run, markers: markers, pendingFile: t.pendingFile))
         }
         return Manifest(id: wire.id, name: wire.name, createdAt: createdAt, takes: takes)
     }

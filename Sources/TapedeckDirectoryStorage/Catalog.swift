@@ -176,6 +176,7 @@ struct Catalog: Sendable {
                 ALTER TABLE take ADD COLUMN runOffset INTEGER;
                 ALTER TABLE take ADD COLUMN runBegan TEXT;
                 ALTER TABLE take ADD COLUMN runEnded TEXT;
+                ALTER TABLE take ADD COLUMN markers TEXT NOT NULL DEFAULT '[]';
                 CREATE INDEX take_run ON take(runId, runIndex) WHERE runId IS NOT NULL;
                 """)
         }
@@ -253,7 +254,15 @@ struct Catalog: Sendable {
             createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
             encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
             tags: decodeTags(String.fromDatabaseValue(r.value("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0,
-            run: try run(r))
+            run: try run(r), markers: markers(String.fromDatabaseValue(r.value("markers"))))
+    }
+
+    /// The markers column: `[]` (or absent) without a JSON decoder; damaged JSON reads as none.
+    static func markers(_ json: String?) -> [TakeMarker] {
+        guard let json, json != "[]" else { return [] }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return (try? decoder.decode([TakeMarker].self, from: Data(json.utf8))) ?? []
     }
 
     /// The run columns as a ``TakeRun``; `nil` when runId is NULL. A boundary this build does not
@@ -353,6 +362,14 @@ struct Catalog: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: (try? encoder.encode(tags)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    static func encode(_ markers: [TakeMarker]) -> String {
+        guard !markers.isEmpty else { return "[]" }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(markers)) ?? Data("[]".utf8), as: UTF8.self)
     }
 
     static func encode(_ overruns: [OverrunEvent]) -> String {

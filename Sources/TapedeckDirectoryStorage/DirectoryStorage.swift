@@ -296,10 +296,11 @@ public final class DirectoryStorage: LibraryMaintenance {
             }
             var take = try Catalog.take(from: row)
             try db.execute(sql: """
-                UPDATE take SET notes = ?, tags = ?, clippedSamples = ?, runId = ?, runIndex = ?, runOffset = ?, runBegan = ?, runEnded = ?
+                UPDATE take SET notes = ?, tags = ?, clippedSamples = ?, runId = ?, runIndex = ?, runOffset = ?, runBegan = ?, runEnded = ?,
+                    markers = ?
                 WHERE id = ?
                 """, arguments: StatementArguments([annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples]
-                                                   + Catalog.runColumns(annotations.run) + [id]))
+                                                   + Catalog.runColumns(annotations.run) + [Catalog.encode(annotations.markers), id]))
             take.annotations = annotations
             return take
         }

@@ -93,6 +93,11 @@ public struct FLACEncoder: AudioEncoder {
     /// - Thread: any. Blocks on disk I/O (decodes the whole file).
     /// - Throws: ``TapedeckError`` `.notFound`; `.corruptFile` naming the file if it has no valid
     ///   `fLaC` marker and STREAMINFO or its metadata runs past the end.
+    /// Markers as Vorbis comment chapters (``FLACMarkers``).
+    public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {
+        try FLACMarkers.write(markers, toFileAt: url.path)
+    }
+
     public func repair(fileAt url: URL) throws -> RepairResult {
         let path = url.path
         let fd = open(path, O_RDWR | O_CLOEXEC)

@@ -81,6 +81,8 @@ public enum StorageConformance {
         notes.notes = "hourly"
         notes.tags = ["MIC": "A"]
         notes.clippedSamples = 3
+        notes.markers = [TakeMarker(frame: 0, label: "top", date: Date(timeIntervalSince1970: 1_764_000_000)),
+                         TakeMarker(frame: 1000, label: "", date: Date(timeIntervalSince1970: 1_764_000_001))]
         done = try store.annotateTake(done.id, notes)
         // The next take, prepared ahead of its boundary: its offset and start not known yet.
         let second = try begin(store, s)

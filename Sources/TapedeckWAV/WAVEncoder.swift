@@ -54,6 +54,15 @@ public struct WAVEncoder: AudioEncoder {
 
     /// Reads the header and checks it against the file's length; changes nothing.
     /// - Thread: any. Blocks on disk I/O.
+    /// Markers as a `cue ` chunk and `LIST adtl` labels after the audio (``WAVMarkers``).
+    public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {
+        let path = url.path
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) to write its markers") }
+        defer { close(fd) }
+        try WAVMarkers.write(markers, to: RawFile(fd: fd, path: path, kind: "WAV"))
+    }
+
     public func inspect(fileAt url: URL) throws -> RepairResult? {
         let path = url.path
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

@@ -50,6 +50,7 @@ struct TakeJSON: Encodable {
     var tags: [String: String]
     /// The run the take belongs to; absent for a take recorded on its own.
     var run: RunJSON?
+    var markers: [MarkerJSON]
 
     init(_ take: Take, session: Session, url: URL?) {
         var info = stat()
@@ -79,7 +80,16 @@ struct TakeJSON: Encodable {
         notes = take.notes
         tags = take.tags
         run = take.run.map { RunJSON($0, format: take.format) }
+        markers = take.markers.map { MarkerJSON(frame: $0.frame, seconds: take.format.seconds(forFrames: $0.frame), label: $0.label, date: $0.date) }
     }
+}
+
+/// A marker in a take (docs/JSON.md).
+struct MarkerJSON: Encodable {
+    var frame: Int64
+    var seconds: Double
+    var label: String
+    var date: Date
 }
 
 /// A take's place in a split run (docs/JSON.md).

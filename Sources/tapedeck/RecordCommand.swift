@@ -67,6 +67,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Flag(help: "Wait for a trigger before the take begins: Enter on the terminal, or SIGUSR2 (kill -USR2 PID).")
     var armed = false
 
+    @Flag(help: "A marker (m on the terminal, SIGUSR1) ends the take and begins the next at its frame.")
+    var splitOnMarker = false
+
     @Option(help: ArgumentHelp("With --vox or --armed, start each take with up to DURATION of the audio before its trigger (at most 30s).", valueName: "duration"))
     var preRoll: String?
 
@@ -148,6 +151,7 @@ struct RecordCommand: AsyncParsableCommand {
             throw TapedeckError(.invalidArgument, "--vox-hold is how long --vox waits in quiet; give --vox LEVEL too, e.g. --vox -40dB --vox-hold 3s.")
         }
         plan.armed = armed
+        plan.splitOnMarker = splitOnMarker
         if let preRoll {
             guard plan.startsIdle else {
                 throw TapedeckError(.invalidArgument, "--pre-roll keeps the audio from before a take's trigger; give --vox LEVEL or --armed too.")
@@ -164,8 +168,8 @@ struct RecordCommand: AsyncParsableCommand {
         } else if silenceThreshold != nil {
             throw TapedeckError(.invalidArgument, "--silence-threshold sets the level for --silence-alarm; give --silence-alarm DURATION too, e.g. --silence-alarm 30s.")
         }
-        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil) {
-            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll and --silence-alarm work on takes in the library. Leave out -o.")
+        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker) {
+            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker and --silence-alarm work on takes in the library. Leave out -o.")
         }
         return plan
     }
@@ -212,9 +216,14 @@ struct RecordCommand: AsyncParsableCommand {
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog. SIGUSR2 triggers an armed run.
             let stops = StopRelay()
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP] + (plan.armed ? [SIGUSR2] : []), requests: [SIGUSR2]) { signal in
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1] + (plan.armed ? [SIGUSR2] : []),
+                                         requests: [SIGUSR1, SIGUSR2]) { signal in
                 Task { @MainActor in
-                    if signal == SIGUSR2 { stops.trigger() } else { stops.request() }
+                    switch signal {
+                    case SIGUSR2: stops.trigger()
+                    case SIGUSR1: stops.mark()
+                    default: stops.request()
+                    }
                 }
             }
             defer { signals.cancel() }
@@ -255,8 +264,18 @@ struct RecordCommand: AsyncParsableCommand {
             let device = c.capture.settings.values["device"]?.description ?? ""
             let source = "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
             let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan) } : nil
-            // An armed run on a terminal starts at Enter.
-            if plan.armed && Terminal.stdinIsTerminal { Self.triggerOnEnter(stops) }
+            // Keys on a terminal: `m` sets a marker, Enter triggers an armed run. The terminal's
+            // mode is restored when the command ends.
+            let keys = Terminal.stdinIsTerminal && !toStdout ? TerminalKeys { key in
+                Task { @MainActor in
+                    switch key {
+                    case UInt8(ascii: "m"), UInt8(ascii: "M"): recorder.mark()
+                    case UInt8(ascii: "\n"), UInt8(ascii: "\r"): stops.trigger()
+                    default: break
+                    }
+                }
+            } : nil
+            defer { keys?.restore() }
             let length = seconds.map(RecordingLength.seconds)
             if output != nil {
                 let name = self.name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take"
@@ -342,23 +361,6 @@ struct RecordCommand: AsyncParsableCommand {
         return status
     }
 
-    /// Reads the terminal's lines on a thread of its own; the first Enter triggers the armed run.
-    static func triggerOnEnter(_ stops: StopRelay) {
-        let reader = Thread {
-            var byte: UInt8 = 0
-            while true {
-                let n = read(STDIN_FILENO, &byte, 1)
-                if n < 0 && errno == EINTR { continue }
-                guard n == 1 else { return }
-                if byte == UInt8(ascii: "\n") {
-                    Task { @MainActor in stops.trigger() }
-                    return
-                }
-            }
-        }
-        reader.name = "tapedeck-keys"
-        reader.start()
-    }
 
     /// A split rule in words, e.g. "A new take every 1:00:00 on the clock, or before 2.1 GB".
     static func describe(_ split: SplitRule) -> String {
@@ -465,7 +467,7 @@ struct RecordCommand: AsyncParsableCommand {
                 }
                 Terminal.writeStderr(Terminal.safe(
                     "Recording from \(source): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
-                    + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\n"))
+                    + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\(Terminal.stdinIsTerminal && !toStdout ? " Press m to set a marker." : "")\n"))
             }
             // Nothing is drawn before the first audio: no audio yet is not silence.
             if stops.isRequested || frames == 0 { continue }
@@ -518,6 +520,11 @@ final class StopRelay {
     }
 
     private(set) var triggered = false
+
+    /// Sets a marker (SIGUSR1); nothing before a recorder is attached.
+    func mark() {
+        recorder?.mark()
+    }
 
     /// Triggers the recorder's armed run (SIGUSR2, Enter), or remembers it until ``attach(_:)``.
     func trigger() {

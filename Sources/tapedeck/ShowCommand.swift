@@ -49,6 +49,9 @@ struct ShowCommand: AsyncParsableCommand {
                 if !t.notes.isEmpty {
                     print("Notes:     " + t.notes.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n           "))
                 }
+                for (i, m) in take.markers.enumerated() {
+                    print("\(i == 0 ? "Markers:   " : "           ")\(Terminal.clock(take.format.seconds(forFrames: m.frame)))\(m.label.isEmpty ? "" : "  " + Terminal.safe(m.label))")
+                }
                 for e in take.overruns {
                     print("  at \(Terminal.clock(take.format.seconds(forFrames: e.frame))): \(e.frames) frames (\(e.cause))")
                 }

@@ -81,6 +81,8 @@ public struct RecordingResult: Sendable, Hashable {
     public var takeOpenAtEnd = true
     /// Where the silence alarm went off.
     public var silences: [SilenceEvent] = []
+    /// The last take's markers, at frames of that take.
+    public var markers: [TakeMarker] = []
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -104,6 +106,9 @@ public final class RecordingEngine: Sendable {
     /// Frames the device thread has delivered (or lost) so far: the run's timeline as the
     /// device sees it, ahead of the writer by what the hand-off buffer holds.
     private let deviceTimeline = Atomic<Int64>(0)
+    /// Markers asked for and not yet taken by the writer (frames of the run).
+    private let markRequests = Mutex<[TakeMarker]>([])
+    private let markCount = Atomic<Int>(0)
     private let deviceFinished = Atomic<Bool>(false)
     private let startGate = DispatchSemaphore(value: 0)
     private let deviceDone = DispatchSemaphore(value: 0)
@@ -166,6 +171,17 @@ public final class RecordingEngine: Sendable {
     public func trigger() {
         // The moment is the audio the device is delivering now, not what the writer has reached.
         _ = triggerFrame.compareExchange(expected: -1, desired: deviceTimeline.load(ordering: .acquiring), ordering: .acquiringAndReleasing)
+        dataSignal.signal()
+    }
+
+    /// Sets a marker at the frame the device is delivering now, with `label`; it lands in the
+    /// take that holds that frame (with ``RunPlan/splitOnMarker``, a new take begins there).
+    /// - Thread: any, including a signal-handling queue. Takes a lock the writer holds only
+    ///   briefly; never the device thread's.
+    public func mark(label: String = "") {
+        let frame = deviceTimeline.load(ordering: .acquiring)
+        markRequests.withLock { $0.append(TakeMarker(frame: frame, label: label, date: Date())) }
+        markCount.add(1, ordering: .releasing)
         dataSignal.signal()
     }
 
@@ -357,6 +373,7 @@ public final class RecordingEngine: Sendable {
         var began: TakeBoundary
         var overruns: [OverrunEvent] = []
         var clipped: Int64 = 0
+        var markers: [TakeMarker] = []
         /// The file's size when last looked at, and the take's frames then (size splits).
         var bytesSeen: Int64 = 0
         var framesSeen: Int64 = 0
@@ -500,6 +517,8 @@ public final class RecordingEngine: Sendable {
         let watchesLevels = voxThreshold != nil || alarmThreshold != nil
         var blockPeaks = Array(repeating: Float(0), count: format.channels)
 
+        /// Markers taken from the requests, waiting for the writer to reach their frames.
+        var dueMarkers: [TakeMarker] = []
         var next: NextTake?
         var retryPrepareAt: Int64 = 0
         var warnedPrepare = false
@@ -556,7 +575,7 @@ public final class RecordingEngine: Sendable {
             let endedFrames = position - ended.offset
             let endedWriter = UncheckedTransfer(ended.writer)
             let (endedIndex, endedID, endedOffset) = (ended.index, ended.id ?? "", ended.offset)
-            let (endedOverruns, endedClipped) = (ended.overruns, ended.clipped)
+            let (endedOverruns, endedClipped, endedMarkers) = (ended.overruns, ended.clipped, ended.markers)
             takeQueue.async {
                 var frames = endedFrames
                 var finished = true
@@ -570,7 +589,7 @@ public final class RecordingEngine: Sendable {
                 }
                 sequence.takeEnded(EndedTake(index: endedIndex, id: endedID, offset: endedOffset, frames: frames,
                                              overruns: endedOverruns, clippedSamples: endedClipped, reason: reason,
-                                             writerFinished: finished, failure: problem))
+                                             writerFinished: finished, failure: problem, markers: endedMarkers))
             }
             current = nil
         }
@@ -646,6 +665,35 @@ public final class RecordingEngine: Sendable {
             while done < count {
                 var n = count - done
                 if watchesLevels { n = min(n, Int64(ring.slotFrames)) }
+                // Markers: each lands in the take holding its frame (or, splitting on markers,
+                // begins a take there); the block is cut at the next one.
+                if markCount.load(ordering: .acquiring) > 0 {
+                    let taken = markRequests.withLock { requests -> [TakeMarker] in
+                        defer { requests.removeAll(keepingCapacity: true) }
+                        return requests
+                    }
+                    markCount.subtract(taken.count, ordering: .releasing)
+                    dueMarkers.append(contentsOf: taken)
+                    dueMarkers.sort { $0.frame < $1.frame }
+                }
+                if let m = dueMarkers.first {
+                    if m.frame > position {
+                        n = min(n, m.frame - position)
+                    } else {
+                        dueMarkers.removeFirst()
+                        if current == nil {
+                            logger.info("A marker came while no take was recording (\(plan.armed ? "armed" : "VOX") run, waiting); it was not kept.")
+                        } else if plan.splitOnMarker, position > current!.offset, let prepared = takePrepared() {
+                            endCurrent(.markerSplit)
+                            begin(prepared, at: position, .markerSplit)
+                            current!.markers.append(TakeMarker(frame: 0, label: m.label, date: m.date))
+                            prepare(prepared.index + 1)
+                        } else {
+                            current!.markers.append(TakeMarker(frame: max(0, position - current!.offset), label: m.label, date: m.date))
+                        }
+                        continue
+                    }
+                }
                 let p = source.map { $0 + Int(done) * format.bytesPerFrame }
                 var level: Float = 0
                 if watchesLevels, let p {
@@ -815,6 +863,10 @@ public final class RecordingEngine: Sendable {
         }
         deviceDone.wait()
 
+        // Markers the writer did not reach (set while the device drained): at the take's end.
+        for m in dueMarkers + markRequests.withLock({ $0 }) where current != nil {
+            current!.markers.append(TakeMarker(frame: position - current!.offset, label: m.label, date: m.date))
+        }
         var frames: Int64 = 0
         var writerFinished = true
         let last = current
@@ -864,6 +916,7 @@ public final class RecordingEngine: Sendable {
                                      takeIndex: last?.index ?? 0, takeOffset: last?.offset ?? 0, takeBegan: last?.began ?? .start,
                                      runFrames: position)
         result.silences = silences
+        result.markers = last?.markers ?? []
         result.takeOpenAtEnd = last != nil
         return .success(result)
     }

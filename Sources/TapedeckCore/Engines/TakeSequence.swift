@@ -74,6 +74,8 @@ public struct EndedTake: Sendable, Hashable {
     public var writerFinished: Bool
     /// Why finishing failed, when it did.
     public var failure: TapedeckError?
+    /// Markers set while the take recorded, at frames of the take.
+    public var markers: [TakeMarker] = []
 }
 
 /// What a run that splits into takes needs from its owner. Every method is called on the
@@ -134,6 +136,8 @@ public struct RunPlan: Sendable, Hashable {
     /// The run waits for ``RecordingEngine/trigger()`` before its take begins.
     public var armed: Bool
     public var silenceAlarm: SilenceAlarm?
+    /// A marker ends the take and begins the next at its frame (`--split-on-marker`).
+    public var splitOnMarker: Bool = false
 
     /// The longest pre-roll.
     public static let longestPreRoll = 30.0
@@ -150,7 +154,7 @@ public struct RunPlan: Sendable, Hashable {
     /// Whether the run waits (for sound or a trigger) before its first take.
     public var startsIdle: Bool { vox != nil || armed }
     /// Whether the run may make more than one take, or none: its takes come from a ``TakeSequence``.
-    public var makesRun: Bool { split.splits || startsIdle }
+    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker }
 }
 
 /// A stretch of input below the silence alarm's threshold for at least its seconds.

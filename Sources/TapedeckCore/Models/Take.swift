@@ -66,14 +66,17 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     /// The run the take belongs to, when one `record` split its audio into several takes
     /// (`--split`, `--split-size`); `nil` for a take recorded on its own or imported.
     public var run: TakeRun?
+    /// Markers, in frame order (``TakeMarker``).
+    public var markers: [TakeMarker]
 
     public init(
         id: String, sessionID: String, name: String, number: Int, createdAt: Date, state: TakeState,
         format: AudioFormat, encoding: String, file: String, frames: Int64,
         overruns: [OverrunEvent] = [], notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0,
-        run: TakeRun? = nil
+        run: TakeRun? = nil, markers: [TakeMarker] = []
     ) {
         self.run = run
+        self.markers = markers
         self.tags = tags
         self.clippedSamples = clippedSamples
         self.id = id
@@ -92,12 +95,12 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
 
     /// The notes, tags, clip count and run, as ``TakeStorage/annotateTake(_:_:)`` sets them.
     public var annotations: TakeAnnotations {
-        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run) }
-        set { (notes, tags, clippedSamples, run) = (newValue.notes, newValue.tags, newValue.clippedSamples, newValue.run) }
+        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run, markers: markers) }
+        set { (notes, tags, clippedSamples, run, markers) = (newValue.notes, newValue.tags, newValue.clippedSamples, newValue.run, newValue.markers) }
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run
+        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run, markers
     }
 
     /// Decodes a take; catalogs written before tags and clip counts existed read as none.
@@ -118,6 +121,7 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
         tags = try c.decodeIfPresent([String: String].self, forKey: .tags) ?? [:]
         clippedSamples = try c.decodeIfPresent(Int64.self, forKey: .clippedSamples) ?? 0
         run = try c.decodeIfPresent(TakeRun.self, forKey: .run)
+        markers = try c.decodeIfPresent([TakeMarker].self, forKey: .markers) ?? []
     }
 
     /// Length in seconds.
@@ -138,12 +142,16 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
     public var clippedSamples: Int64
     /// The run the take belongs to (set by the recorder; `tapedeck note` and `tag` keep it).
     public var run: TakeRun?
+    /// Markers set while recording, in frame order.
+    public var markers: [TakeMarker]
 
-    public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0, run: TakeRun? = nil) {
+    public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0, run: TakeRun? = nil,
+                markers: [TakeMarker] = []) {
         self.notes = notes
         self.tags = tags
         self.clippedSamples = clippedSamples
         self.run = run
+        self.markers = markers
     }
 
     /// The most notes and tag text a take keeps, in bytes of UTF-8.
@@ -178,5 +186,12 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
         }
         guard clippedSamples >= 0 else { throw TapedeckError(.invalidArgument, "A clip count cannot be negative.") }
         try run?.validate()
+        guard markers.count <= TakeMarker.maxCount else {
+            throw TapedeckError(.invalidArgument, "A take keeps at most \(TakeMarker.maxCount) markers.")
+        }
+        for m in markers where m.frame < 0 || m.label.utf8.count > TakeMarker.maxLabelBytes
+            || m.label.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+            throw TapedeckError(.invalidArgument, "A marker stands at a frame of the take (not before it) and its label is at most 256 bytes without control characters.")
+        }
     }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a take of a run began or ended: the boundary between two takes, or the run's own start
 /// and end. Written in the catalog, the manifest and JSON as the raw value.
 public enum TakeBoundary: String, Sendable, Hashable, Codable, CaseIterable {
@@ -57,4 +59,24 @@ public struct TakeRun: Sendable, Hashable, Codable {
         guard index >= 1 else { throw TapedeckError(.invalidArgument, "A take's place in its run starts at 1.") }
         guard (offset ?? 0) >= 0 else { throw TapedeckError(.invalidArgument, "A take's offset in its run cannot be negative.") }
     }
+}
+
+/// A marker in a take: a frame and an optional label (`m` on the terminal, SIGUSR1). A plain value.
+public struct TakeMarker: Sendable, Hashable, Codable {
+    /// The frame of the take the marker stands at.
+    public var frame: Int64
+    /// What the marker says; `""` when it has no label.
+    public var label: String
+    /// When it was set.
+    public var date: Date
+
+    public init(frame: Int64, label: String = "", date: Date) {
+        self.frame = frame
+        self.label = label
+        self.date = date
+    }
+
+    /// The most markers a take keeps, and the longest label in bytes.
+    public static let maxCount = 999
+    public static let maxLabelBytes = 256
 }

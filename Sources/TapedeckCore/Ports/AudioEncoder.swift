@@ -83,9 +83,17 @@ public protocol AudioEncoder: Sendable {
     /// Whether decoding gives back exactly the samples written (exports of lossless files are
     /// verified sample for sample; lossy ones by length). - Thread: any. Never blocks.
     var isLossless: Bool { get }
+
+    /// Writes `markers` (frames of the take) into a finished file of this encoder's, where the
+    /// format has a place for them, replacing any it holds; the file is synced. The default
+    /// does nothing (the catalog keeps them).
+    /// - Thread: any. Blocks on disk I/O.
+    func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws
 }
 
 extension AudioEncoder {
+    public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {}
+
     public func inspect(fileAt url: URL) throws -> RepairResult? { nil }
     /// Lossless unless an encoder says otherwise.
     public var isLossless: Bool { true }
