@@ -12,11 +12,15 @@ public struct UserPaths: Sendable, Hashable {
     public let home: String
     public let configHome: String
     public let dataHome: String
+    /// `$XDG_RUNTIME_DIR/tapedeck`, or `/tmp/tapedeck-UID` without it: where running recorders
+    /// say where they are (`tapedeck mark` finds them there).
+    public let runtimeFolder: String
 
     public init(environment: [String: String]) {
         home = Self.absolute(environment["HOME"]) ?? NSHomeDirectory()
         configHome = Self.absolute(environment["XDG_CONFIG_HOME"]) ?? home + "/.config"
         dataHome = Self.absolute(environment["XDG_DATA_HOME"]) ?? home + "/.local/share"
+        runtimeFolder = Self.absolute(environment["XDG_RUNTIME_DIR"]).map { $0 + "/tapedeck" } ?? "/tmp/tapedeck-\(getuid())"
     }
 
     /// The library when the storage settings name none: `$XDG_DATA_HOME/tapedeck`.

@@ -286,6 +286,10 @@ struct RecordCommand: AsyncParsableCommand {
             }
             let (session, name) = (self.session, self.name)
             let storage = studio.store.storage
+            // `tapedeck mark` finds this recording through the user's runtime folder.
+            stops.registration = RecorderRegistry.register(session: session ?? "the most recent session", library: storage.rootURL.path,
+                                                           paths: UserPaths(environment: ProcessInfo.processInfo.environment))
+            defer { RecorderRegistry.unregister(stops.registration) }
             let report: RecordingReport
             do {
                 report = try await Self.endingMeter(meter) {
@@ -521,9 +525,18 @@ final class StopRelay {
 
     private(set) var triggered = false
 
-    /// Sets a marker (SIGUSR1); nothing before a recorder is attached.
+    /// Where `tapedeck mark` finds this recorder (``RecorderRegistry``), and how far its labels
+    /// were read.
+    var registration: URL?
+    private var labelsRead: UInt64 = 0
+
+    /// Sets a marker (SIGUSR1): one per label `tapedeck mark` left, or one without a label;
+    /// nothing before a recorder is attached.
     func mark() {
-        recorder?.mark()
+        guard let recorder else { return }
+        let labels = registration.map { RecorderRegistry.newLabels(for: $0, from: &labelsRead) } ?? []
+        if labels.isEmpty { recorder.mark() }
+        for label in labels { recorder.mark(label: label) }
     }
 
     /// Triggers the recorder's armed run (SIGUSR2, Enter), or remembers it until ``attach(_:)``.

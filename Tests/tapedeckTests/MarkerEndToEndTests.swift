@@ -1,0 +1,147 @@
+import Foundation
+import TapedeckTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Markers set by SIGUSR1, by `tapedeck mark` and by `m` on a terminal: in the catalog, in the WAV
+/// file's `cue ` chunk (read by python's chunk walk) and in FLAC's Vorbis comment chapters
+/// (metaflac); `--split-on-marker` splits sample-exactly.
+@Suite("markers end to end", .serialized)
+struct MarkerEndToEndTests {
+    /// The cue points (sample offsets) and labels of a WAV file, read by python's own RIFF walk.
+    static func wavCues(_ path: String) throws -> (offsets: [Int], labels: [String]) {
+        let script = """
+            import struct, sys, json
+            b = open(sys.argv[1], 'rb').read()
+            assert b[:4] == b'RIFF' and struct.unpack('<I', b[4:8])[0] + 8 == len(b), 'RIFF size'
+            i, cues, labels = 12, [], {}
+            while i + 8 <= len(b):
+                cid, size = b[i:i+4], struct.unpack('<I', b[i+4:i+8])[0]
+                body = b[i+8:i+8+size]
+                if cid == b'cue ':
+                    n = struct.unpack('<I', body[:4])[0]
+                    cues = [struct.unpack('<I', body[4+24*k+20:4+24*k+24])[0] for k in range(n)]
+                if cid == b'LIST' and body[:4] == b'adtl':
+                    j = 4
+                    while j + 8 <= len(body):
+                        sid, ssize = body[j:j+4], struct.unpack('<I', body[j+4:j+8])[0]
+                        if sid == b'labl':
+                            labels[struct.unpack('<I', body[j+8:j+12])[0]] = body[j+12:j+8+ssize].rstrip(b'\\0').decode()
+                        j += 8 + ssize + (ssize & 1)
+                i += 8 + size + (size & 1)
+            print(json.dumps([cues, [labels.get(k + 1, '') for k in range(len(cues))]]))
+            """
+        let r = try CLIHarness.tool("python3", ["-c", script, path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[Any]])
+        return (parsed[0].compactMap { $0 as? Int }, parsed[1].compactMap { $0 as? String })
+    }
+
+    @Test("SIGUSR1 and `tapedeck mark LABEL` set markers at the audio being captured, in the catalog and the file; WAV and FLAC", arguments: ["wav", "flac"])
+    func signalAndCommand(_ encoding: String) throws {
+        var cli = try CLIHarness()
+        // A runtime folder of the test's own, so `mark` finds only this recording.
+        let runtime = cli.library.path + "-run"
+        cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime
+        let (p, out, _) = try cli.start(["record", "-d", "4s", "--set", "encoder.name=\(encoding)", "--json"])
+        let started = Date()
+        #expect(CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
+        Thread.sleep(forTimeInterval: max(0, 1.5 - Date().timeIntervalSince(started)))
+        kill(p.processIdentifier, SIGUSR1)
+        Thread.sleep(forTimeInterval: 1)
+        let marked = try cli.run("mark", "chorus ♪")
+        #expect(marked.status == 0, "\(marked.stderr)")
+        #expect(marked.stdout.contains("Marker \"chorus ♪\" sent to the recording"), "\(marked.stdout)")
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        let markers = try #require(take["markers"] as? [[String: Any]])
+        #expect(markers.map { $0["label"] as? String } == ["", "chorus ♪"])
+        let frames = markers.compactMap { $0["frame"] as? Int }
+        #expect(frames.count == 2)
+        // Sent 1.5 s and 2.5 s after the process started; its audio began up to 0.6 s after that.
+        #expect((43_000...80_000).contains(frames.first ?? 0), "\(frames)")
+        #expect((frames.last ?? 0) - (frames.first ?? 0) >= 36_000, "\(frames)")
+        let path = try #require(take["path"] as? String)
+        if encoding == "wav" {
+            let cues = try Self.wavCues(path)
+            #expect(cues.offsets == frames)
+            #expect(cues.labels == ["", "chorus ♪"])
+            #expect(try CLIHarness.tool("sox", [path, "-n"]).stderr.isEmpty, "sox reads the file without a warning")
+        } else {
+            #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+            let comments = try CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
+            let ms = frames.map { $0 * 1000 / 48_000 }
+            #expect(comments.contains("CHAPTER001=00:00:0\(ms[0] / 1000).\(String(format: "%03d", ms[0] % 1000))"), "\(comments)")
+            #expect(comments.contains("CHAPTER002NAME=chorus ♪"), "\(comments)")
+        }
+        #expect(try cli.run("doctor").status == 0)
+        // The recorder's files in the runtime folder are gone with it.
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: runtime + "/tapedeck")) ?? []).isEmpty)
+        let none = try cli.run("mark")
+        #expect(none.status == 66 && none.stderr.contains("No recording is running"), "\(none.stderr)")
+    }
+
+    @Test("--split-on-marker: each marker begins a take at its frame; the takes join to exactly the delivered frames")
+    func splitOnMarker() throws {
+        let cli = try CLIHarness()
+        let (p, out, _) = try cli.start(["record", "-d", "3s", "--split-on-marker", "--set", "capture.null.signal=counter", "--json"])
+        Thread.sleep(forTimeInterval: 1.2)
+        kill(p.processIdentifier, SIGUSR1)
+        Thread.sleep(forTimeInterval: 0.8)
+        kill(p.processIdentifier, SIGUSR1)
+        p.waitUntilExit()
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let takes = try #require(report["takes"] as? [[String: Any]])
+        #expect(takes.count == 3)
+        #expect(takes.map { ($0["run"] as? [String: Any])?["ended"] as? String } == ["marker-split", "marker-split", "duration"])
+        #expect(takes.dropFirst().allSatisfy { ($0["markers"] as? [[String: Any]])?.first?["frame"] as? Int == 0 })
+        var offset = 0
+        for take in takes {
+            #expect((take["run"] as? [String: Any])?["offsetFrames"] as? Int == offset)
+            let path = try #require(take["path"] as? String)
+            let raw = FileManager.default.temporaryDirectory.appendingPathComponent("mk-\(UUID().uuidString).raw").path
+            defer { unlink(raw) }
+            #expect(try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw]).status == 0)
+            let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+            let first = offset * 2
+            let wrong = data.withUnsafeBytes { b in
+                (0..<(data.count / 2)).first { b.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self) != Int16(truncatingIfNeeded: first + $0) }
+            }
+            #expect(wrong == nil)
+            offset += take["frames"] as? Int ?? 0
+        }
+        #expect(offset == 144_000)
+    }
+
+    @Test("m on a terminal sets a marker; the banner says so, and the terminal is given back as it was")
+    func keyOnTerminal() throws {
+        let cli = try CLIHarness()
+        let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
+        @discardableResult
+        func tmux(_ more: [String]) throws -> String { try ChildProcess.run(["tmux", "-L", socket] + more).output }
+        defer { _ = try? tmux(["kill-server"]) }
+        let command = "'\(try CLIHarness.binary.path)' record -d 3s --session Keys; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo -e -icanon -e -echo; sleep 60"
+        let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
+        try tmux(["new-session", "-d", "-x", "80", "-y", "24"] + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
+        var screen = ""
+        #expect(CLIHarness.wait(timeout: 10) {
+            screen = (try? tmux(["capture-pane", "-p"])) ?? ""
+            return screen.contains("Press m to set a marker")
+        }, "\(screen)")
+        Thread.sleep(forTimeInterval: 1)
+        try tmux(["send-keys", "m"])
+        #expect(CLIHarness.wait(timeout: 10) {
+            screen = (try? tmux(["capture-pane", "-p"])) ?? ""
+            return screen.contains("Recorded Keys/Take 1") && screen.contains("echo")
+        }, "\(screen)")
+        #expect(screen.contains("icanon") && !screen.contains("-icanon") && !screen.contains("-echo"), "the terminal's mode is restored: \(screen)")
+        let take = try #require(try cli.takes().first)
+        let markers = try #require(take["markers"] as? [[String: Any]])
+        #expect(markers.count == 1)
+        #expect((24_000...120_000).contains(markers.first?["frame"] as? Int ?? 0), "\(markers)")
+    }
+}
