@@ -81,7 +81,7 @@ final class RunSequence: TakeSequence {
     func takeEnded(_ ended: EndedTake) {
         guard let pending = pending(index: ended.index) else { return }
         var frames = ended.frames
-        var state = TakeState.complete
+        var state: TakeState = ended.reason == .deviceLost ? .interrupted : .complete
         if !ended.writerFinished || ended.failure != nil {
             state = .truncated
             if let repaired = try? encoder.repair(fileAt: pending.fileURL) { frames = repaired.frames }

@@ -33,6 +33,8 @@ public struct RecordingReport: Sendable, Hashable {
     public var summary: String
     /// Where the silence alarm went off (``RunPlan/silenceAlarm``).
     public var silences: [SilenceEvent] = []
+    /// The device's absences (``RunPlan/resume``).
+    public var events: [RunEvent] = []
 }
 
 /// A run that waited for sound (VOX) or a trigger (armed) and ended before either came: no
@@ -233,6 +235,10 @@ public final class TakeRecorder {
         apply(engine.takeProgress())
         var (state, summary) = Self.outcome(result.end)
         if let problems = sequence?.problems, !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
+        if !result.events.isEmpty {
+            let total = result.events.reduce(0) { $0 + $1.seconds }
+            summary += " The device was lost \(result.events.count == 1 ? "once" : "\(result.events.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
+        }
         if !result.silences.isEmpty {
             summary += " The input was silent \(result.silences.count == 1 ? "once" : "\(result.silences.count) times") for \(RunText.seconds(plan.silenceAlarm?.seconds ?? 0)) or more: check the microphone."
         }
@@ -248,7 +254,7 @@ public final class TakeRecorder {
             }
             frames = last.frames
             return RecordingReport(take: last, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: last),
-                                   end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences)
+                                   end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
         }
         // The run's last take is the one to finish here (the first, without splitting).
         guard let pending = sequence?.pending(index: result.takeIndex) ?? first else {
@@ -283,7 +289,7 @@ public final class TakeRecorder {
             self.engine = nil
             throw UnfinishedRecording(
                 report: RecordingReport(take: unfinished, runID: runID, earlierTakes: earlier, session: session, fileURL: lastURL,
-                                        end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences),
+                                        end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences, events: result.events),
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
         state = take.state
@@ -314,7 +320,7 @@ public final class TakeRecorder {
         phase = .finished
         self.engine = nil
         return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
-                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences)
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
     }
 
     /// Begins the take of an armed run (`--armed`): Enter on the terminal, SIGUSR2.

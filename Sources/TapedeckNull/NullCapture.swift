@@ -1,4 +1,5 @@
 public import TapedeckCore
+import Synchronization
 
 /// Faults the null capture can inject, for tests of the overrun and device-loss paths.
 public struct NullFaults: Sendable, Hashable {
@@ -8,12 +9,35 @@ public struct NullFaults: Sendable, Hashable {
     public var overrunFrames: Int64
     /// At this frame the "device" disappears (reads throw `.deviceLost`).
     public var deviceLossAtFrame: Int64?
+    /// Seconds after the loss when the device can be opened again, as a replugged one would
+    /// (it then starts its signal from frame 0 and is not lost again); `nil`: it never comes back.
+    public var deviceBackAfter: Double?
 
     public init(overrunAtFrame: Int64? = nil, overrunFrames: Int64 = Int64(NullCaptureSettings.overrunFrames.defaultValue),
-                deviceLossAtFrame: Int64? = nil) {
+                deviceLossAtFrame: Int64? = nil, deviceBackAfter: Double? = nil) {
         self.overrunAtFrame = overrunAtFrame
         self.overrunFrames = overrunFrames
         self.deviceLossAtFrame = deviceLossAtFrame
+        self.deviceBackAfter = deviceBackAfter
+    }
+}
+
+/// Whether the null device was unplugged, and when: shared by a backend and its streams.
+/// - Thread: any; never blocks (a lock held for a read or write).
+final class NullDeviceState: Sendable {
+    private let lostAt = Mutex<ContinuousClock.Instant?>(nil)
+
+    var wasLost: Bool { lostAt.withLock { $0 != nil } }
+
+    func lose() { lostAt.withLock { if $0 == nil { $0 = .now } } }
+
+    /// Whether the device can be opened: never lost, or back after `seconds`.
+    func isPresent(backAfter seconds: Double?) -> Bool {
+        lostAt.withLock { lost in
+            guard let lost else { return true }
+            guard let seconds else { return false }
+            return ContinuousClock.now - lost >= .milliseconds(Int64(seconds * 1000))
+        }
     }
 }
 
@@ -24,6 +48,7 @@ public struct NullCaptureBackend: CaptureBackend {
     /// `nil` means unpaced: frames are produced as fast as they are taken.
     public var clock: (any PacingClock)?
     public var faults: NullFaults
+    let device = NullDeviceState()
     /// Seconds the signal is off, on, off… (repeating); empty: always on.
     public var gate: [Double]
 
@@ -45,7 +70,14 @@ public struct NullCaptureBackend: CaptureBackend {
         try format.validate()
         let rate = Double(format.sampleRate)
         let signal = gate.isEmpty ? self.signal : .gated(self.signal, stretches: gate.map { Int64(($0 * rate).rounded()) })
-        return NullCaptureStream(format: format, periodFrames: max(1, options.periodFrames), signal: signal, clock: clock, faults: faults)
+        guard device.isPresent(backAfter: faults.deviceBackAfter) else {
+            throw TapedeckError(.deviceUnavailable, "The null capture device is unplugged (an injected fault).")
+        }
+        // A device that came back is not lost again.
+        var faults = self.faults
+        if device.wasLost { faults.deviceLossAtFrame = nil }
+        return NullCaptureStream(format: format, periodFrames: max(1, options.periodFrames), signal: signal, clock: clock, faults: faults,
+                                 device: device)
     }
 }
 
@@ -60,7 +92,11 @@ final class NullCaptureStream: CaptureStream {
     private var startNanos: UInt64?
     private var overrunInjected = false
 
-    init(format: AudioFormat, periodFrames: Int, signal: NullSignal, clock: (any PacingClock)?, faults: NullFaults) {
+    let device: NullDeviceState
+
+    init(format: AudioFormat, periodFrames: Int, signal: NullSignal, clock: (any PacingClock)?, faults: NullFaults,
+         device: NullDeviceState = NullDeviceState()) {
+        self.device = device
         self.format = format
         self.periodFrames = periodFrames
         self.signal = signal
@@ -76,6 +112,7 @@ final class NullCaptureStream: CaptureStream {
 
     func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
         if let loss = faults.deviceLossAtFrame, position >= loss {
+            device.lose()
             throw TapedeckError(.deviceLost, "The null capture device was removed at frame \(loss) (an injected fault).")
         }
         var n = Int64(min(maxFrames, periodFrames))

@@ -138,6 +138,23 @@ struct RecordReportJSON: Encodable {
     var exitStatus: Int32
     /// Where the silence alarm went off (`--silence-alarm`); empty without it.
     var silences: [SilenceJSON] = []
+    /// What happened between takes (`--resume`: the device's absences); empty when nothing did.
+    var events: [RunEventJSON] = []
+}
+
+/// A run's event (docs/JSON.md).
+struct RunEventJSON: Encodable {
+    var kind: String
+    var offsetSeconds: Double
+    var seconds: Double
+    var date: Date
+
+    init(_ event: RunEvent, format: AudioFormat) {
+        kind = event.kind
+        offsetSeconds = format.seconds(forFrames: event.offset)
+        seconds = event.seconds
+        date = event.date
+    }
 }
 
 /// A stretch of silent input (`--silence-alarm`), at a place in the run.

@@ -70,6 +70,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Flag(help: "A marker (m on the terminal, SIGUSR1) ends the take and begins the next at its frame.")
     var splitOnMarker = false
 
+    @Flag(help: "When the device is lost (unplugged, the server gone), end the take, wait for the device and go on in a new take (capture.resume).")
+    var resume = false
+
     @Option(help: ArgumentHelp("With --vox or --armed, start each take with up to DURATION of the audio before its trigger (at most 30s).", valueName: "duration"))
     var preRoll: String?
 
@@ -152,6 +155,7 @@ struct RecordCommand: AsyncParsableCommand {
         }
         plan.armed = armed
         plan.splitOnMarker = splitOnMarker
+        plan.resume = resume
         if let preRoll {
             guard plan.startsIdle else {
                 throw TapedeckError(.invalidArgument, "--pre-roll keeps the audio from before a take's trigger; give --vox LEVEL or --armed too.")
@@ -168,8 +172,8 @@ struct RecordCommand: AsyncParsableCommand {
         } else if silenceThreshold != nil {
             throw TapedeckError(.invalidArgument, "--silence-threshold sets the level for --silence-alarm; give --silence-alarm DURATION too, e.g. --silence-alarm 30s.")
         }
-        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker) {
-            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker and --silence-alarm work on takes in the library. Leave out -o.")
+        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker || plan.resume) {
+            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker, --resume and --silence-alarm work on takes in the library. Leave out -o.")
         }
         return plan
     }
@@ -211,7 +215,7 @@ struct RecordCommand: AsyncParsableCommand {
                 let left = try Self.secondsUntil(until)
                 seconds = min(seconds ?? left, left)
             }
-            let plan = try runPlan()
+            var plan = try runPlan()
             // The trap is armed before the config is read and the library opened, so a stop
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog. SIGUSR2 triggers an armed run.
@@ -253,6 +257,8 @@ struct RecordCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "-o \(fileURL.path): no encoder writes .\(fileURL.pathExtension) files. End the name in .\(studio.encoders.map(\.fileExtension).joined(separator: ", .")).")
             }
             let recorder = try studio.makeRecorder(encoder: chosen)
+            // capture.resume in the config does what --resume does (not for -o: one file).
+            if output == nil && recorder.settings.resume { plan.resume = true }
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
             }
@@ -322,7 +328,8 @@ struct RecordCommand: AsyncParsableCommand {
                 try Terminal.printJSON(RecordReportJSON(
                     take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
                     end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status,
-                    silences: report.silences.map { SilenceJSON($0, format: report.take.format) }))
+                    silences: report.silences.map { SilenceJSON($0, format: report.take.format) },
+                    events: report.events.map { RunEventJSON($0, format: report.take.format) }))
             } else {
                 for t in report.earlierTakes + [report.take] {
                     let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
@@ -359,7 +366,10 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     static func exitStatus(_ report: RecordingReport) -> Int32 {
-        let status = exitStatus(report.end, overruns: (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count })
+        var status = exitStatus(report.end, overruns: (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count })
+        // A run that went on after losing its device kept everything, but a take was cut short.
+        if status == ExitStatus.ok || status == ExitStatus.savedWithOverruns,
+           (report.earlierTakes + [report.take]).contains(where: { $0.state == .interrupted }) { status = ExitStatus.savedInterrupted }
         // A silent input matters more than overruns: the take may hold nothing at all.
         if !report.silences.isEmpty && (status == ExitStatus.ok || status == ExitStatus.savedWithOverruns) { return ExitStatus.savedSilent }
         return status

@@ -30,6 +30,9 @@ capture:
   # Seconds of audio buffered between the device thread and the disk writer before frames are
   # dropped (an overrun: counted, timestamped, filled with silence, and reported).
   buffer-seconds: 2
+  # When the device is lost mid-run (unplugged, the server gone), end the take, wait for the
+  # device and go on in a new take (record --resume).
+  resume: false
   # Settings of the null backend (generated audio, no sound card needed).
   null:
     # silence, sine, noise, or counter (a frame-counter pattern for tests).
@@ -47,6 +50,8 @@ capture:
     overrun-frames: 1024
     # Fault injection for tests: the device disappears at this frame (-1: never).
     device-loss-at-frame: -1
+    # Fault injection for tests: seconds after the loss when the device can be opened again (-1: never).
+    device-back-after: -1
     # Switch the signal off and on, for sound-activated runs: seconds off, on, off… ("2,1,3,0.5"),
     # repeating; empty: always on.
     gate: ""

@@ -46,6 +46,43 @@ struct AudioServerEndToEndTests {
         #expect(soxi.status == 0 && Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == take["frames"] as? Int)
     }
 
+    @Test("PulseAudio with --resume: the source unloaded and loaded again ends the take and goes on in a new one; nothing captured is lost")
+    func pulseResume() throws {
+        let daemon = try PulseAudioDaemon.start()
+        defer { daemon.stop() }
+        let cli = try harness(daemon)
+        func pactl(_ args: [String]) throws -> CLIHarness.Result {
+            try CLIHarness.tool("pactl", ["-s", daemon.serverAddress] + args)
+        }
+        let (p, out, err) = try cli.start(["record", "--json", "--resume", "-d", "5s"] + pulseFlags(daemon))
+        #expect(cli.waitForPendingFile())
+        Thread.sleep(forTimeInterval: 1.5)
+        let unloaded = try pactl(["unload-module", "module-null-sink"])
+        #expect(unloaded.status == 0, "\(unloaded.stderr)")
+        Thread.sleep(forTimeInterval: 2)
+        let loaded = try pactl(["load-module", "module-null-sink", "sink_name=null", "rate=48000", "channels=2"])
+        #expect(loaded.status == 0, "\(loaded.stderr)")
+        #expect(CLIHarness.wait(timeout: 20) { !p.isRunning }, "the run goes on after the source is back, then ends")
+        p.waitUntilExit()
+        let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        #expect(p.terminationStatus == 4, "\(stderr)")
+        #expect(stderr.contains("Waiting for the device to come back") && stderr.contains("The device is back"), "\(stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let takes = try #require(report["takes"] as? [[String: Any]])
+        #expect(takes.count == 2)
+        #expect(takes.map { $0["state"] as? String } == ["interrupted", "complete"])
+        #expect(takes.map { ($0["run"] as? [String: Any])?["began"] as? String } == ["start", "device-resumed"])
+        #expect(((report["events"] as? [[String: Any]])?.first?["seconds"] as? Double ?? 0) >= 1.5)
+        // -d counts audio: the two takes hold 5 s between them, every frame the device gave.
+        #expect(takes.reduce(0) { $0 + ($1["frames"] as? Int ?? 0) } == 240_000)
+        #expect((takes.first?["frames"] as? Int ?? 0) >= 48_000)
+        for take in takes {
+            let path = try #require(take["path"] as? String)
+            let soxi = try CLIHarness.tool("soxi", ["-s", path])
+            #expect(Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == take["frames"] as? Int)
+        }
+    }
+
     @Test("PulseAudio: a killed server gives a finalized, interrupted take and exit 4 within 2 s")
     func pulseServerLoss() throws {
         let daemon = try PulseAudioDaemon.start()

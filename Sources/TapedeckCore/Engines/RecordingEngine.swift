@@ -83,6 +83,8 @@ public struct RecordingResult: Sendable, Hashable {
     public var silences: [SilenceEvent] = []
     /// The last take's markers, at frames of that take.
     public var markers: [TakeMarker] = []
+    /// The device's absences (``RunPlan/resume``).
+    public var events: [RunEvent] = []
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
@@ -124,6 +126,11 @@ public final class RecordingEngine: Sendable {
         var captureEnd: ContinuousClock.Instant?
         var deviceLoopEnd: ContinuousClock.Instant?
         var progress = RecordingProgress()
+        /// Wait for a lost device and go on (``RunPlan/resume``); set before capture starts.
+        var resume = false
+        /// When the device was last lost, and when it came back.
+        var lostAt: (ContinuousClock.Instant, Date)?
+        var resumedAt: ContinuousClock.Instant?
     }
     private let shared = Mutex(Shared())
 
@@ -233,7 +240,7 @@ public final class RecordingEngine: Sendable {
     // MARK: device thread
 
     private func deviceThreadMain(opened: CheckedContinuation<AudioFormat, any Error>) {
-        let stream: any CaptureStream
+        var stream: any CaptureStream
         do {
             stream = try backend.openCaptureStream(format: settings.format, options: CaptureOptions(periodFrames: settings.periodFrames))
         } catch {
@@ -262,8 +269,54 @@ public final class RecordingEngine: Sendable {
             return
         }
         let start = ContinuousClock.now
-        shared.withLock { $0.captureStart = start }
-        let (end, stoppedAt) = captureLoop(stream: stream, ring: ring)
+        let resume = shared.withLock { s in
+            s.captureStart = start
+            return s.resume
+        }
+        var timeline: Int64 = 0
+        var (end, stoppedAt) = captureLoop(stream: stream, ring: ring, timeline: &timeline)
+        // A lost device, with resume: the take ends; wait for the device, then go on.
+        while resume, case .deviceLost(let error) = end, !stopFlag.load(ordering: .acquiring) {
+            stream.close()
+            let lostAt = ContinuousClock.now
+            shared.withLock { $0.lostAt = (lostAt, Date()) }
+            ring.publish(waitForSlot(ring), frames: 0, bufferGap: 0, deviceGap: 0, event: .deviceLost)
+            dataSignal.signal()
+            logger.warning("\(error.message) Waiting for the device to come back (trying every second; Ctrl-C stops).")
+            // The run's length bounds the wait too: it ends when it would have ended with audio.
+            let deadline = frameLimit.map { start + .milliseconds(Int64(Double($0) * 1000 / Double(format.sampleRate))) }
+            var reopened: (any CaptureStream)?
+            var warnedFormat = false
+            waiting: while true {
+                for _ in 0..<20 {
+                    if stopFlag.load(ordering: .acquiring) { break waiting }
+                    if let deadline, ContinuousClock.now >= deadline { break waiting }
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+                guard let s = try? backend.openCaptureStream(format: format, options: CaptureOptions(periodFrames: settings.periodFrames)) else { continue }
+                if s.format == format && s.periodFrames <= ring.slotFrames {
+                    reopened = s
+                    break
+                }
+                s.close()
+                if !warnedFormat {
+                    warnedFormat = true
+                    logger.warning("The device came back as \(s.format), not \(format); Tapedeck waits for it as it was.")
+                }
+            }
+            guard let back = reopened else {
+                end = stopFlag.load(ordering: .acquiring) ? .stopped : .reachedDuration
+                stoppedAt = ContinuousClock.now
+                break
+            }
+            stream = back
+            let away = ContinuousClock.now - lostAt
+            shared.withLock { $0.resumedAt = .now }
+            logger.notice("The device is back after \(away.components.seconds) s; recording goes on in a new take.")
+            ring.publish(waitForSlot(ring), frames: 0, bufferGap: 0, deviceGap: 0, event: .deviceResumed)
+            dataSignal.signal()
+            (end, stoppedAt) = captureLoop(stream: stream, ring: ring, timeline: &timeline)
+        }
         let loopEnded = ContinuousClock.now
         // A stop is timed when it was asked for, not when draining finished.
         let finish = stoppedAt ?? ContinuousClock.now
@@ -279,12 +332,14 @@ public final class RecordingEngine: Sendable {
     }
 
     /// The real-time loop. No allocation, locking, logging or disk I/O inside the `while`.
-    private func captureLoop(stream: any CaptureStream, ring: SlotRing) -> (RecordingEnd, ContinuousClock.Instant?) {
+    /// - Parameter timeline: frames of the run so far (delivered or lost), carried on when the
+    ///   loop starts again on a device that came back.
+    private func captureLoop(stream: any CaptureStream, ring: SlotRing, timeline: inout Int64) -> (RecordingEnd, ContinuousClock.Instant?) {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         defer { scratch.deallocate() }
         let limit = frameLimit
         let wakeThreshold = max(1, ring.slotCount / 2)
-        var timeline: Int64 = 0
+        let firstFrame = timeline
         var bufferGap: Int64 = 0
         var deviceGap: Int64 = 0
         var end: RecordingEnd = .stopped
@@ -334,7 +389,7 @@ public final class RecordingEngine: Sendable {
                 // A real-time stream's periods are batched (see writerInterval); a stream that
                 // waits for the writer anyway hands over every slot at once.
                 // The first period is written at once, so the file shows audio from the start.
-                if !stream.isRealTime || ring.count >= wakeThreshold || timeline == Int64(r.frames) + r.lostFramesBefore {
+                if !stream.isRealTime || ring.count >= wakeThreshold || timeline == firstFrame + Int64(r.frames) + r.lostFramesBefore {
                     dataSignal.signal()
                 }
             }
@@ -454,6 +509,7 @@ public final class RecordingEngine: Sendable {
             deviceDone.wait()
             return .failure(TapedeckError(.internalError, "A run that starts with a take needs makeWriter; one that waits needs a TakeSequence."))
         }
+        shared.withLock { $0.resume = plan.resume }
         var firstWriter: (any TakeWriter)?
         if let makeWriter {
             do {
@@ -519,6 +575,11 @@ public final class RecordingEngine: Sendable {
 
         /// Markers taken from the requests, waiting for the writer to reach their frames.
         var dueMarkers: [TakeMarker] = []
+        /// The device came back: the next audio begins a take.
+        var resumePending = false
+        var events: [RunEvent] = []
+        /// Where the device was lost, while it is away.
+        var awayFrom: Int64?
         var next: NextTake?
         var retryPrepareAt: Int64 = 0
         var warnedPrepare = false
@@ -704,6 +765,7 @@ public final class RecordingEngine: Sendable {
                 if current == nil {
                     // Waiting: VOX or the trigger begins a take, with the pre-roll before it.
                     var reason: TakeBoundary?
+                    if resumePending { reason = .deviceResumed }
                     if let voxThreshold, level >= voxThreshold { reason = .vox }
                     if plan.armed, !triggered, case let at = triggerFrame.load(ordering: .acquiring), at >= 0 {
                         // The take begins at the frame the device was at when the trigger came.
@@ -715,6 +777,7 @@ public final class RecordingEngine: Sendable {
                     }
                     if let reason, let prepared = takePrepared() {
                         if reason == .trigger { triggered = true }
+                        resumePending = false
                         let offset = position - preRoll.count
                         begin(prepared, at: offset, reason)
                         lastLoud = position
@@ -783,9 +846,28 @@ public final class RecordingEngine: Sendable {
                 var run = 1
                 var runFrames = s.frames
                 while runFrames == run * ring.slotFrames, let next = ring.consumerSlot(ahead: run),
-                      next.slot == s.slot + run, next.bufferGap == 0, next.deviceGap == 0 {
+                      next.slot == s.slot + run, next.bufferGap == 0, next.deviceGap == 0, next.event == .none {
                     run += 1
                     runFrames += next.frames
+                }
+                switch s.event {
+                case .deviceLost:
+                    // The take ends where the device's audio did; the run waits for it.
+                    if current != nil { endCurrent(.deviceLost) }
+                    if next == nil { prepare(lastIndex + 1) }
+                    awayFrom = position
+                case .deviceResumed:
+                    let (lost, back) = shared.withLock { ($0.lostAt, $0.resumedAt) }
+                    if let lost {
+                        let away = (back ?? .now) - lost.0
+                        events.append(RunEvent(kind: "device-lost", offset: position,
+                                               seconds: Double(away.components.seconds) + Double(away.components.attoseconds) / 1e18, date: lost.1))
+                    }
+                    // A run that records on its own goes on in a new take; one that waits for
+                    // sound waits again.
+                    resumePending = !plan.startsIdle || (plan.armed && triggered)
+                    awayFrom = nil
+                case .none: break
                 }
                 if failure == nil {
                     do {
@@ -917,6 +999,13 @@ public final class RecordingEngine: Sendable {
                                      runFrames: position)
         result.silences = silences
         result.markers = last?.markers ?? []
+        if awayFrom != nil, let lost = shared.withLock({ $0.lostAt }) {
+            // Lost and not back when the run ended.
+            let away = ContinuousClock.now - lost.0
+            events.append(RunEvent(kind: "device-lost", offset: position,
+                                   seconds: Double(away.components.seconds) + Double(away.components.attoseconds) / 1e18, date: lost.1))
+        }
+        result.events = events
         result.takeOpenAtEnd = last != nil
         return .success(result)
     }

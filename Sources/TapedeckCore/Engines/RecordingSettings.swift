@@ -14,8 +14,11 @@ public struct RecordingSettings: Sendable, Hashable {
     public static let warnFreeMinutes = Setting<Double>("warn-free-minutes", range: 0...1440, default: 10,
         help: "Warn before and during a recording when the library's disk has room for fewer minutes than this at the recording's format (uncompressed); 0: never.")
 
+    public static let resume = Setting<Bool>("resume", default: false,
+        help: "When the device is lost mid-run (unplugged, the server gone), end the take, wait for the device and go on in a new take (record --resume).")
+
     /// The settings of the `capture` section, in listing order.
-    public static let captureDeclarations = [periodFrames.declaration, bufferSeconds.declaration]
+    public static let captureDeclarations = [periodFrames.declaration, bufferSeconds.declaration, resume.declaration]
     /// The settings of the `storage` section that recordings use, in listing order.
     public static let storageDeclarations = [checkpointSeconds.declaration, warnFreeMinutes.declaration]
 
@@ -36,6 +39,8 @@ public struct RecordingSettings: Sendable, Hashable {
     /// Warn (before recording, and once while recording) when the library's disk has room for
     /// fewer minutes than this at the recording's format, counted uncompressed. 0: never.
     public var warnFreeMinutes: Double
+    /// Wait for a lost device and go on in a new take (`capture.resume`).
+    public var resume = false
 
     public init(format: AudioFormat, periodFrames: Int = Self.periodFrames.defaultValue,
                 bufferSeconds: Double = Self.bufferSeconds.defaultValue,
@@ -57,6 +62,7 @@ public struct RecordingSettings: Sendable, Hashable {
         self.init(format: format, periodFrames: capture[Self.periodFrames], bufferSeconds: capture[Self.bufferSeconds],
                   checkpointInterval: .milliseconds(Int64((storage[Self.checkpointSeconds] * 1000).rounded())),
                   warnFreeMinutes: storage[Self.warnFreeMinutes])
+        resume = capture[Self.resume]
     }
 }
 

@@ -14,6 +14,7 @@ final class SlotRing: @unchecked Sendable {
     private let frames: UnsafeMutablePointer<Int>
     private let bufferGaps: UnsafeMutablePointer<Int64>
     private let deviceGaps: UnsafeMutablePointer<Int64>
+    private let events: UnsafeMutablePointer<SlotEvent>
     private let head = Atomic<Int>(0)
     private let tail = Atomic<Int>(0)
 
@@ -30,6 +31,8 @@ final class SlotRing: @unchecked Sendable {
         bufferGaps.initialize(repeating: 0, count: slotCount)
         deviceGaps = .allocate(capacity: slotCount)
         deviceGaps.initialize(repeating: 0, count: slotCount)
+        events = .allocate(capacity: slotCount)
+        events.initialize(repeating: .none, count: slotCount)
     }
 
     deinit {
@@ -37,6 +40,7 @@ final class SlotRing: @unchecked Sendable {
         frames.deallocate()
         bufferGaps.deallocate()
         deviceGaps.deallocate()
+        events.deallocate()
     }
 
     /// Number of slots filled and not yet released.
@@ -56,35 +60,42 @@ final class SlotRing: @unchecked Sendable {
     }
 
     /// Publishes the slot returned by ``producerSlot()``.
-    func publish(_ slot: Int, frames count: Int, bufferGap: Int64, deviceGap: Int64) {
+    func publish(_ slot: Int, frames count: Int, bufferGap: Int64, deviceGap: Int64, event: SlotEvent = .none) {
         frames[slot] = count
         bufferGaps[slot] = bufferGap
         deviceGaps[slot] = deviceGap
+        events[slot] = event
         head.add(1, ordering: .releasing)
     }
 
     // MARK: consumer side
 
     /// The oldest published slot, or `nil` when the ring is empty.
-    func consumerSlot() -> (slot: Int, frames: Int, bufferGap: Int64, deviceGap: Int64)? {
+    func consumerSlot() -> (slot: Int, frames: Int, bufferGap: Int64, deviceGap: Int64, event: SlotEvent)? {
         let t = tail.load(ordering: .relaxed)
         let h = head.load(ordering: .acquiring)
         guard t < h else { return nil }
         let s = t % slotCount
-        return (s, frames[s], bufferGaps[s], deviceGaps[s])
+        return (s, frames[s], bufferGaps[s], deviceGaps[s], events[s])
     }
 
     /// The published slot `ahead` places after the oldest one, or `nil` when there is none.
-    func consumerSlot(ahead: Int) -> (slot: Int, frames: Int, bufferGap: Int64, deviceGap: Int64)? {
+    func consumerSlot(ahead: Int) -> (slot: Int, frames: Int, bufferGap: Int64, deviceGap: Int64, event: SlotEvent)? {
         let t = tail.load(ordering: .relaxed) + ahead
         let h = head.load(ordering: .acquiring)
         guard t < h else { return nil }
         let s = t % slotCount
-        return (s, frames[s], bufferGaps[s], deviceGaps[s])
+        return (s, frames[s], bufferGaps[s], deviceGaps[s], events[s])
     }
 
     /// Releases the slot returned by ``consumerSlot()``, and `count - 1` after it.
     func release(count: Int = 1) {
         tail.add(count, ordering: .releasing)
     }
+}
+
+/// What happened at a slot besides audio (an empty slot carries it): the device was lost, or
+/// came back, between the slot before and this one.
+enum SlotEvent: UInt8 {
+    case none, deviceLost, deviceResumed
 }

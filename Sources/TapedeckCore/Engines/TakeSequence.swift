@@ -138,6 +138,9 @@ public struct RunPlan: Sendable, Hashable {
     public var silenceAlarm: SilenceAlarm?
     /// A marker ends the take and begins the next at its frame (`--split-on-marker`).
     public var splitOnMarker: Bool = false
+    /// A lost device ends the take (`interrupted`); the run waits for the device to come back
+    /// and goes on in a new take (`--resume`, `capture.resume`).
+    public var resume: Bool = false
 
     /// The longest pre-roll.
     public static let longestPreRoll = 30.0
@@ -154,7 +157,26 @@ public struct RunPlan: Sendable, Hashable {
     /// Whether the run waits (for sound or a trigger) before its first take.
     public var startsIdle: Bool { vox != nil || armed }
     /// Whether the run may make more than one take, or none: its takes come from a ``TakeSequence``.
-    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker }
+    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || resume }
+}
+
+/// Something that happened to a run between its takes: the device was lost and came back.
+public struct RunEvent: Sendable, Hashable, Codable {
+    /// `device-lost`.
+    public var kind: String
+    /// The run's frame it happened at.
+    public var offset: Int64
+    /// How long it lasted on the wall clock (the device's absence).
+    public var seconds: Double
+    /// When it began.
+    public var date: Date
+
+    public init(kind: String, offset: Int64, seconds: Double, date: Date) {
+        self.kind = kind
+        self.offset = offset
+        self.seconds = seconds
+        self.date = date
+    }
 }
 
 /// A stretch of input below the silence alarm's threshold for at least its seconds.

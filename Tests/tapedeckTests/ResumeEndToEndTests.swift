@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+/// `record --resume` on the null backend's injected device loss and return.
+@Suite("resume end to end", .serialized)
+struct ResumeEndToEndTests {
+    @Test("--resume: the take ends interrupted where the device went, the run waits and goes on in a new take; the frames are the device's; WAV and FLAC", arguments: ["wav", "flac"])
+    func resume(_ encoding: String) throws {
+        let cli = try CLIHarness()
+        let r = try cli.run("record", "-d", "3s", "--resume", "--json", "--set", "encoder.name=\(encoding)", "--set", "capture.null.signal=counter",
+                            "--set", "capture.null.device-loss-at-frame=48000", "--set", "capture.null.device-back-after=1")
+        #expect(r.status == 4, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let takes = try #require(report["takes"] as? [[String: Any]])
+        #expect(takes.map { $0["frames"] as? Int } == [48_000, 96_000])
+        #expect(takes.map { $0["state"] as? String } == ["interrupted", "complete"])
+        #expect(takes.map { ($0["run"] as? [String: Any])?["ended"] as? String } == ["device-lost", "duration"])
+        #expect(takes.map { ($0["run"] as? [String: Any])?["offsetFrames"] as? Int } == [0, 48_000])
+        let events = try #require(report["events"] as? [[String: Any]])
+        #expect(events.count == 1 && events.first?["kind"] as? String == "device-lost")
+        #expect((events.first?["seconds"] as? Double ?? 0) >= 1)
+        #expect(r.stderr.contains("Waiting for the device to come back"), "\(r.stderr)")
+        // Take 1 is the counter up to the loss; the device that came back starts its counter anew.
+        for (take, first) in zip(takes, [0, 0]) {
+            let path = try #require(take["path"] as? String)
+            let raw = FileManager.default.temporaryDirectory.appendingPathComponent("rs-\(UUID().uuidString).raw").path
+            defer { try? FileManager.default.removeItem(atPath: raw) }
+            #expect(try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw]).status == 0)
+            let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+            let wrong = data.withUnsafeBytes { b in
+                (0..<(data.count / 2)).first { b.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self) != Int16(truncatingIfNeeded: first + $0) }
+            }
+            #expect(wrong == nil)
+        }
+        #expect(try cli.run("doctor").status == 0)
+    }
+
+    @Test("--resume with a device that never comes back: the run ends at its length, the take before is kept, exit 4")
+    func neverBack() throws {
+        let cli = try CLIHarness()
+        let r = try cli.run("record", "-d", "2s", "--resume", "--json", "--set", "capture.null.device-loss-at-frame=24000")
+        #expect(r.status == 4, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["state"] as? String == "interrupted" && take["frames"] as? Int == 24_000)
+        #expect((report["events"] as? [[String: Any]])?.count == 1)
+        #expect(try cli.run("doctor").status == 0, "the take made ready for the device's return is not left behind")
+    }
+}
