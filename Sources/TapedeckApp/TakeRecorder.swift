@@ -103,6 +103,9 @@ public final class TakeRecorder {
     public private(set) var waiting: RecordingProgress.Waiting?
     public private(set) var preRollFrames: Int64 = 0
     public private(set) var silenceAlarms = 0
+    /// A VOX take in its hold time, and the markers set so far.
+    public private(set) var voxHolding = false
+    public private(set) var markerCount = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
                 settings: RecordingSettings, logger: Logger) {
@@ -459,6 +462,8 @@ public final class TakeRecorder {
         waiting = progress.waiting
         preRollFrames = progress.preRollFrames
         silenceAlarms = progress.silenceAlarms
+        voxHolding = progress.voxHolding
+        markerCount = progress.markers
         peaks = progress.peaks
         overrunCount = progress.overrunCount
         clippedSamples = progress.clippedSamples

@@ -469,12 +469,13 @@ struct RecordCommand: AsyncParsableCommand {
                 } else { "" }
                 var lines = ["  \(destination)"]
                 if let split { lines.append("  \(Self.describe(split)).") }
-                let preRoll = plan.preRollSeconds > 0 ? ", with the \(RunText.seconds(plan.preRollSeconds)) before it" : ""
+                let preRoll = plan.preRollSeconds > 0 ? " (with the \(RunText.seconds(plan.preRollSeconds)) before it)" : ""
                 if let vox = plan.vox {
-                    lines.append("  A take begins when the input reaches \(RunText.decibels(vox.thresholdDB))\(preRoll), and ends after \(RunText.seconds(vox.holdSeconds)) below it.")
+                    lines.append("  A take begins at \(RunText.decibels(vox.thresholdDB))\(preRoll) and ends after \(RunText.seconds(vox.holdSeconds)) below it.")
                 }
                 if plan.armed {
-                    lines.append("  Waiting for the trigger\(preRoll): press Enter\(Terminal.stdinIsTerminal ? "" : " (on a terminal)"), or run `kill -USR2 \(getpid())`.")
+                    lines.append("  Armed: the take begins at the trigger\(preRoll).")
+                    lines.append("  Trigger it: press Enter\(Terminal.stdinIsTerminal ? "" : " (on a terminal)"), or run `kill -USR2 \(getpid())`.")
                 }
                 if let alarm = plan.silenceAlarm {
                     lines.append("  Warns when the input stays below \(RunText.decibels(alarm.thresholdDB)) for \(RunText.seconds(alarm.seconds)).")
@@ -499,8 +500,9 @@ struct RecordCommand: AsyncParsableCommand {
             } else if plan.makesRun {
                 run = "take \(recorder.takeIndex)"
                 if let left = recorder.framesToSplit { run! += ", split in \(Terminal.clock(format.seconds(forFrames: left)).dropLast(4))" }
-                if plan.vox != nil { head = "● VOX" }
+                if plan.vox != nil { head = recorder.voxHolding ? "◐ HOLD" : "● VOX" }
             }
+            if recorder.markerCount > 0 { run = [run, "markers \(recorder.markerCount)"].compactMap { $0 }.joined(separator: "  ") }
             if recorder.silenceAlarms > 0 { run = [run, "SILENT"].compactMap { $0 }.joined(separator: "  ") }
             Terminal.status(Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
                                                overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head))

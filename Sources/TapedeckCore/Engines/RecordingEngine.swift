@@ -26,6 +26,11 @@ public struct RecordingProgress: Sendable, Hashable {
     public var preRollFrames: Int64 = 0
     /// Silence alarms raised so far.
     public var silenceAlarms = 0
+    /// A VOX take is in its hold time: the input is below the level, and the take ends unless
+    /// sound comes back.
+    public var voxHolding = false
+    /// Markers set in the run so far.
+    public var markers = 0
 
     /// What a run with no take open waits for.
     public enum Waiting: Sendable, Hashable {
@@ -575,6 +580,7 @@ public final class RecordingEngine: Sendable {
 
         /// Markers taken from the requests, waiting for the writer to reach their frames.
         var dueMarkers: [TakeMarker] = []
+        var markersSet = 0
         /// The device came back: the next audio begins a take.
         var resumePending = false
         var events: [RunEvent] = []
@@ -742,6 +748,7 @@ public final class RecordingEngine: Sendable {
                         n = min(n, m.frame - position)
                     } else {
                         dueMarkers.removeFirst()
+                        markersSet += 1
                         if current == nil {
                             logger.info("A marker came while no take was recording (\(plan.armed ? "armed" : "VOX") run, waiting); it was not kept.")
                         } else if plan.splitOnMarker, position > current!.offset, let prepared = takePrepared() {
@@ -918,6 +925,8 @@ public final class RecordingEngine: Sendable {
                                                     current == nil ? nil : nextTimeSplit.map { $0 - position })
                 let waiting: RecordingProgress.Waiting? = current != nil ? nil : plan.armed && !triggered ? .armed : plan.vox != nil ? .vox : nil
                 let (held, alarms) = (preRoll.count, silences.count)
+                let holding = current != nil && plan.vox != nil && position - lastLoud >= Int64(ring.slotFrames)
+                let markerCount = markersSet
                 shared.withLock { st in
                     st.progress.frames = pos
                     st.progress.clippedSamples = clips
@@ -929,6 +938,8 @@ public final class RecordingEngine: Sendable {
                     st.progress.waiting = waiting
                     st.progress.preRollFrames = held
                     st.progress.silenceAlarms = alarms
+                    st.progress.voxHolding = holding
+                    st.progress.markers = markerCount
                     for c in 0..<min(peaks.count, st.progress.peaks.count) where peaks[c] > st.progress.peaks[c] {
                         st.progress.peaks[c] = peaks[c]
                     }
