@@ -107,6 +107,20 @@ struct CLIHarness {
                       stderr: try String(contentsOf: err, encoding: .utf8))
     }
 
+    /// The first sample of a 16-bit audio file (decoded by sox) that is not the null backend's
+    /// frame counter from sample `first` on (sample k of the stream is k, wrapped to 16 bits); `nil`
+    /// when every sample is.
+    static func firstWrongCounterSample(_ path: String, from first: Int) throws -> Int? {
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("counter-\(UUID().uuidString).raw").path
+        defer { try? FileManager.default.removeItem(atPath: raw) }
+        let r = try tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw])
+        guard r.status == 0 else { return -1 }
+        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+        return data.withUnsafeBytes { b in
+            (0..<(data.count / 2)).first { b.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self) != Int16(truncatingIfNeeded: first + $0) }
+        }
+    }
+
     func listJSON() throws -> [[String: Any]] {
         let r = try run("list", "--json")
         #expect(r.status == 0, "list failed: \(r.stderr)")

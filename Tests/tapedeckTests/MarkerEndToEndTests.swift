@@ -103,15 +103,7 @@ struct MarkerEndToEndTests {
         for take in takes {
             #expect((take["run"] as? [String: Any])?["offsetFrames"] as? Int == offset)
             let path = try #require(take["path"] as? String)
-            let raw = FileManager.default.temporaryDirectory.appendingPathComponent("mk-\(UUID().uuidString).raw").path
-            defer { unlink(raw) }
-            #expect(try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw]).status == 0)
-            let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-            let first = offset * 2
-            let wrong = data.withUnsafeBytes { b in
-                (0..<(data.count / 2)).first { b.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self) != Int16(truncatingIfNeeded: first + $0) }
-            }
-            #expect(wrong == nil)
+            #expect(try CLIHarness.firstWrongCounterSample(path, from: offset * 2) == nil)
             offset += take["frames"] as? Int ?? 0
         }
         #expect(offset == 144_000)

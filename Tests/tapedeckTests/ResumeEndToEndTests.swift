@@ -23,14 +23,7 @@ struct ResumeEndToEndTests {
         // Take 1 is the counter up to the loss; the device that came back starts its counter anew.
         for (take, first) in zip(takes, [0, 0]) {
             let path = try #require(take["path"] as? String)
-            let raw = FileManager.default.temporaryDirectory.appendingPathComponent("rs-\(UUID().uuidString).raw").path
-            defer { try? FileManager.default.removeItem(atPath: raw) }
-            #expect(try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw]).status == 0)
-            let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-            let wrong = data.withUnsafeBytes { b in
-                (0..<(data.count / 2)).first { b.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self) != Int16(truncatingIfNeeded: first + $0) }
-            }
-            #expect(wrong == nil)
+            #expect(try CLIHarness.firstWrongCounterSample(path, from: first) == nil)
         }
         #expect(try cli.run("doctor").status == 0)
     }

@@ -98,14 +98,7 @@ struct UnattendedEndToEndTests {
         #expect((24_000...84_000).contains(offset), "offset \(offset)")
         #expect(frames >= 48_000 + 40_000, "\(frames) frames: 1 s of pre-roll and about 1 s after the trigger")
         let path = try #require(takes.first?["path"] as? String)
-        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("armed-\(UUID().uuidString).raw").path
-        defer { unlink(raw) }
-        #expect(try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw]).status == 0)
-        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-        let wrong = data.withUnsafeBytes { bytes -> Int? in
-            (0..<(data.count / 2)).first { bytes.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self) != Int16(truncatingIfNeeded: offset * 2 + $0) }
-        }
-        #expect(wrong == nil)
+        #expect(try CLIHarness.firstWrongCounterSample(path, from: offset * 2) == nil)
     }
 
     @Test("--armed on a terminal: Enter begins the take; the banner says how")
