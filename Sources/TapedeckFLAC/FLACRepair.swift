@@ -25,6 +25,12 @@ enum FLACRepair {
         let header = try FLACHeader.read(from: file)
         let info = header.streamInfo
         let format = header.audioFormat
+        // Tapedeck writes only formats it supports: any other in a file to repair is a damaged
+        // STREAMINFO (a power cut that garbled it), not a format to keep.
+        guard (try? format.validate()) != nil else {
+            throw TapedeckError(.corruptFile,
+                "\(file.path) cannot be repaired: its STREAMINFO is damaged (it names \(info.sampleRate) Hz, \(info.channels) channels, \(info.bitsPerSample) bits).")
+        }
         var scan = try scanFrames(file, header)
         var changed = false
 

@@ -85,6 +85,32 @@ struct FLACRepairTests {
         #expect(try FLACEncoder().repair(fileAt: url).frames == 50_000)
     }
 
+    @Test("a STREAMINFO garbled to a format Tapedeck never writes is damage: refused as corrupt, the file left alone")
+    func garbledStreamInfoIsCorrupt() throws {
+        let dir = try FLACTestSupport.makeTempDirectory()
+        defer { FLACTestSupport.cleanUp(dir) }
+        let url = dir.appendingPathComponent("garbled.flac")
+        let writer = try FLACEncoder().makeWriter(at: url, format: format,
+                                                  metadata: TakeMetadata(takeName: "t", sessionName: "s", takeNumber: 1, startDate: Date()))
+        let silence = [UInt8](repeating: 0, count: 4096 * format.bytesPerFrame)
+        try silence.withUnsafeBytes { try writer.write($0.baseAddress!, frames: 4096) }
+        _ = try writer.finish()
+        var bytes = [UInt8](try Data(contentsOf: url))
+        // The sample rate's 20 bits start at byte 18: 0xBF113 is 782 611 Hz (as a power cut left one).
+        bytes[18] = 0xBF
+        bytes[19] = 0x11
+        bytes[20] = (bytes[20] & 0x0F) | 0x30
+        try Data(bytes).write(to: url)
+        do {
+            _ = try FLACEncoder().repair(fileAt: url)
+            Issue.record("a garbled STREAMINFO was repaired as if it were true")
+        } catch let error as TapedeckError {
+            #expect(error.code == .corruptFile, "\(error)")
+            #expect(error.message.contains("782611 Hz"), "\(error.message)")
+        }
+        #expect(try Data(contentsOf: url) == Data(bytes), "a refused file is left alone")
+    }
+
     @Test func damagedFilesAreRefusedQuickly() throws {
         let dir = try FLACTestSupport.makeTempDirectory()
         defer { FLACTestSupport.cleanUp(dir) }
