@@ -48,7 +48,8 @@ final class RunSequence: TakeSequence {
     func prepareTake(index: Int, format: AudioFormat, start: Date) throws -> PreparedTake {
         var pending: PendingTake
         do {
-            pending = try storage.beginTake(in: session.id, named: baseName.map { "\($0) \(index)" }, format: format,
+            // The first take has the name as given (a run that waited makes it here too).
+            pending = try storage.beginTake(in: session.id, named: baseName.map { index == 1 ? $0 : "\($0) \(index)" }, format: format,
                                             encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: start)
         } catch let error as TapedeckError where error.code == .alreadyExists && baseName != nil {
             // "NAME 2" is taken already: the session's next default name.

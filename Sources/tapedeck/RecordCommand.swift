@@ -166,6 +166,9 @@ struct RecordCommand: AsyncParsableCommand {
             }
             plan.preRollSeconds = seconds
         }
+        if silenceAlarm != nil && vox != nil {
+            throw TapedeckError(.invalidArgument, "--silence-alarm watches a take that records on and on; with --vox a quiet input ends the take instead. Leave out one of them.")
+        }
         if let silenceAlarm {
             plan.silenceAlarm = SilenceAlarm(seconds: try DurationText.seconds(silenceAlarm, flag: "--silence-alarm"),
                                              thresholdDB: try silenceThreshold.map { try Self.decibels($0, flag: "--silence-threshold") } ?? -70)
@@ -471,7 +474,8 @@ struct RecordCommand: AsyncParsableCommand {
                 if let split { lines.append("  \(Self.describe(split)).") }
                 let preRoll = plan.preRollSeconds > 0 ? " (with the \(RunText.seconds(plan.preRollSeconds)) before it)" : ""
                 if let vox = plan.vox {
-                    lines.append("  A take begins at \(RunText.decibels(vox.thresholdDB))\(preRoll) and ends after \(RunText.seconds(vox.holdSeconds)) below it.")
+                    lines.append("  VOX: a take begins at \(RunText.decibels(vox.thresholdDB))\(preRoll);")
+                    lines.append("  it ends after \(RunText.seconds(vox.holdSeconds)) below that level.")
                 }
                 if plan.armed {
                     lines.append("  Armed: the take begins at the trigger\(preRoll).")

@@ -81,7 +81,10 @@ struct UnattendedEndToEndTests {
     func armedBySignal() throws {
         let cli = try CLIHarness()
         let (p, out, _) = try cli.start(["record", "--armed", "--pre-roll", "1s", "--set", "capture.null.signal=counter", "--json"])
-        Thread.sleep(forTimeInterval: 2.5)
+        Thread.sleep(forTimeInterval: 2.0)
+        // A marker while armed lands in the pre-roll the take begins with.
+        kill(p.processIdentifier, SIGUSR1)
+        Thread.sleep(forTimeInterval: 0.5)
         kill(p.processIdentifier, SIGUSR2)
         Thread.sleep(forTimeInterval: 1)
         kill(p.processIdentifier, SIGTERM)
@@ -97,6 +100,8 @@ struct UnattendedEndToEndTests {
         // The trigger came about 2.5 s after start (less the start-up); the take keeps 1 s before it.
         #expect((24_000...84_000).contains(offset), "offset \(offset)")
         #expect(frames >= 48_000 + 40_000, "\(frames) frames: 1 s of pre-roll and about 1 s after the trigger")
+        let markers = try #require(takes.first?["markers"] as? [[String: Any]])
+        #expect(markers.count == 1 && (8_000...48_000).contains(markers.first?["frame"] as? Int ?? -1), "\(markers)")
         let path = try #require(takes.first?["path"] as? String)
         #expect(try CLIHarness.firstWrongCounterSample(path, from: offset * 2) == nil)
     }
@@ -159,7 +164,7 @@ struct UnattendedEndToEndTests {
         let cli = try CLIHarness()
         for (args, words) in [(["--vox", "-40dB", "--armed"], "Choose one"), (["--pre-roll", "2s"], "give --vox LEVEL or --armed"),
                               (["--armed", "--pre-roll", "31s"], "at most 30s"), (["--vox", "loud"], "not a level"),
-                              (["--vox-hold", "2s"], "give --vox LEVEL too"), (["--silence-threshold", "-60dB"], "give --silence-alarm"),
+                              (["--vox-hold", "2s"], "give --vox LEVEL too"), (["--vox", "-40dB", "--silence-alarm", "10s"], "Leave out one of them"), (["--silence-threshold", "-60dB"], "give --silence-alarm"),
                               (["--until", "25:00"], "not a time"), (["--until", "2020-01-01 10:00"], "has passed"),
                               (["--vox", "-40dB", "-o", "/tmp/never-\(UUID().uuidString).wav"], "Leave out -o")] {
             let r = try cli.run(["record"] + args)

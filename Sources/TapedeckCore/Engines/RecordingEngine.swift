@@ -581,6 +581,8 @@ public final class RecordingEngine: Sendable {
         /// Markers taken from the requests, waiting for the writer to reach their frames.
         var dueMarkers: [TakeMarker] = []
         var markersSet = 0
+        /// Markers that came while no take was open (frames of the run).
+        var waitingMarkers: [TakeMarker] = []
         /// The device came back: the next audio begins a take.
         var resumePending = false
         var events: [RunEvent] = []
@@ -750,7 +752,8 @@ public final class RecordingEngine: Sendable {
                         dueMarkers.removeFirst()
                         markersSet += 1
                         if current == nil {
-                            logger.info("A marker came while no take was recording (\(plan.armed ? "armed" : "VOX") run, waiting); it was not kept.")
+                            // Waiting: kept if the take that begins next starts with it (pre-roll).
+                            waitingMarkers.append(m)
                         } else if plan.splitOnMarker, position > current!.offset, let prepared = takePrepared() {
                             endCurrent(.markerSplit)
                             begin(prepared, at: position, .markerSplit)
@@ -787,6 +790,15 @@ public final class RecordingEngine: Sendable {
                         resumePending = false
                         let offset = position - preRoll.count
                         begin(prepared, at: offset, reason)
+                        // Markers set while waiting, in the audio the take now begins with.
+                        for m in waitingMarkers where m.frame >= offset {
+                            current!.markers.append(TakeMarker(frame: m.frame - offset, label: m.label, date: m.date))
+                        }
+                        if waitingMarkers.contains(where: { $0.frame < offset }) {
+                            logger.warning("A marker set while the run waited, before the audio its take begins with, was not kept.")
+                            markersSet -= waitingMarkers.filter { $0.frame < offset }.count
+                        }
+                        waitingMarkers.removeAll()
                         lastLoud = position
                         try preRoll.drain { piece, frames in try write(piece, frames, gap: nil) }
                         // More takes may follow (splits, or VOX again): the next is made ready now.
@@ -794,6 +806,8 @@ public final class RecordingEngine: Sendable {
                         continue
                     }
                     preRoll.append(p, frames: n)
+                    // The meter shows the input while the run waits, too.
+                    if measuresLevels, let p { LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks) }
                     position += n
                     done += n
                     continue
