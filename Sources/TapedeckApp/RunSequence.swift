@@ -72,10 +72,17 @@ final class RunSequence: TakeSequence {
         }
     }
 
+    /// The take's entry as prepared holds its annotations (only the run link, made moments ago),
+    /// so no read of the session is needed to change it.
     func takeBegan(_ take: PreparedTake, offset: Int64, reason: TakeBoundary) {
-        link(take.id, what: "the start of take \(take.index) of the run") { run in
-            run.offset = offset
-            run.began = reason
+        guard let pending = pending(index: take.index) else { return }
+        var annotations = pending.take.annotations
+        annotations.run = TakeRun(id: runID, index: take.index, offset: offset, began: reason)
+        do {
+            let linked = try storage.annotateTake(take.id, annotations)
+            state.withLock { $0.pending[take.index]?.take = linked }
+        } catch {
+            logger.warning("Could not note the start of take \(take.index) of the run in the library: \(error). The audio is not affected.")
         }
     }
 
@@ -123,19 +130,5 @@ final class RunSequence: TakeSequence {
     private func remove(_ pending: PendingTake) {
         try? FileManager.default.removeItem(at: pending.fileURL)
         _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
-    }
-
-    /// Changes the run link of take `id`, keeping its other annotations.
-    func link(_ id: String, what: String, _ change: (inout TakeRun) -> Void) {
-        do {
-            let take = try storage.sessions(matching: id).lazy.flatMap(\.takes).first { $0.id == id }
-            var annotations = take?.annotations ?? TakeAnnotations()
-            var run = annotations.run ?? TakeRun(id: runID, index: 1)
-            change(&run)
-            annotations.run = run
-            _ = try storage.annotateTake(id, annotations)
-        } catch {
-            logger.warning("Could not note \(what) in the library: \(error). The audio is not affected.")
-        }
     }
 }

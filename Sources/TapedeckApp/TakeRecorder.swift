@@ -236,7 +236,8 @@ public final class TakeRecorder {
         }
         phase = .finishing
         apply(engine.takeProgress())
-        var (state, summary) = Self.outcome(result.end)
+        let (state, outcomeSummary) = Self.outcome(result.end)
+        var summary = outcomeSummary
         if let problems = sequence?.problems, !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
         if !result.events.isEmpty {
             let total = result.events.reduce(0) { $0 + $1.seconds }
@@ -295,7 +296,6 @@ public final class TakeRecorder {
                                         end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences, events: result.events),
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
-        state = take.state
         let markers = result.markers
         if clipped > 0 || runID != nil || !markers.isEmpty {
             // The take is final already; its clip count and run link are notes on it, so failing
