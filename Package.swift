@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "TapedeckWAV", targets: ["TapedeckWAV"]),
         .library(name: "TapedeckFLAC", targets: ["TapedeckFLAC"]),
         .library(name: "TapedeckOpus", targets: ["TapedeckOpus"]),
+        .library(name: "TapedeckLoudness", targets: ["TapedeckLoudness"]),
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
         .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
@@ -57,6 +58,14 @@ let package = Package(
             name: "COpus", path: "Sources/Shims/COpus",
             pkgConfig: "libopusenc",
             providers: [.apt(["libopusenc-dev", "libopusfile-dev"])]
+        ),
+        // EBU R128 loudness over libebur128 (a LoudnessAnalyzer the composition root hands the app).
+        .target(name: "TapedeckLoudness", dependencies: ["TapedeckCore", "CEBUR128"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckLoudnessTests", dependencies: ["TapedeckLoudness", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .systemLibrary(
+            name: "CEBUR128", path: "Sources/Shims/CEBUR128",
+            pkgConfig: "libebur128",
+            providers: [.apt(["libebur128-dev"])]
         ),
         // Models and ports.
         .target(
@@ -146,7 +155,7 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",

@@ -17,16 +17,20 @@ final class RunSequence: TakeSequence {
     /// The name the user gave (`--name`): the takes after the first are "NAME 2", "NAME 3", …
     private let baseName: String?
     private let logger: Logger
+    private let analyzer: (any LoudnessAnalyzer)?
 
     private struct State {
         var pending: [Int: PendingTake] = [:]
+        /// Where each take's writer leaves its loudness.
+        var measured: [Int: MeasuredLoudness] = [:]
         var finished: [Take] = []
         var problems: [String] = []
     }
     private let state = Mutex(State())
 
     init(runID: String, first: PendingTake?, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
-         baseName: String?, logger: Logger) {
+         baseName: String?, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil) {
+        self.analyzer = analyzer
         self.runID = runID
         self.storage = storage
         self.encoder = encoder
@@ -60,7 +64,8 @@ final class RunSequence: TakeSequence {
             pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
             let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
                                         takeNumber: pending.take.number, startDate: pending.take.createdAt)
-            let writer = try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata)
+            let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata),
+                                                format: format, analyzer: analyzer, into: measurement(for: index), logger: logger)
             // The new file's name must survive a power cut as surely as its checkpoints.
             try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
             let ready = pending
@@ -69,6 +74,17 @@ final class RunSequence: TakeSequence {
         } catch {
             remove(pending)
             throw error
+        }
+    }
+
+    /// Where take `index`'s writer leaves its loudness (the first take's writer is made by the
+    /// recorder, which asks for it here).
+    func measurement(for index: Int) -> MeasuredLoudness {
+        state.withLock { s in
+            if let box = s.measured[index] { return box }
+            let box = MeasuredLoudness()
+            s.measured[index] = box
+            return box
         }
     }
 
@@ -100,6 +116,7 @@ final class RunSequence: TakeSequence {
             var annotations = take.annotations
             annotations.clippedSamples = ended.clippedSamples
             annotations.markers = ended.markers
+            annotations.loudness = self.state.withLock { $0.measured.removeValue(forKey: ended.index) }?.loudness
             annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
                                       began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
             take = (try? storage.annotateTake(take.id, annotations)) ?? take

@@ -75,6 +75,7 @@ public final class TakeRecorder {
     @ObservationIgnored private let encoder: any AudioEncoder
     @ObservationIgnored private let store: SessionStore
     @ObservationIgnored private let logger: Logger
+    @ObservationIgnored private let analyzer: (any LoudnessAnalyzer)?
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
     @ObservationIgnored private var stopRequested = false
@@ -108,7 +109,8 @@ public final class TakeRecorder {
     public private(set) var markerCount = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
-                settings: RecordingSettings, logger: Logger) {
+                settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil) {
+        self.analyzer = analyzer
         self.capture = capture
         self.encoder = encoder
         self.store = store
@@ -186,8 +188,11 @@ public final class TakeRecorder {
             }
         }
         let sequence = runID.map {
-            RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger)
+            RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger,
+                        analyzer: analyzer)
         }
+        // The first take's loudness (a run's first take is the run's to finish when it splits).
+        let firstMeasured = sequence?.measurement(for: 1) ?? MeasuredLoudness()
         self.engine = engine
         if stopRequested { engine.stop() }
         if triggerRequested { engine.trigger() }
@@ -214,13 +219,8 @@ public final class TakeRecorder {
             if let first {
                 let metadata = TakeMetadata(takeName: first.take.name, sessionName: session.name,
                                             takeNumber: first.take.number, startDate: first.take.createdAt)
-                let url = first.fileURL
-                makeWriter = { format in
-                    let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
-                    // The new file's name must survive a power cut as surely as its checkpoints.
-                    try DurableFiles().syncDirectory(url.deletingLastPathComponent())
-                    return writer
-                }
+                makeWriter = Self.writerMaker(encoder: encoder, url: first.fileURL, metadata: metadata, analyzer: analyzer,
+                                              measured: firstMeasured, logger: logger)
             }
             result = try await engine.record(watching: watch, plan: plan, sequence: sequence, firstFileURL: first?.fileURL, makeWriter: makeWriter)
         } catch {
@@ -297,12 +297,14 @@ public final class TakeRecorder {
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
         let markers = result.markers
-        if clipped > 0 || runID != nil || !markers.isEmpty {
+        let loudness = result.takeIndex <= 1 ? firstMeasured.loudness : sequence?.measurement(for: result.takeIndex).loudness
+        if clipped > 0 || runID != nil || !markers.isEmpty || loudness != nil {
             // The take is final already; its clip count and run link are notes on it, so failing
             // to store them is logged, never a lost take.
             var changed = take.annotations
             changed.clippedSamples = clipped
             changed.markers = markers
+            changed.loudness = loudness
             if let runID {
                 changed.run = TakeRun(id: runID, index: result.takeIndex, offset: result.takeOffset, began: result.takeBegan,
                                       ended: Self.boundary(result.end))
@@ -324,6 +326,19 @@ public final class TakeRecorder {
         self.engine = nil
         return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
                                end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+    }
+
+    /// Makes the first take's writer on the writer thread, measured when there is an analyzer.
+    nonisolated private static func writerMaker(encoder: any AudioEncoder, url: URL, metadata: TakeMetadata,
+                                                analyzer: (any LoudnessAnalyzer)?, measured: MeasuredLoudness,
+                                                logger: Logger) -> @Sendable (AudioFormat) throws -> any TakeWriter {
+        { format in
+            let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: url, format: format, metadata: metadata),
+                                                format: format, analyzer: analyzer, into: measured, logger: logger)
+            // The new file's name must survive a power cut as surely as its checkpoints.
+            try DurableFiles().syncDirectory(url.deletingLastPathComponent())
+            return writer
+        }
     }
 
     /// Begins the take of an armed run (`--armed`): Enter on the terminal, SIGUSR2.

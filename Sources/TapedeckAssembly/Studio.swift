@@ -3,6 +3,7 @@ public import Logging
 public import TapedeckApp
 public import TapedeckCore
 import TapedeckBundleStorage
+import TapedeckLoudness
 
 /// The composition root: builds the object graph from a configuration and a plugin catalog,
 /// through initializers only. The CLI and the tests build it the same way.
@@ -100,7 +101,7 @@ public final class Studio {
     /// - Parameter encoder: another of ``encoders`` (`record -o NAME.flac`); `nil` for the configured one.
     public func makeRecorder(encoder: (any AudioEncoder)? = nil) throws -> TakeRecorder {
         TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder ?? self.encoder, store: store,
-                     settings: configuration.recording, logger: logger)
+                     settings: configuration.recording, logger: logger, analyzer: EBUR128Analyzer())
     }
 
     /// An encoder by plugin name, with its configured settings (when it is the configured

@@ -387,6 +387,7 @@ public final class BundleStorage: LibraryMaintenance {
             manifest.takes[i].clippedSamples = annotations.clippedSamples
             manifest.takes[i].run = annotations.run
             manifest.takes[i].markers = annotations.markers
+            manifest.takes[i].loudness = annotations.loudness
             try commit(manifest, in: bundle, "annotateTake")
             return makeTake(manifest.takes[i], of: manifest, bundle: bundle)
         }

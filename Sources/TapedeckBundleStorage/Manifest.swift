@@ -44,6 +44,7 @@ package struct Manifest: Sendable, Hashable {
         var clippedSamples: Int64 = 0
         var run: TakeRun?
         var markers: [TakeMarker] = []
+        var loudness: Loudness?
         /// The hidden file the audio is written to while recording.
         var pendingFile: String?
     }
@@ -92,6 +93,9 @@ package enum ManifestCodec {
         var run: RunWire?
         /// Absent without markers.
         var markers: [MarkerWire]?
+        /// Absent until the take's loudness is measured; its values are absent where silence
+        /// makes them infinite.
+        var loudness: Loudness?
         var pendingFile: String?
     }
 
@@ -160,7 +164,7 @@ package enum ManifestCodec {
                          notes: e.notes, tags: e.tags.isEmpty ? nil : e.tags, clippedSamples: e.clippedSamples == 0 ? nil : e.clippedSamples,
                          run: e.run.map { RunWire(id: $0.id, index: $0.index, offset: $0.offset, began: $0.began?.rawValue, ended: $0.ended?.rawValue) },
                          markers: e.markers.isEmpty ? nil : e.markers.map { MarkerWire(frame: $0.frame, label: $0.label, date: UTCTimestamp.format($0.date)) },
-                         pendingFile: e.pendingFile)
+                         loudness: e.loudness, pendingFile: e.pendingFile)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -251,6 +255,11 @@ package enum ManifestCodec {
             } catch let error as TapedeckError {
                 throw ManifestProblem(path: "\(at).markers", problem: error.message)
             }
+            do {
+                try t.loudness?.validate()
+            } catch let error as TapedeckError {
+                throw ManifestProblem(path: "\(at).loudness", problem: error.message)
+            }
             var overruns: [OverrunEvent] = []
             for (j, o) in t.overruns.enumerated() {
                 let oat = "\(at).overruns[\(j)]"
@@ -263,7 +272,8 @@ package enum ManifestCodec {
                 id: t.id, name: t.name, number: t.number, file: t.file,
                 format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat, layout: layout),
                 encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
-                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, run: run, markers: markers, pendingFile: t.pendingFile))
+                notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, run: run, markers: markers,
+                loudness: t.loudness, pendingFile: t.pendingFile))
         }
         return Manifest(id: wire.id, name: wire.name, createdAt: createdAt, takes: takes)
     }

@@ -180,6 +180,17 @@ struct Catalog: Sendable {
                 CREATE INDEX take_run ON take(runId, runIndex) WHERE runId IS NOT NULL;
                 """)
         }
+        m.registerMigration("v6: loudness") { db in
+            // NULL loudnessRange: never measured (every take from before). The other values are
+            // NULL where silence makes them infinite.
+            try db.execute(sql: """
+                ALTER TABLE take ADD COLUMN loudnessIntegrated REAL;
+                ALTER TABLE take ADD COLUMN loudnessRange REAL;
+                ALTER TABLE take ADD COLUMN truePeak REAL;
+                ALTER TABLE take ADD COLUMN maxMomentary REAL;
+                ALTER TABLE take ADD COLUMN maxShortTerm REAL;
+                """)
+        }
         return m
     }
 
@@ -254,7 +265,22 @@ struct Catalog: Sendable {
             createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
             encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
             tags: decodeTags(String.fromDatabaseValue(r.value("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0,
-            run: try run(r), markers: markers(String.fromDatabaseValue(r.value("markers"))))
+            run: try run(r), markers: markers(String.fromDatabaseValue(r.value("markers"))), loudness: try loudness(r))
+    }
+
+    /// The loudness columns as a ``Loudness``; `nil` when loudnessRange is NULL (never measured).
+    static func loudness(_ r: RowReader) throws -> Loudness? {
+        guard let range = try r.optionalNumber("loudnessRange") else { return nil }
+        let value = Loudness(integrated: try r.optionalNumber("loudnessIntegrated"), range: range, truePeak: try r.optionalNumber("truePeak"),
+                             maxMomentary: try r.optionalNumber("maxMomentary"), maxShortTerm: try r.optionalNumber("maxShortTerm"))
+        guard (try? value.validate()) != nil else { throw r.damaged("loudnessRange") }
+        return value
+    }
+
+    /// The loudness columns' values, in the order loudnessIntegrated, loudnessRange, truePeak,
+    /// maxMomentary, maxShortTerm.
+    static func loudnessColumns(_ l: Loudness?) -> [(any DatabaseValueConvertible)?] {
+        [l?.integrated, l?.range, l?.truePeak, l?.maxMomentary, l?.maxShortTerm]
     }
 
     /// The markers column: `[]` (or absent) without a JSON decoder; damaged JSON reads as none.
@@ -338,6 +364,15 @@ struct Catalog: Sendable {
         func integer64(_ column: String) throws -> Int64 {
             guard case .int64(let n) = value(column).storage else { throw damaged(column) }
             return n
+        }
+        /// A nullable real column: `nil` for NULL (or a column this catalog does not have).
+        func optionalNumber(_ column: String) throws -> Double? {
+            switch value(column).storage {
+            case .null: return nil
+            case .int64(let n): return Double(n)
+            case .double(let d) where d.isFinite: return d
+            default: throw damaged(column)
+            }
         }
         func number(_ column: String) throws -> Double {
             switch value(column).storage {

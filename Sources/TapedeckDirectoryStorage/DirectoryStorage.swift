@@ -297,10 +297,11 @@ public final class DirectoryStorage: LibraryMaintenance {
             var take = try Catalog.take(from: row)
             try db.execute(sql: """
                 UPDATE take SET notes = ?, tags = ?, clippedSamples = ?, runId = ?, runIndex = ?, runOffset = ?, runBegan = ?, runEnded = ?,
-                    markers = ?
+                    markers = ?, loudnessIntegrated = ?, loudnessRange = ?, truePeak = ?, maxMomentary = ?, maxShortTerm = ?
                 WHERE id = ?
                 """, arguments: StatementArguments([annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples]
-                                                   + Catalog.runColumns(annotations.run) + [Catalog.encode(annotations.markers), id]))
+                                                   + Catalog.runColumns(annotations.run) + [Catalog.encode(annotations.markers)]
+                                                   + Catalog.loudnessColumns(annotations.loudness) + [id]))
             take.annotations = annotations
             return take
         }

@@ -51,6 +51,8 @@ struct TakeJSON: Encodable {
     /// The run the take belongs to; absent for a take recorded on its own.
     var run: RunJSON?
     var markers: [MarkerJSON]
+    /// EBU R128 loudness; absent until measured.
+    var loudness: LoudnessJSON?
 
     init(_ take: Take, session: Session, url: URL?) {
         var info = stat()
@@ -81,6 +83,30 @@ struct TakeJSON: Encodable {
         tags = take.tags
         run = take.run.map { RunJSON($0, format: take.format) }
         markers = take.markers.map { MarkerJSON(frame: $0.frame, seconds: take.format.seconds(forFrames: $0.frame), label: $0.label, date: $0.date) }
+        loudness = take.loudness.map(LoudnessJSON.init)
+    }
+}
+
+/// A take's EBU R128 loudness (docs/JSON.md): every key present, `null` where silence makes the
+/// value infinite.
+struct LoudnessJSON: Encodable {
+    var value: Loudness
+    init(_ value: Loudness) { self.value = value }
+
+    private enum Keys: String, CodingKey { case integrated, range, truePeak, maxMomentary, maxShortTerm, replayGain }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        func put(_ v: Double?, _ key: Keys) throws {
+            // Two decimals: the meter is exact to far less than that, and 0.1 LU is what is read.
+            if let v { try c.encode((v * 100).rounded() / 100, forKey: key) } else { try c.encodeNil(forKey: key) }
+        }
+        try put(value.integrated, .integrated)
+        try put(value.range, .range)
+        try put(value.truePeak, .truePeak)
+        try put(value.maxMomentary, .maxMomentary)
+        try put(value.maxShortTerm, .maxShortTerm)
+        try put(value.replayGain, .replayGain)
     }
 }
 

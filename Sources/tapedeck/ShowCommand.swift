@@ -43,6 +43,9 @@ struct ShowCommand: AsyncParsableCommand {
                     let why = [run.began.map { "began: \($0.rawValue)" }, run.ended.map { "ended: \($0.rawValue)" }].compactMap { $0 }
                     print("Run:       take \(run.index) of run \(NameRules.shortID(of: run.id))\(from)\(why.isEmpty ? "" : " (" + why.joined(separator: ", ") + ")")")
                 }
+                if let l = take.loudness {
+                    print("Loudness:  \(Terminal.loudness(l))")
+                }
                 if !t.tags.isEmpty {
                     print("Tags:      " + t.tags.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
                 }

@@ -161,6 +161,12 @@ enum Terminal {
         "\(n) \(n == 1 ? singular : plural ?? singular + "s")"
     }
 
+    /// "-23.0 LUFS, range 4.5 LU, true peak -1.2 dBTP" (EBU R128 as a broadcaster reads it).
+    static func loudness(_ l: Loudness) -> String {
+        func one(_ v: Double?, _ unit: String) -> String { v.map { String(format: "%.1f", $0) + " " + unit } ?? "silent" }
+        return "\(one(l.integrated, "LUFS")), range \(String(format: "%.1f", l.range)) LU, true peak \(l.truePeak.map { String(format: "%.1f dBTP", $0) } ?? "none")"
+    }
+
     static func clock(_ seconds: Double) -> String {
         let ms = Int((seconds * 1000).rounded())
         let h = ms / 3_600_000, m = (ms / 60_000) % 60, s = (ms / 1000) % 60, frac = ms % 1000

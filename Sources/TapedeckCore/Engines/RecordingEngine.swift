@@ -128,6 +128,9 @@ public final class RecordingEngine: Sendable {
         var cancelled = false
         var deviceEnd: RecordingEnd = .stopped
         var captureStart: ContinuousClock.Instant?
+        /// The wall-clock time capture started (the run's frame 0), and when the device last came back.
+        var captureStartDate: Date?
+        var resumedDate: Date?
         var captureEnd: ContinuousClock.Instant?
         var deviceLoopEnd: ContinuousClock.Instant?
         var progress = RecordingProgress()
@@ -276,6 +279,7 @@ public final class RecordingEngine: Sendable {
         let start = ContinuousClock.now
         let resume = shared.withLock { s in
             s.captureStart = start
+            s.captureStartDate = Date()
             return s.resume
         }
         var timeline: Int64 = 0
@@ -316,7 +320,10 @@ public final class RecordingEngine: Sendable {
             }
             stream = back
             let away = ContinuousClock.now - lostAt
-            shared.withLock { $0.resumedAt = .now }
+            shared.withLock {
+                $0.resumedAt = .now
+                $0.resumedDate = Date()
+            }
             logger.notice("The device is back after \(away.components.seconds) s; recording goes on in a new take.")
             ring.publish(waitForSlot(ring), frames: 0, bufferGap: 0, deviceGap: 0, event: .deviceResumed)
             dataSignal.signal()
@@ -437,6 +444,8 @@ public final class RecordingEngine: Sendable {
         /// The file's size when last looked at, and the take's frames then (size splits).
         var bytesSeen: Int64 = 0
         var framesSeen: Int64 = 0
+        /// Whether the writer has been told the wall-clock time of the take's first frame.
+        var announced = false
     }
 
     /// The next take, made ready on the take queue while the current one records.
@@ -578,6 +587,9 @@ public final class RecordingEngine: Sendable {
         let watchesLevels = voxThreshold != nil || alarmThreshold != nil
         var blockPeaks = Array(repeating: Float(0), count: format.channels)
 
+        /// A run frame and the wall-clock time it was captured at (capture's start, or the
+        /// device's return after it was lost).
+        var clockAnchor: (frame: Int64, date: Date)?
         /// Markers taken from the requests, waiting for the writer to reach their frames.
         var dueMarkers: [TakeMarker] = []
         var markersSet = 0
@@ -706,6 +718,15 @@ public final class RecordingEngine: Sendable {
         /// Writes `n` frames from `p` (`nil`: silence for a gap with `cause`) into the current take.
         func write(_ p: UnsafeRawPointer?, _ n: Int64, gap cause: String?) throws {
             guard current != nil else { return }
+            if !current!.announced {
+                // The time of day of the take's first frame: the clock when capture (or the
+                // device's return) began, plus the run's frames since, at the device's rate.
+                current!.announced = true
+                if clockAnchor == nil, let date = shared.withLock({ $0.captureStartDate }) { clockAnchor = (0, date) }
+                if let anchor = clockAnchor {
+                    current!.writer.began(at: anchor.date.addingTimeInterval(Double(current!.offset - anchor.frame) / rate))
+                }
+            }
             if let cause {
                 current!.overruns.append(OverrunEvent(frame: position - current!.offset, frames: n, date: Date(), cause: cause))
                 var left = n
@@ -888,6 +909,7 @@ public final class RecordingEngine: Sendable {
                     // sound waits again.
                     resumePending = !plan.startsIdle || (plan.armed && triggered)
                     awayFrom = nil
+                    if let back = shared.withLock({ $0.resumedDate }) { clockAnchor = (position, back) }
                 case .none: break
                 }
                 if failure == nil {

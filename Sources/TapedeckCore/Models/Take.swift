@@ -68,13 +68,17 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     public var run: TakeRun?
     /// Markers, in frame order (``TakeMarker``).
     public var markers: [TakeMarker]
+    /// EBU R128 loudness, measured while recording, at import or by `tapedeck loudness`; `nil`
+    /// when never measured.
+    public var loudness: Loudness?
 
     public init(
         id: String, sessionID: String, name: String, number: Int, createdAt: Date, state: TakeState,
         format: AudioFormat, encoding: String, file: String, frames: Int64,
         overruns: [OverrunEvent] = [], notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0,
-        run: TakeRun? = nil, markers: [TakeMarker] = []
+        run: TakeRun? = nil, markers: [TakeMarker] = [], loudness: Loudness? = nil
     ) {
+        self.loudness = loudness
         self.run = run
         self.markers = markers
         self.tags = tags
@@ -95,12 +99,15 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
 
     /// The notes, tags, clip count and run, as ``TakeStorage/annotateTake(_:_:)`` sets them.
     public var annotations: TakeAnnotations {
-        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run, markers: markers) }
-        set { (notes, tags, clippedSamples, run, markers) = (newValue.notes, newValue.tags, newValue.clippedSamples, newValue.run, newValue.markers) }
+        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run, markers: markers, loudness: loudness) }
+        set {
+            (notes, tags, clippedSamples, run, markers) = (newValue.notes, newValue.tags, newValue.clippedSamples, newValue.run, newValue.markers)
+            loudness = newValue.loudness
+        }
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run, markers
+        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run, markers, loudness
     }
 
     /// Decodes a take; catalogs written before tags and clip counts existed read as none.
@@ -122,6 +129,7 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
         clippedSamples = try c.decodeIfPresent(Int64.self, forKey: .clippedSamples) ?? 0
         run = try c.decodeIfPresent(TakeRun.self, forKey: .run)
         markers = try c.decodeIfPresent([TakeMarker].self, forKey: .markers) ?? []
+        loudness = try c.decodeIfPresent(Loudness.self, forKey: .loudness)
     }
 
     /// Length in seconds.
@@ -144,9 +152,12 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
     public var run: TakeRun?
     /// Markers set while recording, in frame order.
     public var markers: [TakeMarker]
+    /// The take's measured loudness (set by the recorder, import and `tapedeck loudness`).
+    public var loudness: Loudness?
 
     public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0, run: TakeRun? = nil,
-                markers: [TakeMarker] = []) {
+                markers: [TakeMarker] = [], loudness: Loudness? = nil) {
+        self.loudness = loudness
         self.notes = notes
         self.tags = tags
         self.clippedSamples = clippedSamples
@@ -186,6 +197,7 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
         }
         guard clippedSamples >= 0 else { throw TapedeckError(.invalidArgument, "A clip count cannot be negative.") }
         try run?.validate()
+        try loudness?.validate()
         guard markers.count <= TakeMarker.maxCount else {
             throw TapedeckError(.invalidArgument, "A take keeps at most \(TakeMarker.maxCount) markers.")
         }

@@ -166,4 +166,14 @@ public protocol TakeWriter: AnyObject {
     /// Closes the file without finalizing (after a failure); the file is left for repair.
     /// - Thread: the owning writer thread. May block briefly on close.
     func abandon()
+
+    /// The wall-clock time of the take's first frame, told before that frame is written (the
+    /// file may have been made earlier, ready for a split). A format that stamps the time of day
+    /// into its header (BWF's TimeReference) takes it from here. The default ignores it.
+    /// - Thread: the owning writer thread. May block briefly on disk I/O.
+    func began(at date: Date)
+}
+
+extension TakeWriter {
+    public func began(at date: Date) {}
 }

@@ -1,0 +1,100 @@
+public import Foundation
+import Synchronization
+
+/// A take's loudness as EBU R128 (ITU-R BS.1770-4) measures it. A plain value; any thread.
+///
+/// Values that silence makes infinite (the integrated loudness of audio that never rises above
+/// the −70 LUFS absolute gate, the peak of digital silence) are `nil`.
+public struct Loudness: Sendable, Hashable, Codable {
+    /// Integrated (programme) loudness in LUFS, gated; `nil` when nothing passed the gate.
+    public var integrated: Double?
+    /// Loudness range in LU (EBU Tech 3342); 0 for audio too short or too quiet to have one.
+    public var range: Double
+    /// True peak in dBTP (4× oversampled), the highest over all channels; `nil` for digital silence.
+    public var truePeak: Double?
+    /// Highest momentary loudness (400 ms windows, every 100 ms) in LUFS.
+    public var maxMomentary: Double?
+    /// Highest short-term loudness (3 s windows, every 100 ms) in LUFS; `nil` for takes under 3 s.
+    public var maxShortTerm: Double?
+
+    public init(integrated: Double?, range: Double, truePeak: Double?, maxMomentary: Double?, maxShortTerm: Double?) {
+        self.integrated = integrated.flatMap(Self.finite)
+        self.range = range.isFinite ? range : 0
+        self.truePeak = truePeak.flatMap(Self.finite)
+        self.maxMomentary = maxMomentary.flatMap(Self.finite)
+        self.maxShortTerm = maxShortTerm.flatMap(Self.finite)
+    }
+
+    private static func finite(_ v: Double) -> Double? { v.isFinite ? v : nil }
+
+    /// ReplayGain 2.0's track gain: what brings the integrated loudness to −18 LUFS, in dB.
+    public var replayGain: Double? { integrated.map { -18 - $0 } }
+
+    /// Checks that every value is one a measurement can give. - Throws: `.invalidArgument`.
+    /// - Thread: any; never blocks.
+    public func validate() throws {
+        for v in [integrated, maxMomentary, maxShortTerm].compactMap({ $0 }) where !(-200...200).contains(v) {
+            throw TapedeckError(.invalidArgument, "A loudness of \(v) LUFS cannot be measured.")
+        }
+        guard (0...200).contains(range), (truePeak.map { (-400...200).contains($0) } ?? true) else {
+            throw TapedeckError(.invalidArgument, "A loudness range of \(range) LU or a true peak of \(truePeak ?? 0) dBTP cannot be measured.")
+        }
+    }
+}
+
+/// Measures the loudness of one stream of audio as it passes. Single owner, not `Sendable`:
+/// made, fed and read on one thread (the writer's: never the device thread).
+public protocol LoudnessMeter: AnyObject {
+    /// Adds `frames` interleaved frames in the meter's format. - Blocks: no (CPU only).
+    func add(_ buffer: UnsafeRawPointer, frames: Int)
+    /// The loudness of everything added so far. - Blocks: no (CPU only).
+    func result() -> Loudness
+}
+
+/// Makes loudness meters (the EBU R128 plugin is one). - Thread: any; never blocks.
+public protocol LoudnessAnalyzer: Sendable {
+    /// A meter for audio in `format`.
+    /// - Throws: `.unsupportedFormat` for a format the analyzer cannot measure.
+    func makeMeter(for format: AudioFormat) throws -> any LoudnessMeter
+}
+
+/// Where a ``MeasuringTakeWriter`` leaves its measurement, for whoever made the writer to read
+/// once the take is finished. Any thread; never blocks (a lock held for a copy).
+public final class MeasuredLoudness: Sendable {
+    private let value = Mutex<Loudness?>(nil)
+    public init() {}
+    /// The take's loudness once its writer finished; `nil` before, or when it never finished.
+    public var loudness: Loudness? { value.withLock { $0 } }
+    func set(_ loudness: Loudness) { value.withLock { $0 = loudness } }
+}
+
+/// A take writer that measures what it writes: every buffer goes to the file first, then to the
+/// meter, on the writer's own thread (never the device's). Single owner, like the writer it wraps;
+/// each method runs on the owning writer thread and blocks as the wrapped writer does.
+public final class MeasuringTakeWriter: TakeWriter {
+    /// The writer that makes the file.
+    public let inner: any TakeWriter
+    private let meter: any LoudnessMeter
+    private let measured: MeasuredLoudness
+
+    /// - Parameter measured: gets the loudness of every frame written when ``finish()`` is called.
+    public init(_ inner: any TakeWriter, meter: any LoudnessMeter, into measured: MeasuredLoudness) {
+        self.inner = inner
+        self.meter = meter
+        self.measured = measured
+    }
+
+    public func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
+        try inner.write(buffer, frames: frames)
+        meter.add(buffer, frames: frames)
+    }
+    public func checkpoint() throws { try inner.checkpoint() }
+    public func finish() throws -> Int64 {
+        measured.set(meter.result())
+        return try inner.finish()
+    }
+    public var verifiesOutput: Bool { inner.verifiesOutput }
+    public var verification: String? { inner.verification }
+    public func abandon() { inner.abandon() }
+    public func began(at date: Date) { inner.began(at: date) }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+import TapedeckCore
+import TapedeckLoudness
+import TapedeckTesting
+
+/// The meter against ffmpeg's own EBU R128 filter (an independent implementation), on signals
+/// sox makes: a steady tone, noise whose level moves (a loudness range), and 5.1 with LFE and
+/// surrounds (channel weights), in every sample format Tapedeck records.
+@Suite("EBU R128 meter")
+struct EBUR128AnalyzerTests {
+    /// What ffmpeg's ebur128 filter says of a file: integrated, range, true peak.
+    static func ffmpeg(_ path: String) throws -> (integrated: Double, range: Double, truePeak: Double) {
+        let r = try ChildProcess.run(["/usr/bin/ffmpeg", "-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
+        #expect(r.status == 0, "\(r.output)")
+        // The summary at the end: "I:   -23.0 LUFS", "LRA:   4.5 LU", "Peak:  -1.2 dBFS".
+        let summary = r.output.components(separatedBy: "Summary:").last ?? ""
+        func value(_ label: String) -> Double {
+            guard let line = summary.split(separator: "\n").first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }) else { return .nan }
+            let number = line.split(separator: " ").dropFirst().first { Double($0) != nil }
+            return number.flatMap { Double($0) } ?? .nan
+        }
+        return (value("I:"), value("LRA:"), value("Peak:"))
+    }
+
+    /// Measures the raw PCM of `path` (sox converts it) in uneven pieces, as a writer hands them.
+    static func measure(_ wav: String, _ format: AudioFormat) throws -> Loudness {
+        let raw = wav + ".raw"
+        let encoding = format.sampleFormat == .f32 ? "floating-point" : "signed-integer"
+        let r = try ChildProcess.run(["/usr/bin/sox", wav, "-t", "raw", "-e", encoding, "-b", "\(format.sampleFormat.bytesPerSample * 8)", raw])
+        #expect(r.status == 0, "\(r.output)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: raw))
+        let meter = try EBUR128Analyzer().makeMeter(for: format)
+        let frameBytes = format.bytesPerFrame
+        var offset = 0
+        var piece = 1
+        bytes.withUnsafeBytes { all in
+            while offset < all.count {
+                let frames = min((all.count - offset) / frameBytes, 97 * piece % 4801 + 1)
+                meter.add(all.baseAddress! + offset, frames: frames)
+                offset += frames * frameBytes
+                piece += 1
+            }
+        }
+        return meter.result()
+    }
+
+    static func folder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("ebur128-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("matches ffmpeg within 0.1 LU integrated and 0.2 dB true peak", arguments: [
+        ("tone", "synth 12 sine 997 vol -18dB", 2, SampleFormat.s16),
+        ("tone", "synth 12 sine 997 vol -18dB", 2, SampleFormat.s24),
+        ("moving noise", "synth 30 pinknoise tremolo 0.2 80 vol -6dB", 2, SampleFormat.s32),
+        ("moving noise", "synth 30 pinknoise tremolo 0.2 80 vol -6dB", 1, SampleFormat.f32),
+        ("near full scale", "synth 8 sine 3000 vol -0.5dB", 2, SampleFormat.s24),
+        ("5.1", "synth 10 pinknoise pinknoise pinknoise sine 60 pinknoise pinknoise vol -10dB", 6, SampleFormat.s24),
+    ])
+    func matchesFFmpeg(_ name: String, _ effect: String, _ channels: Int, _ sample: SampleFormat) throws {
+        let dir = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let wav = dir.appendingPathComponent("signal.wav").path
+        let encoding = sample == .f32 ? "floating-point" : "signed-integer"
+        let made = try ChildProcess.run(["/usr/bin/sh", "-c", "sox -n -r 48000 -c \(channels) -b \(sample.bytesPerSample * 8) -e \(encoding) '\(wav)' \(effect)"])
+        try #require(made.status == 0, "\(made.output)")
+        let format = AudioFormat(sampleRate: 48000, channels: channels, sampleFormat: sample)
+        let ours = try Self.measure(wav, format)
+        let theirs = try Self.ffmpeg(wav)
+        let integrated = try #require(ours.integrated)
+        #expect(abs(integrated - theirs.integrated) <= 0.1, "\(name) \(sample): integrated \(integrated) vs ffmpeg \(theirs.integrated)")
+        #expect(abs(ours.range - theirs.range) <= 0.2, "\(name) \(sample): range \(ours.range) vs ffmpeg \(theirs.range)")
+        let peak = try #require(ours.truePeak)
+        #expect(abs(peak - theirs.truePeak) <= 0.2, "\(name) \(sample): true peak \(peak) vs ffmpeg \(theirs.truePeak)")
+        #expect((ours.maxMomentary ?? -.infinity) >= integrated - 0.05, "the loudest 400 ms is at least the average")
+        if let shortTerm = ours.maxShortTerm { #expect(shortTerm >= integrated - 0.05 && shortTerm <= (ours.maxMomentary ?? 0) + 0.05) }
+    }
+
+    @Test("silence has no integrated loudness and no peak; a take under 3 s no short-term value")
+    func silence() throws {
+        let format = AudioFormat(sampleRate: 44100, channels: 2, sampleFormat: .s16)
+        let meter = try EBUR128Analyzer().makeMeter(for: format)
+        let zeros = [Int16](repeating: 0, count: 44100 * 2)
+        zeros.withUnsafeBytes { meter.add($0.baseAddress!, frames: 44100) }
+        let l = meter.result()
+        #expect(l.integrated == nil && l.truePeak == nil && l.maxShortTerm == nil && l.range == 0)
+        // Codable and storable: no infinities.
+        let data = try JSONEncoder().encode(l)
+        #expect(try JSONDecoder().decode(Loudness.self, from: data) == l)
+    }
+}
