@@ -73,6 +73,8 @@ struct ExportJob {
     let progress: ExportProgress
     /// The temporary files being written, for a stop signal to remove.
     let partials: PartialFiles
+    /// The machine's identity for the file's metadata.
+    var facts = TakeFacts()
 
     /// Decodes, encodes into a temporary file beside the target, verifies, and moves it into
     /// place (never replacing an existing file unless `force`). On failure nothing remains under
@@ -98,9 +100,8 @@ struct ExportJob {
         let temp = target.deletingLastPathComponent().appendingPathComponent(PartialFiles.exportName(for: target.lastPathComponent))
         partials.register(temp)
         defer { partials.forget(temp) }
-        let metadata = TakeMetadata(takeName: item.take.name, sessionName: item.session.name, takeNumber: item.take.number,
-                                    startDate: item.take.createdAt, notes: item.take.notes,
-                                    tags: item.take.tags.merging(item.extraTags) { _, extra in extra })
+        var metadata = facts.metadata(for: item.take, sessionName: item.session.name)
+        metadata.tags = item.take.tags.merging(item.extraTags) { _, extra in extra }
         let writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
         var finished = false
         defer {
@@ -135,13 +136,15 @@ struct ExportJob {
             throw TapedeckError(.io, "Exporting \"\(item.take.name)\" wrote \(written) frames of \(frames); nothing was kept. Try again.")
         }
         var verification = writer.verification
-        if verification == nil {
-            do {
-                verification = try verifyByDecoding(temp, frames: frames, format: outFormat, hash: hash)
-            } catch {
-                unlink(temp.path)
-                throw error
-            }
+        do {
+            if verification == nil { verification = try verifyByDecoding(temp, frames: frames, format: outFormat, hash: hash) }
+            // The take's time of day, loudness and markers, where the format has a place for
+            // them (metadata only: the verified audio is not touched).
+            try encoder.writeFacts(metadata, toFileAt: temp)
+            if !item.take.markers.isEmpty { try encoder.writeMarkers(item.take.markers, toFileAt: temp) }
+        } catch {
+            unlink(temp.path)
+            throw error
         }
         do {
             try Self.place(temp, at: target, replacing: force)

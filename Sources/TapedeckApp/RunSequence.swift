@@ -18,19 +18,21 @@ final class RunSequence: TakeSequence {
     private let baseName: String?
     private let logger: Logger
     private let analyzer: (any LoudnessAnalyzer)?
+    private let facts: TakeFacts
 
     private struct State {
         var pending: [Int: PendingTake] = [:]
-        /// Where each take's writer leaves its loudness.
-        var measured: [Int: MeasuredLoudness] = [:]
+        /// What each take's writer learnt (its first frame's time, its loudness).
+        var measured: [Int: WriterNotes] = [:]
         var finished: [Take] = []
         var problems: [String] = []
     }
     private let state = Mutex(State())
 
     init(runID: String, first: PendingTake?, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
-         baseName: String?, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil) {
+         baseName: String?, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts()) {
         self.analyzer = analyzer
+        self.facts = facts
         self.runID = runID
         self.storage = storage
         self.encoder = encoder
@@ -62,10 +64,9 @@ final class RunSequence: TakeSequence {
         }
         do {
             pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
-            let metadata = TakeMetadata(takeName: pending.take.name, sessionName: session.name,
-                                        takeNumber: pending.take.number, startDate: pending.take.createdAt)
+            let metadata = facts.metadata(for: pending.take, sessionName: session.name)
             let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, into: measurement(for: index), logger: logger)
+                                                format: format, analyzer: analyzer, into: notes(for: index), logger: logger)
             // The new file's name must survive a power cut as surely as its checkpoints.
             try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
             let ready = pending
@@ -77,12 +78,12 @@ final class RunSequence: TakeSequence {
         }
     }
 
-    /// Where take `index`'s writer leaves its loudness (the first take's writer is made by the
-    /// recorder, which asks for it here).
-    func measurement(for index: Int) -> MeasuredLoudness {
+    /// What take `index`'s writer learns (the first take's writer is made by the recorder,
+    /// which asks for it here).
+    func notes(for index: Int) -> WriterNotes {
         state.withLock { s in
             if let box = s.measured[index] { return box }
-            let box = MeasuredLoudness()
+            let box = WriterNotes()
             s.measured[index] = box
             return box
         }
@@ -116,15 +117,16 @@ final class RunSequence: TakeSequence {
             var annotations = take.annotations
             annotations.clippedSamples = ended.clippedSamples
             annotations.markers = ended.markers
-            annotations.loudness = self.state.withLock { $0.measured.removeValue(forKey: ended.index) }?.loudness
+            let notes = self.state.withLock { $0.measured.removeValue(forKey: ended.index) }
+            annotations.loudness = notes?.loudness
+            annotations.began = notes?.began
             annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
                                       began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
             take = (try? storage.annotateTake(take.id, annotations)) ?? take
-            // Markers go into the finished file too, where its format has a place for them.
-            if !ended.markers.isEmpty, let url = try? storage.audioURL(for: take) {
-                do { try encoder.writeMarkers(ended.markers, toFileAt: url) } catch {
-                    logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")
-                }
+            // The time of day, loudness and markers go into the finished file too, where its
+            // format has a place for them.
+            if let url = try? storage.audioURL(for: take) {
+                facts.write(take, sessionName: session.name, notes: notes, to: url, with: encoder, logger: logger)
             }
             let done = take
             self.state.withLock {

@@ -30,8 +30,13 @@ public final class TakeExporter {
     /// The temporary files being written, for a stop signal to remove.
     public let partials: PartialFiles
 
+    /// The machine's identity, written into every exported file.
+    @ObservationIgnored private let facts: TakeFacts
+
     public init(decoders: [any AudioDecoder], store: SessionStore, logger: Logger,
-                cores: Int = ProcessInfo.processInfo.activeProcessorCount, partials: PartialFiles = PartialFiles()) {
+                cores: Int = ProcessInfo.processInfo.activeProcessorCount, partials: PartialFiles = PartialFiles(),
+                facts: TakeFacts = TakeFacts()) {
+        self.facts = facts
         self.partials = partials
         self.decoders = decoders
         self.store = store
@@ -79,7 +84,7 @@ public final class TakeExporter {
                 let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
                 let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder, decoders: decoders,
                                     encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,
-                                    threads: threads, progress: progress, partials: partials)
+                                    threads: threads, progress: progress, partials: partials, facts: facts)
                 jobs.append(Job(item: item, target: target, progress: progress))
                 prepared.append(.success(job))
             } catch {

@@ -24,8 +24,15 @@ public struct TakeImporter: Sendable {
     public let decoders: [any AudioDecoder]
     /// The temporary files being written, for a stop signal to remove.
     public let partials: PartialFiles
+    /// Measures each imported file's loudness as it is read; `nil`: not measured.
+    public let analyzer: (any LoudnessAnalyzer)?
+    /// The machine's identity, for the metadata of files written anew.
+    public let facts: TakeFacts
 
-    public init(storage: any TakeStorage, encoder: any AudioEncoder, decoders: [any AudioDecoder], partials: PartialFiles = PartialFiles()) {
+    public init(storage: any TakeStorage, encoder: any AudioEncoder, decoders: [any AudioDecoder], partials: PartialFiles = PartialFiles(),
+                analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts()) {
+        self.analyzer = analyzer
+        self.facts = facts
         self.storage = storage
         self.encoder = encoder
         self.decoders = decoders
@@ -82,22 +89,24 @@ public struct TakeImporter: Sendable {
             partials.forget(temp)
         }
 
-        let (format, frames, source) = try decodeAll(url, decoder: decoder)
+        let (format, frames, source, loudness) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
+            // Kept byte for byte (its own bext, iXML and tags with it); the loudness goes to the library.
             try copy(url, to: temp)
-            return ImportedFile(take: try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
-                                                 fileExtension: kept.fileExtension, startDate: started, frames: frames,
-                                                 state: .complete, overruns: []), convertedFrom: source)
+            let take = try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
+                                  fileExtension: kept.fileExtension, startDate: started, frames: frames, state: .complete, overruns: [])
+            return ImportedFile(take: noting(loudness, on: take), convertedFrom: source)
         }
         try encoder.validate(format)
         // Written once the entry exists: its tags carry the name and number the store gave the take.
         let take = try commit(temp, names: names, in: session, format: format, encoding: encoder.name,
                               fileExtension: encoder.fileExtension, startDate: started, frames: frames,
                               state: .complete, overruns: []) { take in
-            try transcode(url, decoder: decoder, to: temp, format: format,
-                          metadata: TakeMetadata(takeName: take.name, sessionName: session.name, takeNumber: take.number, startDate: started))
+            var metadata = facts.metadata(for: take, sessionName: session.name)
+            metadata.loudness = loudness
+            try transcode(url, decoder: decoder, to: temp, format: format, metadata: metadata)
         }
-        return ImportedFile(take: take, convertedFrom: source)
+        return ImportedFile(take: noting(loudness, on: take), convertedFrom: source)
     }
 
     /// Imports every finished take of `source`'s session into a new session of this store, with
@@ -115,7 +124,7 @@ public struct TakeImporter: Sendable {
                 guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
                     throw TapedeckError(.unsupportedFormat, "Take \"\(take.name)\" is \(take.encoding), which this build cannot read.")
                 }
-                let (format, frames, _) = try decodeAll(url, decoder: decoder)
+                let (format, frames, _, loudness) = try decodeAll(url, decoder: decoder)
                 let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
                 partials.register(temp)
                 defer {
@@ -124,9 +133,15 @@ public struct TakeImporter: Sendable {
                 }
                 try copy(url, to: temp)
                 let ext = url.pathExtension.isEmpty ? take.encoding : url.pathExtension
-                imported.append(try commit(temp, names: [take.name], in: session, format: format, encoding: take.encoding,
-                                           fileExtension: ext, startDate: take.createdAt, frames: frames,
-                                           state: take.state, overruns: take.overruns))
+                let copied = try commit(temp, names: [take.name], in: session, format: format, encoding: take.encoding,
+                                        fileExtension: ext, startDate: take.createdAt, frames: frames,
+                                        state: take.state, overruns: take.overruns)
+                // Notes, tags, markers, the clip count and the first frame's time come along; the
+                // loudness is the one just measured (or the source's, when not measured here).
+                var annotations = take.annotations
+                annotations.run = nil
+                annotations.loudness = loudness ?? take.loudness
+                imported.append((try? storage.annotateTake(copied.id, annotations)) ?? copied)
             }
             return (session, imported)
         } catch {
@@ -164,10 +179,20 @@ public struct TakeImporter: Sendable {
         return try storage.finishTake(pending, frames: frames, state: state, overruns: overruns)
     }
 
-    /// Reads the whole file, so a damaged one is refused before anything is written.
-    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?) {
+    /// `take` with its measured `loudness` stored (a failure to store it loses nothing else).
+    private func noting(_ loudness: Loudness?, on take: Take) -> Take {
+        guard let loudness else { return take }
+        var annotations = take.annotations
+        annotations.loudness = loudness
+        return (try? storage.annotateTake(take.id, annotations)) ?? take
+    }
+
+    /// Reads the whole file, so a damaged one is refused before anything is written, measuring
+    /// its loudness on the way.
+    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?, Loudness?) {
         let reader = try decoder.openReader(at: url)
         defer { reader.close() }
+        let meter = try? analyzer?.makeMeter(for: reader.format)
         let chunk = 16_384
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
         defer { buffer.deallocate() }
@@ -176,12 +201,13 @@ public struct TakeImporter: Sendable {
             try partials.checkStopped()
             let n = try reader.read(into: buffer, maxFrames: chunk)
             if n == 0 { break }
+            meter?.add(buffer, frames: n)
             frames += Int64(n)
         }
         guard frames > 0 else {
             throw TapedeckError(.corruptFile, "\(url.path) holds no audio; nothing was imported.")
         }
-        return (reader.format, frames, reader.sourceEncoding)
+        return (reader.format, frames, reader.sourceEncoding, meter?.result())
     }
 
     private func transcode(_ url: URL, decoder: any AudioDecoder, to temp: URL, format: AudioFormat, metadata: TakeMetadata) throws {

@@ -76,6 +76,7 @@ public final class TakeRecorder {
     @ObservationIgnored private let store: SessionStore
     @ObservationIgnored private let logger: Logger
     @ObservationIgnored private let analyzer: (any LoudnessAnalyzer)?
+    @ObservationIgnored private let facts: TakeFacts
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
     @ObservationIgnored private var stopRequested = false
@@ -109,8 +110,9 @@ public final class TakeRecorder {
     public private(set) var markerCount = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
-                settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil) {
+                settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts()) {
         self.analyzer = analyzer
+        self.facts = facts
         self.capture = capture
         self.encoder = encoder
         self.store = store
@@ -189,10 +191,10 @@ public final class TakeRecorder {
         }
         let sequence = runID.map {
             RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger,
-                        analyzer: analyzer)
+                        analyzer: analyzer, facts: facts)
         }
         // The first take's loudness (a run's first take is the run's to finish when it splits).
-        let firstMeasured = sequence?.measurement(for: 1) ?? MeasuredLoudness()
+        let firstNotes = sequence?.notes(for: 1) ?? WriterNotes()
         self.engine = engine
         if stopRequested { engine.stop() }
         if triggerRequested { engine.trigger() }
@@ -217,10 +219,9 @@ public final class TakeRecorder {
         do {
             var makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?
             if let first {
-                let metadata = TakeMetadata(takeName: first.take.name, sessionName: session.name,
-                                            takeNumber: first.take.number, startDate: first.take.createdAt)
+                let metadata = facts.metadata(for: first.take, sessionName: session.name)
                 makeWriter = Self.writerMaker(encoder: encoder, url: first.fileURL, metadata: metadata, analyzer: analyzer,
-                                              measured: firstMeasured, logger: logger)
+                                              notes: firstNotes, logger: logger)
             }
             result = try await engine.record(watching: watch, plan: plan, sequence: sequence, firstFileURL: first?.fileURL, makeWriter: makeWriter)
         } catch {
@@ -297,14 +298,17 @@ public final class TakeRecorder {
                 error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
         }
         let markers = result.markers
-        let loudness = result.takeIndex <= 1 ? firstMeasured.loudness : sequence?.measurement(for: result.takeIndex).loudness
-        if clipped > 0 || runID != nil || !markers.isEmpty || loudness != nil {
+        let notes = result.takeIndex <= 1 ? firstNotes : sequence?.notes(for: result.takeIndex)
+        let loudness = notes?.loudness
+        let began = notes?.began
+        if clipped > 0 || runID != nil || !markers.isEmpty || loudness != nil || began != nil {
             // The take is final already; its clip count and run link are notes on it, so failing
             // to store them is logged, never a lost take.
             var changed = take.annotations
             changed.clippedSamples = clipped
             changed.markers = markers
             changed.loudness = loudness
+            changed.began = began
             if let runID {
                 changed.run = TakeRun(id: runID, index: result.takeIndex, offset: result.takeOffset, began: result.takeBegan,
                                       ended: Self.boundary(result.end))
@@ -314,12 +318,14 @@ public final class TakeRecorder {
                 take = try await store.perform { try storage.annotateTake(id, annotations) }
             } catch {
                 logger.warning("Could not store the take's clip count and run (\(clipped) samples at full scale): \(error)")
+                take.annotations = annotations  // the file carries them all the same
             }
-            if !markers.isEmpty, let url = try? storage.audioURL(for: take) {
-                do { try await store.perform { try encoder.writeMarkers(markers, toFileAt: url) } } catch {
-                    logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")
-                }
-            }
+        }
+        // The time of day, loudness and markers go into the finished file too, where its format
+        // has a place for them.
+        if let url = try? storage.audioURL(for: take) {
+            let (written, facts, logger, sessionName) = (take, self.facts, self.logger, session.name)
+            _ = try? await store.perform { facts.write(written, sessionName: sessionName, notes: notes, to: url, with: encoder, logger: logger) }
         }
         try await store.refreshIfLoaded()
         phase = .finished
@@ -330,11 +336,11 @@ public final class TakeRecorder {
 
     /// Makes the first take's writer on the writer thread, measured when there is an analyzer.
     nonisolated private static func writerMaker(encoder: any AudioEncoder, url: URL, metadata: TakeMetadata,
-                                                analyzer: (any LoudnessAnalyzer)?, measured: MeasuredLoudness,
+                                                analyzer: (any LoudnessAnalyzer)?, notes: WriterNotes,
                                                 logger: Logger) -> @Sendable (AudioFormat) throws -> any TakeWriter {
         { format in
             let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: url, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, into: measured, logger: logger)
+                                                format: format, analyzer: analyzer, into: notes, logger: logger)
             // The new file's name must survive a power cut as surely as its checkpoints.
             try DurableFiles().syncDirectory(url.deletingLastPathComponent())
             return writer
@@ -410,7 +416,8 @@ public final class TakeRecorder {
         self.engine = engine
         if stopRequested { engine.stop() }
         let encoder = self.encoder
-        let metadata = TakeMetadata(takeName: name, sessionName: "", takeNumber: 1, startDate: Date())
+        let metadata = TakeMetadata(takeName: name, sessionName: "", takeNumber: 1, startDate: Date(),
+                                    identity: facts.identity, source: facts.source)
         if case .file(let url) = output { target = RecordingTarget(take: nil, fileURL: url) }
         phase = .recording
         let meter = followProgress(of: engine)

@@ -19,6 +19,7 @@ public enum HostSettings {
         Section(name: "format", selector: nil, role: nil, settings: FormatSettings.declarations),
         Section(name: "encoder", selector: "name", role: .encoder, settings: []),
         Section(name: "storage", selector: "backend", role: .storage, settings: RecordingSettings.storageDeclarations),
+        Section(name: "metadata", selector: nil, role: nil, settings: MetadataSettings.declarations),
     ]
 
     /// Built-in plugin choices. Capture and playback have none: recording or playing without a

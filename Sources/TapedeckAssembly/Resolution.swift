@@ -51,6 +51,7 @@ struct Resolution {
             capture: roles["capture"] ?? none, playback: roles["playback"] ?? none,
             encoder: roles["encoder"] ?? none, storage: roles["storage"] ?? none,
             recording: recording,
+            identity: MetadataSettings(host["metadata"] ?? PluginSettings()).identity,
             playbackPeriodFrames: (host["playback"] ?? PluginSettings())[PlaybackEngine.periodFrames],
             settings: settings)
     }

@@ -100,8 +100,12 @@ public final class Studio {
     /// - Thread: main actor. May block briefly while the plugin is made.
     /// - Parameter encoder: another of ``encoders`` (`record -o NAME.flac`); `nil` for the configured one.
     public func makeRecorder(encoder: (any AudioEncoder)? = nil) throws -> TakeRecorder {
-        TakeRecorder(capture: try makeCaptureBackend(), encoder: encoder ?? self.encoder, store: store,
-                     settings: configuration.recording, logger: logger, analyzer: EBUR128Analyzer())
+        let capture = try makeCaptureBackend()
+        let device = configuration.capture.settings.values["device"]?.description ?? ""
+        let source = CaptureSource(host: ConfigurationLoader.currentHostName(), backend: capture.name, device: device.isEmpty ? "default" : device)
+        return TakeRecorder(capture: capture, encoder: encoder ?? self.encoder, store: store,
+                            settings: configuration.recording, logger: logger, analyzer: EBUR128Analyzer(),
+                            facts: TakeFacts(identity: configuration.identity, source: source))
     }
 
     /// An encoder by plugin name, with its configured settings (when it is the configured
@@ -170,14 +174,22 @@ public final class Studio {
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
     /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
     public func makeExporter(partials: PartialFiles = PartialFiles()) -> TakeExporter {
-        TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials)
+        TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials, facts: TakeFacts(identity: configuration.identity))
+    }
+
+    /// Measures the loudness of takes in the library (`tapedeck loudness`).
+    /// - Thread: main actor; never blocks.
+    public func makeLoudnessScanner(partials: PartialFiles = PartialFiles()) -> LoudnessScanner {
+        LoudnessScanner(store: store, decoders: decoders, encoders: encoders, analyzer: EBUR128Analyzer(),
+                        facts: TakeFacts(identity: configuration.identity), partials: partials)
     }
 
     /// An importer into the library, transcoding with the configured encoder where needed.
     /// - Thread: main actor; never blocks.
     /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
     public func makeImporter(partials: PartialFiles = PartialFiles()) -> TakeImporter {
-        TakeImporter(storage: store.storage, encoder: encoder, decoders: decoders, partials: partials)
+        TakeImporter(storage: store.storage, encoder: encoder, decoders: decoders, partials: partials, analyzer: EBUR128Analyzer(),
+                     facts: TakeFacts(identity: configuration.identity))
     }
 
     /// Opens a `.tapedeck` bundle in place, read as untrusted input, as the source of an import.

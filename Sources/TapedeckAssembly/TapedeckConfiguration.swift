@@ -85,6 +85,8 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var storage: RoleSelection
     /// How recordings are made (`format.*`, `capture.*`, `storage.checkpoint-seconds`, …).
     public var recording: RecordingSettings
+    /// What every take's file says of who made it (`metadata.*`).
+    public var identity: FileIdentity
     /// `playback.period-frames`.
     public var playbackPeriodFrames: Int
     /// Every effective key (dotted path) with its value and source.

@@ -82,7 +82,7 @@ extension BundleStorage {
         return Take(id: entry.id, sessionID: manifest.id, name: entry.name, number: entry.number, createdAt: entry.startDate,
                     state: entry.state, format: entry.format, encoding: entry.encoding, file: file, frames: entry.frames,
                     overruns: entry.overruns, notes: entry.notes, tags: entry.tags, clippedSamples: entry.clippedSamples, run: entry.run, markers: entry.markers,
-                    loudness: entry.loudness)
+                    loudness: entry.loudness, began: entry.began)
     }
 
     // MARK: confinement

@@ -388,6 +388,7 @@ public final class BundleStorage: LibraryMaintenance {
             manifest.takes[i].run = annotations.run
             manifest.takes[i].markers = annotations.markers
             manifest.takes[i].loudness = annotations.loudness
+            manifest.takes[i].began = annotations.began
             try commit(manifest, in: bundle, "annotateTake")
             return makeTake(manifest.takes[i], of: manifest, bundle: bundle)
         }

@@ -45,6 +45,7 @@ package struct Manifest: Sendable, Hashable {
         var run: TakeRun?
         var markers: [TakeMarker] = []
         var loudness: Loudness?
+        var began: Date?
         /// The hidden file the audio is written to while recording.
         var pendingFile: String?
     }
@@ -96,6 +97,8 @@ package enum ManifestCodec {
         /// Absent until the take's loudness is measured; its values are absent where silence
         /// makes them infinite.
         var loudness: Loudness?
+        /// The first frame's wall-clock time (UTC, with milliseconds); absent when not known.
+        var began: String?
         var pendingFile: String?
     }
 
@@ -164,7 +167,7 @@ package enum ManifestCodec {
                          notes: e.notes, tags: e.tags.isEmpty ? nil : e.tags, clippedSamples: e.clippedSamples == 0 ? nil : e.clippedSamples,
                          run: e.run.map { RunWire(id: $0.id, index: $0.index, offset: $0.offset, began: $0.began?.rawValue, ended: $0.ended?.rawValue) },
                          markers: e.markers.isEmpty ? nil : e.markers.map { MarkerWire(frame: $0.frame, label: $0.label, date: UTCTimestamp.format($0.date)) },
-                         loudness: e.loudness, pendingFile: e.pendingFile)
+                         loudness: e.loudness, began: e.began.map(UTCTimestamp.format), pendingFile: e.pendingFile)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -273,7 +276,7 @@ package enum ManifestCodec {
                 format: AudioFormat(sampleRate: t.format.sampleRate, channels: t.format.channels, sampleFormat: sampleFormat, layout: layout),
                 encoding: t.encoding, frames: t.frames, startDate: startDate, state: state, overruns: overruns,
                 notes: t.notes, tags: t.tags ?? [:], clippedSamples: t.clippedSamples ?? 0, run: run, markers: markers,
-                loudness: t.loudness, pendingFile: t.pendingFile))
+                loudness: t.loudness, began: try t.began.map { try date($0, path: "\(at).began") }, pendingFile: t.pendingFile))
         }
         return Manifest(id: wire.id, name: wire.name, createdAt: createdAt, takes: takes)
     }

@@ -189,6 +189,7 @@ struct Catalog: Sendable {
                 ALTER TABLE take ADD COLUMN truePeak REAL;
                 ALTER TABLE take ADD COLUMN maxMomentary REAL;
                 ALTER TABLE take ADD COLUMN maxShortTerm REAL;
+                ALTER TABLE take ADD COLUMN began REAL;
                 """)
         }
         return m
@@ -265,7 +266,8 @@ struct Catalog: Sendable {
             createdAt: Date(timeIntervalSince1970: created), state: state, format: format,
             encoding: try r.text("encoding"), file: try r.text("file"), frames: frames, overruns: overruns, notes: try r.text("notes"),
             tags: decodeTags(String.fromDatabaseValue(r.value("tags"))), clippedSamples: (try? r.integer64("clippedSamples")) ?? 0,
-            run: try run(r), markers: markers(String.fromDatabaseValue(r.value("markers"))), loudness: try loudness(r))
+            run: try run(r), markers: markers(String.fromDatabaseValue(r.value("markers"))), loudness: try loudness(r),
+            began: try r.optionalNumber("began").map { Date(timeIntervalSince1970: $0) })
     }
 
     /// The loudness columns as a ``Loudness``; `nil` when loudnessRange is NULL (never measured).

@@ -290,13 +290,14 @@ extension DirectoryStorage {
                         INSERT INTO take (id, sessionId, name, number, createdAt, state, sampleRate, channels, sampleFormat,
                                           channelMask, encoding, file, pendingFile, frames, overruns, notes, tags, clippedSamples,
                                           runId, runIndex, runOffset, runBegan, runEnded, markers,
-                                          loudnessIntegrated, loudnessRange, truePeak, maxMomentary, maxShortTerm)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                          loudnessIntegrated, loudnessRange, truePeak, maxMomentary, maxShortTerm, began)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, arguments: StatementArguments([t.id, t.sessionID, t.name, t.number, t.createdAt.timeIntervalSince1970, t.state.rawValue,
                                          t.format.sampleRate, t.format.channels, t.format.sampleFormat.rawValue,
                                          Catalog.channelMask(t.format), t.encoding, t.file, pending, t.frames,
                                          Catalog.encode(t.overruns), t.notes, Catalog.encode(t.tags), t.clippedSamples]
-                                         + Catalog.runColumns(t.run) + [Catalog.encode(t.markers)] + Catalog.loudnessColumns(t.loudness)))
+                                         + Catalog.runColumns(t.run) + [Catalog.encode(t.markers)] + Catalog.loudnessColumns(t.loudness)
+                                         + [t.began?.timeIntervalSince1970]))
                 }
             }
             try queue.close()

@@ -297,11 +297,12 @@ public final class DirectoryStorage: LibraryMaintenance {
             var take = try Catalog.take(from: row)
             try db.execute(sql: """
                 UPDATE take SET notes = ?, tags = ?, clippedSamples = ?, runId = ?, runIndex = ?, runOffset = ?, runBegan = ?, runEnded = ?,
-                    markers = ?, loudnessIntegrated = ?, loudnessRange = ?, truePeak = ?, maxMomentary = ?, maxShortTerm = ?
+                    markers = ?, loudnessIntegrated = ?, loudnessRange = ?, truePeak = ?, maxMomentary = ?, maxShortTerm = ?, began = ?
                 WHERE id = ?
                 """, arguments: StatementArguments([annotations.notes, Catalog.encode(annotations.tags), annotations.clippedSamples]
                                                    + Catalog.runColumns(annotations.run) + [Catalog.encode(annotations.markers)]
-                                                   + Catalog.loudnessColumns(annotations.loudness) + [id]))
+                                                   + Catalog.loudnessColumns(annotations.loudness)
+                                                   + [annotations.began?.timeIntervalSince1970, id]))
             take.annotations = annotations
             return take
         }

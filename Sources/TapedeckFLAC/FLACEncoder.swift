@@ -98,6 +98,12 @@ public struct FLACEncoder: AudioEncoder {
         try FLACMarkers.write(markers, toFileAt: url.path)
     }
 
+    /// Vorbis comments (``FLACComments/facts(_:rate:)``), replacing those written before.
+    public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {
+        try FLACComments.edit(url.path, purpose: "its tags", removing: { FLACComments.factNames.contains($0) },
+                              adding: { FLACComments.facts(metadata, rate: $0) })
+    }
+
     public func repair(fileAt url: URL) throws -> RepairResult {
         let path = url.path
         let fd = open(path, O_RDWR | O_CLOEXEC)

@@ -85,6 +85,7 @@ public enum StorageConformance {
                          TakeMarker(frame: 1000, label: "", date: Date(timeIntervalSince1970: 1_764_000_001))]
         // Loudness, with a value silence leaves unknown.
         notes.loudness = Loudness(integrated: -23.25, range: 4.5, truePeak: -1.125, maxMomentary: -18.5, maxShortTerm: nil)
+        notes.began = Date(timeIntervalSince1970: 1_764_000_000.125)
         done = try store.annotateTake(done.id, notes)
         // The next take, prepared ahead of its boundary: its offset and start not known yet.
         let second = try begin(store, s)

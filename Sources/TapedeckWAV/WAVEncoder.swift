@@ -63,6 +63,16 @@ public struct WAVEncoder: AudioEncoder {
         try WAVMarkers.write(markers, to: RawFile(fd: fd, path: path, kind: "WAV"))
     }
 
+    /// Broadcast Wave `bext` and iXML (``BroadcastWave``): in place before the audio, where the
+    /// writer reserved them, else after it.
+    public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {
+        let path = url.path
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(path) to write its metadata") }
+        defer { close(fd) }
+        try BroadcastWave.write(metadata, to: RawFile(fd: fd, path: path, kind: "WAV"))
+    }
+
     public func inspect(fileAt url: URL) throws -> RepairResult? {
         let path = url.path
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

@@ -12,26 +12,8 @@ enum WAVMarkers {
     /// beyond 2^32 frames cannot be named in a cue point and are left out), keeps every other
     /// chunk there, updates the RIFF (or RF64) size and syncs.
     static func write(_ markers: [TakeMarker], to file: RawFile) throws {
-        let header = try WAVHeader.read(from: file)
-        let audioEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
-        let length = try file.length()
-        guard audioEnd <= length else {
-            throw TapedeckError(.corruptFile, "\(file.path) holds less audio than its header says; run `tapedeck doctor --repair` first.")
-        }
-        // The chunks after the audio, but earlier markers.
-        var kept: [UInt8] = []
-        var offset = audioEnd
-        while offset + 8 <= length {
-            let head = try file.read(12, at: offset)
-            let size = Int64(LE.u32(head, 4))
-            let next = offset + 8 + size + (size & 1)
-            guard next <= length, size <= 16 << 20 else { break }  // a damaged tail is not carried on
-            let isMarkers = LE.isID(head, 0, "cue ") || (LE.isID(head, 0, "LIST") && head.count >= 12 && LE.isID(head, 8, "adtl"))
-            if !isMarkers { kept += try file.read(Int(next - offset), at: offset) }
-            offset = next
-        }
+        var chunks: [UInt8] = []
         let placed = markers.filter { $0.frame >= 0 && $0.frame <= Int64(UInt32.max) }
-        var tail = kept
         if !placed.isEmpty {
             var cue = LE.bytes32(UInt32(placed.count))
             var labels: [UInt8] = Array("adtl".utf8)
@@ -44,9 +26,36 @@ enum WAVMarkers {
                 if text.count & 1 == 1 { text.append(0) }
                 labels += Array("labl".utf8) + LE.bytes32(size) + LE.bytes32(id) + text
             }
-            tail += Array("cue ".utf8) + LE.bytes32(UInt32(cue.count)) + cue
-            if labels.count > 4 { tail += Array("LIST".utf8) + LE.bytes32(UInt32(labels.count)) + labels }
+            chunks += Array("cue ".utf8) + LE.bytes32(UInt32(cue.count)) + cue
+            if labels.count > 4 { chunks += Array("LIST".utf8) + LE.bytes32(UInt32(labels.count)) + labels }
         }
+        try replaceTail(of: file, with: chunks) { head in
+            LE.isID(head, 0, "cue ") || (LE.isID(head, 0, "LIST") && head.count >= 12 && LE.isID(head, 8, "adtl"))
+        }
+    }
+
+    /// Replaces the chunks after the audio that `replaced` picks (it sees each chunk's first 12
+    /// bytes) with `chunks` (whole chunks, headers included), keeps every other chunk there,
+    /// updates the RIFF (or RF64) size and syncs.
+    static func replaceTail(of file: RawFile, with chunks: [UInt8], replaced: ([UInt8]) -> Bool) throws {
+        let header = try WAVHeader.read(from: file)
+        let audioEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
+        let length = try file.length()
+        guard audioEnd <= length else {
+            throw TapedeckError(.corruptFile, "\(file.path) holds less audio than its header says; run `tapedeck doctor --repair` first.")
+        }
+        // The chunks after the audio, but those replaced.
+        var kept: [UInt8] = []
+        var offset = audioEnd
+        while offset + 8 <= length {
+            let head = try file.read(12, at: offset)
+            let size = Int64(LE.u32(head, 4))
+            let next = offset + 8 + size + (size & 1)
+            guard next <= length, size <= 16 << 20 else { break }  // a damaged tail is not carried on
+            if !replaced(head) { kept += try file.read(Int(next - offset), at: offset) }
+            offset = next
+        }
+        let tail = kept + chunks
         try file.truncate(to: audioEnd)
         if !tail.isEmpty { try file.write(tail, at: audioEnd) }
         let newLength = audioEnd + Int64(tail.count)

@@ -30,6 +30,8 @@ final class WAVTakeWriter: TakeWriter {
     private var layoutStated = false
     /// Allocates the file's blocks a few seconds ahead of the audio.
     private var preallocation = Preallocation()
+    /// What the `bext` and iXML chunks say; its start date becomes the first frame's when known.
+    private var metadata: TakeMetadata
 
     /// Creates the file at `path` and writes its header.
     /// - Thread: the writer thread that will own it. Blocks on disk I/O.
@@ -37,6 +39,7 @@ final class WAVTakeWriter: TakeWriter {
     init(path: String, format: AudioFormat, metadata: TakeMetadata) throws {
         self.format = format
         self.path = path
+        self.metadata = metadata
         // Read and write: the header is read back to normalize it after libsndfile.
         fd = try PositionalFile.createNew(atPath: path)
         var info = SF_INFO()
@@ -62,6 +65,35 @@ final class WAVTakeWriter: TakeWriter {
             set(field, fields[name] ?? "")
         }
         set(SF_STR_SOFTWARE, "Tapedeck")
+        // Broadcast Wave: bext and iXML before the audio, with room in iXML for what comes later.
+        // libsndfile writes them into every header it writes; Tapedeck writes them again after.
+        for (id, bytes) in [("bext", BroadcastWave.bext(metadata, format: format)), ("iXML", BroadcastWave.ixml(metadata, format: format) ?? [])] where !bytes.isEmpty {
+            var chunk = SF_CHUNK_INFO()
+            withUnsafeMutableBytes(of: &chunk.id) { raw in
+                for (i, c) in id.utf8.enumerated() { raw[i] = c }
+            }
+            chunk.id_size = 4
+            chunk.datalen = UInt32(bytes.count)
+            let status = bytes.withUnsafeBytes { data -> Int32 in
+                chunk.data = UnsafeMutableRawPointer(mutating: data.baseAddress)
+                return sf_set_chunk(handle, &chunk)
+            }
+            if status != 0 {
+                let reason = Sndfile.errorString(code: status)
+                sf_close(handle)
+                close(fd)
+                unlink(path)
+                throw TapedeckError(.io, "Could not start the WAV file \(path): libsndfile refused its \(id) chunk (\(reason)).")
+            }
+        }
+    }
+
+    /// The first frame's time of day goes into `bext` and iXML (TimeReference).
+    func began(at date: Date, preRollFrames: Int64) {
+        metadata.startDate = date
+        metadata.preRollFrames = preRollFrames
+        // Before the first write there is no header yet; the first write stamps it.
+        if layoutStated { _ = try? BroadcastWave.stamp(metadata, format: format, in: RawFile(fd: fd, path: path, kind: "WAV")) }
     }
 
     deinit { abandon() }
@@ -98,6 +130,7 @@ final class WAVTakeWriter: TakeWriter {
             layoutStated = true
             let file = RawFile(fd: fd, path: path, kind: "WAV")
             if let header = try? WAVHeader.read(from: file) { _ = try? header.normalize(in: file, layout: format.layout) }
+            _ = try? BroadcastWave.stamp(metadata, format: format, in: file)
         }
     }
 
@@ -114,6 +147,7 @@ final class WAVTakeWriter: TakeWriter {
         }
         let file = RawFile(fd: fd, path: path, kind: "WAV")
         try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true, layout: format.layout)
+        try BroadcastWave.stamp(metadata, format: format, in: file)
         guard fdatasync(fd) == 0 else { throw TapedeckError.system(errno, while: "flush \(path) to disk") }
     }
 
@@ -140,9 +174,12 @@ final class WAVTakeWriter: TakeWriter {
         if writeFailed {
             // A short write may have left part of a frame: keep the whole frames, with a header
             // that says so (in place, in constant time, whatever the take's length).
-            return try WAVRepair.repair(file).frames
+            let frames = try WAVRepair.repair(file).frames
+            if (try? BroadcastWave.stamp(metadata, format: format, in: file)) != nil { try? file.sync() }
+            return frames
         }
         try WAVHeader.read(from: file).normalize(in: file, retiringPeak: true, layout: format.layout)
+        try BroadcastWave.stamp(metadata, format: format, in: file)
         try file.sync()
         return framesWritten
     }
@@ -156,6 +193,7 @@ final class WAVTakeWriter: TakeWriter {
             // sf_close rewrote the header with libsndfile's own channel mask: state the take's.
             let file = RawFile(fd: fd, path: path, kind: "WAV")
             if let header = try? WAVHeader.read(from: file) { _ = try? header.normalize(in: file, layout: format.layout) }
+            _ = try? BroadcastWave.stamp(metadata, format: format, in: file)
         }
         handle = nil
         if fd >= 0 { close(fd) }

@@ -147,5 +147,21 @@ storage:
     path: ""
     # Seconds to wait for another tapedeck process that is changing a manifest.
     lock-timeout: 10
+
+metadata:
+  # Written into every take's file: Broadcast Wave bext and iXML chunks in WAV takes, Vorbis
+  # comments in FLAC takes and exports.
+  # BWF Originator: who made the recording (32 characters are kept there).
+  originator: Tapedeck
+  # ORGANIZATION tag of every take. Empty: none.
+  organization: ""
+  # LOCATION tag of every take. Empty: none.
+  location: ""
+  # iXML PROJECT. Empty: the session's name.
+  project: ""
+  # iXML TAPE (the roll or card). Empty: the machine's name.
+  tape: ""
+  # More iXML USER lines, as NAME=value pairs separated by commas, e.g. "MIXER=Ana, ROOM=B".
+  user: ""
 """#
 }

@@ -43,6 +43,11 @@ struct ShowCommand: AsyncParsableCommand {
                     let why = [run.began.map { "began: \($0.rawValue)" }, run.ended.map { "ended: \($0.rawValue)" }].compactMap { $0 }
                     print("Run:       take \(run.index) of run \(NameRules.shortID(of: run.id))\(from)\(why.isEmpty ? "" : " (" + why.joined(separator: ", ") + ")")")
                 }
+                if let began = take.began {
+                    let clock = LocalTimeOfDay(began)
+                    let ms = Int((began.timeIntervalSince1970 * 1000).rounded()) % 1000
+                    print("Began:     \(clock.date) \(clock.time).\(zeroPadded(ms, width: 3)) local (BWF TimeReference \(TakeMetadata(takeName: "", sessionName: "", takeNumber: 0, startDate: began).timeReference(rate: take.format.sampleRate)))")
+                }
                 if let l = take.loudness {
                     print("Loudness:  \(Terminal.loudness(l))")
                 }

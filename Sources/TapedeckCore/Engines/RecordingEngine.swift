@@ -446,6 +446,8 @@ public final class RecordingEngine: Sendable {
         var framesSeen: Int64 = 0
         /// Whether the writer has been told the wall-clock time of the take's first frame.
         var announced = false
+        /// Frames of pre-roll the take begins with.
+        var preRollFrames: Int64 = 0
     }
 
     /// The next take, made ready on the take queue while the current one records.
@@ -724,7 +726,8 @@ public final class RecordingEngine: Sendable {
                 current!.announced = true
                 if clockAnchor == nil, let date = shared.withLock({ $0.captureStartDate }) { clockAnchor = (0, date) }
                 if let anchor = clockAnchor {
-                    current!.writer.began(at: anchor.date.addingTimeInterval(Double(current!.offset - anchor.frame) / rate))
+                    current!.writer.began(at: anchor.date.addingTimeInterval(Double(current!.offset - anchor.frame) / rate),
+                                          preRollFrames: current!.preRollFrames)
                 }
             }
             if let cause {
@@ -811,6 +814,7 @@ public final class RecordingEngine: Sendable {
                         resumePending = false
                         let offset = position - preRoll.count
                         begin(prepared, at: offset, reason)
+                        current!.preRollFrames = preRoll.count
                         // Markers set while waiting, in the audio the take now begins with.
                         for m in waitingMarkers where m.frame >= offset {
                             current!.markers.append(TakeMarker(frame: m.frame - offset, label: m.label, date: m.date))

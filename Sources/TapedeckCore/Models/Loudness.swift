@@ -58,43 +58,60 @@ public protocol LoudnessAnalyzer: Sendable {
     func makeMeter(for format: AudioFormat) throws -> any LoudnessMeter
 }
 
-/// Where a ``MeasuringTakeWriter`` leaves its measurement, for whoever made the writer to read
-/// once the take is finished. Any thread; never blocks (a lock held for a copy).
-public final class MeasuredLoudness: Sendable {
-    private let value = Mutex<Loudness?>(nil)
+/// What a take's writer learnt while it wrote, for whoever made the writer to read once the
+/// take is finished: when its first frame was captured, its pre-roll, and its loudness. Any
+/// thread; never blocks (a lock held for a copy).
+public final class WriterNotes: Sendable {
+    private struct Notes {
+        var began: Date?
+        var preRollFrames: Int64 = 0
+        var loudness: Loudness?
+    }
+    private let value = Mutex(Notes())
     public init() {}
-    /// The take's loudness once its writer finished; `nil` before, or when it never finished.
-    public var loudness: Loudness? { value.withLock { $0 } }
-    func set(_ loudness: Loudness) { value.withLock { $0 = loudness } }
+    /// The wall-clock time of the take's first frame; `nil` until the first frame is written.
+    public var began: Date? { value.withLock { $0.began } }
+    /// Frames of pre-roll the take begins with.
+    public var preRollFrames: Int64 { value.withLock { $0.preRollFrames } }
+    /// The take's loudness once its writer finished; `nil` before, or when it was not measured.
+    public var loudness: Loudness? { value.withLock { $0.loudness } }
+
+    func noteStart(_ date: Date, preRollFrames: Int64) { value.withLock { ($0.began, $0.preRollFrames) = (date, preRollFrames) } }
+    func noteLoudness(_ loudness: Loudness) { value.withLock { $0.loudness = loudness } }
 }
 
-/// A take writer that measures what it writes: every buffer goes to the file first, then to the
-/// meter, on the writer's own thread (never the device's). Single owner, like the writer it wraps;
-/// each method runs on the owning writer thread and blocks as the wrapped writer does.
+/// A take writer that notes what it writes: when the first frame came, and (with a meter) its
+/// loudness — every buffer goes to the file first, then to the meter, on the writer's own thread
+/// (never the device's). Single owner, like the writer it wraps; each method runs on the owning
+/// writer thread and blocks as the wrapped writer does.
 public final class MeasuringTakeWriter: TakeWriter {
     /// The writer that makes the file.
     public let inner: any TakeWriter
-    private let meter: any LoudnessMeter
-    private let measured: MeasuredLoudness
+    private let meter: (any LoudnessMeter)?
+    private let notes: WriterNotes
 
-    /// - Parameter measured: gets the loudness of every frame written when ``finish()`` is called.
-    public init(_ inner: any TakeWriter, meter: any LoudnessMeter, into measured: MeasuredLoudness) {
+    /// - Parameter notes: gets the first frame's time, and the loudness of every frame written
+    ///   when ``finish()`` is called.
+    public init(_ inner: any TakeWriter, meter: (any LoudnessMeter)?, notes: WriterNotes) {
         self.inner = inner
         self.meter = meter
-        self.measured = measured
+        self.notes = notes
     }
 
     public func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
         try inner.write(buffer, frames: frames)
-        meter.add(buffer, frames: frames)
+        meter?.add(buffer, frames: frames)
     }
     public func checkpoint() throws { try inner.checkpoint() }
     public func finish() throws -> Int64 {
-        measured.set(meter.result())
+        if let meter { notes.noteLoudness(meter.result()) }
         return try inner.finish()
     }
     public var verifiesOutput: Bool { inner.verifiesOutput }
     public var verification: String? { inner.verification }
     public func abandon() { inner.abandon() }
-    public func began(at date: Date) { inner.began(at: date) }
+    public func began(at date: Date, preRollFrames: Int64) {
+        notes.noteStart(date, preRollFrames: preRollFrames)
+        inner.began(at: date, preRollFrames: preRollFrames)
+    }
 }

@@ -71,14 +71,19 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
     /// EBU R128 loudness, measured while recording, at import or by `tapedeck loudness`; `nil`
     /// when never measured.
     public var loudness: Loudness?
+    /// The wall-clock time of the take's first frame, as its file's TimeReference says it; `nil`
+    /// when not known (a take recorded before this was kept, a recovered or imported take):
+    /// ``createdAt`` is then the best there is.
+    public var began: Date?
 
     public init(
         id: String, sessionID: String, name: String, number: Int, createdAt: Date, state: TakeState,
         format: AudioFormat, encoding: String, file: String, frames: Int64,
         overruns: [OverrunEvent] = [], notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0,
-        run: TakeRun? = nil, markers: [TakeMarker] = [], loudness: Loudness? = nil
+        run: TakeRun? = nil, markers: [TakeMarker] = [], loudness: Loudness? = nil, began: Date? = nil
     ) {
         self.loudness = loudness
+        self.began = began
         self.run = run
         self.markers = markers
         self.tags = tags
@@ -99,15 +104,15 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
 
     /// The notes, tags, clip count and run, as ``TakeStorage/annotateTake(_:_:)`` sets them.
     public var annotations: TakeAnnotations {
-        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run, markers: markers, loudness: loudness) }
+        get { TakeAnnotations(notes: notes, tags: tags, clippedSamples: clippedSamples, run: run, markers: markers, loudness: loudness, began: began) }
         set {
             (notes, tags, clippedSamples, run, markers) = (newValue.notes, newValue.tags, newValue.clippedSamples, newValue.run, newValue.markers)
-            loudness = newValue.loudness
+            (loudness, began) = (newValue.loudness, newValue.began)
         }
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run, markers, loudness
+        case id, sessionID, name, number, createdAt, state, format, encoding, file, frames, overruns, notes, tags, clippedSamples, run, markers, loudness, began
     }
 
     /// Decodes a take; catalogs written before tags and clip counts existed read as none.
@@ -130,6 +135,7 @@ public struct Take: Sendable, Hashable, Codable, Identifiable {
         run = try c.decodeIfPresent(TakeRun.self, forKey: .run)
         markers = try c.decodeIfPresent([TakeMarker].self, forKey: .markers) ?? []
         loudness = try c.decodeIfPresent(Loudness.self, forKey: .loudness)
+        began = try c.decodeIfPresent(Date.self, forKey: .began)
     }
 
     /// Length in seconds.
@@ -154,10 +160,13 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
     public var markers: [TakeMarker]
     /// The take's measured loudness (set by the recorder, import and `tapedeck loudness`).
     public var loudness: Loudness?
+    /// The wall-clock time of the take's first frame (set by the recorder).
+    public var began: Date?
 
     public init(notes: String = "", tags: [String: String] = [:], clippedSamples: Int64 = 0, run: TakeRun? = nil,
-                markers: [TakeMarker] = [], loudness: Loudness? = nil) {
+                markers: [TakeMarker] = [], loudness: Loudness? = nil, began: Date? = nil) {
         self.loudness = loudness
+        self.began = began
         self.notes = notes
         self.tags = tags
         self.clippedSamples = clippedSamples
@@ -198,6 +207,9 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
         guard clippedSamples >= 0 else { throw TapedeckError(.invalidArgument, "A clip count cannot be negative.") }
         try run?.validate()
         try loudness?.validate()
+        if let began, !began.timeIntervalSince1970.isFinite || abs(began.timeIntervalSince1970) > 1e11 {
+            throw TapedeckError(.invalidArgument, "A take cannot begin at \(began.timeIntervalSince1970) s since 1970.")
+        }
         guard markers.count <= TakeMarker.maxCount else {
             throw TapedeckError(.invalidArgument, "A take keeps at most \(TakeMarker.maxCount) markers.")
         }

@@ -10,8 +10,30 @@ public struct TakeMetadata: Sendable, Hashable {
     /// The user's tags (upper-case names), written as tags of the same names where the format
     /// has them (Vorbis comments, RIFF INFO for the few it defines).
     public var tags: [String: String]
+    /// The take's id (a UUID): BWF's OriginatorReference and iXML's FILE_UID. `nil` for a file
+    /// that is not a take of the library (`record -o`).
+    public var takeID: String?
+    /// The machine's fixed values (the `metadata:` config section).
+    public var identity: FileIdentity
+    /// Where the audio came from, for BWF's CodingHistory and iXML's USER; `nil` when not
+    /// captured (an import, an export).
+    public var source: CaptureSource?
+    /// The run the take belongs to (iXML's FILE_SET).
+    public var run: TakeRun?
+    /// Frames of pre-roll the take begins with (iXML's PRE_RECORD_SAMPLECOUNT).
+    public var preRollFrames: Int64
+    /// The take's loudness, once measured (BWF v2's loudness fields, REPLAYGAIN tags).
+    public var loudness: Loudness?
 
-    public init(takeName: String, sessionName: String, takeNumber: Int, startDate: Date, notes: String = "", tags: [String: String] = [:]) {
+    public init(takeName: String, sessionName: String, takeNumber: Int, startDate: Date, notes: String = "", tags: [String: String] = [:],
+                takeID: String? = nil, identity: FileIdentity = FileIdentity(), source: CaptureSource? = nil, run: TakeRun? = nil,
+                preRollFrames: Int64 = 0, loudness: Loudness? = nil) {
+        self.takeID = takeID
+        self.identity = identity
+        self.source = source
+        self.run = run
+        self.preRollFrames = preRollFrames
+        self.loudness = loudness
         self.tags = tags
         self.takeName = takeName
         self.sessionName = sessionName
@@ -84,6 +106,13 @@ public protocol AudioEncoder: Sendable {
     /// verified sample for sample; lossy ones by length). - Thread: any. Never blocks.
     var isLossless: Bool { get }
 
+    /// Writes what `metadata` says of the take (its time of day, identity, origin and loudness)
+    /// into a finished file of this encoder's, where the format has a place for it (BWF `bext`
+    /// and iXML, Vorbis comments), replacing what the file said before; the file is synced and
+    /// its audio is not touched. The default does nothing.
+    /// - Thread: any. Blocks on disk I/O.
+    func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws
+
     /// Writes `markers` (frames of the take) into a finished file of this encoder's, where the
     /// format has a place for them, replacing any it holds; the file is synced. The default
     /// does nothing (the catalog keeps them).
@@ -93,6 +122,7 @@ public protocol AudioEncoder: Sendable {
 
 extension AudioEncoder {
     public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {}
+    public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {}
 
     public func inspect(fileAt url: URL) throws -> RepairResult? { nil }
     /// Lossless unless an encoder says otherwise.
@@ -168,12 +198,14 @@ public protocol TakeWriter: AnyObject {
     func abandon()
 
     /// The wall-clock time of the take's first frame, told before that frame is written (the
-    /// file may have been made earlier, ready for a split). A format that stamps the time of day
-    /// into its header (BWF's TimeReference) takes it from here. The default ignores it.
+    /// file may have been made earlier, ready for a split), and how many of its first frames are
+    /// pre-roll (captured before the take was triggered). A format that stamps the time of day
+    /// into its header (BWF's TimeReference, iXML's PRE_RECORD_SAMPLECOUNT) takes them from
+    /// here. The default ignores them.
     /// - Thread: the owning writer thread. May block briefly on disk I/O.
-    func began(at date: Date)
+    func began(at date: Date, preRollFrames: Int64)
 }
 
 extension TakeWriter {
-    public func began(at date: Date) {}
+    public func began(at date: Date, preRollFrames: Int64) {}
 }

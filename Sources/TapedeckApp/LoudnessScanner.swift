@@ -1,0 +1,73 @@
+import Foundation
+public import TapedeckCore
+
+/// Measures the loudness of takes already in the library (`tapedeck loudness`): decodes each
+/// take's file, measures it, stores the result and writes it into the file where its format has
+/// a place for it (BWF `bext` version 2 fields, REPLAYGAIN tags), beside the take's time of day
+/// and identity (``TakeFacts``).
+///
+/// Main actor; the decoding runs on the storage's background queue.
+@MainActor
+public final class LoudnessScanner {
+    private let store: SessionStore
+    private let decoders: [any AudioDecoder]
+    private let encoders: [any AudioEncoder]
+    private let analyzer: any LoudnessAnalyzer
+    private let facts: TakeFacts
+    /// Stops a measurement between two reads (a stop signal).
+    public let partials: PartialFiles
+
+    public init(store: SessionStore, decoders: [any AudioDecoder], encoders: [any AudioEncoder], analyzer: any LoudnessAnalyzer,
+                facts: TakeFacts = TakeFacts(), partials: PartialFiles = PartialFiles()) {
+        self.store = store
+        self.decoders = decoders
+        self.encoders = encoders
+        self.analyzer = analyzer
+        self.facts = facts
+        self.partials = partials
+    }
+
+    /// Measures `take` and stores its loudness; returns the take as stored.
+    /// - Throws: `.invalidArgument` for a take still being recorded, `.unsupportedFormat` when
+    ///   no decoder reads its encoding, the decoder's error for a missing or damaged file.
+    /// - Thread: main actor; suspends while the file is read (blocking work off the main actor).
+    public func measure(_ take: Take, in session: Session) async throws -> Take {
+        guard take.state != .recording else {
+            throw TapedeckError(.invalidArgument, "\"\(session.name)/\(take.name)\" is being recorded (or its recording was cut short and not yet recovered); measure it once it is finished.")
+        }
+        guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
+            throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(take.encoding) takes, so \"\(take.name)\" cannot be measured.")
+        }
+        let storage = store.storage
+        let url = try storage.audioURL(for: take)
+        let (analyzer, partials) = (self.analyzer, self.partials)
+        let loudness = try await store.perform { try Self.measureFile(url, decoder: decoder, analyzer: analyzer, partials: partials) }
+        var annotations = take.annotations
+        annotations.loudness = loudness
+        let updated = try await store.annotate(take, annotations)
+        if let encoder = encoders.first(where: { $0.name == take.encoding }) {
+            let (facts, sessionName) = (self.facts, session.name)
+            // The file's own facts: a failure leaves the file as it was and the library knows.
+            try await store.perform { try encoder.writeFacts(facts.metadata(for: updated, sessionName: sessionName), toFileAt: url) }
+        }
+        return updated
+    }
+
+    /// Decodes the file at `url` from end to end through a meter. - Blocks on disk I/O and CPU.
+    nonisolated static func measureFile(_ url: URL, decoder: any AudioDecoder, analyzer: any LoudnessAnalyzer,
+                                        partials: PartialFiles) throws -> Loudness {
+        let reader = try decoder.openReader(at: url)
+        defer { reader.close() }
+        let meter = try analyzer.makeMeter(for: reader.format)
+        let chunk = 16_384
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            try partials.checkStopped()
+            let n = try reader.read(into: buffer, maxFrames: chunk)
+            if n == 0 { break }
+            meter.add(buffer, frames: n)
+        }
+        return meter.result()
+    }
+}

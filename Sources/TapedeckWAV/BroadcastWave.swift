@@ -1,0 +1,255 @@
+import Foundation
+import TapedeckCore
+
+/// Broadcast Wave metadata: the `bext` chunk (EBU Tech 3285 version 2) and the iXML chunk, made
+/// from a take's ``TakeMetadata``. Tapedeck's writer hands both to libsndfile before the first
+/// audio, so they stand between `fmt ` and `data` (where recorders and editors expect them), and
+/// writes them again in place — same sizes, never moving the audio — when the time of the first
+/// frame is known, after every header libsndfile rewrites, at finish and after repair. Plain
+/// functions; any thread; those that take a file block on disk I/O.
+///
+/// `bext`: Description holds `sSCENE=`/`sTAKE=`/`sNOTE=`/`sPROJECT=`/`sTAPE=` lines as the iXML
+/// guidelines describe (ASCII; other characters become `?`); Originator the configured name
+/// (Tapedeck); OriginatorReference the take's id without dashes (32 characters, unique);
+/// OriginationDate/Time the local date and time of the first frame; TimeReference its samples
+/// since local midnight; version 2 loudness fields (0x7FFF until measured); CodingHistory an
+/// EBU R98 line for the capture (`A=PCM,F=48000,W=24,M=stereo,T=alsa hw:0 on HOST`) and one for
+/// the file. iXML: IXML_VERSION, PROJECT, SCENE (take name), TAKE (number), TAPE, NOTE,
+/// FILE_UID, SPEED (rates, bit depth, timestamp), TRACK_LIST (a track per channel, named by its
+/// speaker), FILE_SET (the run), PRE_RECORD_SAMPLECOUNT, USER; unknown values are left out, and
+/// the chunk is padded with spaces after the root element for updates in place.
+enum BroadcastWave {
+    /// The fixed part of a `bext` chunk, before CodingHistory.
+    static let bextFixedSize = 602
+    /// Room the iXML chunk keeps for what is learnt later (loudness, a longer note).
+    static let ixmlSpare = 2048
+
+    // MARK: bext
+
+    static func bext(_ m: TakeMetadata, format: AudioFormat, size: Int? = nil) -> [UInt8] {
+        var b = [UInt8]()
+        b.reserveCapacity(size ?? 1024)
+        func field(_ text: String, _ width: Int) {
+            let bytes = ascii(text).prefix(width)
+            b += bytes
+            b += [UInt8](repeating: 0, count: width - bytes.count)
+        }
+        let clock = LocalTimeOfDay(m.startDate)
+        field(description(m), 256)
+        field(m.identity.originator, 32)
+        field(m.takeID.map { $0.replacingOccurrences(of: "-", with: "") } ?? "", 32)
+        field(clock.date, 10)
+        field(clock.time, 8)
+        let reference = m.timeReference(rate: format.sampleRate)
+        b += LE.bytes32(UInt32(truncatingIfNeeded: reference)) + LE.bytes32(UInt32(truncatingIfNeeded: reference >> 32))
+        b += LE.bytes16(2)  // version 2: loudness fields
+        b += [UInt8](repeating: 0, count: 64)  // UMID: none
+        func loud(_ v: Double?) -> [UInt8] {
+            guard let v, v.isFinite else { return LE.bytes16(0x7FFF) }
+            return LE.bytes16(UInt16(bitPattern: Int16(clamping: Int((v * 100).rounded()))))
+        }
+        let l = m.loudness
+        b += loud(l?.integrated) + loud(l?.range) + loud(l?.truePeak) + loud(l?.maxMomentary) + loud(l?.maxShortTerm)
+        b += [UInt8](repeating: 0, count: 180)
+        var history = ascii(codingHistory(m, format: format))
+        if let size {
+            history = Array(history.prefix(max(0, size - bextFixedSize)))
+            history += [UInt8](repeating: 0, count: max(0, size - bextFixedSize - history.count))
+        } else {
+            history += [UInt8](repeating: 0, count: (4 - (bextFixedSize + history.count) % 4) % 4)
+        }
+        return b + history
+    }
+
+    /// `sSCENE=…` lines, CR LF ended, within 256 characters (whole lines only).
+    static func description(_ m: TakeMetadata) -> String {
+        var lines = ["sSCENE=\(m.takeName)", "sTAKE=\(m.takeNumber)"]
+        if let project = m.identity.project ?? nonEmpty(m.sessionName) { lines.append("sPROJECT=\(project)") }
+        if let tape = m.identity.tape ?? m.source?.host { lines.append("sTAPE=\(tape)") }
+        if !m.notes.isEmpty { lines.append("sNOTE=\(m.notes.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " "))") }
+        var text = ""
+        for line in lines {
+            let next = text + line + "\r\n"
+            guard next.utf8.count <= 256 else { break }
+            text = next
+        }
+        return text
+    }
+
+    /// EBU R98 coding history: the capture (when captured) and this file.
+    static func codingHistory(_ m: TakeMetadata, format: AudioFormat) -> String {
+        let mode = format.channels == 1 ? "mono" : format.channels == 2 ? "stereo" : "multichannel"
+        let coding = "A=\(format.sampleFormat.isFloat ? "PCM_FLOAT" : "PCM"),F=\(format.sampleRate),W=\(format.sampleFormat.bitsPerSample),M=\(mode)"
+        var lines: [String] = []
+        if let s = m.source { lines.append("\(coding),T=\(s.backend) \(s.device) on \(s.host)") }
+        lines.append("\(coding),T=Tapedeck \(TapedeckVersion.string)")
+        return lines.map { $0 + "\r\n" }.joined()
+    }
+
+    // MARK: iXML
+
+    static func ixml(_ m: TakeMetadata, format: AudioFormat, size: Int? = nil) -> [UInt8]? {
+        for detail in [Detail.all, .withoutNote, .minimal] {
+            let text = Array(ixmlText(m, format: format, detail: detail).utf8)
+            guard let size else {
+                let total = text.count + ixmlSpare
+                return text + [UInt8](repeating: 0x20, count: total + (4 - total % 4) % 4 - text.count)
+            }
+            if text.count <= size { return text + [UInt8](repeating: 0x20, count: size - text.count) }
+        }
+        return nil
+    }
+
+    enum Detail { case all, withoutNote, minimal }
+
+    static func ixmlText(_ m: TakeMetadata, format: AudioFormat, detail: Detail) -> String {
+        var x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<BWFXML>\n"
+        func tag(_ name: String, _ value: String?, indent: String = "  ") {
+            guard let value, !value.isEmpty else { return }
+            x += "\(indent)<\(name)>\(escape(value))</\(name)>\n"
+        }
+        tag("IXML_VERSION", "2.10")
+        tag("PROJECT", m.identity.project ?? nonEmpty(m.sessionName))
+        tag("SCENE", m.takeName)
+        tag("TAKE", String(m.takeNumber))
+        tag("TAPE", m.identity.tape ?? m.source?.host)
+        if detail == .all { tag("NOTE", nonEmpty(m.notes)) }
+        tag("FILE_UID", m.takeID.map { $0.replacingOccurrences(of: "-", with: "").uppercased() })
+        let reference = m.timeReference(rate: format.sampleRate)
+        x += "  <SPEED>\n"
+        tag("FILE_SAMPLE_RATE", String(format.sampleRate), indent: "    ")
+        tag("AUDIO_BIT_DEPTH", String(format.sampleFormat.bitsPerSample), indent: "    ")
+        tag("TIMESTAMP_SAMPLES_SINCE_MIDNIGHT_HI", String(reference >> 32), indent: "    ")
+        tag("TIMESTAMP_SAMPLES_SINCE_MIDNIGHT_LO", String(reference & 0xFFFF_FFFF), indent: "    ")
+        tag("TIMESTAMP_SAMPLE_RATE", String(format.sampleRate), indent: "    ")
+        x += "  </SPEED>\n"
+        do {
+            x += "  <TRACK_LIST>\n"
+            tag("TRACK_COUNT", String(format.channels), indent: "    ")
+            let speakers = format.layout.speakers
+            for c in 0..<format.channels {
+                x += "    <TRACK>\n"
+                tag("CHANNEL_INDEX", String(c + 1), indent: "      ")
+                tag("INTERLEAVE_INDEX", String(c + 1), indent: "      ")
+                tag("NAME", c < speakers.count ? speakers[c].abbreviation : "Channel \(c + 1)", indent: "      ")
+                x += "    </TRACK>\n"
+            }
+            x += "  </TRACK_LIST>\n"
+        }
+        if let run = m.run {
+            x += "  <FILE_SET>\n"
+            tag("FAMILY_UID", run.id.replacingOccurrences(of: "-", with: "").uppercased(), indent: "    ")
+            tag("FILE_SET_INDEX", String(run.index), indent: "    ")
+            x += "  </FILE_SET>\n"
+        }
+        if m.preRollFrames > 0 { tag("PRE_RECORD_SAMPLECOUNT", String(m.preRollFrames)) }
+        if detail != .minimal {
+            var user: [String] = []
+            if let s = m.source { user += ["HOST=\(s.host)", "BACKEND=\(s.backend)", "DEVICE=\(s.device)"] }
+            user += m.identity.user.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            tag("USER", user.isEmpty ? nil : user.joined(separator: "\n"))
+        }
+        x += "</BWFXML>\n"
+        return x
+    }
+
+    // MARK: in a file
+
+    /// The `bext` and `iXML` chunks between the header and the audio.
+    static func locate(in file: RawFile) throws -> (bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?) {
+        let length = try file.length()
+        var bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?
+        try WAVHeader.forEachChunk(in: file, from: 12, end: length) { head, chunk in
+            if LE.isID(head, 0, "data") { return false }
+            guard chunk.next <= length else { return false }
+            if LE.isID(head, 0, "bext"), bext == nil, chunk.size >= UInt32(bextFixedSize) { bext = chunk }
+            if LE.isID(head, 0, "iXML"), ixml == nil { ixml = chunk }
+            return true
+        }
+        return (bext, ixml)
+    }
+
+    /// Where the loudness fields start in a `bext` payload, and the version field.
+    static let loudnessOffset: Int64 = 412
+    static let versionOffset: Int64 = 346
+    static let referenceOffset: Int64 = 288
+
+    /// Writes `m` into the `bext` and iXML chunks before the audio, in place (same sizes).
+    /// A `bext` another program wrote (its OriginatorReference is not this take's id: an imported
+    /// file) only gets the loudness fields, and its iXML is left as it is. Does not sync.
+    /// - Returns: which of the two chunks the file has before its audio.
+    @discardableResult
+    static func stamp(_ m: TakeMetadata, format: AudioFormat, in file: RawFile) throws -> (bext: Bool, ixml: Bool) {
+        let (bext, ixml) = try locate(in: file)
+        var ours = true
+        if let bext {
+            let reference = try file.read(32, at: bext.payload + referenceOffset)
+            let mine = ascii(m.takeID.map { $0.replacingOccurrences(of: "-", with: "") } ?? "")
+            ours = Array(reference.prefix { $0 != 0 }) == mine
+            if ours {
+                try file.write(Self.bext(m, format: format, size: Int(bext.size)), at: bext.payload)
+            } else if let l = m.loudness {
+                let version = LE.u16(try file.read(2, at: bext.payload + versionOffset), 0)
+                if version < 2 { try file.write(LE.bytes16(2), at: bext.payload + versionOffset) }
+                let fields = [l.integrated, l.range, l.truePeak, l.maxMomentary, l.maxShortTerm].flatMap { v -> [UInt8] in
+                    guard let v, v.isFinite else { return LE.bytes16(0x7FFF) }
+                    return LE.bytes16(UInt16(bitPattern: Int16(clamping: Int((v * 100).rounded()))))
+                }
+                try file.write(fields, at: bext.payload + loudnessOffset)
+            }
+        }
+        if ours, let ixml, let bytes = Self.ixml(m, format: format, size: Int(ixml.size)) { try file.write(bytes, at: ixml.payload) }
+        return (bext != nil, ixml != nil)
+    }
+
+    /// Writes `m` into a finished file: in place where it has the chunks before its audio, else
+    /// as chunks after the audio (where ffmpeg, sox and editors find them too), replacing any
+    /// there. Syncs.
+    static func write(_ m: TakeMetadata, to file: RawFile) throws {
+        let format = try WAVHeader.read(from: file).audioFormat(path: file.path)
+        let has = try stamp(m, format: format, in: file)
+        var tail: [UInt8] = []
+        if !has.bext {
+            let bytes = bext(m, format: format)
+            tail += Array("bext".utf8) + LE.bytes32(UInt32(bytes.count)) + bytes
+        }
+        if !has.ixml, let bytes = ixml(m, format: format) {
+            tail += Array("iXML".utf8) + LE.bytes32(UInt32(bytes.count)) + bytes
+        }
+        if tail.isEmpty {
+            try file.sync()
+            return
+        }
+        try WAVMarkers.replaceTail(of: file, with: tail) { head in
+            (!has.bext && LE.isID(head, 0, "bext")) || (!has.ixml && LE.isID(head, 0, "iXML"))
+        }
+    }
+
+    // MARK: text
+
+    static func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
+
+    /// `text` as printable ASCII (other characters as `?`; CR and LF kept).
+    static func ascii(_ text: String) -> [UInt8] {
+        text.unicodeScalars.map { s in
+            (0x20..<0x7F).contains(s.value) || s == "\r" || s == "\n" ? UInt8(s.value) : UInt8(ascii: "?")
+        }
+    }
+
+    static func escape(_ s: String) -> String {
+        var out = ""
+        for c in s.unicodeScalars {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "\n", "\t": out.unicodeScalars.append(c)
+            default:
+                // XML 1.0 has no place for other control characters.
+                if c.value >= 0x20 { out.unicodeScalars.append(c) }
+            }
+        }
+        return out
+    }
+}
