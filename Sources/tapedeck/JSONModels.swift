@@ -53,8 +53,8 @@ struct TakeJSON: Encodable {
     var markers: [MarkerJSON]
     /// EBU R128 loudness; absent until measured.
     var loudness: LoudnessJSON?
-    /// The first frame's wall-clock time; absent when not known.
-    var began: Date?
+    /// The first frame's wall-clock time, to the microsecond; absent when not known.
+    var began: String?
 
     init(_ take: Take, session: Session, url: URL?) {
         var info = stat()
@@ -86,7 +86,7 @@ struct TakeJSON: Encodable {
         run = take.run.map { RunJSON($0, format: take.format) }
         markers = take.markers.map { MarkerJSON(frame: $0.frame, seconds: take.format.seconds(forFrames: $0.frame), label: $0.label, date: $0.date) }
         loudness = take.loudness.map(LoudnessJSON.init)
-        began = take.began
+        began = take.began.map(UTCTimestamp.format)
     }
 }
 
