@@ -54,7 +54,7 @@ struct TakeJSON: Encodable {
     /// EBU R128 loudness; absent until measured.
     var loudness: LoudnessJSON?
     /// The first frame's wall-clock time, to the microsecond; absent when not known.
-    var began: String?
+    var firstFrameAt: String?
 
     init(_ take: Take, session: Session, url: URL?) {
         var info = stat()
@@ -86,7 +86,7 @@ struct TakeJSON: Encodable {
         run = take.run.map { RunJSON($0, format: take.format) }
         markers = take.markers.map { MarkerJSON(frame: $0.frame, seconds: take.format.seconds(forFrames: $0.frame), label: $0.label, date: $0.date) }
         loudness = take.loudness.map(LoudnessJSON.init)
-        began = take.began.map(UTCTimestamp.format)
+        firstFrameAt = take.began.map(UTCTimestamp.format)
     }
 }
 

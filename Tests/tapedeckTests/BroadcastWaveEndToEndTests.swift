@@ -55,7 +55,7 @@ struct BroadcastWaveEndToEndTests {
 
     /// `began` of a take's JSON as seconds since 1970.
     static func began(_ take: [String: Any]) throws -> Double {
-        let text = try #require(take["began"] as? String, "the take has a began time")
+        let text = try #require(take["firstFrameAt"] as? String, "the take has its first frame's time")
         let r = try CLIHarness.tool("python3", ["-c", "import sys, datetime; print(datetime.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp())", text])
         return try #require(Double(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(text): \(r.stderr)")
     }
@@ -207,14 +207,14 @@ struct BroadcastWaveEndToEndTests {
         let cli = try CLIHarness(storage: storage)
         let r = try cli.run("record", "-d", "4s", "--set", "format.sample-format=s24", "--json")
         try #require(r.status == 0, "\(r.stderr)")
-        // A programme whose level moves, made by sox, imported. At 48 kHz: BS.1770 measures true
+        // A programme whose level and pitch move (speech-like), made by sox, imported. At 48 kHz: BS.1770 measures true
         // peak 4× oversampled, which libebur128 does at any rate, while ffmpeg's filter resamples
         // 44.1 kHz to 192 kHz (not 4×), so on noise their peaks differ by up to 0.3 dB there.
         let folder = cli.library.path + "-src"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let source = folder + "/speechlike.wav"
-        let made = try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", source, "synth", "12", "pinknoise", "tremolo", "3", "90", "vol", "-12dB"])
+        let made = try CLIHarness.tool("sox", ["-R", "-n", "-r", "48000", "-c", "1", "-b", "16", source, "synth", "12", "sine", "150-3000", "tremolo", "3", "90", "vol", "-12dB"])
         try #require(made.status == 0, "\(made.stderr)")
         let imported = try cli.run("import", source, "--json")
         try #require(imported.status == 0, "\(imported.stderr)")

