@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "TapedeckFLAC", targets: ["TapedeckFLAC"]),
         .library(name: "TapedeckOpus", targets: ["TapedeckOpus"]),
         .library(name: "TapedeckLoudness", targets: ["TapedeckLoudness"]),
+        .library(name: "TapedeckResample", targets: ["TapedeckResample"]),
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
         .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
@@ -61,11 +62,18 @@ let package = Package(
         ),
         // EBU R128 loudness over libebur128 (a LoudnessAnalyzer the composition root hands the app).
         .target(name: "TapedeckLoudness", dependencies: ["TapedeckCore", "CEBUR128"], swiftSettings: swiftSettings),
-        .testTarget(name: "TapedeckLoudnessTests", dependencies: ["TapedeckLoudness", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckLoudnessTests", dependencies: ["TapedeckLoudness", "TapedeckResample", "TapedeckTesting"], swiftSettings: swiftSettings),
         .systemLibrary(
             name: "CEBUR128", path: "Sources/Shims/CEBUR128",
             pkgConfig: "libebur128",
             providers: [.apt(["libebur128-dev"])]
+        ),
+        // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
+        .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),
+        .systemLibrary(
+            name: "CSoxr", path: "Sources/Shims/CSoxr",
+            pkgConfig: "soxr",
+            providers: [.apt(["libsoxr-dev"])]
         ),
         // Models and ports.
         .target(
@@ -155,7 +163,7 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",

@@ -40,6 +40,44 @@ public struct ExportReport: Sendable, Hashable, Codable {
     /// How the output was checked.
     public var verification: String
     public var wallSeconds: Double
+    /// The rate written (the take's, unless `--rate` changed it).
+    public var sampleRate: Int
+    /// Gain applied, in dB (0 without `--loudness` or `--normalize-peak`).
+    public var gain: Double
+    /// How samples were quantized again: `none` (copied, or not asked), `tpdf`, `shaped`.
+    public var dither: String
+    /// The sample-rate converter, when the rate changed.
+    public var resampler: String?
+    /// The exported file's integrated loudness (LUFS) and true peak (dBTP): measured as written
+    /// when the audio changed, the take's own otherwise; absent when not known.
+    public var integratedLoudness: Double?
+    public var truePeak: Double?
+    /// Why a target was not met, or what was done instead.
+    public var note: String?
+}
+
+/// How an export changes the audio on its way (`export --loudness`, `--normalize-peak`, `--rate`,
+/// `--dither`). A plain value; any thread.
+public struct ExportFinishing: Sendable, Hashable {
+    /// Integrated loudness to reach, LUFS (EBU R128: −23; streaming: −14 to −16).
+    public var loudness: Double?
+    /// The true peak the loudness gain may not push past, dBTP.
+    public var truePeakCeiling: Double
+    /// Sample peak to bring the take to, dBFS.
+    public var peak: Double?
+    /// Sample rate to convert to.
+    public var rate: Int?
+    /// How samples are made integers again where they are (a float take to s24 or s16, a gain, a
+    /// new rate): TPDF by default.
+    public var dither: Dither
+
+    public init(loudness: Double? = nil, truePeakCeiling: Double = -1, peak: Double? = nil, rate: Int? = nil, dither: Dither = .tpdf) {
+        self.loudness = loudness
+        self.truePeakCeiling = truePeakCeiling
+        self.peak = peak
+        self.rate = rate
+        self.dither = dither
+    }
 }
 
 /// Frames done of one export, readable from any thread.
@@ -75,6 +113,84 @@ struct ExportJob {
     let partials: PartialFiles
     /// The machine's identity for the file's metadata.
     var facts = TakeFacts()
+    var finishing = ExportFinishing()
+    /// Measures loudness (for `--loudness`, and the output when the audio changes).
+    var analyzer: (any LoudnessAnalyzer)?
+    var resampler: (any SampleRateConversion)?
+
+    /// What the export does to the samples.
+    struct FinishingPlan {
+        var gainDB: Double = 0
+        var resample: (any SampleRateConversion)?
+        var dither: Dither = .none
+        var note: String?
+        /// Whether the samples change beyond a plain format conversion (gain, rate).
+        var changesAudio: Bool { gainDB != 0 || resample != nil }
+    }
+
+    /// The gain that reaches the loudness or peak asked for (measured from the take's file when
+    /// the library does not know it), the converter for a new rate, and whether to dither.
+    /// - Blocks: may decode the whole take once.
+    func finishingPlan(_ source: AudioFormat, to out: AudioFormat) throws -> FinishingPlan {
+        var plan = FinishingPlan()
+        let name = "\"\(item.session.name)/\(item.take.name)\""
+        if let target = finishing.loudness {
+            var loudness = item.take.loudness
+            if loudness == nil {
+                guard let analyzer else { throw TapedeckError(.unsupportedFormat, "This build cannot measure loudness, so --loudness cannot be met.") }
+                loudness = try LoudnessScanner.measureFile(sourceURL, decoder: decoder, analyzer: analyzer, partials: partials)
+            }
+            guard let integrated = loudness?.integrated else {
+                throw TapedeckError(.invalidArgument, "\(name) is silent (nothing above −70 LUFS): there is no loudness to bring to \(Self.decimal(target)) LUFS.")
+            }
+            plan.gainDB = target - integrated
+            if let peak = loudness?.truePeak, peak + plan.gainDB > finishing.truePeakCeiling {
+                plan.gainDB = finishing.truePeakCeiling - peak
+                plan.note = "\(Self.decimal(target)) LUFS would put the true peak at \(Self.decimal(peak + target - integrated)) dBTP, past the \(Self.decimal(finishing.truePeakCeiling)) dBTP ceiling; the gain stops at the ceiling, for \(Self.decimal(integrated + plan.gainDB)) LUFS. Tapedeck has no limiter: raise --true-peak, or lower the peaks first."
+            }
+        } else if let target = finishing.peak {
+            let peak = try Self.samplePeak(sourceURL, decoder: decoder, partials: partials)
+            guard peak > 0 else { throw TapedeckError(.invalidArgument, "\(name) is digital silence: it has no peak to bring to \(Self.decimal(target)) dBFS.") }
+            plan.gainDB = target - 20 * log10(peak)
+        }
+        if abs(plan.gainDB) < 0.0005 { plan.gainDB = 0 }
+        if out.sampleRate != source.sampleRate {
+            guard let resampler else { throw TapedeckError(.unsupportedFormat, "This build cannot convert sample rates, so --rate cannot be met.") }
+            plan.resample = resampler
+        }
+        // Dither wherever samples become integers again: a float source, fewer bits, or samples
+        // the gain or the resampler made anew.
+        let narrows = !out.sampleFormat.isFloat && (source.sampleFormat.isFloat || out.sampleFormat.bitsPerSample < source.sampleFormat.bitsPerSample)
+        if !out.sampleFormat.isFloat && (narrows || plan.changesAudio) { plan.dither = finishing.dither }
+        return plan
+    }
+
+    /// The largest sample magnitude of the file (full scale 1). - Blocks: decodes it all.
+    static func samplePeak(_ url: URL, decoder: any AudioDecoder, partials: PartialFiles) throws -> Double {
+        let reader = try decoder.openReader(at: url)
+        defer { reader.close() }
+        let chunk = 8192
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { raw.deallocate() }
+        let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * reader.format.channels)
+        defer { floats.deallocate() }
+        let toFloat = SampleConverter(from: reader.format, to: .f32)
+        var peak: Float = 0
+        while true {
+            try partials.checkStopped()
+            let n = try reader.read(into: raw, maxFrames: chunk)
+            if n == 0 { break }
+            toFloat.convert(raw, into: UnsafeMutableRawPointer(floats), frames: n)
+            for i in 0..<(n * reader.format.channels) { peak = max(peak, abs(floats[i])) }
+        }
+        return Double(peak)
+    }
+
+    /// `-23.0` (one decimal), without `String(format:)`.
+    static func decimal(_ v: Double) -> String {
+        let tenths = Int((v * 10).rounded())
+        return "\(tenths < 0 ? "-" : "")\(abs(tenths) / 10).\(abs(tenths) % 10)"
+    }
 
     /// Decodes, encodes into a temporary file beside the target, verifies, and moves it into
     /// place (never replacing an existing file unless `force`). On failure nothing remains under
@@ -93,16 +209,22 @@ struct ExportJob {
         }
         let reader = try decoder.openReader(at: sourceURL)
         defer { reader.close() }
-        let converter = sampleFormat.map { SampleConverter(from: reader.format, to: $0) }
-        let outFormat = converter?.to ?? reader.format
+        var outFormat = reader.format.with(sampleFormat: sampleFormat ?? reader.format.sampleFormat)
+        if let rate = finishing.rate { outFormat.sampleRate = rate }
         try encoder.validate(outFormat)
+        let plan = try finishingPlan(reader.format, to: outFormat)
 
         let temp = target.deletingLastPathComponent().appendingPathComponent(PartialFiles.exportName(for: target.lastPathComponent))
         partials.register(temp)
         defer { partials.forget(temp) }
         var metadata = facts.metadata(for: item.take, sessionName: item.session.name)
         metadata.tags = item.take.tags.merging(item.extraTags) { _, extra in extra }
-        let writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
+        // Audio changed on its way is measured as written; audio copied keeps the take's loudness.
+        let notes = WriterNotes()
+        var writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
+        if plan.changesAudio, let analyzer {
+            writer = MeasuringTakeWriter(writer, meter: try analyzer.makeMeter(for: outFormat), notes: notes)
+        }
         var finished = false
         defer {
             if !finished {
@@ -110,24 +232,69 @@ struct ExportJob {
                 unlink(temp.path)
             }
         }
-        let chunk = 8192
-        let input = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
-        defer { input.deallocate() }
-        let output = converter.map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk * outFormat.bytesPerFrame, alignment: 16) }
-        defer { output?.deallocate() }
         var frames: Int64 = 0
         var hash = ContentHash()
         let selfVerifying = writer.verifiesOutput
-        while true {
-            try partials.checkStopped()
-            let n = try reader.read(into: input, maxFrames: chunk)
-            if n == 0 { break }
-            let block = converter != nil ? UnsafeRawPointer(output!) : UnsafeRawPointer(input)
-            if let converter, let output { converter.convert(input, into: output, frames: n) }
+        func put(_ block: UnsafeRawPointer, _ n: Int) throws {
+            guard n > 0 else { return }
             try writer.write(block, frames: n)
             if !selfVerifying { hash.add(block, count: n * outFormat.bytesPerFrame) }
             frames += Int64(n)
-            progress.add(n)
+        }
+        let chunk = 8192
+        let input = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { input.deallocate() }
+        if plan.changesAudio || plan.dither != .none {
+            // Through floats: gain, rate, then dithered back to integers (or written as floats).
+            let channels = reader.format.channels
+            let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * channels)
+            defer { floats.deallocate() }
+            let toFloat = SampleConverter(from: reader.format, to: .f32)
+            let converter = try plan.resample.map { try $0.makeConverter(from: reader.format.sampleRate, to: outFormat.sampleRate, channels: channels) }
+            let capacity = converter == nil ? chunk : Int((Double(chunk) * Double(outFormat.sampleRate) / Double(reader.format.sampleRate)).rounded(.up)) + 1024
+            let resampled = converter.map { _ in UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels) }
+            defer { resampled?.deallocate() }
+            let quantizer = outFormat.sampleFormat.isFloat ? nil
+                : Quantizer(sampleFormat: outFormat.sampleFormat, channels: channels, sampleRate: outFormat.sampleRate, dither: plan.dither)
+            let output = UnsafeMutableRawPointer.allocate(byteCount: capacity * outFormat.bytesPerFrame, alignment: 16)
+            defer { output.deallocate() }
+            let gain = Float(pow(10, plan.gainDB / 20))
+            func emit(_ samples: UnsafePointer<Float>, _ n: Int) throws {
+                if let quantizer {
+                    quantizer.quantize(samples, frames: n, into: output)
+                    try put(output, n)
+                } else {
+                    try put(UnsafeRawPointer(samples), n)
+                }
+            }
+            while true {
+                try partials.checkStopped()
+                let n = try reader.read(into: input, maxFrames: chunk)
+                if n == 0 { break }
+                toFloat.convert(input, into: UnsafeMutableRawPointer(floats), frames: n)
+                if gain != 1 { for i in 0..<(n * channels) { floats[i] *= gain } }
+                if let converter, let resampled {
+                    try emit(resampled, try converter.process(floats, frames: n, into: resampled, capacity: capacity))
+                } else {
+                    try emit(floats, n)
+                }
+                progress.add(n)
+            }
+            if let converter, let resampled {
+                while case let n = try converter.process(nil, frames: 0, into: resampled, capacity: capacity), n > 0 { try emit(resampled, n) }
+            }
+        } else {
+            let converter = outFormat.sampleFormat == reader.format.sampleFormat ? nil : SampleConverter(from: reader.format, to: outFormat.sampleFormat)
+            let output = converter.map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk * outFormat.bytesPerFrame, alignment: 16) }
+            defer { output?.deallocate() }
+            while true {
+                try partials.checkStopped()
+                let n = try reader.read(into: input, maxFrames: chunk)
+                if n == 0 { break }
+                if let converter, let output { converter.convert(input, into: output, frames: n) }
+                try put(converter != nil ? UnsafeRawPointer(output!) : UnsafeRawPointer(input), n)
+                progress.add(n)
+            }
         }
         let written = try writer.finish()
         finished = true
@@ -135,6 +302,7 @@ struct ExportJob {
             unlink(temp.path)
             throw TapedeckError(.io, "Exporting \"\(item.take.name)\" wrote \(written) frames of \(frames); nothing was kept. Try again.")
         }
+        metadata.loudness = plan.changesAudio ? notes.loudness : item.take.loudness
         var verification = writer.verification
         do {
             if verification == nil { verification = try verifyByDecoding(temp, frames: frames, format: outFormat, hash: hash) }
@@ -161,7 +329,10 @@ struct ExportJob {
             seconds: outFormat.seconds(forFrames: frames), frames: frames, bytes: bytes,
             compressionRatio: pcm > 0 ? Double(bytes) / pcm : 0,
             verification: verification ?? "not verified (no decoder in this build reads \(encoder.name) files)",
-            wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18)
+            wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
+            sampleRate: outFormat.sampleRate, gain: (plan.gainDB * 100).rounded() / 100, dither: plan.dither.rawValue,
+            resampler: plan.resample?.name, integratedLoudness: metadata.loudness?.integrated.map { ($0 * 100).rounded() / 100 },
+            truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note)
     }
 
     /// Decodes the written file with the decoder for the encoder's format and compares its frame

@@ -32,11 +32,15 @@ public final class TakeExporter {
 
     /// The machine's identity, written into every exported file.
     @ObservationIgnored private let facts: TakeFacts
+    @ObservationIgnored private let analyzer: (any LoudnessAnalyzer)?
+    @ObservationIgnored private let resampler: (any SampleRateConversion)?
 
     public init(decoders: [any AudioDecoder], store: SessionStore, logger: Logger,
                 cores: Int = ProcessInfo.processInfo.activeProcessorCount, partials: PartialFiles = PartialFiles(),
-                facts: TakeFacts = TakeFacts()) {
+                facts: TakeFacts = TakeFacts(), analyzer: (any LoudnessAnalyzer)? = nil, resampler: (any SampleRateConversion)? = nil) {
         self.facts = facts
+        self.analyzer = analyzer
+        self.resampler = resampler
         self.partials = partials
         self.decoders = decoders
         self.store = store
@@ -51,10 +55,12 @@ public final class TakeExporter {
     /// - Parameters:
     ///   - encoderSettings: the encoder's settings, for the reports.
     ///   - sampleFormat: convert to this sample format first (e.g. float takes to `s24` for FLAC).
+    ///   - finishing: a gain to a loudness or peak, a new rate, and the dither.
     /// - Returns: one result per item, in order.
     /// - Thread: main actor; suspends while the exports run on their own threads.
     public func export(_ items: [ExportItem], with encoder: any AudioEncoder, encoderSettings: [String: String] = [:],
-                       to directory: URL, force: Bool, sampleFormat: SampleFormat? = nil) async -> [Result<ExportReport, TapedeckError>] {
+                       to directory: URL, force: Bool, sampleFormat: SampleFormat? = nil,
+                       finishing: ExportFinishing = ExportFinishing()) async -> [Result<ExportReport, TapedeckError>] {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDir), isDir.boolValue else {
             let e = TapedeckError(.notFound, "The output folder \(directory.path) does not exist. Create it, or choose another with --output.")
@@ -84,7 +90,8 @@ public final class TakeExporter {
                 let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
                 let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder, decoders: decoders,
                                     encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,
-                                    threads: threads, progress: progress, partials: partials, facts: facts)
+                                    threads: threads, progress: progress, partials: partials, facts: facts,
+                                    finishing: finishing, analyzer: analyzer, resampler: resampler)
                 jobs.append(Job(item: item, target: target, progress: progress))
                 prepared.append(.success(job))
             } catch {

@@ -4,6 +4,7 @@ public import TapedeckApp
 public import TapedeckCore
 import TapedeckBundleStorage
 import TapedeckLoudness
+import TapedeckResample
 
 /// The composition root: builds the object graph from a configuration and a plugin catalog,
 /// through initializers only. The CLI and the tests build it the same way.
@@ -174,7 +175,8 @@ public final class Studio {
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
     /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
     public func makeExporter(partials: PartialFiles = PartialFiles()) -> TakeExporter {
-        TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials, facts: TakeFacts(identity: configuration.identity))
+        TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials, facts: TakeFacts(identity: configuration.identity),
+                     analyzer: EBUR128Analyzer(), resampler: SoxrConversion())
     }
 
     /// Measures the loudness of takes in the library (`tapedeck loudness`).

@@ -54,3 +54,24 @@ struct EncoderChoice: ExpressibleByArgument, Sendable {
     static var allValueStrings: [String] { PluginCatalog.builtIn.encoders.map(\.name) }
     var defaultValueDescription: String { name }
 }
+
+/// `export --dither`.
+enum DitherChoice: String, CaseIterable, ExpressibleByArgument {
+    case none, tpdf, shaped
+    var dither: Dither { Dither(rawValue: rawValue) ?? .tpdf }
+}
+
+/// A level in decibels as typed after `--loudness`, `--true-peak` or `--normalize-peak`: `-23`,
+/// `-23LUFS`, `-1dBTP`, `-1 dB`. - Throws: `.invalidArgument` naming the flag and the range.
+func decibels(_ text: String?, flag: String, unit: String, range: ClosedRange<Double>) throws -> Double? {
+    guard let text else { return nil }
+    var t = text.trimmingCharacters(in: .whitespaces)
+    for suffix in ["lufs", "lu", "dbtp", "dbfs", "db"] where t.lowercased().hasSuffix(suffix) {
+        t = String(t.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
+        break
+    }
+    guard let value = Double(t), value.isFinite, range.contains(value) else {
+        throw TapedeckError(.invalidArgument, "\(flag) \(text): expected \(unit) from \(Int(range.lowerBound)) to \(Int(range.upperBound)), e.g. \(flag) \(Int(range.lowerBound / 3)).")
+    }
+    return value
+}

@@ -12,6 +12,13 @@ struct ExportCommand: AsyncParsableCommand {
             Files are named "SESSION - TAKE.flac" in --output (default: the current folder). Each is encoded \
             to a temporary file beside the target, verified, and then moved into place; an existing file is \
             never replaced without --force. A session's takes are encoded in parallel, one per core.
+
+            Finishing: --loudness brings each take to an integrated loudness (EBU R128), never past the \
+            --true-peak ceiling (there is no limiter: when the ceiling stops the gain first, the report says \
+            so and how loud the file is); --normalize-peak brings the highest sample to a level instead. \
+            --rate converts the sample rate (libsoxr, very high quality). Wherever samples are made integers \
+            again (a float take to s24 or s16, fewer bits, a gain, a new rate) they are dithered: TPDF by \
+            default, --dither shaped to move the noise to high frequencies, --dither none to round.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -42,6 +49,23 @@ struct ExportCommand: AsyncParsableCommand {
             completion: .directory)
     var output: String?
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("Bring each take to this integrated loudness, e.g. -23 (EBU R128) or -16.", valueName: "LUFS"))
+    var loudness: String?
+
+    @Option(name: .customLong("true-peak"), parsing: .unconditional,
+            help: ArgumentHelp("With --loudness: the true peak the gain may not push past (default -1).", valueName: "dBTP"))
+    var truePeak: String?
+
+    @Option(name: .customLong("normalize-peak"), parsing: .unconditional,
+            help: ArgumentHelp("Bring each take's highest sample to this level, e.g. -1.", valueName: "dBFS"))
+    var normalizePeak: String?
+
+    @Option(help: ArgumentHelp("Convert to this sample rate, e.g. 44100 or 44.1k (libsoxr).", valueName: "Hz"))
+    var rate: String?
+
+    @Option(help: "Dither where samples become integers again: tpdf (default), shaped, or none.")
+    var dither: DitherChoice?
+
     @Flag(help: "Replace files that exist already.")
     var force = false
 
@@ -62,6 +86,7 @@ struct ExportCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), or a whole session with --session NAME.")
             }
             var conversion = sampleFormat?.sampleFormat
+            let finishing = try finishingOptions()
             var extraTags: [String: String] = [:]
             for pair in tag {
                 guard let eq = pair.firstIndex(of: "=") else { throw TapedeckError(.invalidArgument, "--tag \(pair): expected KEY=VALUE, e.g. --tag ARTIST=Ann.") }
@@ -147,7 +172,7 @@ struct ExportCommand: AsyncParsableCommand {
                 }
             } : nil
             let results = await exporter.export(items, with: encoder, encoderSettings: settings, to: directory,
-                                                force: force, sampleFormat: conversion)
+                                                force: force, sampleFormat: conversion, finishing: finishing)
             bar?.cancel()
             if showProgress { Terminal.endStatus() }
             if partials.isStopped {
@@ -167,6 +192,7 @@ struct ExportCommand: AsyncParsableCommand {
                     reports.append(ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)"))
                     if !json {
                         print(Self.summary(r, take: "\(item.session.name)/\(item.take.name)"))
+                        if let note = r.note { Terminal.printError("warning: \(item.session.name)/\(item.take.name): \(note)") }
                     }
                 case .failure(let e):
                     firstError = firstError ?? e
@@ -177,6 +203,30 @@ struct ExportCommand: AsyncParsableCommand {
             if json { try Terminal.printJSON(reports) }
             if let firstError { throw ExitCode(ExitStatus.code(for: firstError)) }
         }
+    }
+
+    /// `--loudness`, `--true-peak`, `--normalize-peak`, `--rate` and `--dither` as one value.
+    /// - Throws: `.invalidArgument` for a value out of range or flags that cannot go together.
+    func finishingOptions() throws -> ExportFinishing {
+        let target = try decibels(loudness, flag: "--loudness", unit: "LUFS", range: -70...0)
+        let ceiling = try decibels(truePeak, flag: "--true-peak", unit: "dBTP", range: -30...0)
+        let peak = try decibels(normalizePeak, flag: "--normalize-peak", unit: "dBFS", range: -60...0)
+        if target != nil && peak != nil {
+            throw TapedeckError(.invalidArgument, "--loudness and --normalize-peak both set the gain: choose one.")
+        }
+        if ceiling != nil && target == nil {
+            throw TapedeckError(.invalidArgument, "--true-peak is the ceiling of --loudness: give --loudness too (e.g. --loudness -23 --true-peak -1).")
+        }
+        var hertz: Int?
+        if let rate {
+            let lower = rate.lowercased().trimmingCharacters(in: .whitespaces)
+            let value = lower.hasSuffix("k") ? Double(lower.dropLast()).map { $0 * 1000 } : Double(lower.hasSuffix("hz") ? String(lower.dropLast(2)) : lower)
+            guard let value, value.isFinite, AudioFormat.sampleRateRange.contains(Int(value.rounded())) else {
+                throw TapedeckError(.invalidArgument, "--rate \(rate): expected a sample rate from \(AudioFormat.sampleRateRange.lowerBound) to \(AudioFormat.sampleRateRange.upperBound) Hz, e.g. --rate 44100.")
+            }
+            hertz = Int(value.rounded())
+        }
+        return ExportFinishing(loudness: target, truePeakCeiling: ceiling ?? -1, peak: peak, rate: hertz, dither: dither?.dither ?? .tpdf)
     }
 
     struct ExportResultJSON: Encodable {
