@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "TapedeckWAV", targets: ["TapedeckWAV"]),
         .library(name: "TapedeckFLAC", targets: ["TapedeckFLAC"]),
         .library(name: "TapedeckOpus", targets: ["TapedeckOpus"]),
+        .library(name: "TapedeckSndfileFormats", targets: ["TapedeckSndfileFormats"]),
         .library(name: "TapedeckLoudness", targets: ["TapedeckLoudness"]),
         .library(name: "TapedeckResample", targets: ["TapedeckResample"]),
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
@@ -53,6 +54,9 @@ let package = Package(
     ],
     targets: [
         // New backends: `swift package scaffold-backend` prints the two target lines to add here.
+        // MP3, Ogg Vorbis and AIFF through libsndfile (made with scaffold-backend).
+        .target(name: "TapedeckSndfileFormats", dependencies: ["TapedeckCore", "CSndfile"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckSndfileFormatsTests", dependencies: ["TapedeckSndfileFormats", "TapedeckTesting"], swiftSettings: swiftSettings),
         .target(name: "TapedeckOpus", dependencies: ["TapedeckCore", "COpus"], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckOpusTests", dependencies: ["TapedeckOpus", "TapedeckTesting"], swiftSettings: swiftSettings),
         .systemLibrary(
@@ -163,7 +167,7 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample",
+                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",

@@ -6,6 +6,7 @@ import TapedeckNull
 import TapedeckWAV
 import TapedeckFLAC
 import TapedeckOpus
+import TapedeckSndfileFormats
 import TapedeckDirectoryStorage
 import TapedeckBundleStorage
 #if PulseAudio
@@ -34,8 +35,9 @@ public struct PluginCatalog: Sendable {
     public static let builtIn = PluginCatalog(
         capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture),
         playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback),
-        encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder],
-        decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder],
+        encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder, SndfileFormatsPlugin.mp3, SndfileFormatsPlugin.vorbis,
+                   SndfileFormatsPlugin.aiff],
+        decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder] + SndfileFormatsPlugin.decoders,
         storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage])
 
     /// The libraries this build links, with their versions (`tapedeck --version`).

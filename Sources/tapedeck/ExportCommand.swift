@@ -35,8 +35,11 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Compression level: the encoder's level setting (\(ExportCommand.levels)).", valueName: "level"))
     var level: Int?
 
-    @Option(help: ArgumentHelp("Bit rate of a lossy format, e.g. 96k or 128000 (opus).", valueName: "rate"))
+    @Option(help: ArgumentHelp("Bit rate of a lossy format, e.g. 96k or 128000 (opus, mp3).", valueName: "rate"))
     var bitrate: String?
+
+    @Option(help: ArgumentHelp("Quality of a lossy format that has one: 0 smallest to 10 best (vorbis, as oggenc -q).", valueName: "0-10"))
+    var quality: Int?
 
     @Option(help: ArgumentHelp("A tag for the exported files only, over the take's own (repeatable).", valueName: "KEY=VALUE"))
     var tag: [String] = []
@@ -146,8 +149,9 @@ struct ExportCommand: AsyncParsableCommand {
             var overrides: [String: String] = [:]
             if let level { overrides["level"] = String(level) }
             if let bitrate { overrides["bitrate"] = try Self.bitsPerSecond(bitrate) }
+            if let quality { overrides["quality"] = String(quality) }
             let (encoder, settings) = try studio.makeEncoder(named: formatName, overrides: overrides,
-                                                             options: ["level": "--level", "bitrate": "--bitrate"])
+                                                             options: ["level": "--level", "bitrate": "--bitrate", "quality": "--quality"])
             // A float take exported to a format that stores integers only: converted to s24
             // with dither (the documented default), never refused for want of a flag.
             if conversion == nil, items.contains(where: { $0.take.format.sampleFormat.isFloat }),

@@ -106,8 +106,9 @@ format:
   sample-format: s16
 
 encoder:
-  # The file format takes are recorded in. Compiled in: wav (RF64 past 4 GiB), flac, opus
-  # (lossy: for sharing, usually with `tapedeck export --format opus`, not for the takes themselves).
+  # The file format takes are recorded in. Compiled in: wav (RF64 past 4 GiB), flac, aiff, and the
+  # lossy opus, mp3 and vorbis (for sharing, usually with `tapedeck export --format mp3`, not for
+  # the takes themselves).
   name: wav
   flac:
     # Compression level, as flac -0 ... -8.
@@ -124,6 +125,13 @@ encoder:
     bitrate: 128000
     # Encoder complexity: 0 fastest, 10 best.
     complexity: 10
+  mp3:
+    # Constant bit rate in bits per second, as lame -b (rounded down to an MP3 rate: 32k … 128k,
+    # 160k, 192k, 224k, 256k, 320k). For exports (`tapedeck export --format mp3`).
+    bitrate: 128000
+  vorbis:
+    # Quality, as oggenc -q: 0 smallest, 10 best (3 is about 112 kbit/s for stereo).
+    quality: 3
 
 storage:
   # Where takes live. Compiled in: directory (one catalog.sqlite for the library), bundle (one

@@ -148,7 +148,7 @@ struct DeclarationTests {
             "TapedeckNull": ["null"], "TapedeckWAV": ["wav"], "TapedeckFLAC": ["flac"], "TapedeckOpus": ["opus"],
             "TapedeckALSA": ["alsa", "pulse"], // the ALSA `pulse` PCM is an ALSA device name
             "TapedeckPulseAudio": ["pulse", "pulseaudio"], "TapedeckDirectoryStorage": ["directory"],
-            "TapedeckBundleStorage": ["bundle"],
+            "TapedeckBundleStorage": ["bundle"], "TapedeckSndfileFormats": ["mp3", "vorbis", "aiff"],
         ]
         // The composition root and the view name backends by design; the test kit's PulseAudio
         // fixture, the fuzz targets of each parser and the scaffold's templates are about them.

@@ -154,6 +154,41 @@ struct ExportFinishingEndToEndTests {
         #expect(tones[0] > tones[1] + 40, "still 1 kHz, not 48/44.1 of it: \(tones)")
     }
 
+    @Test("MP3, Ogg Vorbis and AIFF exports decode in ffmpeg to the right length and pitch, with the take's tags", arguments: [
+        ("mp3", ["--bitrate", "192k"]), ("vorbis", ["--quality", "5"]), ("aiff", []),
+    ])
+    func formats(_ format: String, _ options: [String]) throws {
+        let (cli, take, folder) = try Self.library(["synth", "3", "sine", "1000", "vol", "-6dB"], rate: 44_100)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(try cli.run("note", take, "street recording").status == 0)
+        let (r, report) = try Self.export(cli, [take, "--format", format, "-o", folder.path] + options)
+        try #require(r.status == 0, "\(r.stderr)")
+        let out = try #require(report?["output"] as? String)
+        #expect((report?["verification"] as? String)?.hasPrefix("decoded again") == true, "\(report ?? [:])")
+        let probe = try CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "format=duration:format_tags:stream=sample_rate,channels,bit_rate:stream_tags",
+                                                    "-of", "json", out])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout.utf8)) as? [String: Any])
+        let container = try #require(json["format"] as? [String: Any])
+        let stream = try #require((json["streams"] as? [[String: Any]])?.first)
+        // Ogg keeps its comments on the stream; MP3 and AIFF on the file.
+        let all = ((container["tags"] as? [String: String]) ?? [:]).merging((stream["tags"] as? [String: String]) ?? [:]) { a, _ in a }
+        let tags = Dictionary(all.map { ($0.key.lowercased(), $0.value) }) { a, _ in a }
+        let duration = Double(container["duration"] as? String ?? "") ?? 0
+        #expect(abs(duration - 3) <= 0.06, "\(format): \(duration) s")
+        #expect(tags["title"] == "src", "\(format): \(tags)")
+        if format != "aiff" {
+            #expect(tags["album"] == "S" && tags["track"] == "1", "\(format): \(tags)")
+            #expect(tags["date"]?.hasPrefix("20") == true, "\(format): \(tags)")
+        }
+        #expect(tags["comment"] == "street recording", "\(format): \(tags)")
+        if format == "mp3" { #expect(stream["bit_rate"] as? String == "192000", "\(stream)") }
+        // Decoded by ffmpeg, the pitch is the take's.
+        let decoded = folder.appendingPathComponent("decoded-\(format).wav").path
+        #expect(try CLIHarness.tool("ffmpeg", ["-v", "error", "-i", out, "-c:a", "pcm_s16le", decoded]).status == 0)
+        let tones = try Self.tones(decoded, [1000, 1250])
+        #expect(tones[0] > -10 && tones[0] > tones[1] + 40, "\(format): \(tones)")
+    }
+
     @Test("finishing options that cannot go together, or out of range, are refused before anything is written")
     func refused() throws {
         let (cli, take, folder) = try Self.library(["synth", "1", "sine", "440"])
