@@ -155,16 +155,23 @@ enum BroadcastWave {
 
     // MARK: in a file
 
-    /// The `bext` and `iXML` chunks between the header and the audio.
-    static func locate(in file: RawFile) throws -> (bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?) {
+    /// The `bext` and `iXML` chunks between the header and the audio, and with `afterAudio`
+    /// also those after it (only for a finished file, whose sizes say where its audio ends: a
+    /// file being written may hold more audio than its header says yet).
+    static func locate(in file: RawFile, afterAudio: Bool = false) throws -> (bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?) {
         let length = try file.length()
         var bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?
-        try WAVHeader.forEachChunk(in: file, from: 12, end: length) { head, chunk in
+        func visit(_ head: [UInt8], _ chunk: WAVHeader.Chunk) -> Bool {
             if LE.isID(head, 0, "data") { return false }
             guard chunk.next <= length else { return false }
             if LE.isID(head, 0, "bext"), bext == nil, chunk.size >= UInt32(bextFixedSize) { bext = chunk }
             if LE.isID(head, 0, "iXML"), ixml == nil { ixml = chunk }
             return true
+        }
+        try WAVHeader.forEachChunk(in: file, from: 12, end: length) { head, chunk in visit(head, chunk) }
+        if afterAudio, let header = try? WAVHeader.read(from: file) {
+            let audioEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
+            if audioEnd < length { try WAVHeader.forEachChunk(in: file, from: audioEnd, end: length) { head, chunk in visit(head, chunk) } }
         }
         return (bext, ixml)
     }
@@ -177,10 +184,11 @@ enum BroadcastWave {
     /// Writes `m` into the `bext` and iXML chunks before the audio, in place (same sizes).
     /// A `bext` another program wrote (its OriginatorReference is not this take's id: an imported
     /// file) only gets the loudness fields, and its iXML is left as it is. Does not sync.
-    /// - Returns: which of the two chunks the file has before its audio.
+    /// - Returns: which of the two chunks the file has before its audio, and whether its `bext`
+    ///   is another program's.
     @discardableResult
-    static func stamp(_ m: TakeMetadata, format: AudioFormat, in file: RawFile) throws -> (bext: Bool, ixml: Bool) {
-        let (bext, ixml) = try locate(in: file)
+    static func stamp(_ m: TakeMetadata, format: AudioFormat, in file: RawFile, afterAudio: Bool = false) throws -> (bext: Bool, ixml: Bool, foreign: Bool) {
+        let (bext, ixml) = try locate(in: file, afterAudio: afterAudio)
         var ours = true
         if let bext {
             let reference = try file.read(32, at: bext.payload + referenceOffset)
@@ -199,7 +207,7 @@ enum BroadcastWave {
             }
         }
         if ours, let ixml, let bytes = Self.ixml(m, format: format, size: Int(ixml.size)) { try file.write(bytes, at: ixml.payload) }
-        return (bext != nil, ixml != nil)
+        return (bext != nil, ixml != nil, !ours)
     }
 
     /// Writes `m` into a finished file: in place where it has the chunks before its audio, else
@@ -207,13 +215,14 @@ enum BroadcastWave {
     /// there. Syncs.
     static func write(_ m: TakeMetadata, to file: RawFile) throws {
         let format = try WAVHeader.read(from: file).audioFormat(path: file.path)
-        let has = try stamp(m, format: format, in: file)
+        let has = try stamp(m, format: format, in: file, afterAudio: true)
         var tail: [UInt8] = []
         if !has.bext {
             let bytes = bext(m, format: format)
             tail += Array("bext".utf8) + LE.bytes32(UInt32(bytes.count)) + bytes
         }
-        if !has.ixml, let bytes = ixml(m, format: format) {
+        // Another program's file keeps its own description: only its loudness fields change.
+        if !has.ixml, !has.foreign, let bytes = ixml(m, format: format) {
             tail += Array("iXML".utf8) + LE.bytes32(UInt32(bytes.count)) + bytes
         }
         if tail.isEmpty {
@@ -223,6 +232,72 @@ enum BroadcastWave {
         try WAVMarkers.replaceTail(of: file, with: tail) { head in
             (!has.bext && LE.isID(head, 0, "bext")) || (!has.ixml && LE.isID(head, 0, "iXML"))
         }
+    }
+
+    // MARK: reading
+
+    /// The `bext` and iXML chunks anywhere in the file's top-level chunks (before or after the
+    /// audio), read with bounds: at most 64 KiB of iXML, and only its top-level elements that
+    /// hold text. `nil` without a `bext` chunk.
+    static func read(from file: RawFile) throws -> BroadcastFacts? {
+        let length = try file.length()
+        guard length >= 12 else { return nil }
+        let riff = try file.read(12, at: 0)
+        guard LE.isID(riff, 0, "RIFF") || LE.isID(riff, 0, "RF64"), LE.isID(riff, 8, "WAVE") else { return nil }
+        var bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?
+        var dataEnd: Int64?
+        if let header = try? WAVHeader.read(from: file) {
+            dataEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
+        }
+        func visit(_ head: [UInt8], _ chunk: WAVHeader.Chunk) -> Bool {
+            if LE.isID(head, 0, "bext"), bext == nil, chunk.size >= UInt32(bextFixedSize), chunk.next <= length { bext = chunk }
+            if LE.isID(head, 0, "iXML"), ixml == nil, chunk.next <= length { ixml = chunk }
+            return !LE.isID(head, 0, "data")
+        }
+        try WAVHeader.forEachChunk(in: file, from: 12, end: length) { head, chunk in visit(head, chunk) }
+        if let dataEnd, dataEnd < length {
+            try WAVHeader.forEachChunk(in: file, from: dataEnd, end: length) { head, chunk in visit(head, chunk) }
+        }
+        guard let bext else { return nil }
+        let b = try file.read(min(Int(bext.size), bextFixedSize + 4096), at: bext.payload)
+        func text(_ range: Range<Int>) -> String {
+            String(decoding: b[range].prefix { $0 != 0 }, as: UTF8.self)
+        }
+        var values: [String: String] = [:]
+        if let ixml {
+            let xml = String(decoding: try file.read(min(Int(ixml.size), 65_536), at: ixml.payload), as: UTF8.self)
+            values = topLevelValues(xml)
+        }
+        return BroadcastFacts(description: text(0..<256), originator: text(256..<288), originatorReference: text(288..<320),
+                              originationDate: text(320..<330), originationTime: text(330..<338), timeReference: LE.u64(b, 338),
+                              version: Int(LE.u16(b, 346)), codingHistory: text(bextFixedSize..<b.count), ixml: values)
+    }
+
+    /// `<NAME>text</NAME>` elements directly under `<BWFXML>`, entities decoded; nested ones
+    /// (SPEED, TRACK_LIST) are skipped. A scanner, not an XML parser: malformed text yields what
+    /// it can and never fails.
+    static func topLevelValues(_ xml: String) -> [String: String] {
+        guard let root = xml.range(of: "<BWFXML>") else { return [:] }
+        var values: [String: String] = [:]
+        var rest = xml[root.upperBound...]
+        while let open = rest.range(of: "<"), let close = rest[open.upperBound...].range(of: ">") {
+            let name = String(rest[open.upperBound..<close.lowerBound])
+            guard !name.hasPrefix("/"), !name.hasPrefix("?"), !name.hasPrefix("!"), !name.contains(" ") || name.hasSuffix("/") else {
+                rest = rest[close.upperBound...]
+                if name == "/BWFXML" { break }
+                continue
+            }
+            let body = rest[close.upperBound...]
+            guard let end = body.range(of: "</\(name)>") else { rest = body; continue }
+            let value = body[..<end.lowerBound]
+            if !value.contains("<"), values[name] == nil, values.count < 256 {
+                values[name] = String(value).replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+                    .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+                    .replacingOccurrences(of: "&amp;", with: "&")
+            }
+            rest = body[end.upperBound...]
+        }
+        return values
     }
 
     // MARK: text

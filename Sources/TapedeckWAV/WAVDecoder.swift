@@ -32,6 +32,15 @@ public struct WAVDecoder: AudioDecoder {
     /// WAV written to a pipe: 0xFFFFFFFF, 0x7FFFF000, 0) or a header promising more than the file
     /// holds (a killed writer) is decoded and stored anew, so the library's copy is normal and
     /// `doctor` has nothing to say of it.
+    /// The file's `bext` and iXML, wherever in its chunks they are (``BroadcastWave``).
+    /// - Thread: any. Blocks briefly on disk I/O.
+    public func broadcastFacts(at url: URL) -> BroadcastFacts? {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return try? BroadcastWave.read(from: RawFile(fd: fd, path: url.path, kind: "WAV"))
+    }
+
     public func storesVerbatim(_ url: URL) -> VerbatimEncoding? {
         let head = Self.head(of: url)
         guard head.count == 12, head.starts(with: "RIFF".utf8) || head.starts(with: "RF64".utf8),

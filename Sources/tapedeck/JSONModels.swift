@@ -55,6 +55,8 @@ struct TakeJSON: Encodable {
     var loudness: LoudnessJSON?
     /// The first frame's wall-clock time, to the microsecond; absent when not known.
     var firstFrameAt: String?
+    /// What the file itself says (BWF `bext` and iXML); only `show` reads it.
+    var broadcast: BroadcastJSON?
 
     init(_ take: Take, session: Session, url: URL?) {
         var info = stat()
@@ -87,6 +89,24 @@ struct TakeJSON: Encodable {
         markers = take.markers.map { MarkerJSON(frame: $0.frame, seconds: take.format.seconds(forFrames: $0.frame), label: $0.label, date: $0.date) }
         loudness = take.loudness.map(LoudnessJSON.init)
         firstFrameAt = take.began.map(UTCTimestamp.format)
+    }
+}
+
+/// A file's `bext` and iXML (docs/JSON.md).
+struct BroadcastJSON: Encodable {
+    var description: String
+    var originator: String
+    var originatorReference: String
+    var originationDate: String
+    var originationTime: String
+    var timeReference: UInt64
+    var version: Int
+    var codingHistory: String
+    var ixml: [String: String]
+    init(_ f: BroadcastFacts) {
+        (description, originator, originatorReference) = (f.description, f.originator, f.originatorReference)
+        (originationDate, originationTime, timeReference, version) = (f.originationDate, f.originationTime, f.timeReference, f.version)
+        (codingHistory, ixml) = (f.codingHistory, f.ixml)
     }
 }
 

@@ -23,7 +23,11 @@ struct ShowCommand: AsyncParsableCommand {
             let storage = studio.store.storage
             switch try studio.store.resolve(reference) {
             case .take(let take, let session):
-                let t = TakeJSON(take, session: session, url: try? storage.audioURL(for: take))
+                var t = TakeJSON(take, session: session, url: try? storage.audioURL(for: take))
+                let facts = (try? storage.audioURL(for: take)).flatMap { url in
+                    studio.decoders.first { $0.encodings.contains(take.encoding) }?.broadcastFacts(at: url)
+                }
+                t.broadcast = facts.map(BroadcastJSON.init)
                 if json { return try Terminal.printJSON(t) }
                 print("""
                     Take:      \(t.name)  [\(t.shortID)]  (number \(t.number))
@@ -50,6 +54,16 @@ struct ShowCommand: AsyncParsableCommand {
                 }
                 if let l = take.loudness {
                     print("Loudness:  \(Terminal.loudness(l))")
+                }
+                if let f = facts {
+                    // What the file says of itself (an imported file's own, or Tapedeck's).
+                    let seconds = Double(f.timeReference) / Double(max(1, take.format.sampleRate))
+                    let clock = "\(zeroPadded(Int(seconds) / 3600, width: 2)):\(zeroPadded(Int(seconds) / 60 % 60, width: 2)):\(zeroPadded(Int(seconds) % 60, width: 2))"
+                    print("Broadcast: \(Terminal.safe(f.originator.isEmpty ? "(no originator)" : f.originator)), \(Terminal.safe(f.originationDate)) \(Terminal.safe(f.originationTime)), TimeReference \(f.timeReference) (\(clock))")
+                    let description = f.description.split(whereSeparator: \.isNewline).map { Terminal.safe(String($0)) }.joined(separator: "; ")
+                    if !description.isEmpty { print("           \(description)") }
+                    let keys = ["PROJECT", "SCENE", "TAKE", "TAPE", "NOTE"].filter { f.ixml[$0] != nil }
+                    if !keys.isEmpty { print("iXML:      " + keys.map { "\($0)=\(Terminal.safe(f.ixml[$0] ?? ""))" }.joined(separator: ", ")) }
                 }
                 if !t.tags.isEmpty {
                     print("Tags:      " + t.tags.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))

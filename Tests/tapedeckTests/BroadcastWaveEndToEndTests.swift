@@ -185,6 +185,39 @@ struct BroadcastWaveEndToEndTests {
         #expect(tags.contains("REPLAYGAIN_TRACK_PEAK="), "\(tags)")
     }
 
+    @Test("an imported Broadcast Wave keeps its own bext and iXML byte for byte; show displays them; `loudness` changes only its loudness fields")
+    func importedBroadcastWave() throws {
+        let cli = try CLIHarness()
+        let folder = cli.library.path + "-bwf"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let source = folder + "/F6_0042.wav"
+        // ffmpeg writes a bext chunk of its own: another recorder's file.
+        let made = try CLIHarness.tool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=2:sample_rate=48000", "-ac", "2",
+                                                  "-c:a", "pcm_s24le", "-write_bext", "1", "-metadata", "originator=Field Recorder F6",
+                                                  "-metadata", "originator_reference=F6-0042", "-metadata", "description=sSCENE=12A\r\nsTAKE=4",
+                                                  "-metadata", "origination_date=2026-05-01", "-metadata", "origination_time=06:30:00",
+                                                  "-metadata", "time_reference=1123200000", source])
+        try #require(made.status == 0, "\(made.stderr)")
+        let imported = try cli.run("import", source, "--json")
+        try #require(imported.status == 0, "\(imported.stderr)")
+        let take = try #require((try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])?.first)
+        let path = try #require(take["path"] as? String)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(contentsOf: URL(fileURLWithPath: source)), "kept byte for byte")
+        let shown = try cli.run("show", "last")
+        #expect(shown.stdout.contains("Broadcast: Field Recorder F6, 2026-05-01 06:30:00, TimeReference 1123200000 (06:30:00)"), "\(shown.stdout)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(try cli.run("show", "last", "--json").stdout.utf8)) as? [String: Any])
+        #expect((json["broadcast"] as? [String: Any])?["originatorReference"] as? String == "F6-0042", "\(json)")
+        // Measuring writes the loudness into its bext, and nothing else of it changes.
+        #expect(try cli.run("loudness", "last").status == 0)
+        let b = try Self.broadcast(path)
+        let bext = try #require(b["bext"] as? [String: Any])
+        #expect(bext["originator"] as? String == "Field Recorder F6" && bext["reference"] as? String == "F6-0042", "\(bext)")
+        #expect(bext["timeReference"] as? Int == 1_123_200_000)
+        #expect((bext["loudness"] as? [Int])?.first != 0x7FFF, "\(bext)")
+        #expect(try CLIHarness.tool("sox", [path, "-n"]).status == 0)
+    }
+
     /// Seconds since local midnight of `t`, as python's localtime says.
     static func broadcastLocalSeconds(_ t: Double) throws -> Double? {
         let r = try CLIHarness.tool("python3", ["-c", "import time,sys; t=float(sys.argv[1]); l=time.localtime(t); print(l.tm_hour*3600+l.tm_min*60+l.tm_sec+(t-int(t)))", String(t)])

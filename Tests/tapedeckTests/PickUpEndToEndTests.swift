@@ -262,7 +262,7 @@ struct PickUpEndToEndTests {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-json-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: out) }
-        let free: Set<String> = ["tags", "details", "roles", "settings"]
+        let free: Set<String> = ["tags", "details", "roles", "settings", "ixml"]
         func keys(_ value: Any, into set: inout Set<String>, parent: String = "") {
             if let d = value as? [String: Any] {
                 for (k, v) in d {

@@ -102,3 +102,34 @@ public struct MetadataSettings: SettingsGroup, Hashable {
                                 project: nonEmpty(settings[Self.project]), tape: nonEmpty(settings[Self.tape]), user: user)
     }
 }
+
+/// What a Broadcast Wave file says of itself: its `bext` fields and its iXML's top-level values,
+/// as read back from the file (Tapedeck's own, or an imported one's). A plain value; any thread.
+public struct BroadcastFacts: Sendable, Hashable {
+    public var description: String
+    public var originator: String
+    public var originatorReference: String
+    /// `2026-11-26` and `05:31:27`, as the file has them (local time).
+    public var originationDate: String
+    public var originationTime: String
+    /// Samples since midnight of the first frame, at the file's rate.
+    public var timeReference: UInt64
+    /// The bext version (2 has loudness fields).
+    public var version: Int
+    public var codingHistory: String
+    /// iXML's top-level values (PROJECT, SCENE, TAKE, TAPE, NOTE, …), by name; empty without iXML.
+    public var ixml: [String: String]
+
+    public init(description: String, originator: String, originatorReference: String, originationDate: String, originationTime: String,
+                timeReference: UInt64, version: Int, codingHistory: String, ixml: [String: String]) {
+        self.description = description
+        self.originator = originator
+        self.originatorReference = originatorReference
+        self.originationDate = originationDate
+        self.originationTime = originationTime
+        self.timeReference = timeReference
+        self.version = version
+        self.codingHistory = codingHistory
+        self.ixml = ixml
+    }
+}

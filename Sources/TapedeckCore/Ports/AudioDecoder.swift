@@ -22,6 +22,11 @@ public protocol AudioDecoder: Sendable {
     /// must be decoded and written again. The default: `nil`.
     /// - Thread: any. Blocks briefly on disk I/O.
     func storesVerbatim(_ url: URL) -> VerbatimEncoding?
+
+    /// The Broadcast Wave facts the file at `url` carries (`bext`, iXML), for `show`; `nil` when
+    /// it has none or the format has no place for them (the default).
+    /// - Thread: any. Blocks briefly on disk I/O.
+    func broadcastFacts(at url: URL) -> BroadcastFacts?
 }
 
 /// The encoding (an encoder's name) and file extension under which an imported file is kept as
@@ -44,6 +49,8 @@ extension AudioDecoder {
     }
 
     public func storesVerbatim(_ url: URL) -> VerbatimEncoding? { nil }
+
+    public func broadcastFacts(at url: URL) -> BroadcastFacts? { nil }
 
     /// Up to `count` bytes from the start of the file at `url` (fewer for a shorter file; none
     /// when it cannot be read), for recognising a format by its signature.
