@@ -282,7 +282,9 @@ struct EndToEndTests {
         let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }
         #expect(names == ["capture:null", "capture:alsa", "capture:pulse", "playback:null", "playback:alsa", "playback:pulse",
-                          "encoder:wav", "encoder:flac", "encoder:opus", "decoder:wav", "decoder:flac", "decoder:opus", "storage:directory", "storage:bundle"])
+                          "encoder:wav", "encoder:flac", "encoder:opus", "encoder:mp3", "encoder:vorbis", "encoder:aiff",
+                          "decoder:wav", "decoder:flac", "decoder:opus", "decoder:mp3", "decoder:vorbis", "decoder:aiff",
+                          "storage:directory", "storage:bundle"])
         let nullCapture = try #require(plugins.first)
         let keys = (nullCapture["settings"] as? [[String: Any]])?.compactMap { $0["configKey"] as? String } ?? []
         #expect(keys.contains("capture.null.signal"))
