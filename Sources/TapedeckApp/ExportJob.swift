@@ -219,10 +219,12 @@ struct ExportJob {
         defer { partials.forget(temp) }
         var metadata = facts.metadata(for: item.take, sessionName: item.session.name)
         metadata.tags = item.take.tags.merging(item.extraTags) { _, extra in extra }
-        // Audio changed on its way is measured as written; audio copied keeps the take's loudness.
+        // Audio a gain changed is measured as written (its loudness is the point of the export);
+        // otherwise the file has the take's loudness (a new rate moves it by far less than the
+        // meter's 0.1 LU, and measuring costs most of such an export's time).
         let notes = WriterNotes()
         var writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
-        if plan.changesAudio, let analyzer {
+        if plan.gainDB != 0, let analyzer {
             writer = MeasuringTakeWriter(writer, meter: try analyzer.makeMeter(for: outFormat), notes: notes)
         }
         var finished = false
@@ -302,7 +304,7 @@ struct ExportJob {
             unlink(temp.path)
             throw TapedeckError(.io, "Exporting \"\(item.take.name)\" wrote \(written) frames of \(frames); nothing was kept. Try again.")
         }
-        metadata.loudness = plan.changesAudio ? notes.loudness : item.take.loudness
+        metadata.loudness = plan.gainDB != 0 ? notes.loudness : item.take.loudness
         var verification = writer.verification
         do {
             if verification == nil { verification = try verifyByDecoding(temp, frames: frames, format: outFormat, hash: hash) }

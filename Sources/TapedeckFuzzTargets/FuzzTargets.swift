@@ -96,6 +96,8 @@ public enum FuzzTargets {
             if reader.frameCount > limit { throw Finding("the reader claims \(reader.frameCount) frames from a \(size)-byte file") }
             try drain(reader, limit: limit, "the decoder")
         }
+        // What `show` reads of an imported file's bext and iXML: read or nothing, never a trap.
+        _ = WAVDecoder().broadcastFacts(at: scratch)
         // What import keeps byte for byte, doctor must find nothing to say of.
         let verbatimRead = try typed("verbatim") {
             guard WAVDecoder().storesVerbatim(scratch) != nil else { return }

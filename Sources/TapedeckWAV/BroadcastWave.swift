@@ -169,8 +169,7 @@ enum BroadcastWave {
             return true
         }
         try WAVHeader.forEachChunk(in: file, from: 12, end: length) { head, chunk in visit(head, chunk) }
-        if afterAudio, let header = try? WAVHeader.read(from: file) {
-            let audioEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
+        if afterAudio, let header = try? WAVHeader.read(from: file), let audioEnd = header.declaredAudioEnd {
             if audioEnd < length { try WAVHeader.forEachChunk(in: file, from: audioEnd, end: length) { head, chunk in visit(head, chunk) } }
         }
         return (bext, ixml)
@@ -238,7 +237,7 @@ enum BroadcastWave {
 
     /// The `bext` and iXML chunks anywhere in the file's top-level chunks (before or after the
     /// audio), read with bounds: at most 64 KiB of iXML, and only its top-level elements that
-    /// hold text. `nil` without a `bext` chunk.
+    /// hold text. `nil` without a `bext` chunk. (At most 16 KiB of iXML: Tapedeck's is about 3 KiB.)
     static func read(from file: RawFile) throws -> BroadcastFacts? {
         let length = try file.length()
         guard length >= 12 else { return nil }
@@ -246,9 +245,7 @@ enum BroadcastWave {
         guard LE.isID(riff, 0, "RIFF") || LE.isID(riff, 0, "RF64"), LE.isID(riff, 8, "WAVE") else { return nil }
         var bext: WAVHeader.Chunk?, ixml: WAVHeader.Chunk?
         var dataEnd: Int64?
-        if let header = try? WAVHeader.read(from: file) {
-            dataEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
-        }
+        if let header = try? WAVHeader.read(from: file) { dataEnd = header.declaredAudioEnd }
         func visit(_ head: [UInt8], _ chunk: WAVHeader.Chunk) -> Bool {
             if LE.isID(head, 0, "bext"), bext == nil, chunk.size >= UInt32(bextFixedSize), chunk.next <= length { bext = chunk }
             if LE.isID(head, 0, "iXML"), ixml == nil, chunk.next <= length { ixml = chunk }
@@ -265,7 +262,7 @@ enum BroadcastWave {
         }
         var values: [String: String] = [:]
         if let ixml {
-            let xml = String(decoding: try file.read(min(Int(ixml.size), 65_536), at: ixml.payload), as: UTF8.self)
+            let xml = String(decoding: try file.read(min(Int(ixml.size), 16_384), at: ixml.payload), as: UTF8.self)
             values = topLevelValues(xml)
         }
         return BroadcastFacts(description: text(0..<256), originator: text(256..<288), originatorReference: text(288..<320),
@@ -280,8 +277,14 @@ enum BroadcastWave {
         guard let root = xml.range(of: "<BWFXML>") else { return [:] }
         var values: [String: String] = [:]
         var rest = xml[root.upperBound...]
-        while let open = rest.range(of: "<"), let close = rest[open.upperBound...].range(of: ">") {
+        var elements = 0
+        while elements < 512, let open = rest.range(of: "<"), let close = rest[open.upperBound...].range(of: ">") {
+            elements += 1
             let name = String(rest[open.upperBound..<close.lowerBound])
+            guard name.utf8.count <= 64 else {
+                rest = rest[close.upperBound...]
+                continue
+            }
             guard !name.hasPrefix("/"), !name.hasPrefix("?"), !name.hasPrefix("!"), !name.contains(" ") || name.hasSuffix("/") else {
                 rest = rest[close.upperBound...]
                 if name == "/BWFXML" { break }

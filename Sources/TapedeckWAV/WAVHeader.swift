@@ -67,6 +67,14 @@ struct WAVHeader {
     /// Where the audio starts.
     var dataStart: Int64 { dataChunk.payload }
 
+    /// Where the audio ends (its pad byte included) as the header says, when that lies inside
+    /// the file; `nil` for a size past the end (a killed writer, a placeholder, a hostile value).
+    var declaredAudioEnd: Int64? {
+        guard declaredDataSize < UInt64(fileLength) else { return nil }
+        let end = dataStart + Int64(declaredDataSize) + Int64(declaredDataSize & 1)
+        return end <= fileLength ? end : nil
+    }
+
     /// Parses the header of the file behind `file`.
     /// - Throws: `.corruptFile` naming the file if it is too short, not a WAVE file, or lacks a
     ///   `fmt ` or `data` chunk; an I/O error if reading fails.

@@ -39,9 +39,8 @@ enum WAVMarkers {
     /// updates the RIFF (or RF64) size and syncs.
     static func replaceTail(of file: RawFile, with chunks: [UInt8], replaced: ([UInt8]) -> Bool) throws {
         let header = try WAVHeader.read(from: file)
-        let audioEnd = header.dataStart + Int64(header.declaredDataSize) + Int64(header.declaredDataSize & 1)
         let length = try file.length()
-        guard audioEnd <= length else {
+        guard let audioEnd = header.declaredAudioEnd else {
             throw TapedeckError(.corruptFile, "\(file.path) holds less audio than its header says; run `tapedeck doctor --repair` first.")
         }
         // The chunks after the audio, but those replaced.
