@@ -105,7 +105,8 @@ public final class Studio {
         let device = configuration.capture.settings.values["device"]?.description ?? ""
         let source = CaptureSource(host: ConfigurationLoader.currentHostName(), backend: capture.name, device: device.isEmpty ? "default" : device)
         return TakeRecorder(capture: capture, encoder: encoder ?? self.encoder, store: store,
-                            settings: configuration.recording, logger: logger, analyzer: EBUR128Analyzer(),
+                            settings: configuration.recording, logger: logger,
+                            analyzer: configuration.recording.measuresLoudness ? EBUR128Analyzer() : nil,
                             facts: TakeFacts(identity: configuration.identity, source: source))
     }
 
