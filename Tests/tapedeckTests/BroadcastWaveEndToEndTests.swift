@@ -224,17 +224,6 @@ struct BroadcastWaveEndToEndTests {
         return Double(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// ffmpeg's integrated loudness and true peak of a file.
-    static func ffmpegLoudness(_ path: String) throws -> (integrated: Double, truePeak: Double) {
-        let r = try CLIHarness.tool("ffmpeg", ["-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
-        let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
-        func value(_ label: String) -> Double {
-            let line = summary.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) } ?? ""
-            return line.split(separator: " ").compactMap { Double($0) }.first ?? .nan
-        }
-        return (value("I:"), value("Peak:"))
-    }
-
     @Test("loudness measured while recording, at import and by `tapedeck loudness` matches ffmpeg's; --missing skips measured takes", arguments: ["directory", "bundle"])
     func loudnessMatchesFFmpeg(_ storage: String) throws {
         let cli = try CLIHarness(storage: storage)
@@ -254,7 +243,7 @@ struct BroadcastWaveEndToEndTests {
         for take in try cli.takes() {
             let path = try #require(take["path"] as? String)
             let ours = try #require(take["loudness"] as? [String: Any], "\(take["name"] ?? "") was measured")
-            let theirs = try Self.ffmpegLoudness(path)
+            let theirs = try CLIHarness.ffmpegLoudness(path)
             #expect(abs((ours["integrated"] as? Double ?? .nan) - theirs.integrated) <= 0.1, "\(ours) vs ffmpeg \(theirs)")
             #expect(abs((ours["truePeak"] as? Double ?? .nan) - theirs.truePeak) <= 0.2, "\(ours) vs ffmpeg \(theirs)")
         }

@@ -177,6 +177,18 @@ struct CLIHarness {
         return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 
+    /// ffmpeg's EBU R128 integrated loudness (LUFS) and true peak (dBTP) of a file: an
+    /// implementation independent of Tapedeck's (libebur128).
+    static func ffmpegLoudness(_ path: String) throws -> (integrated: Double, truePeak: Double) {
+        let r = try tool("ffmpeg", ["-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
+        let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
+        func value(_ label: String) -> Double {
+            let line = summary.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) } ?? ""
+            return line.split(separator: " ").compactMap { Double($0) }.first ?? .nan
+        }
+        return (value("I:"), value("Peak:"))
+    }
+
     /// Waits until `condition` holds, polling every 20 ms, up to `timeout` seconds.
     static func wait(timeout: Double, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

@@ -26,17 +26,6 @@ struct ExportFinishingEndToEndTests {
         return (r, reports?.first)
     }
 
-    /// ffmpeg's integrated loudness and true peak.
-    static func ffmpeg(_ path: String) throws -> (integrated: Double, truePeak: Double) {
-        let r = try CLIHarness.tool("ffmpeg", ["-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
-        let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
-        func value(_ label: String) -> Double {
-            let line = summary.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) } ?? ""
-            return line.split(separator: " ").compactMap { Double($0) }.first ?? .nan
-        }
-        return (value("I:"), value("Peak:"))
-    }
-
     /// Power (dB, relative to full scale) of the first channel at each frequency, by a Goertzel
     /// filter over the decoded samples (sox decodes to 32-bit raw).
     static func tones(_ path: String, _ frequencies: [Double]) throws -> [Double] {
@@ -69,7 +58,7 @@ struct ExportFinishingEndToEndTests {
         let out = folder.appendingPathComponent("out.\(format)").path
         let (r, report) = try Self.export(cli, [take, "--loudness", "-23", "-o", out])
         try #require(r.status == 0, "\(r.stderr)")
-        let measured = try Self.ffmpeg(out)
+        let measured = try CLIHarness.ffmpegLoudness(out)
         #expect(abs(measured.integrated + 23) <= 0.1, "ffmpeg: \(measured)")
         #expect(abs((report?["integratedLoudness"] as? Double ?? 0) + 23) <= 0.1, "\(report ?? [:])")
         #expect((report?["gain"] as? Double ?? 0) > 0)
@@ -91,7 +80,7 @@ struct ExportFinishingEndToEndTests {
         let r = try cli.run("export", take, "--loudness", "-1", "--true-peak", "-3", "-o", out)
         try #require(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("warning:") && r.stderr.contains("ceiling") && r.stderr.contains("no limiter"), "\(r.stderr)")
-        let measured = try Self.ffmpeg(out)
+        let measured = try CLIHarness.ffmpegLoudness(out)
         #expect(measured.truePeak <= -3 + 0.1, "\(measured)")
         #expect(measured.integrated < -2.5, "the target was not reached: \(measured)")
     }
