@@ -11,8 +11,7 @@ struct ExportCommand: AsyncParsableCommand {
         discussion: """
             Files are named "SESSION - TAKE.flac" in --output (default: the current folder). Each is encoded \
             to a temporary file beside the target, verified, and then moved into place; an existing file is \
-            never replaced without --force. A session's takes are encoded in parallel, one per core.
-
+            never replaced without --force. A session's takes are encoded in parallel, one per core. \
             Finishing: --loudness brings each take to an integrated loudness (EBU R128), never past the \
             --true-peak ceiling (there is no limiter: when the ceiling stops the gain first, the report says \
             so and how loud the file is); --normalize-peak brings the highest sample to a level instead. \
