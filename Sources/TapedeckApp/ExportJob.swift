@@ -138,10 +138,19 @@ struct ExportJob {
             var loudness = item.take.loudness
             if loudness == nil {
                 guard let analyzer else { throw TapedeckError(.unsupportedFormat, "This build cannot measure loudness, so --loudness cannot be met.") }
-                loudness = try LoudnessScanner.measureFile(sourceURL, decoder: decoder, analyzer: analyzer, partials: partials)
+                loudness = try LoudnessScanner.measureFile(sourceURL, decoder: decoder, analyzer: analyzer, partials: partials, take: item.take)
+            }
+            if out.sampleRate != source.sampleRate, let analyzer, let resampler {
+                // A new rate changes the loudness (full-band audio loses what lies above the new
+                // Nyquist frequency): the target is met on the audio as it will be written.
+                loudness = try Self.resampledLoudness(sourceURL, take: item.take, decoder: decoder, to: out.sampleRate,
+                                                      analyzer: analyzer, resampler: resampler, partials: partials)
             }
             guard let integrated = loudness?.integrated else {
-                throw TapedeckError(.invalidArgument, "\(name) is silent (nothing above −70 LUFS): there is no loudness to bring to \(Self.decimal(target)) LUFS.")
+                if item.take.seconds < 0.4 {
+                    throw TapedeckError(.unsupportedFormat, "\(name) is shorter than 0.4 s, too short for an integrated loudness (EBU R128 measures 400 ms blocks). Export it with --normalize-peak instead.")
+                }
+                throw TapedeckError(.unsupportedFormat, "\(name) is silent (nothing above -70 LUFS), so it has no loudness to bring to \(Self.decimal(target)) LUFS. Export it without --loudness.")
             }
             plan.gainDB = target - integrated
             if let peak = loudness?.truePeak, peak + plan.gainDB > finishing.truePeakCeiling {
@@ -150,7 +159,7 @@ struct ExportJob {
             }
         } else if let target = finishing.peak {
             let peak = try Self.samplePeak(sourceURL, decoder: decoder, partials: partials)
-            guard peak > 0 else { throw TapedeckError(.invalidArgument, "\(name) is digital silence: it has no peak to bring to \(Self.decimal(target)) dBFS.") }
+            guard peak > 0 else { throw TapedeckError(.unsupportedFormat, "\(name) is digital silence, so it has no peak to bring to \(Self.decimal(target)) dBFS. Export it without --normalize-peak.") }
             plan.gainDB = target - 20 * log10(peak)
         }
         if abs(plan.gainDB) < 0.0005 { plan.gainDB = 0 }
@@ -163,6 +172,35 @@ struct ExportJob {
         let narrows = !out.sampleFormat.isFloat && (source.sampleFormat.isFloat || out.sampleFormat.bitsPerSample < source.sampleFormat.bitsPerSample)
         if !out.sampleFormat.isFloat && (narrows || plan.changesAudio) { plan.dither = finishing.dither }
         return plan
+    }
+
+    /// The loudness of the take's audio converted to `rate`, as an export at that rate will
+    /// hold it (before any gain). - Blocks: decodes and converts it all.
+    static func resampledLoudness(_ url: URL, take: Take, decoder: any AudioDecoder, to rate: Int, analyzer: any LoudnessAnalyzer,
+                                  resampler: any SampleRateConversion, partials: PartialFiles) throws -> Loudness {
+        let reader = try LoudnessScanner.openTake(take, at: url, decoder: decoder)
+        defer { reader.close() }
+        let channels = reader.format.channels
+        let chunk = 8192
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { raw.deallocate() }
+        let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * channels)
+        defer { floats.deallocate() }
+        let capacity = Int((Double(chunk) * Double(rate) / Double(reader.format.sampleRate)).rounded(.up)) + 1024
+        let converted = UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels)
+        defer { converted.deallocate() }
+        let converter = try resampler.makeConverter(from: reader.format.sampleRate, to: rate, channels: channels)
+        let meter = try analyzer.makeMeter(for: AudioFormat(sampleRate: rate, channels: channels, sampleFormat: .f32, layout: reader.format.layout))
+        let toFloat = SampleConverter(from: reader.format, to: .f32)
+        while true {
+            try partials.checkStopped()
+            let n = try reader.read(into: raw, maxFrames: chunk)
+            if n == 0 { break }
+            toFloat.convert(raw, into: UnsafeMutableRawPointer(floats), frames: n)
+            meter.add(converted, frames: try converter.process(floats, frames: n, into: converted, capacity: capacity))
+        }
+        while case let n = try converter.process(nil, frames: 0, into: converted, capacity: capacity), n > 0 { meter.add(converted, frames: n) }
+        return meter.result()
     }
 
     /// The largest sample magnitude of the file (full scale 1). - Blocks: decodes it all.
@@ -207,7 +245,7 @@ struct ExportJob {
         if !force, FileManager.default.fileExists(atPath: target.path) {
             throw TapedeckError(.alreadyExists, "\(target.path) exists already. Use --force to replace it, or --output to export elsewhere.")
         }
-        let reader = try decoder.openReader(at: sourceURL)
+        let reader = try LoudnessScanner.openTake(item.take, at: sourceURL, decoder: decoder)
         defer { reader.close() }
         var outFormat = reader.format.with(sampleFormat: sampleFormat ?? reader.format.sampleFormat)
         if let rate = finishing.rate { outFormat.sampleRate = rate }
@@ -219,12 +257,11 @@ struct ExportJob {
         defer { partials.forget(temp) }
         var metadata = facts.metadata(for: item.take, sessionName: item.session.name)
         metadata.tags = item.take.tags.merging(item.extraTags) { _, extra in extra }
-        // Audio a gain changed is measured as written (its loudness is the point of the export);
-        // otherwise the file has the take's loudness (a new rate moves it by far less than the
-        // meter's 0.1 LU, and measuring costs most of such an export's time).
+        // Audio a gain or a new rate changed is measured as written (full-band audio loses
+        // loudness to a lower rate); audio copied keeps the take's loudness.
         let notes = WriterNotes()
         var writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
-        if plan.gainDB != 0, let analyzer {
+        if plan.changesAudio, let analyzer {
             writer = MeasuringTakeWriter(writer, meter: try analyzer.makeMeter(for: outFormat), notes: notes)
         }
         var finished = false
@@ -298,13 +335,14 @@ struct ExportJob {
                 progress.add(n)
             }
         }
+        try LoudnessScanner.checkLength(item.take, read: Int64(progress.framesDone), rate: reader.format.sampleRate, at: sourceURL)
         let written = try writer.finish()
         finished = true
         guard written == frames else {
             unlink(temp.path)
             throw TapedeckError(.io, "Exporting \"\(item.take.name)\" wrote \(written) frames of \(frames); nothing was kept. Try again.")
         }
-        metadata.loudness = plan.gainDB != 0 ? notes.loudness : item.take.loudness
+        metadata.loudness = plan.changesAudio ? notes.loudness : item.take.loudness
         var verification = writer.verification
         do {
             if verification == nil { verification = try verifyByDecoding(temp, frames: frames, format: outFormat, hash: hash) }

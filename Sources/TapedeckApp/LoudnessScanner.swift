@@ -33,7 +33,7 @@ public final class LoudnessScanner {
     /// - Thread: main actor; suspends while the file is read (blocking work off the main actor).
     public func measure(_ take: Take, in session: Session) async throws -> Take {
         guard take.state != .recording else {
-            throw TapedeckError(.invalidArgument, "\"\(session.name)/\(take.name)\" is being recorded (or its recording was cut short and not yet recovered); measure it once it is finished.")
+            throw TapedeckError(.busy, "\"\(session.name)/\(take.name)\" is being recorded (or its recording was cut short and not yet recovered); measure it once it is finished.")
         }
         guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
             throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(take.encoding) takes, so \"\(take.name)\" cannot be measured.")
@@ -41,7 +41,7 @@ public final class LoudnessScanner {
         let storage = store.storage
         let url = try storage.audioURL(for: take)
         let (analyzer, partials) = (self.analyzer, self.partials)
-        let loudness = try await store.perform { try Self.measureFile(url, decoder: decoder, analyzer: analyzer, partials: partials) }
+        let loudness = try await store.perform { try Self.measureFile(url, decoder: decoder, analyzer: analyzer, partials: partials, take: take) }
         var annotations = take.annotations
         annotations.loudness = loudness
         let updated = try await store.annotate(take, annotations)
@@ -53,21 +53,45 @@ public final class LoudnessScanner {
         return updated
     }
 
+    /// Opens `take`'s file at `url` with `decoder`: a file the decoder cannot read, or that is
+    /// missing, is the library's damage, named with what to run (never advice about encoders).
+    /// - Blocks on disk I/O.
+    nonisolated static func openTake(_ take: Take, at url: URL, decoder: any AudioDecoder) throws -> any TakeReader {
+        do {
+            return try decoder.openReader(at: url)
+        } catch let error as TapedeckError where error.code != .cancelled {
+            let missing = !FileManager.default.fileExists(atPath: url.path)
+            throw TapedeckError(missing ? .notFound : .corruptFile,
+                "The audio file of take \"\(take.name)\" \(missing ? "is missing" : "cannot be read as \(take.encoding)") (\(url.path)). Run `tapedeck doctor` to see what happened to it, and `tapedeck doctor --repair` to keep what it holds.")
+        }
+    }
+
+    /// Throws when `take`'s file gave fewer frames than the library lists (cut short since it
+    /// was recorded): its audio is not the take's. Compared only at the take's own rate.
+    nonisolated static func checkLength(_ take: Take, read frames: Int64, rate: Int, at url: URL) throws {
+        guard rate == take.format.sampleRate, frames < take.frames else { return }
+        throw TapedeckError(.corruptFile,
+            "The audio file of take \"\(take.name)\" holds \(frames) frames; the library lists \(take.frames) (\(url.path)): it was cut short. Run `tapedeck doctor` to see what happened, and `tapedeck doctor --repair` to make the library agree with it.")
+    }
+
     /// Decodes the file at `url` from end to end through a meter. - Blocks on disk I/O and CPU.
     nonisolated static func measureFile(_ url: URL, decoder: any AudioDecoder, analyzer: any LoudnessAnalyzer,
-                                        partials: PartialFiles) throws -> Loudness {
-        let reader = try decoder.openReader(at: url)
+                                        partials: PartialFiles, take: Take? = nil) throws -> Loudness {
+        let reader = try take.map { try openTake($0, at: url, decoder: decoder) } ?? decoder.openReader(at: url)
         defer { reader.close() }
         let meter = try analyzer.makeMeter(for: reader.format)
         let chunk = 16_384
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
         defer { buffer.deallocate() }
+        var frames: Int64 = 0
         while true {
             try partials.checkStopped()
             let n = try reader.read(into: buffer, maxFrames: chunk)
             if n == 0 { break }
             meter.add(buffer, frames: n)
+            frames += Int64(n)
         }
+        if let take { try checkLength(take, read: frames, rate: reader.format.sampleRate, at: url) }
         return meter.result()
     }
 }

@@ -7,6 +7,8 @@ import TapedeckWAV
 import TapedeckFLAC
 import TapedeckOpus
 import TapedeckSndfileFormats
+import TapedeckLoudness
+import TapedeckResample
 import TapedeckDirectoryStorage
 import TapedeckBundleStorage
 #if PulseAudio
@@ -43,7 +45,8 @@ public struct PluginCatalog: Sendable {
     /// The libraries this build links, with their versions (`tapedeck --version`).
     /// - Thread: any; never blocks.
     public static var libraries: [String] {
-        var names = [FLACPlugin.library, WAVPlugin.library, OpusPlugin.library, DirectoryStoragePlugin.library]
+        var names = [FLACPlugin.library, WAVPlugin.library, OpusPlugin.library, DirectoryStoragePlugin.library,
+                     EBUR128Analyzer.library, SoxrConversion.library]
         #if ALSA
         names.append(ALSAPlugin.library)
         #endif

@@ -129,7 +129,8 @@ public final class Studio {
         for (k, v) in overrides {
             guard let declaration = plugin.settings.first(where: { $0.key == k }) else {
                 let option = options[k].map { "\($0): the" } ?? "The"
-                throw TapedeckError(.invalidArgument, "\(option) \(name) format has no \(k) setting. Its settings: \(plugin.settings.map(\.key).joined(separator: ", ")).")
+                let settings = plugin.settings.isEmpty ? "It has no settings." : "Its settings: \(plugin.settings.map(\.key).joined(separator: ", "))."
+                throw TapedeckError(.invalidArgument, "\(option) \(name) format has no \(k) setting. \(settings)")
             }
             if let option = options[k], case .failure(let problem) = declaration.parse(v) {
                 throw TapedeckError(.invalidArgument, "\(option) \(v): \(problem.reason) for \(name).")

@@ -12,6 +12,13 @@ public struct EBUR128Analyzer: LoudnessAnalyzer {
     /// - Thread: any. Does not block.
     public init() {}
 
+    /// The linked libebur128, e.g. `libebur128 1.2.6`. - Thread: any; never blocks.
+    public static var library: String {
+        var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+        ebur128_get_version(&major, &minor, &patch)
+        return "libebur128 \(major).\(minor).\(patch)"
+    }
+
     /// A meter for `format`. - Thread: any. Does not block.
     /// - Throws: `.unsupportedFormat` if libebur128 refuses the rate or channel count.
     public func makeMeter(for format: AudioFormat) throws -> any LoudnessMeter {

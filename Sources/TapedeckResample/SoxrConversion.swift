@@ -9,6 +9,9 @@ public struct SoxrConversion: SampleRateConversion {
     /// - Thread: any. Does not block.
     public init() {}
 
+    /// The linked libsoxr, e.g. `libsoxr 0.1.3`. - Thread: any; never blocks.
+    public static var library: String { String(cString: soxr_version()).replacingOccurrences(of: "libsoxr-", with: "libsoxr ") }
+
     /// `libsoxr VERSION, very high quality`. - Thread: any. Does not block.
     public var name: String { "\(String(cString: soxr_version())), very high quality" }
 

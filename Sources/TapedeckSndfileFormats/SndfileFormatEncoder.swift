@@ -68,12 +68,15 @@ public struct SndfileFormatEncoder: AudioEncoder, AudioDecoder {
         try format.validate()
         switch container {
         case .mp3:
-            guard [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000].contains(format.sampleRate), format.channels <= 2 else {
-                throw TapedeckError(.unsupportedFormat, "MP3 holds one or two channels at 8 to 48 kHz (32, 44.1 or 48 kHz for full quality), not \(format.channels) channels at \(format.sampleRate) Hz. Export with --rate 48000, or choose another --format (`tapedeck backends` lists them).")
+            guard format.channels <= 2 else {
+                throw TapedeckError(.unsupportedFormat, "MP3 holds one or two channels, not \(format.channels).")
+            }
+            guard [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000].contains(format.sampleRate) else {
+                throw TapedeckError(.unsupportedFormat, "MP3 holds 8 to 48 kHz (32, 44.1 or 48 kHz for full quality), not \(format.sampleRate) Hz: export with --rate 48000.")
             }
         case .vorbis:
             guard format.channels <= 8 else {
-                throw TapedeckError(.unsupportedFormat, "Ogg Vorbis holds at most 8 channels, not \(format.channels). Choose another --format (`tapedeck backends` lists them).")
+                throw TapedeckError(.unsupportedFormat, "Ogg Vorbis holds at most 8 channels, not \(format.channels).")
             }
         case .aiff: break
         }

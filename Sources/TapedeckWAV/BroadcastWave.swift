@@ -307,9 +307,10 @@ enum BroadcastWave {
 
     static func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
 
-    /// `text` as printable ASCII (other characters as `?`; CR and LF kept).
+    /// `text` as printable ASCII: accents dropped (`Scène été` is `Scene ete`), other characters
+    /// as `?`; CR and LF kept.
     static func ascii(_ text: String) -> [UInt8] {
-        text.unicodeScalars.map { s in
+        text.folding(options: [.diacriticInsensitive, .widthInsensitive], locale: nil).unicodeScalars.map { s in
             (0x20..<0x7F).contains(s.value) || s == "\r" || s == "\n" ? UInt8(s.value) : UInt8(ascii: "?")
         }
     }

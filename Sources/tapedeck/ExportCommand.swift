@@ -179,6 +179,14 @@ struct ExportCommand: AsyncParsableCommand {
             bar?.cancel()
             if showProgress { Terminal.endStatus() }
             if partials.isStopped {
+                // What was finished before the stop is kept: say which.
+                let kept = zip(items, results).compactMap { item, result -> ExportResultJSON? in
+                    guard case .success(let r) = result, !toStdout else { return nil }
+                    return ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)")
+                }
+                if json { try Terminal.printJSON(kept) } else {
+                    for k in kept { if let r = k.report { print(Self.summary(r, take: k.take)) } }
+                }
                 let done = results.filter { if case .success = $0 { true } else { false } }.count
                 throw TapedeckError(.cancelled, "Stopped. \(done == 0 ? "Nothing was exported" : Terminal.counted(done, "file") + " exported before the stop " + (done == 1 ? "is" : "are") + " kept"); the unfinished ones were removed.")
             }

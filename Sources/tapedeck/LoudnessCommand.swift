@@ -70,7 +70,7 @@ struct LoudnessCommand: AsyncParsableCommand {
                     let updated = try await scanner.measure(take, in: session)
                     measured.append((updated, session))
                     if !json, let l = updated.loudness {
-                        print("\(Terminal.safe(session.name))/\(Terminal.safe(updated.name)) [\(updated.shortID)]: \(Terminal.loudness(l))")
+                        print("\(Terminal.safe(session.name))/\(Terminal.safe(updated.name)) [\(updated.shortID)]: \(Terminal.loudness(l, seconds: updated.seconds))")
                     }
                 } catch let error as TapedeckError where error.code == .cancelled && partials.isStopped {
                     break
@@ -83,10 +83,11 @@ struct LoudnessCommand: AsyncParsableCommand {
             } else if work.isEmpty {
                 Terminal.printError(missing ? "Every take named has its loudness already; leave out --missing to measure again." : "There are no takes to measure.")
             }
+            // Every failure is said, a stop too.
+            for failure in failures { Terminal.printError(ErrorAdvice.message(for: failure)) }
             if partials.isStopped {
                 throw TapedeckError(.cancelled, "Stopped. The takes measured before the stop keep their values.")
             }
-            for failure in failures { Terminal.printError(ErrorAdvice.message(for: failure)) }
             if let first = failures.first { throw ExitCode(ExitStatus.code(for: first)) }
         }
     }

@@ -48,12 +48,16 @@ struct ShowCommand: AsyncParsableCommand {
                     print("Run:       take \(run.index) of run \(NameRules.shortID(of: run.id))\(from)\(why.isEmpty ? "" : " (" + why.joined(separator: ", ") + ")")")
                 }
                 if let began = take.began {
+                    // Here in this machine's time zone; the file's TimeReference is in the
+                    // recording machine's (the Broadcast line).
                     let clock = LocalTimeOfDay(began)
                     let ms = Int((began.timeIntervalSince1970 * 1000).rounded()) % 1000
-                    print("Began:     \(clock.date) \(clock.time).\(zeroPadded(ms, width: 3)) local (BWF TimeReference \(TakeMetadata(takeName: "", sessionName: "", takeNumber: 0, startDate: began).timeReference(rate: take.format.sampleRate)))")
+                    print("Began:     \(clock.date) \(clock.time).\(zeroPadded(ms, width: 3)) (the first frame)")
                 }
                 if let l = take.loudness {
-                    print("Loudness:  \(Terminal.loudness(l))")
+                    print("Loudness:  \(Terminal.loudness(l, seconds: take.seconds))")
+                } else if take.state != .recording {
+                    print("Loudness:  not measured (run `tapedeck loudness \(t.shortID)`)")
                 }
                 if let f = facts {
                     // What the file says of itself (an imported file's own, or Tapedeck's).

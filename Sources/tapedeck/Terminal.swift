@@ -161,9 +161,12 @@ enum Terminal {
         "\(n) \(n == 1 ? singular : plural ?? singular + "s")"
     }
 
-    /// "-23.0 LUFS, range 4.5 LU, true peak -1.2 dBTP" (EBU R128 as a broadcaster reads it).
-    static func loudness(_ l: Loudness) -> String {
-        func one(_ v: Double?, _ unit: String) -> String { v.map { String(format: "%.1f", $0) + " " + unit } ?? "silent" }
+    /// "-23.0 LUFS, range 4.5 LU, true peak -1.2 dBTP" (EBU R128 as a broadcaster reads it);
+    /// a take under 0.4 s has no integrated loudness (R128 measures 400 ms blocks).
+    static func loudness(_ l: Loudness, seconds: Double) -> String {
+        func one(_ v: Double?, _ unit: String) -> String {
+            v.map { String(format: "%.1f", $0) + " " + unit } ?? (seconds < 0.4 ? "too short to measure (under 0.4 s)" : "silent")
+        }
         return "\(one(l.integrated, "LUFS")), range \(String(format: "%.1f", l.range)) LU, true peak \(l.truePeak.map { String(format: "%.1f dBTP", $0) } ?? "none")"
     }
 

@@ -71,6 +71,18 @@ struct ExportFinishingEndToEndTests {
         }
     }
 
+    @Test("--loudness with --rate meets the target on the converted audio (full-band noise loses loudness to a lower rate)")
+    func loudnessWithRate() throws {
+        let (cli, take, folder) = try Self.library(["synth", "6", "whitenoise", "vol", "0.2"])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("noise.flac").path
+        let (r, report) = try Self.export(cli, [take, "--loudness", "-23", "--rate", "44100", "--true-peak", "0", "-o", out])
+        try #require(r.status == 0, "\(r.stderr)")
+        let measured = try CLIHarness.ffmpegLoudness(out)
+        #expect(abs(measured.integrated + 23) <= 0.1, "ffmpeg: \(measured)")
+        #expect(abs((report?["integratedLoudness"] as? Double ?? 0) + 23) <= 0.1, "\(report ?? [:])")
+    }
+
     @Test("--loudness stops at the --true-peak ceiling, says so, and the file's true peak stays under it")
     func ceiling() throws {
         let (cli, take, folder) = try Self.library(["synth", "4", "sine", "1000", "vol", "-6dB"])
@@ -190,7 +202,7 @@ struct ExportFinishingEndToEndTests {
         let silent = try Self.library(["trim", "0", "1"], name: "quiet")
         defer { try? FileManager.default.removeItem(at: silent.2) }
         let r = try silent.0.run("export", silent.1, "--loudness", "-23", "-o", silent.2.path)
-        #expect(r.status == 64 && r.stderr.contains("silent"), "\(r.stderr)")
+        #expect(r.status == 65 && r.stderr.contains("silent") && r.stderr.contains("without --loudness"), "\(r.stderr)")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: silent.2.path))?.filter { $0.hasSuffix(".flac") }.isEmpty == true)
     }
 }

@@ -33,7 +33,8 @@ public func zeroPadded(_ value: Int, width: Int) -> String {
 extension TakeMetadata {
     /// The tags a file with Vorbis comments (FLAC, Opus) carries, in file order: TITLE, ALBUM,
     /// TRACKNUMBER, DATE, DESCRIPTION (when there are notes), then the user's ``tags`` sorted by
-    /// name. A user tag with a standard tag's name replaces it.
+    /// name. A user tag with a standard tag's name replaces it; an empty one (the ALBUM of a file
+    /// recorded outside the library) is left out.
     /// - Thread: any; never blocks.
     public var commentFields: [(String, String)] {
         var fields = [("TITLE", takeName), ("ALBUM", sessionName), ("TRACKNUMBER", String(takeNumber)), ("DATE", startDateISO8601)]
@@ -42,6 +43,6 @@ extension TakeMetadata {
         fields = fields.map { name, value in (name, user[name] ?? value) }
         let standard = Set(fields.map(\.0))
         fields += user.filter { !standard.contains($0.key) }.sorted { $0.key < $1.key }
-        return fields
+        return fields.filter { !$0.1.isEmpty }
     }
 }
