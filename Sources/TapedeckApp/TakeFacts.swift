@@ -41,13 +41,12 @@ public struct TakeFacts: Sendable, Hashable {
                      preRollFrames: preRollFrames, loudness: take.loudness)
     }
 
-    /// Writes `take`'s facts (and markers, when it has any) into its finished file; a failure is
-    /// logged (the library keeps them). - Blocks on disk I/O.
+    /// Writes a just-recorded `take`'s markers, when it has any, into its finished file; a
+    /// failure is logged (the library keeps them). Its time of day and loudness are in the file
+    /// already where the format has a place for them: the writer put them there before the take
+    /// was committed (``TakeWriter/measured(_:)``), so a finished take's file is not rewritten
+    /// for them. - Blocks on disk I/O.
     func write(_ take: Take, sessionName: String, notes: WriterNotes?, to url: URL, with encoder: any AudioEncoder, logger: Logger) {
-        let metadata = metadata(for: take, sessionName: sessionName, startDate: notes?.began, preRollFrames: notes?.preRollFrames ?? 0)
-        do { try encoder.writeFacts(metadata, toFileAt: url) } catch {
-            logger.warning("Could not write the take's time of day and loudness into \(url.path): \(error). The library keeps them.")
-        }
         if !take.markers.isEmpty {
             do { try encoder.writeMarkers(take.markers, toFileAt: url) } catch {
                 logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")

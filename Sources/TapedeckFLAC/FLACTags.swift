@@ -35,6 +35,11 @@ enum FLACTags {
     static func fields(for metadata: TakeMetadata, layout: ChannelLayout, channels: Int) -> [(String, String)] {
         var fields = metadata.commentFields.filter { $0.0 != FLACHeader.channelMaskTag }
         if !fields.contains(where: { $0.0 == "ENCODER" }) { fields.append(("ENCODER", encoderTag)) }
+        // The machine's identity is known when the file is made (the time of day and loudness
+        // are not: exports and `tapedeck loudness` add them).
+        for (name, value) in [("ORGANIZATION", metadata.identity.organization), ("LOCATION", metadata.identity.location)] {
+            if let value, !value.isEmpty, !fields.contains(where: { $0.0 == name }) { fields.append((name, value)) }
+        }
         if channels > 2 || layout != .conventional(channels: channels) {
             let hex = String(layout.mask, radix: 16, uppercase: true)
             fields.append((FLACHeader.channelMaskTag, "0x" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex))

@@ -88,6 +88,9 @@ final class WAVTakeWriter: TakeWriter {
         }
     }
 
+    /// The loudness goes into `bext` (version 2 fields) as the file is finished.
+    func measured(_ loudness: Loudness) { metadata.loudness = loudness }
+
     /// The first frame's time of day goes into `bext` and iXML (TimeReference).
     func began(at date: Date, preRollFrames: Int64) {
         metadata.startDate = date

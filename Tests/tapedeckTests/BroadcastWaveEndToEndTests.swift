@@ -163,7 +163,7 @@ struct BroadcastWaveEndToEndTests {
         }
     }
 
-    @Test("a FLAC take carries TIME_REFERENCE, ORGANIZATION and its loudness as tags; flac -t passes")
+    @Test("a FLAC take carries ORGANIZATION from the start; `tapedeck loudness` adds TIME_REFERENCE (its first frame's) and its loudness; flac -t passes")
     func flacTake() throws {
         let cli = try CLIHarness()
         let r = try cli.run("record", "-d", "2s", "--set", "encoder.name=flac", "--set", "metadata.organization=Radio Tapedeck", "--json")
@@ -171,6 +171,13 @@ struct BroadcastWaveEndToEndTests {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
         let path = try #require(take["path"] as? String)
+        #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+        let recorded = try CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
+        #expect(recorded.contains("ORGANIZATION=Radio Tapedeck"), "\(recorded)")
+        // The recorder never rewrites a committed take's file: the time of day and loudness
+        // come with `tapedeck loudness` (or an export).
+        #expect(!recorded.contains("TIME_REFERENCE=") && !recorded.contains("REPLAYGAIN"), "\(recorded)")
+        #expect(try cli.run("loudness", "last", "--set", "metadata.organization=Radio Tapedeck").status == 0)
         #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
         let tags = try CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
         let began = try Self.began(take)

@@ -104,7 +104,11 @@ public final class MeasuringTakeWriter: TakeWriter {
     }
     public func checkpoint() throws { try inner.checkpoint() }
     public func finish() throws -> Int64 {
-        if let meter { notes.noteLoudness(meter.result()) }
+        if let meter {
+            let loudness = meter.result()
+            notes.noteLoudness(loudness)
+            inner.measured(loudness)
+        }
         return try inner.finish()
     }
     public var verifiesOutput: Bool { inner.verifiesOutput }

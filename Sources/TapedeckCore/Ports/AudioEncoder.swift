@@ -204,8 +204,16 @@ public protocol TakeWriter: AnyObject {
     /// here. The default ignores them.
     /// - Thread: the owning writer thread. May block briefly on disk I/O.
     func began(at date: Date, preRollFrames: Int64)
+
+    /// The take's loudness, measured as it was written, told just before ``finish()``: a format
+    /// that carries it in its header (BWF's version 2 fields) writes it there as it finishes,
+    /// before the take is committed; nothing is written into a finished take's file afterwards.
+    /// The default ignores it.
+    /// - Thread: the owning writer thread. Does not block.
+    func measured(_ loudness: Loudness)
 }
 
 extension TakeWriter {
     public func began(at date: Date, preRollFrames: Int64) {}
+    public func measured(_ loudness: Loudness) {}
 }
