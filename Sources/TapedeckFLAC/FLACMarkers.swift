@@ -104,8 +104,10 @@ enum FLACComments {
     /// defines it) and LOUDNESS_RANGE.
     static func facts(_ m: TakeMetadata, rate: Int) -> [(String, String)] {
         var fields: [(String, String)] = [("TIME_REFERENCE", String(m.timeReference(rate: rate)))]
-        if let o = m.identity.organization, !o.isEmpty { fields.append(("ORGANIZATION", o)) }
-        if let l = m.identity.location, !l.isEmpty { fields.append(("LOCATION", l)) }
+        // The take's own tag (`tapedeck tag`, `export --tag`) over the machine's.
+        let tags = Dictionary(m.tags.map { ($0.key.uppercased(), $0.value) }) { _, last in last }
+        if let o = tags["ORGANIZATION"] ?? m.identity.organization, !o.isEmpty { fields.append(("ORGANIZATION", o)) }
+        if let l = tags["LOCATION"] ?? m.identity.location, !l.isEmpty { fields.append(("LOCATION", l)) }
         if let l = m.loudness {
             if let gain = l.replayGain {
                 fields.append(("REPLAYGAIN_TRACK_GAIN", decimal(gain, places: 2) + " dB"))

@@ -57,7 +57,11 @@ enum AIFFRepair {
         let c = try read(min(Int(comm.size), 26), at: comm.payload)
         let channels = Int(UInt16(c[0]) << 8 | UInt16(c[1]))
         let bits = Int(UInt16(c[6]) << 8 | UInt16(c[7]))
-        let rate = Int(extended80(Array(c[8..<18])).rounded())
+        let rateValue = extended80(Array(c[8..<18]))
+        guard rateValue.isFinite, (1...10_000_000).contains(rateValue) else {
+            throw TapedeckError(.corruptFile, "\(path) has a COMM chunk whose sample rate is not a rate. It cannot be repaired.")
+        }
+        let rate = Int(rateValue.rounded())
         let compression = kind == "AIFC" && c.count >= 22 ? String(decoding: c[18..<22], as: UTF8.self).lowercased() : "none"
         let sample: SampleFormat
         switch (compression, bits) {
@@ -72,6 +76,9 @@ enum AIFFRepair {
         guard (try? format.validate()) != nil else { throw TapedeckError(.corruptFile, "\(path) has a contradictory COMM chunk. It cannot be repaired.") }
         let dataOffset = Int64(be32(try read(4, at: ssnd.payload), 0))
         let audioStart = ssnd.payload + 8 + dataOffset
+        guard audioStart <= length else {
+            throw TapedeckError(.corruptFile, "\(path) says its audio starts after its end. It cannot be repaired.")
+        }
         let frameBytes = Int64(format.bytesPerFrame)
         // Consistent: the declared audio fits and the FORM size covers the file.
         let declaredFrames = Int64(be32(c, 2))

@@ -137,6 +137,7 @@ final class SndfileFormatWriter: TakeWriter {
         guard let handle = sf_open_fd(fd, Int32(SFM_WRITE), &info, 0 /* the writer closes fd */) else {
             let reason = String(cString: sf_strerror(nil))
             close(fd)
+            fd = -1
             unlink(path)
             throw TapedeckError(.unsupportedFormat, "Could not start the \(container.title) file \(path): libsndfile says \(reason).")
         }

@@ -205,6 +205,12 @@ enum BroadcastWave {
                 try file.write(fields, at: bext.payload + loudnessOffset)
             }
         }
+        if bext == nil, let ixml {
+            // No bext to tell: the iXML is ours only if it names this take.
+            let text = String(decoding: try file.read(min(Int(ixml.size), 16_384), at: ixml.payload), as: UTF8.self)
+            let uid = m.takeID.map { $0.replacingOccurrences(of: "-", with: "").uppercased() } ?? ""
+            ours = !uid.isEmpty && topLevelValues(text)["FILE_UID"] == uid
+        }
         if ours, let ixml, let bytes = Self.ixml(m, format: format, size: Int(ixml.size)) { try file.write(bytes, at: ixml.payload) }
         return (bext != nil, ixml != nil, !ours)
     }

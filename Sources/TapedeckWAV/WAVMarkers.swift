@@ -55,6 +55,9 @@ enum WAVMarkers {
             offset = next
         }
         let tail = kept + chunks
+        // Cut first, then written: a crash in between loses these chunks (the catalog keeps what
+        // they say), never leaves bytes after the audio that are not whole chunks, which repair
+        // would have to take for audio.
         try file.truncate(to: audioEnd)
         if !tail.isEmpty { try file.write(tail, at: audioEnd) }
         let newLength = audioEnd + Int64(tail.count)

@@ -81,7 +81,9 @@ final class WAVTakeWriter: TakeWriter {
             if status != 0 {
                 let reason = Sndfile.errorString(code: status)
                 sf_close(handle)
+                self.handle = nil
                 close(fd)
+                fd = -1
                 unlink(path)
                 throw TapedeckError(.io, "Could not start the WAV file \(path): libsndfile refused its \(id) chunk (\(reason)).")
             }

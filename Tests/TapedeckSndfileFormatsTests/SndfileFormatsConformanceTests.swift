@@ -43,6 +43,24 @@ struct SndfileFormatsConformanceTests {
         try EncoderConformance.lossyRepair(encoder: codec, decoder: codec, format: format, maxLossSeconds: 0.5, in: dir)
     }
 
+    @Test("a hostile AIFF (a sample rate that is infinity, audio said to start past the end) is refused by repair, never a trap or a grown file")
+    func hostileAIFF() throws {
+        let dir = try dir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        for (name, rate, offset) in [("inf", [UInt8](arrayLiteral: 0x7F, 0xFF) + [UInt8](repeating: 0, count: 8), UInt32(0)),
+                                     ("offset", [0x40, 0x0E, 0xBB, 0x80, 0, 0, 0, 0, 0, 0], UInt32(0xFFFF_0000))] {
+            let comm: [UInt8] = Array("COMM".utf8) + be32(18) + [0, 2] + be32(10) + [0, 16] + rate
+            let ssnd: [UInt8] = Array("SSND".utf8) + be32(8 + 40) + be32(offset) + be32(0) + [UInt8](repeating: 1, count: 40)
+            let body = Array("AIFF".utf8) + comm + ssnd
+            let url = dir.appendingPathComponent("\(name).aiff")
+            try Data(Array("FORM".utf8) + be32(UInt32(body.count)) + body).write(to: url)
+            let size = try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int
+            #expect(throws: TapedeckError.self) { _ = try SndfileFormatEncoder(.aiff).repair(fileAt: url) }
+            #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int == size, "\(name): the file is as it was")
+        }
+    }
+
     @Test("MP3 refuses what it cannot hold, saying what to do")
     func mp3Limits() {
         let codec = SndfileFormatEncoder(.mp3)

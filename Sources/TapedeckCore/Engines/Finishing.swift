@@ -50,26 +50,29 @@ public final class Quantizer {
     /// Writes `frames` frames of `input` (interleaved floats, full scale ±1) into `output` in
     /// ``sampleFormat``, clipping at full scale.
     public func quantize(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutableRawPointer) {
-        let top = scale - 1, bottom = -scale
+        // In Double: 2^31 - 1 is not a Float (it rounds up to 2^31, which Int32 cannot hold).
+        let top = Double(scale) - 1, bottom = -Double(scale)
         let depth = taps.count
         for f in 0..<frames {
             for c in 0..<channels {
                 let i = f * channels + c
                 var v = input[i] * scale
+                if !v.isFinite { v = v.isNaN ? 0 : (v > 0 ? scale : -scale) }  // a hostile float file
                 if depth > 0 {
                     for k in 0..<depth { v -= taps[k] * errors[c * depth + k] }
                 }
                 let d: Float = dither == .none ? 0 : uniform() + uniform()
-                let q = min(max((v + d).rounded(), bottom), top)
+                let q = min(max(Double(v + d).rounded(), bottom), top)
                 if depth > 0 {
                     for k in stride(from: depth - 1, to: 0, by: -1) { errors[c * depth + k] = errors[c * depth + k - 1] }
                     // The error the shaping filter feeds back, bounded so a clipped run cannot grow it.
-                    errors[c * depth] = min(max(q - v, -4), 4)
+                    errors[c * depth] = min(max(Float(q) - v, -4), 4)
                 }
+                let n = Int32(q)
                 switch sampleFormat {
-                case .s16: output.storeBytes(of: Int16(q).littleEndian, toByteOffset: i * 2, as: Int16.self)
-                case .s24: Sample24.store(Int32(q), output, index: i)
-                case .s32: output.storeBytes(of: Int32(q).littleEndian, toByteOffset: i * 4, as: Int32.self)
+                case .s16: output.storeBytes(of: Int16(clamping: n).littleEndian, toByteOffset: i * 2, as: Int16.self)
+                case .s24: Sample24.store(n, output, index: i)
+                case .s32: output.storeBytes(of: n.littleEndian, toByteOffset: i * 4, as: Int32.self)
                 case .f32: output.storeBytes(of: (input[i]).bitPattern.littleEndian, toByteOffset: i * 4, as: UInt32.self)
                 }
             }

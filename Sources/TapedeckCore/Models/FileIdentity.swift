@@ -53,7 +53,8 @@ public struct LocalTimeOfDay: Sendable, Hashable {
     public var secondsSinceMidnight: Double
 
     public init(_ moment: Date) {
-        let seconds = moment.timeIntervalSince1970
+        // Years 0001 to 9999 (a damaged catalog's date must not trap).
+        let seconds = min(max(moment.timeIntervalSince1970, -62_135_596_800), 253_402_300_799)
         var whole = time_t(seconds.rounded(.down))
         var parts = tm()
         localtime_r(&whole, &parts)

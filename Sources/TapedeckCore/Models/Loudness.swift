@@ -17,15 +17,16 @@ public struct Loudness: Sendable, Hashable, Codable {
     /// Highest short-term loudness (3 s windows, every 100 ms) in LUFS; `nil` for takes under 3 s.
     public var maxShortTerm: Double?
 
+    /// Values outside what a meter can mean (below −200 LUFS: ungated near-silence) read as `nil`.
     public init(integrated: Double?, range: Double, truePeak: Double?, maxMomentary: Double?, maxShortTerm: Double?) {
-        self.integrated = integrated.flatMap(Self.finite)
-        self.range = range.isFinite ? range : 0
-        self.truePeak = truePeak.flatMap(Self.finite)
-        self.maxMomentary = maxMomentary.flatMap(Self.finite)
-        self.maxShortTerm = maxShortTerm.flatMap(Self.finite)
+        self.integrated = integrated.flatMap(Self.level)
+        self.range = range.isFinite ? min(max(range, 0), 200) : 0
+        self.truePeak = truePeak.flatMap { $0.isFinite && (-400...200).contains($0) ? $0 : nil }
+        self.maxMomentary = maxMomentary.flatMap(Self.level)
+        self.maxShortTerm = maxShortTerm.flatMap(Self.level)
     }
 
-    private static func finite(_ v: Double) -> Double? { v.isFinite ? v : nil }
+    private static func level(_ v: Double) -> Double? { v.isFinite && (-200...200).contains(v) ? v : nil }
 
     /// ReplayGain 2.0's track gain: what brings the integrated loudness to −18 LUFS, in dB.
     public var replayGain: Double? { integrated.map { -18 - $0 } }
