@@ -135,16 +135,16 @@ struct ExportJob {
         var plan = FinishingPlan()
         let name = "\"\(item.session.name)/\(item.take.name)\""
         if let target = finishing.loudness {
-            var loudness = item.take.loudness
-            if loudness == nil {
-                guard let analyzer else { throw TapedeckError(.unsupportedFormat, "This build cannot measure loudness, so --loudness cannot be met.") }
-                loudness = try LoudnessScanner.measureFile(sourceURL, decoder: decoder, analyzer: analyzer, partials: partials, take: item.take)
-            }
-            if out.sampleRate != source.sampleRate, let analyzer, let resampler {
+            guard let analyzer else { throw TapedeckError(.unsupportedFormat, "This build cannot measure loudness, so --loudness cannot be met.") }
+            let loudness: Loudness?
+            if out.sampleRate != source.sampleRate, let resampler {
                 // A new rate changes the loudness (full-band audio loses what lies above the new
                 // Nyquist frequency): the target is met on the audio as it will be written.
                 loudness = try Self.resampledLoudness(sourceURL, take: item.take, decoder: decoder, to: out.sampleRate,
                                                       analyzer: analyzer, resampler: resampler, partials: partials)
+            } else {
+                loudness = try item.take.loudness
+                    ?? LoudnessScanner.measureFile(sourceURL, decoder: decoder, analyzer: analyzer, partials: partials, take: item.take)
             }
             guard let integrated = loudness?.integrated else {
                 if item.take.seconds < 0.4 {
@@ -158,7 +158,7 @@ struct ExportJob {
                 plan.note = "\(Self.decimal(target)) LUFS would put the true peak at \(Self.decimal(peak + target - integrated)) dBTP, past the \(Self.decimal(finishing.truePeakCeiling)) dBTP ceiling; the gain stops at the ceiling, for \(Self.decimal(integrated + plan.gainDB)) LUFS. Tapedeck has no limiter: raise --true-peak, or lower the peaks first."
             }
         } else if let target = finishing.peak {
-            let peak = try Self.samplePeak(sourceURL, decoder: decoder, partials: partials)
+            let peak = try Self.samplePeak(sourceURL, take: item.take, decoder: decoder, partials: partials)
             guard peak > 0 else { throw TapedeckError(.unsupportedFormat, "\(name) is digital silence, so it has no peak to bring to \(Self.decimal(target)) dBFS. Export it without --normalize-peak.") }
             plan.gainDB = target - 20 * log10(peak)
         }
@@ -182,21 +182,12 @@ struct ExportJob {
         defer { reader.close() }
         let channels = reader.format.channels
         let chunk = 8192
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
-        defer { raw.deallocate() }
-        let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * channels)
-        defer { floats.deallocate() }
         let capacity = Int((Double(chunk) * Double(rate) / Double(reader.format.sampleRate)).rounded(.up)) + 1024
         let converted = UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels)
         defer { converted.deallocate() }
         let converter = try resampler.makeConverter(from: reader.format.sampleRate, to: rate, channels: channels)
         let meter = try analyzer.makeMeter(for: AudioFormat(sampleRate: rate, channels: channels, sampleFormat: .f32, layout: reader.format.layout))
-        let toFloat = SampleConverter(from: reader.format, to: .f32)
-        while true {
-            try partials.checkStopped()
-            let n = try reader.read(into: raw, maxFrames: chunk)
-            if n == 0 { break }
-            toFloat.convert(raw, into: UnsafeMutableRawPointer(floats), frames: n)
+        _ = try reader.forEachFloatBlock(chunk: chunk, stoppingWith: partials) { floats, n in
             meter.add(converted, frames: try converter.process(floats, frames: n, into: converted, capacity: capacity))
         }
         while case let n = try converter.process(nil, frames: 0, into: converted, capacity: capacity), n > 0 { meter.add(converted, frames: n) }
@@ -204,22 +195,13 @@ struct ExportJob {
     }
 
     /// The largest sample magnitude of the file (full scale 1). - Blocks: decodes it all.
-    static func samplePeak(_ url: URL, decoder: any AudioDecoder, partials: PartialFiles) throws -> Double {
-        let reader = try decoder.openReader(at: url)
+    static func samplePeak(_ url: URL, take: Take, decoder: any AudioDecoder, partials: PartialFiles) throws -> Double {
+        let reader = try LoudnessScanner.openTake(take, at: url, decoder: decoder)
         defer { reader.close() }
-        let chunk = 8192
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
-        defer { raw.deallocate() }
-        let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * reader.format.channels)
-        defer { floats.deallocate() }
-        let toFloat = SampleConverter(from: reader.format, to: .f32)
+        let channels = reader.format.channels
         var peak: Float = 0
-        while true {
-            try partials.checkStopped()
-            let n = try reader.read(into: raw, maxFrames: chunk)
-            if n == 0 { break }
-            toFloat.convert(raw, into: UnsafeMutableRawPointer(floats), frames: n)
-            for i in 0..<(n * reader.format.channels) { peak = max(peak, abs(floats[i])) }
+        _ = try reader.forEachFloatBlock(stoppingWith: partials) { floats, n in
+            for i in 0..<(n * channels) { peak = max(peak, abs(floats[i])) }
         }
         return Double(peak)
     }

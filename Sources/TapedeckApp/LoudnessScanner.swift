@@ -80,17 +80,7 @@ public final class LoudnessScanner {
         let reader = try take.map { try openTake($0, at: url, decoder: decoder) } ?? decoder.openReader(at: url)
         defer { reader.close() }
         let meter = try analyzer.makeMeter(for: reader.format)
-        let chunk = 16_384
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
-        defer { buffer.deallocate() }
-        var frames: Int64 = 0
-        while true {
-            try partials.checkStopped()
-            let n = try reader.read(into: buffer, maxFrames: chunk)
-            if n == 0 { break }
-            meter.add(buffer, frames: n)
-            frames += Int64(n)
-        }
+        let frames = try reader.forEachBlock(stoppingWith: partials) { meter.add($0, frames: $1) }
         if let take { try checkLength(take, read: frames, rate: reader.format.sampleRate, at: url) }
         return meter.result()
     }

@@ -123,10 +123,9 @@ final class RunSequence: TakeSequence {
             annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
                                       began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
             take = (try? storage.annotateTake(take.id, annotations)) ?? take
-            // The time of day, loudness and markers go into the finished file too, where its
-            // format has a place for them.
+            // Markers go into the finished file too, where its format has a place for them.
             if let url = try? storage.audioURL(for: take) {
-                facts.write(take, sessionName: session.name, notes: notes, to: url, with: encoder, logger: logger)
+                TakeFacts.writeMarkers(of: take, to: url, with: encoder, logger: logger)
             }
             let done = take
             self.state.withLock {

@@ -46,11 +46,10 @@ public struct TakeFacts: Sendable, Hashable {
     /// already where the format has a place for them: the writer put them there before the take
     /// was committed (``TakeWriter/measured(_:)``), so a finished take's file is not rewritten
     /// for them. - Blocks on disk I/O.
-    func write(_ take: Take, sessionName: String, notes: WriterNotes?, to url: URL, with encoder: any AudioEncoder, logger: Logger) {
-        if !take.markers.isEmpty {
-            do { try encoder.writeMarkers(take.markers, toFileAt: url) } catch {
-                logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")
-            }
+    static func writeMarkers(of take: Take, to url: URL, with encoder: any AudioEncoder, logger: Logger) {
+        guard !take.markers.isEmpty else { return }
+        do { try encoder.writeMarkers(take.markers, toFileAt: url) } catch {
+            logger.warning("Could not write the markers into \(url.path): \(error). The library keeps them.")
         }
     }
 }

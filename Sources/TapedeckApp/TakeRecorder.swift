@@ -321,11 +321,10 @@ public final class TakeRecorder {
                 take.annotations = annotations  // the file carries them all the same
             }
         }
-        // The time of day, loudness and markers go into the finished file too, where its format
-        // has a place for them.
-        if let url = try? storage.audioURL(for: take) {
-            let (written, facts, logger, sessionName) = (take, self.facts, self.logger, session.name)
-            _ = try? await store.perform { facts.write(written, sessionName: sessionName, notes: notes, to: url, with: encoder, logger: logger) }
+        // Markers go into the finished file too, where its format has a place for them.
+        if !take.markers.isEmpty, let url = try? storage.audioURL(for: take) {
+            let (written, logger) = (take, self.logger)
+            _ = try? await store.perform { TakeFacts.writeMarkers(of: written, to: url, with: encoder, logger: logger) }
         }
         try await store.refreshIfLoaded()
         phase = .finished

@@ -60,24 +60,21 @@ public protocol LoudnessAnalyzer: Sendable {
 }
 
 /// What a take's writer learnt while it wrote, for whoever made the writer to read once the
-/// take is finished: when its first frame was captured, its pre-roll, and its loudness. Any
+/// take is finished: when its first frame was captured, and its loudness. Any
 /// thread; never blocks (a lock held for a copy).
 public final class WriterNotes: Sendable {
     private struct Notes {
         var began: Date?
-        var preRollFrames: Int64 = 0
         var loudness: Loudness?
     }
     private let value = Mutex(Notes())
     public init() {}
     /// The wall-clock time of the take's first frame; `nil` until the first frame is written.
     public var began: Date? { value.withLock { $0.began } }
-    /// Frames of pre-roll the take begins with.
-    public var preRollFrames: Int64 { value.withLock { $0.preRollFrames } }
     /// The take's loudness once its writer finished; `nil` before, or when it was not measured.
     public var loudness: Loudness? { value.withLock { $0.loudness } }
 
-    func noteStart(_ date: Date, preRollFrames: Int64) { value.withLock { ($0.began, $0.preRollFrames) = (date, preRollFrames) } }
+    func noteStart(_ date: Date) { value.withLock { $0.began = date } }
     func noteLoudness(_ loudness: Loudness) { value.withLock { $0.loudness = loudness } }
 }
 
@@ -116,7 +113,7 @@ public final class MeasuringTakeWriter: TakeWriter {
     public var verification: String? { inner.verification }
     public func abandon() { inner.abandon() }
     public func began(at date: Date, preRollFrames: Int64) {
-        notes.noteStart(date, preRollFrames: preRollFrames)
+        notes.noteStart(date)
         inner.began(at: date, preRollFrames: preRollFrames)
     }
 }
