@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
         .library(name: "TapedeckBundleStorage", targets: ["TapedeckBundleStorage"]),
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
+        .library(name: "TapedeckServer", targets: ["TapedeckServer"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
@@ -51,6 +52,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // `tapedeck serve`: the web page and JSON API (TapedeckServer).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // New backends: `swift package scaffold-backend` prints the two target lines to add here.
@@ -159,7 +165,36 @@ let package = Package(
         // Presentation: observable objects that own every mutation.
         .target(
             name: "TapedeckApp",
-            dependencies: ["TapedeckCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TapedeckCore", "CZlib", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        // zlib, for the PNG files `tapedeck waveform` draws.
+        .systemLibrary(
+            name: "CZlib", path: "Sources/Shims/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        // The second view: `tapedeck serve`, a web page and JSON API over the same objects.
+        .target(
+            name: "TapedeckServer",
+            dependencies: [
+                "TapedeckCore", "TapedeckApp",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.embedInCode("Page/app.js"), .embedInCode("Page/app.css")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TapedeckServerTests",
+            dependencies: [
+                "TapedeckServer", "TapedeckAssembly", "TapedeckTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -170,7 +205,7 @@ let package = Package(
                 "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
-                "TapedeckDirectoryStorage", "TapedeckBundleStorage",
+                "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckServer",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -20,7 +20,7 @@ public final class Studio {
     public let decoders: [any AudioDecoder]
     private let context: PluginContext
     /// The user's folders, for messages that say where a config file goes.
-    private let paths: UserPaths
+    let paths: UserPaths
 
     /// Assembles storage, encoders and decoders. Capture and playback are made on first use, so
     /// commands that only read the library work on machines with no audio device configured.

@@ -12,6 +12,8 @@ public struct UserPaths: Sendable, Hashable {
     public let home: String
     public let configHome: String
     public let dataHome: String
+    /// `$XDG_CACHE_HOME`, or `~/.cache`: files Tapedeck can make again (waveform overviews).
+    public let cacheHome: String
     /// `$XDG_RUNTIME_DIR/tapedeck`, or `/tmp/tapedeck-UID` without it: where running recorders
     /// say where they are (`tapedeck mark` finds them there).
     public let runtimeFolder: String
@@ -20,11 +22,18 @@ public struct UserPaths: Sendable, Hashable {
         home = Self.absolute(environment["HOME"]) ?? NSHomeDirectory()
         configHome = Self.absolute(environment["XDG_CONFIG_HOME"]) ?? home + "/.config"
         dataHome = Self.absolute(environment["XDG_DATA_HOME"]) ?? home + "/.local/share"
+        cacheHome = Self.absolute(environment["XDG_CACHE_HOME"]) ?? home + "/.cache"
         runtimeFolder = Self.absolute(environment["XDG_RUNTIME_DIR"]).map { $0 + "/tapedeck" } ?? "/tmp/tapedeck-\(getuid())"
     }
 
     /// The library when the storage settings name none: `$XDG_DATA_HOME/tapedeck`.
     public var defaultLibrary: URL { URL(fileURLWithPath: dataHome).appendingPathComponent("tapedeck") }
+
+    /// Where takes' waveform overviews are kept: `$XDG_CACHE_HOME/tapedeck/waveforms`.
+    public var waveformFolder: URL { URL(fileURLWithPath: cacheHome).appendingPathComponent("tapedeck/waveforms") }
+
+    /// The default token file of `tapedeck serve`: `$XDG_CONFIG_HOME/tapedeck/serve-token`.
+    public var serveTokenFile: URL { URL(fileURLWithPath: configHome).appendingPathComponent("tapedeck/serve-token") }
 
     /// `~` and `~/…` from ``home``; anything else as it is.
     public func expandingTilde(_ path: String) -> String {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TapedeckAssembly
+import TapedeckApp
 import TapedeckCore
 
 struct BackendsCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TapedeckAssembly
+import TapedeckApp
 import TapedeckCore
 
 struct ConfigCommand: AsyncParsableCommand {

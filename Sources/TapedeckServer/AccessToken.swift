@@ -1,0 +1,78 @@
+public import Foundation
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The secret that lets a browser or script use a server listening beyond this machine: 32
+/// random bytes as 64 hex digits, kept in a file only its owner can read (0600), made on first
+/// start. A plain value; any thread. ``load(from:)`` blocks briefly on the file system.
+public struct AccessToken: Sendable, Hashable {
+    public let value: String
+
+    public init(value: String) { self.value = value }
+
+    /// Reads the token from `file`, or makes a new one there (`created` is then true).
+    /// - Throws: `.configuration` for a file others may read or write, that is not a regular
+    ///   file (a link is not followed), or that holds no token; `.io` when it cannot be made.
+    public static func load(from file: URL) throws -> (token: AccessToken, created: Bool) {
+        let path = file.path
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 {
+            guard errno == ENOENT else {
+                throw TapedeckError(.configuration, "The token file \(path) cannot be read (\(String(cString: strerror(errno)))). Fix it, or choose another with --token-file.")
+            }
+            return (try create(at: file), true)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw TapedeckError(.configuration, "The token file \(path) is not a regular file. Remove it (a new token is made), or choose another with --token-file.")
+        }
+        guard info.st_mode & 0o077 == 0, info.st_uid == getuid() else {
+            throw TapedeckError(.configuration, "The token file \(path) may be read by other users. Run `chmod 600 \(path)` (and make a new token by removing it if others may have read it).")
+        }
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let text = String(decoding: bytes.prefix(max(0, n)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.count >= 16, text.count <= 128, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            throw TapedeckError(.configuration, "The token file \(path) holds no token. Remove it and start again: a new token is made.")
+        }
+        return (AccessToken(value: text), false)
+    }
+
+    private static func create(at file: URL) throws -> AccessToken {
+        let folder = file.deletingLastPathComponent()
+        var missing: [URL] = []
+        var probe = folder
+        while !FileManager.default.fileExists(atPath: probe.path), probe.path != "/" {
+            missing.append(probe)
+            probe = probe.deletingLastPathComponent()
+        }
+        for f in missing.reversed() where mkdir(f.path, 0o700) != 0 && errno != EEXIST {
+            throw TapedeckError.system(errno, while: "create the folder \(f.path) for the token file")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create the token file \(file.path)") }
+        let line = Array((value + "\n").utf8)
+        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == line.count, synced else {
+            unlink(file.path)
+            throw TapedeckError(.io, "Could not write the token file \(file.path). Check the disk, or choose another with --token-file.")
+        }
+        return AccessToken(value: value)
+    }
+
+    /// Compares in time that does not depend on where the texts differ.
+    public func matches(_ candidate: String?) -> Bool {
+        guard let candidate else { return false }
+        let a = Array(value.utf8), b = Array(candidate.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<a.count { difference |= a[i] ^ (i < b.count ? b[i] : 0) }
+        return difference == 0
+    }
+}

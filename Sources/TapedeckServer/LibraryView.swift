@@ -1,0 +1,78 @@
+import TapedeckApp
+import TapedeckCore
+import Foundation
+
+/// The library as the server reads it: the ``SessionStore``'s loaded sessions, indexed by id,
+/// refreshed in the background when older than ``staleAfter`` (changes other processes made) and
+/// at once after a change made here or a recording finished. Lookups are by full id only: no
+/// text from a request is ever a path. Runs on the main actor.
+@MainActor
+final class LibraryView {
+    static let staleAfter = 10.0
+    let store: SessionStore
+    private let desk: RecordingDesk
+    private var takes: [String: (Take, Session)] = [:]
+    private var sessionIndex: [String: Int] = [:]
+    private var indexed: (count: Int, finished: Int, at: Date)?
+    private var refreshing: Task<Void, Never>?
+
+    init(store: SessionStore, desk: RecordingDesk) {
+        self.store = store
+        self.desk = desk
+    }
+
+    /// The sessions, newest state known; the first call (or one after a change) waits for them.
+    func sessions() async throws -> [Session] {
+        if !store.isLoaded || indexed == nil || indexed?.finished != desk.finishedCount {
+            try await store.refresh()
+            reindex()
+        } else if let at = indexed?.at, Date().timeIntervalSince(at) > Self.staleAfter, refreshing == nil {
+            refreshing = Task {
+                try? await self.store.refresh()
+                self.reindex()
+                self.refreshing = nil
+            }
+        }
+        return store.sessions
+    }
+
+    func reindex() {
+        takes.removeAll(keepingCapacity: true)
+        sessionIndex.removeAll(keepingCapacity: true)
+        for (i, s) in store.sessions.enumerated() {
+            sessionIndex[s.id] = i
+            for t in s.takes { takes[t.id] = (t, s) }
+        }
+        indexed = (store.sessions.count, desk.finishedCount, Date())
+    }
+
+    /// The take with exactly this id.
+    func take(_ id: String) async throws -> (Take, Session) {
+        _ = try await sessions()
+        guard let found = takes[id] else {
+            throw APIError(.notFound, "not-found", "No take has the id \"\(id.prefix(64))\". Take ids are listed by GET /api/sessions/{id} (the `id` of each take).")
+        }
+        return found
+    }
+
+    /// The session with exactly this id.
+    func session(_ id: String) async throws -> Session {
+        let all = try await sessions()
+        guard let i = sessionIndex[id], i < all.count, all[i].id == id else {
+            throw APIError(.notFound, "not-found", "No session has the id \"\(id.prefix(64))\". Session ids are listed by GET /api/sessions.")
+        }
+        return all[i]
+    }
+
+    /// Runs a change through the store, then indexes the result.
+    func change<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            reindex()
+            return result
+        } catch let e as TapedeckError {
+            reindex()
+            throw APIError(e)
+        }
+    }
+}

@@ -1,0 +1,245 @@
+// Tapedeck's page: the live view over /api/live, the transport, and the take page's actions.
+// Plain JavaScript, no libraries. Every request that changes something sends
+// X-Tapedeck-Request (the server also checks the Origin).
+"use strict";
+
+function $(id) { return document.getElementById(id); }
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: Object.assign({ "X-Tapedeck-Request": "1" }, body === undefined ? {} : { "Content-Type": "application/json" }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  let data = null;
+  const text = await response.text();
+  if (text) { try { data = JSON.parse(text); } catch (e) { data = null; } }
+  if (!response.ok) {
+    const message = data && data.error ? data.error.message : `${response.status} ${response.statusText}`;
+    throw new Error(message);
+  }
+  return data;
+}
+
+function say(text) { const m = $("message"); if (m) m.textContent = text || ""; }
+
+function clock(seconds) {
+  const s = Math.floor(seconds), t = Math.floor((seconds - s) * 10);
+  if (s >= 3600) return `${Math.floor(s / 3600)}:${String(Math.floor(s / 60) % 60).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}.${t}`;
+}
+
+function left(seconds) {
+  if (seconds == null) return "–";
+  if (seconds >= 86400) return `${Math.floor(seconds / 86400)} d ${Math.floor(seconds / 3600) % 24} h`;
+  if (seconds >= 3600) return `${Math.floor(seconds / 3600)} h ${Math.floor(seconds / 60) % 60} min`;
+  return `${Math.floor(seconds / 60)} min`;
+}
+
+// dBFS (-90…0) to a bar position: the meter's scale is linear in dB over its lower 60 dB.
+function position(db) { return Math.max(0, Math.min(1, (db + 60) / 60)) * 100; }
+
+const live = {
+  generation: null,
+  meters: [],
+  render(state) {
+    document.body.dataset.phase = state.phase;
+    const phase = $("phase");
+    phase.textContent = state.waiting ? `waiting for ${state.waiting}` : state.phase;
+    phase.className = "phase " + state.phase;
+    $("target").textContent = state.target || "";
+    $("elapsed").textContent = clock(state.seconds);
+    $("left").textContent = left(state.secondsLeft);
+    $("overruns").textContent = state.overruns;
+    $("clipped").textContent = state.clippedSamples;
+    $("markers").textContent = state.markers;
+    const run = [];
+    if (state.takeIndex > 1) run.push(`take ${state.takeIndex}`);
+    if (state.secondsToSplit != null) run.push(`next split in ${clock(state.secondsToSplit)}`);
+    if (state.preRollSeconds > 0) run.push(`${state.preRollSeconds.toFixed(1)} s pre-roll`);
+    if (state.voxHolding) run.push("VOX holding");
+    $("run-facts").hidden = run.length === 0;
+    $("run").textContent = run.join(", ");
+    this.renderMeters(state.channels);
+    const recording = state.recording;
+    $("record").disabled = recording;
+    $("stop").disabled = !recording;
+    $("mark").disabled = state.phase !== "recording";
+    if (state.last) {
+      const l = state.last;
+      const last = $("last");
+      last.textContent = "";
+      if (l.failed) { last.textContent = `Last recording: ${l.summary}`; }
+      else if (l.takeID) {
+        last.append("Last take: ");
+        const a = document.createElement("a");
+        a.href = `/takes/${encodeURIComponent(l.takeID)}`;
+        a.textContent = `${l.session} / ${l.take}`;
+        a.id = "last-take";
+        last.append(a, ` (${clock(l.seconds)}). ${l.summary}`);
+      } else { last.textContent = l.summary; }
+    }
+    if (this.generation !== null && state.libraryGeneration !== this.generation) refreshLibrary();
+    this.generation = state.libraryGeneration;
+  },
+  renderMeters(channels) {
+    const box = $("meters");
+    if (this.meters.length !== channels.length) {
+      box.textContent = "";
+      this.meters = channels.map((_, i) => {
+        const row = document.createElement("div");
+        row.className = "meter";
+        row.dataset.channel = String(i + 1);
+        const label = document.createElement("span");
+        label.className = "label";
+        label.textContent = String(i + 1);
+        const bar = document.createElement("div");
+        bar.className = "bar";
+        const fill = document.createElement("div");
+        fill.className = "fill";
+        const hold = document.createElement("div");
+        hold.className = "hold";
+        bar.append(fill, hold);
+        const value = document.createElement("span");
+        value.className = "value num";
+        row.append(label, bar, value);
+        box.append(row);
+        return { row, fill, hold, value };
+      });
+    }
+    channels.forEach((c, i) => {
+      const m = this.meters[i];
+      m.fill.style.width = position(c.level) + "%";
+      m.hold.style.left = `calc(${position(c.hold)}% - 2px)`;
+      m.value.textContent = c.level <= -90 ? "-inf" : c.level.toFixed(1);
+      m.row.classList.toggle("clipped", c.clips > 0);
+      m.row.dataset.level = String(c.level);
+      m.row.dataset.clips = String(c.clips);
+    });
+  },
+  connect() {
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/live";
+    const socket = new WebSocket(url);
+    socket.onmessage = (event) => { try { this.render(JSON.parse(event.data)); } catch (e) { /* a bad message is skipped */ } };
+    socket.onopen = () => say("");
+    socket.onclose = () => {
+      say("Lost the connection to the server; trying again…");
+      setTimeout(() => this.connect(), 2000);
+    };
+  },
+};
+
+async function refreshLibrary() {
+  const section = document.querySelector("[data-library]");
+  if (!section) return;
+  try {
+    const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
+    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    const fresh = doc.querySelector("[data-library]");
+    if (fresh) section.replaceWith(fresh);
+  } catch (e) { /* kept as it is until the next change */ }
+}
+
+function setupTransport() {
+  const form = $("transport");
+  if (!form) return;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    say("");
+    try {
+      await api("POST", "/api/record", { session: form.session.value, take: form.take.value });
+    } catch (e) { say(e.message); }
+  });
+  $("stop").addEventListener("click", async () => {
+    try { await api("POST", "/api/stop"); } catch (e) { say(e.message); }
+  });
+  $("mark").addEventListener("click", async () => {
+    try { await api("POST", "/api/markers", { label: "" }); } catch (e) { say(e.message); }
+  });
+  live.connect();
+}
+
+async function drawWaveform(canvas) {
+  let peaks;
+  try { peaks = await api("GET", canvas.dataset.peaks); } catch (e) { say(`No waveform: ${e.message}`); return; }
+  const ratio = window.devicePixelRatio || 1;
+  const width = Math.max(200, Math.round(canvas.clientWidth * ratio));
+  const height = Math.round(canvas.clientHeight * ratio);
+  canvas.width = width;
+  canvas.height = height;
+  const g = canvas.getContext("2d");
+  g.fillStyle = "#fff";
+  g.fillRect(0, 0, width, height);
+  g.fillStyle = "#b0b0b0";
+  g.fillRect(0, Math.floor(height / 2), width, 1);
+  const n = peaks.min.length;
+  canvas.dataset.points = String(n);
+  if (n === 0) return;
+  g.fillStyle = "#1f5fa8";
+  const half = (height - 1) / 2;
+  for (let x = 0; x < width; x++) {
+    const a = Math.floor(x * n / width), b = Math.max(a, Math.floor((x + 1) * n / width) - 1);
+    let lo = 32767, hi = -32768;
+    for (let i = a; i <= Math.min(b, n - 1); i++) { lo = Math.min(lo, peaks.min[i]); hi = Math.max(hi, peaks.max[i]); }
+    const top = Math.round(half - hi / 32768 * half), bottom = Math.round(half - lo / 32768 * half);
+    g.fillRect(x, top, 1, Math.max(1, bottom - top + 1));
+  }
+  canvas.dataset.drawn = "true";
+  const player = $("player");
+  canvas.addEventListener("click", (event) => {
+    const rect = canvas.getBoundingClientRect();
+    if (player.duration) player.currentTime = (event.clientX - rect.left) / rect.width * player.duration;
+  });
+}
+
+function setupTake() {
+  const section = document.querySelector("[data-take-id]");
+  if (!section) return;
+  const id = section.dataset.takeId;
+  const path = `/api/takes/${encodeURIComponent(id)}`;
+  drawWaveform($("waveform"));
+  $("rename").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const take = await api("PATCH", path, { name: event.target.name.value });
+      $("take-name").textContent = take.name;
+      document.title = `${take.name} · Tapedeck`;
+      say("");
+    } catch (e) { say(e.message); }
+  });
+  $("notes").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try { await api("PATCH", path, { notes: event.target.notes.value }); say(""); } catch (e) { say(e.message); }
+  });
+  $("delete").addEventListener("click", async () => {
+    if (!window.confirm(`Delete take "${$("take-name").textContent}", audio included? This cannot be undone.`)) return;
+    try {
+      await api("DELETE", path);
+      location.href = `/sessions/${encodeURIComponent(section.dataset.sessionId)}`;
+    } catch (e) { say(e.message); }
+  });
+  $("export").addEventListener("click", async () => {
+    const progress = $("export-progress"), link = $("export-file"), button = $("export");
+    button.disabled = true;
+    link.hidden = true;
+    progress.hidden = false;
+    progress.value = 0;
+    try {
+      let job = await api("POST", `${path}/exports`, { format: $("export-format").value });
+      while (job.state === "running") {
+        await new Promise((r) => setTimeout(r, 300));
+        job = await api("GET", `/api/exports/${job.id}`);
+        progress.value = job.progress;
+      }
+      if (job.state === "failed") throw new Error(job.error || "The export failed.");
+      progress.value = 1;
+      link.href = job.file;
+      link.hidden = false;
+      say("");
+    } catch (e) { say(e.message); }
+    button.disabled = false;
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => { setupTransport(); setupTake(); });

@@ -1,0 +1,58 @@
+public import Foundation
+import TapedeckCore
+
+/// How `tapedeck serve` listens and who may use it. A plain value; any thread.
+public struct ServerOptions: Sendable, Hashable {
+    /// The address and port to listen on (`--listen`).
+    public var host: String
+    public var port: Int
+    /// The file holding the access token (`--token-file`); made, 0600, on first start.
+    public var tokenFile: URL
+    /// Ask for the token even on the loopback address (`--require-token`); always asked elsewhere.
+    public var alwaysRequireToken: Bool
+    /// How often live state goes out while recording (and, idle, once a second).
+    public var stateInterval: Duration
+
+    /// The default `--listen`: the loopback address only.
+    public static let defaultListen = "127.0.0.1:8470"
+
+    public init(listen: String = ServerOptions.defaultListen, tokenFile: URL, alwaysRequireToken: Bool = false,
+                stateInterval: Duration = .milliseconds(100)) throws {
+        (host, port) = try Self.parse(listen)
+        self.tokenFile = tokenFile
+        self.alwaysRequireToken = alwaysRequireToken
+        self.stateInterval = stateInterval
+    }
+
+    /// Whether the address is the loopback address (reachable from this machine only).
+    public var isLoopback: Bool {
+        host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.")
+    }
+
+    /// Whether requests must carry the token: always off the loopback address.
+    public var requiresToken: Bool { alwaysRequireToken || !isLoopback }
+
+    /// `HOST:PORT`, `[IPv6]:PORT`, `:PORT` (all addresses) or `PORT` (loopback).
+    static func parse(_ text: String) throws -> (String, Int) {
+        let usage = "--listen \(text): write ADDRESS:PORT, e.g. 127.0.0.1:8470 (this machine only), 0.0.0.0:8470 (every network, with a token) or [::]:8470."
+        var host = "127.0.0.1"
+        var portText = text
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw TapedeckError(.invalidArgument, usage) }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw TapedeckError(.invalidArgument, usage) }
+            portText = String(rest.dropFirst())
+        } else if let colon = text.lastIndex(of: ":") {
+            guard text.firstIndex(of: ":") == colon else { throw TapedeckError(.invalidArgument, usage) }
+            let h = String(text[..<colon])
+            host = h.isEmpty ? "0.0.0.0" : h
+            portText = String(text[text.index(after: colon)...])
+        }
+        guard let port = Int(portText), (0...65535).contains(port), !host.isEmpty,
+              host.allSatisfy({ $0.isLetter || $0.isNumber || ".:-".contains($0) }) else {
+            throw TapedeckError(.invalidArgument, usage)
+        }
+        return (host, port)
+    }
+}

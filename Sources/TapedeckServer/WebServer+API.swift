@@ -1,0 +1,294 @@
+import Hummingbird
+import HTTPTypes
+import NIOCore
+import TapedeckApp
+import TapedeckCore
+import Foundation
+
+/// The JSON API (docs/openapi.yaml). Every route names takes and sessions by their full id.
+extension WebServer {
+    struct SessionSummary: Encodable {
+        var kind = "session"
+        var schema = JSONSchema.version
+        var id: String
+        var shortID: String
+        var name: String
+        var createdAt: Date
+        var takeCount: Int
+        var seconds: Double
+    }
+    struct SessionPage: Encodable {
+        var kind = "sessions"
+        var total: Int
+        var offset: Int
+        var sessions: [SessionSummary]
+    }
+    struct SessionTakes: Encodable {
+        var kind = "session"
+        var schema = JSONSchema.version
+        var id: String
+        var shortID: String
+        var name: String
+        var createdAt: Date
+        var total: Int
+        var offset: Int
+        var takes: [TakeJSON]
+    }
+    struct RecordRequest: Decodable { var session: String?; var take: String? }
+    struct MarkRequest: Decodable { var label: String? }
+    struct TakeChange: Decodable { var name: String?; var notes: String? }
+    struct SessionChange: Decodable { var name: String }
+    struct ExportRequest: Decodable { var format: String? }
+    struct ExportStatus: Encodable {
+        var kind = "export"
+        var id: String
+        var takeID: String
+        var format: String
+        var state: String
+        var progress: Double
+        var error: String?
+        var file: String?
+        var report: ExportReport?
+    }
+    struct WaveformJSON: Encodable {
+        var kind = "waveform"
+        var takeID: String
+        var sampleRate: Int
+        var framesPerPoint: Int
+        var min: [Int16]
+        var max: [Int16]
+    }
+    struct Health: Encodable {
+        var kind = "health"
+        var ok = true
+        var version: String
+        var tokenRequired: Bool
+    }
+    struct Findings: Encodable {
+        var kind = "doctor"
+        var findings: [DoctorFinding]
+    }
+
+    nonisolated static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.iso8601UTC)
+        }
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    /// A JSON body of type `T`; a body that is not one is refused with what was expected.
+    nonisolated static func decode<T: Decodable>(_ type: T.Type, _ request: Request, context: ServerContext, example: String) async throws -> T {
+        let buffer: ByteBuffer
+        do { buffer = try await request.body.collect(upTo: context.maxUploadSize) } catch {
+            throw APIError(.contentTooLarge, "too-large", "The request body is larger than \(context.maxUploadSize) bytes.")
+        }
+        if buffer.readableBytes == 0, let empty = try? JSONDecoder().decode(T.self, from: Data("{}".utf8)) { return empty }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch {
+            throw APIError(.badRequest, "invalid-argument", "The body must be a JSON object like \(example).")
+        }
+    }
+
+    nonisolated static func paging(_ request: Request) -> (offset: Int, limit: Int) {
+        let q = request.uri.queryParameters
+        let offset = max(0, q.get("offset", as: Int.self) ?? 0)
+        let limit = min(500, max(1, q.get("limit", as: Int.self) ?? 50))
+        return (offset, limit)
+    }
+
+    func addAPI(to router: Router<ServerContext>) {
+        let api = router.group("api")
+        api.get("health") { @MainActor _, _ in try Self.json(Health(version: self.parts.version, tokenRequired: self.token != nil)) }
+        api.get("state") { @MainActor _, _ in try Self.json(self.live.snapshot()) }
+
+        api.post("record") { @MainActor request, context in
+            let body = try await Self.decode(RecordRequest.self, request, context: context, example: #"{"session": "Rehearsal", "take": "Verse"}"#)
+            func blankIsNil(_ s: String?) -> String? {
+                let t = s?.trimmingCharacters(in: .whitespaces)
+                return t?.isEmpty == false ? t : nil
+            }
+            do {
+                try self.parts.desk.start(session: blankIsNil(body.session), take: blankIsNil(body.take))
+            } catch let e as TapedeckError { throw APIError(e) }
+            return try Self.json(self.live.snapshot(), status: .accepted)
+        }
+        api.post("stop") { @MainActor _, _ in
+            guard self.parts.desk.isRecording else {
+                throw APIError(.conflict, "not-recording", "Nothing is recording, so there is nothing to stop.")
+            }
+            self.parts.desk.stop()
+            return try Self.json(self.live.snapshot(), status: .accepted)
+        }
+        api.post("markers") { @MainActor request, context in
+            let body = try await Self.decode(MarkRequest.self, request, context: context, example: #"{"label": "chorus"}"#)
+            let label = body.label ?? ""
+            guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.contains("\n") else {
+                throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes.")
+            }
+            do { try self.parts.desk.mark(label: label) } catch let e as TapedeckError {
+                throw APIError(.conflict, "not-recording", e.message)
+            }
+            return try Self.json(self.live.snapshot(), status: .accepted)
+        }
+
+        api.get("sessions") { @MainActor request, _ in
+            let (offset, limit) = Self.paging(request)
+            let all = try await self.library.sessions()
+            let newest = all.reversed().dropFirst(offset).prefix(limit)
+            return try Self.json(SessionPage(total: all.count, offset: offset, sessions: newest.map {
+                SessionSummary(id: $0.id, shortID: $0.shortID, name: $0.name, createdAt: $0.createdAt, takeCount: $0.takes.count,
+                               seconds: $0.takes.reduce(0) { $0 + $1.seconds })
+            }))
+        }
+        api.get("sessions/:id") { @MainActor request, context in
+            let s = try await self.library.session(context.parameters.require("id"))
+            let (offset, limit) = Self.paging(request)
+            let storage = self.parts.store.storage
+            let files = storage.audioFiles(of: s)
+            return try Self.json(SessionTakes(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt, total: s.takes.count,
+                                              offset: offset, takes: s.takes.dropFirst(offset).prefix(limit).map {
+                                                  TakeJSON($0, session: s, file: files[$0.id])
+                                              }))
+        }
+        api.patch("sessions/:id") { @MainActor request, context in
+            let s = try await self.library.session(context.parameters.require("id"))
+            let body = try await Self.decode(SessionChange.self, request, context: context, example: #"{"name": "New name"}"#)
+            try await self.library.change { try await self.parts.store.rename(.session(s), to: body.name) }
+            let renamed = try await self.library.session(s.id)
+            return try Self.json(SessionSummary(id: renamed.id, shortID: renamed.shortID, name: renamed.name, createdAt: renamed.createdAt,
+                                                takeCount: renamed.takes.count, seconds: renamed.takes.reduce(0) { $0 + $1.seconds }))
+        }
+        api.delete("sessions/:id") { @MainActor _, context in
+            let s = try await self.library.session(context.parameters.require("id"))
+            if s.takes.contains(where: { $0.state == .recording }) {
+                throw APIError(.conflict, "busy", "Session \"\(s.name)\" has a take being recorded. Stop the recording first.")
+            }
+            try await self.library.change { try await self.parts.store.delete(.session(s)) }
+            for t in s.takes { self.parts.waveforms.forget(t.id) }
+            return Response(status: .noContent)
+        }
+
+        api.get("takes/:id") { @MainActor _, context in
+            let (t, s) = try await self.library.take(context.parameters.require("id"))
+            return try Self.json(TakeJSON(t, session: s, url: try? self.parts.store.storage.audioURL(for: t)))
+        }
+        api.patch("takes/:id") { @MainActor request, context in
+            var (t, s) = try await self.library.take(context.parameters.require("id"))
+            let body = try await Self.decode(TakeChange.self, request, context: context, example: #"{"name": "Verse 2", "notes": "keeper"}"#)
+            guard body.name != nil || body.notes != nil else {
+                throw APIError(.badRequest, "invalid-argument", #"Say what to change: {"name": "…"} and/or {"notes": "…"}."#)
+            }
+            if let name = body.name, name != t.name {
+                try await self.library.change { try await self.parts.store.rename(.take(t, in: s), to: name) }
+                (t, s) = try await self.library.take(t.id)
+            }
+            if let notes = body.notes, notes != t.notes {
+                var annotations = t.annotations
+                annotations.notes = notes
+                let current = t
+                t = try await self.library.change { try await self.parts.store.annotate(current, annotations) }
+            }
+            return try Self.json(TakeJSON(t, session: s, url: try? self.parts.store.storage.audioURL(for: t)))
+        }
+        api.delete("takes/:id") { @MainActor _, context in
+            let (t, s) = try await self.library.take(context.parameters.require("id"))
+            guard t.state != .recording else {
+                throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Stop the recording first.")
+            }
+            try await self.library.change { try await self.parts.store.delete(.take(t, in: s)) }
+            self.parts.waveforms.forget(t.id)
+            return Response(status: .noContent)
+        }
+        for method in [HTTPRequest.Method.get, .head] {
+            api.on("takes/:id/audio", method: method) { @MainActor request, context in
+                let (t, _) = try await self.library.take(context.parameters.require("id"))
+                return try FileResponse.make(try self.audioURL(t), request: request, head: request.method == .head)
+            }
+            api.on("takes/:id/download", method: method) { @MainActor request, context in
+                let (t, s) = try await self.library.take(context.parameters.require("id"))
+                let url = try self.audioURL(t)
+                let name = NameRules.slug("\(s.name) - \(t.name)", fallback: t.shortID) + "." + url.pathExtension
+                return try FileResponse.make(url, request: request, download: name, head: request.method == .head)
+            }
+        }
+        api.get("takes/:id/waveform") { @MainActor request, context in
+            let (t, _) = try await self.library.take(context.parameters.require("id"))
+            let peaks = try await self.peaks(of: t)
+            if request.uri.queryParameters.get("format") == "dat" {
+                return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=60"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(bytes: peaks.datFile)))
+            }
+            return try Self.json(WaveformJSON(takeID: t.id, sampleRate: peaks.sampleRate, framesPerPoint: peaks.framesPerPoint,
+                                              min: peaks.minimums, max: peaks.maximums))
+        }
+        api.get("takes/:id/waveform.png") { @MainActor request, context in
+            let (t, _) = try await self.library.take(context.parameters.require("id"))
+            let q = request.uri.queryParameters
+            let image = WaveformImage(width: q.get("width", as: Int.self) ?? 1200, height: q.get("height", as: Int.self) ?? 240)
+            guard WaveformImage.widths.contains(image.width), WaveformImage.heights.contains(image.height) else {
+                throw APIError(.badRequest, "invalid-argument", "width is \(WaveformImage.widths.lowerBound)…\(WaveformImage.widths.upperBound) and height \(WaveformImage.heights.lowerBound)…\(WaveformImage.heights.upperBound) pixels.")
+            }
+            let peaks = try await self.peaks(of: t)
+            let png = try await OffMain.run(on: OffMain.decoding) { try image.png(of: peaks) }
+            return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=60"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: png)))
+        }
+
+        api.post("takes/:id/exports") { @MainActor request, context in
+            let (t, s) = try await self.library.take(context.parameters.require("id"))
+            guard t.state != .recording else {
+                throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Export it when the recording has stopped.")
+            }
+            let body = try await Self.decode(ExportRequest.self, request, context: context, example: #"{"format": "flac"}"#)
+            let job = try self.exports.start(take: t, session: s, format: body.format ?? "flac")
+            return try Self.json(self.status(job), status: .accepted)
+        }
+        api.get("exports/:id") { @MainActor _, context in
+            guard let job = self.exports.job(try context.parameters.require("id")) else {
+                throw APIError(.notFound, "not-found", "No export has that id (exports are kept for \(Int(ExportJobs.keepSeconds / 60)) minutes after they finish).")
+            }
+            return try Self.json(self.status(job))
+        }
+        api.get("exports/:id/file") { @MainActor request, context in
+            guard let job = self.exports.job(try context.parameters.require("id")), let file = job.file, let name = job.downloadName else {
+                throw APIError(.notFound, "not-found", "No finished export has that id. Ask for its state with GET /api/exports/{id}.")
+            }
+            return try FileResponse.make(file, request: request, download: name)
+        }
+
+        api.get("doctor") { @MainActor _, _ in
+            guard let doctor = self.parts.doctor else {
+                throw APIError(.notImplemented, "unsupported", "This library's storage has no doctor.")
+            }
+            let findings = try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) }
+            return try Self.json(Findings(findings: findings))
+        }
+    }
+
+    func status(_ job: ExportJobs.Job) -> ExportStatus {
+        ExportStatus(id: job.id, takeID: job.takeID, format: job.format, state: job.state, progress: job.progress, error: job.error,
+                     file: job.file.map { _ in "/api/exports/\(job.id)/file" }, report: job.report)
+    }
+
+    /// The audio file of a finished take (never one being recorded: its file is still growing).
+    func audioURL(_ take: Take) throws -> URL {
+        guard take.state != .recording else {
+            throw APIError(.conflict, "busy", "Take \"\(take.name)\" is being recorded; it can be played when the recording has stopped.")
+        }
+        do { return try parts.store.storage.audioURL(for: take) } catch let e as TapedeckError { throw APIError(e) }
+    }
+
+    /// The take's waveform overview, from its peaks file or decoded now (off the main actor).
+    func peaks(of take: Take) async throws -> WaveformPeaks {
+        let url = try audioURL(take)
+        let waveforms = parts.waveforms
+        do {
+            return try await OffMain.run(on: OffMain.decoding) { try waveforms.peaks(for: take, at: url) }
+        } catch let e as TapedeckError { throw APIError(e) }
+    }
+}

@@ -1,0 +1,126 @@
+import Hummingbird
+import HummingbirdWebSocket
+import HTTPTypes
+import NIOCore
+import TapedeckApp
+import TapedeckCore
+import Foundation
+
+/// The pages, their assets, the login, and the live state as a WebSocket and as Server-Sent Events.
+extension WebServer {
+    nonisolated static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// Whether the request came with the login cookie (for the "Log out" button).
+    func signedIn(_ request: Request) -> Bool {
+        token != nil && token!.matches(request.cookies[AccessGuard.cookieName]?.value)
+    }
+
+    nonisolated static func page(_ request: Request) -> Int {
+        max(1, request.uri.queryParameters.get("page", as: Int.self) ?? 1)
+    }
+
+    func addPages(to router: Router<ServerContext>) {
+        router.get("/") { @MainActor request, _ in
+            let sessions = try await self.library.sessions()
+            return Self.html(PageRenderer.home(sessions: sessions, page: Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
+        }
+        router.get("sessions/:id") { @MainActor request, context in
+            let s = try await self.library.session(context.parameters.require("id"))
+            return Self.html(PageRenderer.session(s, page: Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
+        }
+        router.get("takes/:id") { @MainActor request, context in
+            let (t, s) = try await self.library.take(context.parameters.require("id"))
+            return Self.html(PageRenderer.take(t, in: s, exportFormats: self.parts.exportFormats, version: self.parts.version, signedIn: self.signedIn(request)))
+        }
+        router.get("doctor") { @MainActor request, _ in
+            var findings: [DoctorFinding] = []
+            if let doctor = self.parts.doctor {
+                findings = try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) }
+            }
+            return Self.html(PageRenderer.doctor(findings, version: self.parts.version, signedIn: self.signedIn(request)))
+        }
+        router.get("assets/:name") { @MainActor _, context in
+            let name = try context.parameters.require("name")
+            guard let asset = Self.assets[name] else { throw APIError(.notFound, "not-found", "No such asset.") }
+            return Response(status: .ok, headers: [.contentType: asset.type, .cacheControl: "public, max-age=300"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))
+        }
+
+        router.get("login") { @MainActor request, _ in
+            let next = request.uri.queryParameters.get("next") ?? "/"
+            if self.token == nil { return Response(status: .seeOther, headers: [.location: "/"]) }
+            return Self.html(PageRenderer.login(next: Self.localPath(next), message: nil, version: self.parts.version))
+        }
+        router.post("login") { @MainActor request, context in
+            guard let token = self.token else { return Response(status: .seeOther, headers: [.location: "/"]) }
+            if let wait = self.limiter.retryAfter(context.peer) {
+                var response = Self.html(PageRenderer.login(next: "/", message: "Too many wrong tokens. Try again in \(wait) s.", version: self.parts.version),
+                                         status: .tooManyRequests)
+                response.headers[.retryAfter] = String(wait)
+                return response
+            }
+            let body = try await request.body.collect(upTo: 4096)
+            struct Form: Decodable { var token: String?; var next: String? }
+            let form = (try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: body))) ?? Form()
+            let next = Self.localPath(form.next ?? "/")
+            guard token.matches(form.token?.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                self.limiter.failed(context.peer)
+                self.parts.logger.warning("A wrong token was given at /login from \(context.peer.isEmpty ? "an unknown address" : context.peer).")
+                return Self.html(PageRenderer.login(next: next, message: "That token is wrong.", version: self.parts.version), status: .unauthorized)
+            }
+            var response = Response(status: .seeOther, headers: [.location: next])
+            let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
+            response.setCookie(Cookie(name: AccessGuard.cookieName, value: token.value, maxAge: 30 * 24 * 3600, path: "/",
+                                      secure: secure, httpOnly: true, sameSite: .strict))
+            return response
+        }
+        router.post("logout") { @MainActor _, _ in
+            var response = Response(status: .seeOther, headers: [.location: self.token == nil ? "/" : "/login"])
+            response.setCookie(Cookie(name: AccessGuard.cookieName, value: "", maxAge: 0, path: "/", httpOnly: true, sameSite: .strict))
+            return response
+        }
+    }
+
+    /// A `next` that is a path on this server, never another site.
+    nonisolated static func localPath(_ text: String) -> String {
+        text.hasPrefix("/") && !text.hasPrefix("//") && !text.contains("\\") && !text.contains("\r") && !text.contains("\n") ? text : "/"
+    }
+
+    func addLive(to router: Router<ServerContext>) {
+        let live = self.live
+        router.ws("api/live") { _, _ in .upgrade([:]) } onUpgrade: { inbound, outbound, _ in
+            let stream = live.subscribe()
+            // The client's messages are not needed, but reading them handles pings and its close.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in inbound {}
+                }
+                group.addTask {
+                    for await text in stream { try await outbound.write(.text(text)) }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        router.get("api/events") { _, _ in
+            let stream = live.subscribe()
+            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+                            body: ResponseBody { writer in
+                                for await text in stream {
+                                    try await writer.write(ByteBuffer(string: "event: state\ndata: \(text)\n\n"))
+                                }
+                                try await writer.finish(nil)
+                            })
+        }
+    }
+
+    /// The page's script and style: files of this module (Page/), embedded in the binary at
+    /// build time, so an installed `tapedeck` needs nothing beside it.
+    nonisolated static let assets: [String: (type: String, bytes: [UInt8])] = [
+        "app.js": ("text/javascript; charset=utf-8", PackageResources.app_js),
+        "app.css": ("text/css; charset=utf-8", PackageResources.app_css),
+    ]
+}

@@ -1,0 +1,134 @@
+public import Hummingbird
+import TapedeckApp
+import TapedeckCore
+import Logging
+import ServiceLifecycle
+import HummingbirdWebSocket
+import HTTPTypes
+import NIOCore
+public import Foundation
+import Synchronization
+
+/// `tapedeck serve`: the web page and JSON API over the same ``SessionStore`` and
+/// ``RecordingDesk`` (and through it ``TakeRecorder``) the command line uses, built on
+/// Hummingbird. Routes: docs/openapi.yaml.
+///
+/// Made and run on the main actor; requests are served on Hummingbird's event loops and hop to
+/// the main actor for the library and recorder; files are read on a queue of their own.
+@MainActor
+public final class WebServer {
+    let parts: ServerParts
+    let options: ServerOptions
+    let token: AccessToken?
+    let live: LiveState
+    let library: LibraryView
+    let exports: ExportJobs
+    let limiter = LoginLimiter()
+    private nonisolated let group = Mutex<ServiceGroup?>(nil)
+
+    /// - Parameters:
+    ///   - token: required when ``ServerOptions/requiresToken``; `nil` otherwise.
+    ///   - exportFolder: a private folder for exports made on request (removed when the server stops).
+    public init(parts: ServerParts, options: ServerOptions, token: AccessToken?, exportFolder: URL) {
+        self.parts = parts
+        self.options = options
+        self.token = options.requiresToken ? token : nil
+        live = LiveState(desk: parts.desk, libraryPath: parts.store.storage.rootURL.path, configuredFormat: parts.configuredFormat,
+                         interval: options.stateInterval)
+        library = LibraryView(store: parts.store, desk: parts.desk)
+        exports = ExportJobs(parts: parts, folder: exportFolder)
+    }
+
+    /// The router: pages, assets, the API and the live socket.
+    public func makeRouter() -> Router<ServerContext> {
+        let router = Router(context: ServerContext.self)
+        router.add(middleware: SecurityHeaders())
+        router.add(middleware: AccessGuard(token: token, loopbackOnly: options.isLoopback))
+        addAPI(to: router)
+        addPages(to: router)
+        addLive(to: router)
+        return router
+    }
+
+    /// The Hummingbird application on ``ServerOptions`` host and port.
+    /// - Parameter listening: told the address once the server listens (its real port when 0 was asked).
+    public func makeApplication(listening: @escaping @Sendable (String) -> Void = { _ in }) -> some ApplicationProtocol {
+        let router = makeRouter()
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: 1 << 16))),
+            configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
+            onServerRunning: { channel in
+                let address = channel.localAddress
+                let host = address?.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "127.0.0.1"
+                listening("http://\(host):\(address?.port ?? 0)/")
+            },
+            logger: parts.logger)
+    }
+
+    /// Serves until ``shutdown()``: then finishes a recording in progress as `record` does on
+    /// Ctrl-C (drained, the take finished), closes the live streams and stops listening.
+    /// - Thread: main actor; suspends while serving.
+    public func run(listening: @escaping @Sendable (String) -> Void = { _ in }) async throws {
+        let app = makeApplication(listening: listening)
+        let recorder = DeskService(server: self)
+        let serviceGroup = ServiceGroup(configuration: .init(
+            services: [.init(service: app), .init(service: recorder)],
+            gracefulShutdownSignals: [], logger: parts.logger))
+        group.withLock { $0 = serviceGroup }
+        live.start()
+        try await serviceGroup.run()
+    }
+
+    /// Begins a graceful shutdown (a stop signal arrived). - Thread: any. Never blocks.
+    public nonisolated func shutdown() {
+        guard let g = group.withLock({ $0 }) else { return }
+        Task { await g.triggerGracefulShutdown() }
+    }
+
+    /// Sets a marker in the recording (`tapedeck mark`, SIGUSR1). - Thread: main actor. Never blocks.
+    public func markFromSignal(label: String) throws {
+        try parts.desk.mark(label: label)
+    }
+
+    /// Called when the server shuts down: the recording is finished first.
+    func finishForShutdown() async {
+        if parts.desk.isRecording { parts.logger.notice("Stopping: finishing the recording in progress…") }
+        await parts.desk.finish()
+        live.stop()
+        exports.removeAll()
+    }
+}
+
+/// Finishes the recorder when the service group shuts down; listed after the application, so
+/// it is shut down first (ServiceLifecycle stops services in reverse order).
+struct DeskService: Service {
+    let server: WebServer
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await server.finishForShutdown()
+    }
+}
+
+/// Headers every response carries: no framing, no sniffing, no referrer, and a
+/// Content-Security-Policy that lets the page load only its own script, style and media.
+struct SecurityHeaders: RouterMiddleware {
+    typealias Context = ServerContext
+
+    func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as APIError {
+            response = try error.response(from: request, context: context)
+        } catch let error as TapedeckError {
+            response = try APIError(error).response(from: request, context: context)
+        }
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        response.headers[.contentSecurityPolicy] = "default-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+        return response
+    }
+}
