@@ -471,3 +471,11 @@ struct ContentHash: Equatable {
         return String(h.value, radix: 16)
     }
 }
+
+extension ExportItem {
+    /// The file name an export of this take gets (`Session 1 - Take 3.flac`; see
+    /// `ExportJob.fileName(for:extension:)`). - Thread: any. Never blocks.
+    public func fileName(extension ext: String) -> String {
+        ExportJob.fileName(for: self, extension: ext)
+    }
+}

@@ -212,7 +212,7 @@ extension WebServer {
             api.on("takes/:id/download", method: method) { @MainActor request, context in
                 let (t, s) = try await self.library.take(context.parameters.require("id"))
                 let url = try self.audioURL(t)
-                let name = NameRules.slug("\(s.name) - \(t.name)", fallback: t.shortID) + "." + url.pathExtension
+                let name = ExportItem(take: t, session: s).fileName(extension: url.pathExtension)
                 return try FileResponse.make(url, request: request, download: name, head: request.method == .head)
             }
         }

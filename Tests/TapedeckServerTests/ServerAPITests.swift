@@ -1,0 +1,359 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSTesting
+import Logging
+import NIOCore
+import Testing
+import TapedeckApp
+import TapedeckAssembly
+import TapedeckCore
+@testable import TapedeckServer
+
+/// The JSON API over real HTTP (Hummingbird's live test server on a loopback port), with the
+/// null capture backend and a directory library in a temporary folder: each endpoint's success
+/// and its refusals (no token, wrong token, cross-site, unknown id, a second recorder).
+@Suite(.serialized)
+@MainActor
+struct ServerAPITests {
+    struct Fixture {
+        let server: WebServer
+        let studio: Studio
+        let folder: URL
+    }
+
+    nonisolated static let script: HTTPFields = [HTTPField.Name("X-Tapedeck-Request")!: "1"]
+
+    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0") async throws -> Fixture {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let yaml = """
+            capture:
+              backend: null
+              null:
+                paced: true
+            storage:
+              directory:
+                path: \(folder.appendingPathComponent("library").path)
+            """
+        let config = try ConfigurationLoader(catalog: .builtIn, environment: [:]).resolve(file: ConfigFile.parse(yaml, name: "test"), flags: [:])
+        let studio = try Studio(configuration: config, catalog: .builtIn, logger: Logger(label: "serve-test"),
+                                environment: ["HOME": folder.path, "XDG_CACHE_HOME": folder.appendingPathComponent("cache").path])
+        try await studio.openLibrary()
+        let options = try ServerOptions(listen: listen, tokenFile: folder.appendingPathComponent("token"), alwaysRequireToken: requireToken)
+        let server = studio.makeServer(options: options, token: token, exportFolder: folder.appendingPathComponent("exports"))
+        server.live.start()
+        return Fixture(server: server, studio: studio, folder: folder)
+    }
+
+    nonisolated static func json(_ buffer: ByteBuffer) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any])
+    }
+
+    nonisolated static func errorCode(_ buffer: ByteBuffer) -> String? {
+        ((try? json(buffer))?["error"] as? [String: Any])?["code"] as? String
+    }
+
+    nonisolated static func body(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+
+    @Test("record, a second recorder refused, marker, stop: the take is listed, played with byte ranges, renamed, annotated, exported and deleted")
+    func recordAndManage() async throws {
+        let f = try await fixture()
+        try await f.server.makeApplication().test(.live) { client in
+            // Nothing records yet: stop and marker are refused.
+            try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) {
+                #expect($0.status == .conflict)
+                #expect(Self.errorCode($0.body) == "not-recording")
+            }
+            try await client.execute(uri: "/api/markers", method: .post, headers: Self.script, body: Self.body("{}")) { #expect($0.status == .conflict) }
+            try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body(#"{"session": "API", "take": "One"}"#)) {
+                #expect($0.status == .accepted)
+            }
+            try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body("{}")) {
+                #expect($0.status == .conflict)
+                #expect(Self.errorCode($0.body) == "busy")
+            }
+            try await Task.sleep(for: .milliseconds(700))
+            try await client.execute(uri: "/api/markers", method: .post, headers: Self.script, body: Self.body(#"{"label": "here"}"#)) { #expect($0.status == .accepted) }
+            try await client.execute(uri: "/api/markers", method: .post, headers: Self.script, body: Self.body(#"{"label": "two\nlines"}"#)) { #expect($0.status == .badRequest) }
+            try await Task.sleep(for: .milliseconds(500))
+            try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
+            var takeID = ""
+            for _ in 0..<100 where takeID.isEmpty {
+                let state = try await client.execute(uri: "/api/state", method: .get) { try Self.json($0.body) }
+                if state["recording"] as? Bool == false, let last = state["last"] as? [String: Any] { takeID = last["takeID"] as? String ?? "" }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(!takeID.isEmpty)
+
+            let sessions = try await client.execute(uri: "/api/sessions", method: .get) { try Self.json($0.body) }
+            #expect(sessions["total"] as? Int == 1)
+            let session = try #require((sessions["sessions"] as? [[String: Any]])?.first)
+            #expect(session["name"] as? String == "API")
+            let sessionID = try #require(session["id"] as? String)
+            let detail = try await client.execute(uri: "/api/sessions/\(sessionID)", method: .get) { try Self.json($0.body) }
+            let take = try #require((detail["takes"] as? [[String: Any]])?.first)
+            #expect(take["id"] as? String == takeID)
+            #expect(take["name"] as? String == "One")
+            #expect((take["markers"] as? [[String: Any]])?.first?["label"] as? String == "here")
+            let seconds = try #require(take["seconds"] as? Double)
+            #expect(seconds > 1 && seconds < 3)
+            let path = try #require(take["path"] as? String)
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+
+            // Byte ranges: exact bytes, open-ended, suffix, past the end.
+            try await client.execute(uri: "/api/takes/\(takeID)/audio", method: .get, headers: [.range: "bytes=1000-1999"]) {
+                #expect($0.status == .partialContent)
+                #expect($0.headers[.contentRange] == "bytes 1000-1999/\(bytes.count)")
+                #expect(Data($0.body.readableBytesView) == bytes[1000..<2000])
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)/audio", method: .get, headers: [.range: "bytes=-10"]) {
+                #expect($0.status == .partialContent)
+                #expect(Data($0.body.readableBytesView) == bytes.suffix(10))
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)/audio", method: .get, headers: [.range: "bytes=\(bytes.count)-"]) {
+                #expect($0.status == .rangeNotSatisfiable)
+                #expect($0.headers[.contentRange] == "bytes */\(bytes.count)")
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)/audio", method: .get) {
+                #expect($0.status == .ok)
+                #expect($0.headers[.contentType] == "audio/wav")
+                #expect(Data($0.body.readableBytesView) == bytes)
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)/download", method: .get) {
+                #expect($0.headers[.contentDisposition]?.hasPrefix("attachment; filename=\"API - One.wav\"") == true)
+            }
+
+            // The waveform covers the take; the PNG is a PNG.
+            let waveform = try await client.execute(uri: "/api/takes/\(takeID)/waveform", method: .get) { try Self.json($0.body) }
+            let points = try #require(waveform["max"] as? [Int])
+            let perPoint = try #require(waveform["framesPerPoint"] as? Int)
+            let frames = try #require(take["frames"] as? Int)
+            #expect(points.count * perPoint >= frames && points.count * perPoint - frames < perPoint)
+            #expect((points.max() ?? 0) > 15_000)  // the null sine at half scale
+            try await client.execute(uri: "/api/takes/\(takeID)/waveform.png?width=300&height=60", method: .get) {
+                #expect($0.status == .ok)
+                #expect(Array($0.body.readableBytesView.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)/waveform.png?width=3", method: .get) { #expect($0.status == .badRequest) }
+
+            // Rename and notes; a name storage refuses is refused.
+            try await client.execute(uri: "/api/takes/\(takeID)", method: .patch, headers: Self.script, body: Self.body(#"{"name": "Renamed", "notes": "keeper"}"#)) {
+                #expect($0.status == .ok)
+                let t = try Self.json($0.body)
+                #expect(t["name"] as? String == "Renamed")
+                #expect(t["notes"] as? String == "keeper")
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)", method: .patch, headers: Self.script, body: Self.body(#"{"name": ""}"#)) {
+                #expect($0.status == .badRequest)
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)", method: .patch, headers: Self.script, body: Self.body("not json")) {
+                #expect($0.status == .badRequest)
+            }
+
+            // An export on request, verified, then downloaded.
+            let started = try await client.execute(uri: "/api/takes/\(takeID)/exports", method: .post, headers: Self.script, body: Self.body(#"{"format": "flac"}"#)) {
+                #expect($0.status == .accepted)
+                return try Self.json($0.body)
+            }
+            let exportID = try #require(started["id"] as? String)
+            var state = ""
+            for _ in 0..<200 where state != "done" && state != "failed" {
+                try await Task.sleep(for: .milliseconds(100))
+                state = try await client.execute(uri: "/api/exports/\(exportID)", method: .get) { try Self.json($0.body)["state"] as? String ?? "" }
+            }
+            #expect(state == "done")
+            try await client.execute(uri: "/api/exports/\(exportID)/file", method: .get) {
+                #expect($0.status == .ok)
+                #expect(Array($0.body.readableBytesView.prefix(4)) == Array("fLaC".utf8))
+            }
+            try await client.execute(uri: "/api/takes/\(takeID)/exports", method: .post, headers: Self.script, body: Self.body(#"{"format": "tape"}"#)) {
+                #expect($0.status == .badRequest)
+            }
+
+            // Unknown ids.
+            for uri in ["/api/takes/nope", "/api/takes/nope/audio", "/api/sessions/nope", "/api/exports/nope", "/api/takes/..%2F..%2Fetc%2Fpasswd/audio"] {
+                try await client.execute(uri: uri, method: .get) {
+                    #expect($0.status == .notFound, "\(uri)")
+                    #expect(Self.errorCode($0.body) == "not-found", "\(uri)")
+                }
+            }
+
+            // Doctor finds nothing in a sound library.
+            let doctor = try await client.execute(uri: "/api/doctor", method: .get) { try Self.json($0.body) }
+            #expect((doctor["findings"] as? [Any])?.isEmpty == true)
+
+            // Delete: the take and its file go.
+            try await client.execute(uri: "/api/takes/\(takeID)", method: .delete, headers: Self.script) { #expect($0.status == .noContent) }
+            try await client.execute(uri: "/api/takes/\(takeID)", method: .get) { #expect($0.status == .notFound) }
+            #expect(!FileManager.default.fileExists(atPath: path))
+            try await client.execute(uri: "/api/sessions/\(sessionID)", method: .patch, headers: Self.script, body: Self.body(#"{"name": "Kept"}"#)) {
+                #expect((try? Self.json($0.body))?["name"] as? String == "Kept")
+            }
+            try await client.execute(uri: "/api/sessions/\(sessionID)", method: .delete, headers: Self.script) { #expect($0.status == .noContent) }
+        }
+        await f.server.finishForShutdown()
+    }
+
+    @Test("requests that change something must come from the page, a script header or a bearer token")
+    func crossSite() async throws {
+        let f = try await fixture()
+        try await f.server.makeApplication().test(.live) { client in
+            try await client.execute(uri: "/api/stop", method: .post) {
+                #expect($0.status == .forbidden)
+                #expect(Self.errorCode($0.body) == "cross-site")
+            }
+            try await client.execute(uri: "/api/stop", method: .post, headers: [.origin: "http://evil.example"]) {
+                #expect(Self.errorCode($0.body) == "cross-site")
+            }
+            try await client.execute(uri: "/api/stop", method: .post, headers: [.origin: "http://localhost.evil.example"]) {
+                #expect(Self.errorCode($0.body) == "cross-site")
+            }
+            try await client.execute(uri: "/api/stop", method: .post, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site", HTTPField.Name("X-Tapedeck-Request")!: "1"]) {
+                #expect(Self.errorCode($0.body) == "cross-site")
+            }
+            // The page's own origin passes (and is then refused only because nothing records).
+            try await client.execute(uri: "/api/stop", method: .post, headers: [.origin: "http://localhost:\(client.port!)", HTTPField.Name("Sec-Fetch-Site")!: "same-origin"]) {
+                #expect(Self.errorCode($0.body) == "not-recording")
+            }
+            // Reading needs nothing.
+            try await client.execute(uri: "/api/state", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/", method: .get) {
+                #expect($0.status == .ok)
+                #expect($0.headers[.contentSecurityPolicy]?.contains("script-src 'self'") == true)
+                #expect(String(buffer: $0.body).contains("<form id=\"transport\""))
+            }
+        }
+    }
+
+    @Test("with a token: none or a wrong one is refused, a bearer token and the login cookie pass, and logins are rate-limited")
+    func token() async throws {
+        let token = AccessToken(value: String(repeating: "ab", count: 32))
+        let f = try await fixture(token: token, requireToken: true)
+        try await f.server.makeApplication().test(.live) { client in
+            try await client.execute(uri: "/api/state", method: .get) {
+                #expect($0.status == .unauthorized)
+                #expect(Self.errorCode($0.body) == "token-required")
+                #expect($0.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
+            }
+            try await client.execute(uri: "/api/state", method: .get, headers: [.authorization: "Bearer nope"]) {
+                #expect($0.status == .unauthorized)
+                #expect(Self.errorCode($0.body) == "wrong-token")
+            }
+            try await client.execute(uri: "/sessions/x?page=2", method: .get) {
+                #expect($0.status == .seeOther)
+                #expect($0.headers[.location] == "/login?next=%2Fsessions%2Fx%3Fpage%3D2")
+            }
+            try await client.execute(uri: "/api/state", method: .get, headers: [.authorization: "Bearer \(token.value)"]) { #expect($0.status == .ok) }
+            // A bearer token is enough for a change: no browser sends one on its own.
+            try await client.execute(uri: "/api/stop", method: .post, headers: [.authorization: "Bearer \(token.value)"]) {
+                #expect(Self.errorCode($0.body) == "not-recording")
+            }
+            try await client.execute(uri: "/assets/app.js", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/health", method: .get) { #expect((try? Self.json($0.body))?["tokenRequired"] as? Bool == true) }
+
+            let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded", .origin: "http://localhost:\(client.port!)"]
+            try await client.execute(uri: "/login", method: .post, headers: form, body: Self.body("token=\(token.value)&next=%2Fdoctor")) {
+                #expect($0.status == .seeOther)
+                #expect($0.headers[.location] == "/doctor")
+                let cookie = $0.headers[.setCookie] ?? ""
+                #expect(cookie.contains("tapedeck_token=\(token.value)") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+            }
+            try await client.execute(uri: "/api/state", method: .get, headers: [.cookie: "tapedeck_token=\(token.value)"]) { #expect($0.status == .ok) }
+            // A login to another site's page is never where it sends the browser.
+            try await client.execute(uri: "/login", method: .post, headers: form, body: Self.body("token=\(token.value)&next=%2F%2Fevil.example")) {
+                #expect($0.headers[.location] == "/")
+            }
+            for _ in 0..<5 {
+                try await client.execute(uri: "/login", method: .post, headers: form, body: Self.body("token=wrong")) { #expect($0.status == .unauthorized) }
+            }
+            try await client.execute(uri: "/login", method: .post, headers: form, body: Self.body("token=\(token.value)")) {
+                #expect($0.status == .tooManyRequests)
+                #expect(Int($0.headers[.retryAfter] ?? "") ?? 0 > 0)
+            }
+        }
+    }
+
+    @Test("the live socket sends the state, and a recording's meters move")
+    func liveSocket() async throws {
+        let f = try await fixture()
+        try await f.server.makeApplication().test(.live) { client in
+            try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body(#"{"session": "Live"}"#)) { #expect($0.status == .accepted) }
+            let levels = LevelBox()
+            try await client.ws("/api/live") { inbound, outbound, _ in
+                var count = 0
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message,
+                          let state = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { continue }
+                    if let channels = state["channels"] as? [[String: Any]], let level = channels.first?["level"] as? Double {
+                        levels.append(level)
+                    }
+                    count += 1
+                    if count >= 15 { break }
+                }
+                try await outbound.close(.normalClosure, reason: nil)
+            }
+            try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
+            // The null backend's sine at half scale reads about −6 dBFS.
+            #expect(levels.values.contains { abs($0 + 6.02) < 0.5 }, "\(levels.values)")
+        }
+        await f.server.finishForShutdown()
+    }
+
+    @Test("listen addresses are parsed as users write them; off the loopback address a token is required")
+    func options() throws {
+        let file = URL(fileURLWithPath: "/tmp/t")
+        #expect(try ServerOptions(listen: "127.0.0.1:8470", tokenFile: file).requiresToken == false)
+        #expect(try ServerOptions(listen: "0.0.0.0:80", tokenFile: file).requiresToken == true)
+        #expect(try ServerOptions(listen: "[::1]:9000", tokenFile: file).host == "::1")
+        #expect(try ServerOptions(listen: ":9000", tokenFile: file).host == "0.0.0.0")
+        #expect(try ServerOptions(listen: "9000", tokenFile: file).host == "127.0.0.1")
+        for bad in ["", "host:", "1.2.3.4:99999", "a b:80", "[::1", "x:y"] {
+            #expect(throws: TapedeckError.self, "\(bad)") { try ServerOptions(listen: bad, tokenFile: file) }
+        }
+        #expect(FileResponse.parseRange("bytes=0-", size: 10) == .range(0, 9))
+        #expect(FileResponse.parseRange("bytes=5-100", size: 10) == .range(5, 9))
+        #expect(FileResponse.parseRange("bytes=-3", size: 10) == .range(7, 9))
+        #expect(FileResponse.parseRange("bytes=10-", size: 10) == .unsatisfiable)
+        #expect(FileResponse.parseRange("bytes=0-1,3-4", size: 10) == .whole)
+        #expect(FileResponse.parseRange("items=0-1", size: 10) == .whole)
+        #expect(FileResponse.parseRange("bytes=4-2", size: 10) == .whole)
+    }
+
+    @Test("the token file is made 0600 once and read back; one others may read is refused")
+    func tokenFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)/deeper")
+        let file = folder.appendingPathComponent("serve-token")
+        let (made, created) = try AccessToken.load(from: file)
+        #expect(created && made.value.count == 64)
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let (again, createdAgain) = try AccessToken.load(from: file)
+        #expect(!createdAgain && again == made)
+        #expect(made.matches(made.value) && !made.matches(String(made.value.dropLast())) && !made.matches(nil))
+        chmod(file.path, 0o644)
+        #expect(throws: TapedeckError.self) { try AccessToken.load(from: file) }
+    }
+
+    @Test("login failures are limited per address and in all")
+    func limiter() {
+        let l = LoginLimiter(limit: 2, globalLimit: 3, window: 60)
+        #expect(l.retryAfter("a", now: 0) == nil)
+        l.failed("a", now: 0)
+        l.failed("a", now: 1)
+        #expect(l.retryAfter("a", now: 2) == 58)
+        #expect(l.retryAfter("b", now: 2) == nil)
+        l.failed("b", now: 3)
+        #expect(l.retryAfter("c", now: 4) != nil)
+        #expect(l.retryAfter("a", now: 61) == nil)
+    }
+}
+
+/// Levels gathered by a WebSocket handler.
+final class LevelBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Double] = []
+    func append(_ v: Double) { lock.withLock { stored.append(v) } }
+    var values: [Double] { lock.withLock { stored } }
+}
