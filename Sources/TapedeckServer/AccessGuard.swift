@@ -38,16 +38,14 @@ public struct AccessGuard: RouterMiddleware {
         let path = request.uri.path
         let host = request.head.authority ?? ""
         if loopbackOnly, !Self.isLocalHost(host) {
-            return try APIError(.forbidden, "forbidden-host",
+            throw APIError(.forbidden, "forbidden-host",
                 "This server listens on this machine only and answers to localhost, 127.0.0.1 or [::1], not \"\(host)\". Open http://127.0.0.1:PORT/, or start it with --listen ADDRESS:PORT to reach it from elsewhere.")
-                .response(from: request, context: context)
         }
         let changes = ![.get, .head, .options].contains(request.method) || request.headers[.upgrade]?.lowercased() == "websocket"
         if let token {
             if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
                 guard token.matches(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)) else {
-                    return try APIError(.unauthorized, "wrong-token", "The token is wrong. It is in the server's token file (see `tapedeck serve --help`).")
-                        .response(from: request, context: context)
+                    throw APIError(.unauthorized, "wrong-token", "The token is wrong. It is in the server's token file (see `tapedeck serve --help`).")
                 }
                 context.bearerAuthenticated = true
             } else if !token.matches(request.cookies[Self.cookieName]?.value), !Self.isPublic(path) {
@@ -63,7 +61,7 @@ public struct AccessGuard: RouterMiddleware {
         }
         if changes, !context.bearerAuthenticated {
             if let refusal = Self.crossSiteRefusal(request, host: host) {
-                return try APIError(.forbidden, "cross-site", refusal).response(from: request, context: context)
+                throw APIError(.forbidden, "cross-site", refusal)
             }
         }
         return try await next(request, context)

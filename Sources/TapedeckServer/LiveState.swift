@@ -168,16 +168,23 @@ public final class LiveState {
             var next = 0
             var streams: [Int: AsyncStream<String>.Continuation] = [:]
             var latest: String?
+            /// Set when the server stops: a listener that comes later gets an ended stream.
+            var closed = false
         }
         private let state = Mutex(State())
 
         func add() -> AsyncStream<String> {
             let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
-            let id = state.withLock { s -> Int in
+            let id = state.withLock { s -> Int? in
+                if s.closed { return nil }
                 s.next += 1
                 s.streams[s.next] = continuation
                 if let latest = s.latest { continuation.yield(latest) }
                 return s.next
+            }
+            guard let id else {
+                continuation.finish()
+                return stream
             }
             continuation.onTermination = { [weak self] _ in
                 _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
@@ -195,6 +202,7 @@ public final class LiveState {
 
         func finishAll() {
             let targets = state.withLock { s in
+                s.closed = true
                 defer { s.streams.removeAll() }
                 return Array(s.streams.values)
             }

@@ -111,7 +111,8 @@ struct DeskService: Service {
     }
 }
 
-/// Headers every response carries: no framing, no sniffing, no referrer, and a
+/// Headers every response carries: no framing, no sniffing, no referrer to other sites (the
+/// same-origin policy keeps the `Origin` header on the page's own form posts), and a
 /// Content-Security-Policy that lets the page load only its own script, style and media.
 struct SecurityHeaders: RouterMiddleware {
     typealias Context = ServerContext
@@ -121,14 +122,21 @@ struct SecurityHeaders: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch let error as APIError {
-            response = try error.response(from: request, context: context)
+            response = try Self.refusal(error, request, context)
         } catch let error as TapedeckError {
-            response = try APIError(error).response(from: request, context: context)
+            response = try Self.refusal(APIError(error), request, context)
         }
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         response.headers[.contentSecurityPolicy] = "default-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
         return response
+    }
+
+    /// A refusal: JSON for the API, a page for a person's browser.
+    static func refusal(_ error: APIError, _ request: Request, _ context: ServerContext) throws -> Response {
+        guard !request.uri.path.hasPrefix("/api/") else { return try error.response(from: request, context: context) }
+        let body = "<h1>\(error.status.code) \(PageRenderer.escape(error.status.reasonPhrase))</h1>\n<p class=\"message\">\(PageRenderer.escape(error.message))</p>\n<p><a href=\"/\">Back to the library</a></p>"
+        return WebServer.html(PageRenderer.page(title: error.status.reasonPhrase, body: body, version: TapedeckVersion.string), status: error.status)
     }
 }
