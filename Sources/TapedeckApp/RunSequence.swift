@@ -18,6 +18,7 @@ final class RunSequence: TakeSequence {
     private let baseName: String?
     private let logger: Logger
     private let analyzer: (any LoudnessAnalyzer)?
+    private let waveforms: TakeWaveforms?
     private let facts: TakeFacts
 
     private struct State {
@@ -30,8 +31,10 @@ final class RunSequence: TakeSequence {
     private let state = Mutex(State())
 
     init(runID: String, first: PendingTake?, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
-         baseName: String?, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts()) {
+         baseName: String?, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts(),
+         waveforms: TakeWaveforms? = nil) {
         self.analyzer = analyzer
+        self.waveforms = waveforms
         self.facts = facts
         self.runID = runID
         self.storage = storage
@@ -66,7 +69,7 @@ final class RunSequence: TakeSequence {
             pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
             let metadata = facts.metadata(for: pending.take, sessionName: session.name)
             let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, into: notes(for: index), logger: logger)
+                                                format: format, analyzer: analyzer, waveform: waveforms != nil, into: notes(for: index), logger: logger)
             // The new file's name must survive a power cut as surely as its checkpoints.
             try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
             let ready = pending
@@ -123,6 +126,7 @@ final class RunSequence: TakeSequence {
             annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
                                       began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
             take = (try? storage.annotateTake(take.id, annotations)) ?? take
+            if let waveforms, let peaks = notes?.waveform { waveforms.store(peaks, for: take) }
             // Markers go into the finished file too, where its format has a place for them.
             if let url = try? storage.audioURL(for: take) {
                 TakeFacts.writeMarkers(of: take, to: url, with: encoder, logger: logger)

@@ -7,8 +7,9 @@ public import TapedeckCore
 enum LoudnessMeasuring {
     /// `writer`, noting its first frame's time into `notes` and measured by a meter of
     /// `analyzer`'s (none when there is no analyzer or it cannot measure `format`: logged, and
-    /// the take is recorded all the same). Never blocks.
-    static func wrap(_ writer: any TakeWriter, format: AudioFormat, analyzer: (any LoudnessAnalyzer)?,
+    /// the take is recorded all the same), and with `waveform` drawing its overview into `notes`
+    /// (``WaveformTap``). Never blocks.
+    static func wrap(_ writer: any TakeWriter, format: AudioFormat, analyzer: (any LoudnessAnalyzer)?, waveform: Bool = false,
                      into notes: WriterNotes, logger: Logger) -> any TakeWriter {
         var meter: (any LoudnessMeter)?
         if let analyzer {
@@ -16,7 +17,7 @@ enum LoudnessMeasuring {
                 logger.warning("The take's loudness is not measured: \(error). Measure it later with `tapedeck loudness TAKE`.")
             }
         }
-        return MeasuringTakeWriter(writer, meter: meter, notes: notes)
+        return MeasuringTakeWriter(writer, meter: meter, waveform: waveform ? WaveformTap(format: format) : nil, notes: notes)
     }
 }
 

@@ -28,10 +28,13 @@ public struct TakeImporter: Sendable {
     public let analyzer: (any LoudnessAnalyzer)?
     /// The machine's identity, for the metadata of files written anew.
     public let facts: TakeFacts
+    /// Where each imported take's waveform overview goes (drawn as the file is read); `nil`: none.
+    public let waveforms: TakeWaveforms?
 
     public init(storage: any TakeStorage, encoder: any AudioEncoder, decoders: [any AudioDecoder], partials: PartialFiles = PartialFiles(),
-                analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts()) {
+                analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts(), waveforms: TakeWaveforms? = nil) {
         self.analyzer = analyzer
+        self.waveforms = waveforms
         self.facts = facts
         self.storage = storage
         self.encoder = encoder
@@ -89,12 +92,13 @@ public struct TakeImporter: Sendable {
             partials.forget(temp)
         }
 
-        let (format, frames, source, loudness) = try decodeAll(url, decoder: decoder)
+        let (format, frames, source, loudness, peaks) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
             // Kept byte for byte (its own bext, iXML and tags with it); the loudness goes to the library.
             try copy(url, to: temp)
             let take = try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
                                   fileExtension: kept.fileExtension, startDate: started, frames: frames, state: .complete, overruns: [])
+            waveforms?.store(peaks, for: take)
             return ImportedFile(take: noting(loudness, on: take), convertedFrom: source)
         }
         try encoder.validate(format)
@@ -106,6 +110,7 @@ public struct TakeImporter: Sendable {
             metadata.loudness = loudness
             try transcode(url, decoder: decoder, to: temp, format: format, metadata: metadata)
         }
+        waveforms?.store(peaks, for: take)
         return ImportedFile(take: noting(loudness, on: take), convertedFrom: source)
     }
 
@@ -124,7 +129,7 @@ public struct TakeImporter: Sendable {
                 guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
                     throw TapedeckError(.unsupportedFormat, "Take \"\(take.name)\" is \(take.encoding), which this build cannot read.")
                 }
-                let (format, frames, _, loudness) = try decodeAll(url, decoder: decoder)
+                let (format, frames, _, loudness, peaks) = try decodeAll(url, decoder: decoder)
                 let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
                 partials.register(temp)
                 defer {
@@ -142,6 +147,7 @@ public struct TakeImporter: Sendable {
                 annotations.run = nil
                 annotations.loudness = loudness ?? take.loudness
                 imported.append((try? storage.annotateTake(copied.id, annotations)) ?? copied)
+                waveforms?.store(peaks, for: copied)
             }
             return (session, imported)
         } catch {
@@ -188,16 +194,20 @@ public struct TakeImporter: Sendable {
     }
 
     /// Reads the whole file, so a damaged one is refused before anything is written, measuring
-    /// its loudness on the way.
-    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?, Loudness?) {
+    /// its loudness and drawing its waveform overview on the way.
+    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?, Loudness?, WaveformPeaks) {
         let reader = try decoder.openReader(at: url)
         defer { reader.close() }
         let meter = try? analyzer?.makeMeter(for: reader.format)
-        let frames = try reader.forEachBlock(stoppingWith: partials) { meter?.add($0, frames: $1) }
+        let tap = WaveformTap(format: reader.format)
+        let frames = try reader.forEachBlock(stoppingWith: partials) {
+            meter?.add($0, frames: $1)
+            tap.add($0, frames: $1)
+        }
         guard frames > 0 else {
             throw TapedeckError(.corruptFile, "\(url.path) holds no audio; nothing was imported.")
         }
-        return (reader.format, frames, reader.sourceEncoding, meter?.result())
+        return (reader.format, frames, reader.sourceEncoding, meter?.result(), tap.peaks())
     }
 
     private func transcode(_ url: URL, decoder: any AudioDecoder, to temp: URL, format: AudioFormat, metadata: TakeMetadata) throws {

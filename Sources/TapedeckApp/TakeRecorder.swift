@@ -76,6 +76,8 @@ public final class TakeRecorder {
     @ObservationIgnored private let store: SessionStore
     @ObservationIgnored private let logger: Logger
     @ObservationIgnored private let analyzer: (any LoudnessAnalyzer)?
+    /// Where each finished take's waveform overview goes (drawn as it is written); `nil`: none.
+    @ObservationIgnored private let waveforms: TakeWaveforms?
     @ObservationIgnored private let facts: TakeFacts
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
@@ -110,8 +112,10 @@ public final class TakeRecorder {
     public private(set) var markerCount = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
-                settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts()) {
+                settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts(),
+                waveforms: TakeWaveforms? = nil) {
         self.analyzer = analyzer
+        self.waveforms = waveforms
         self.facts = facts
         self.capture = capture
         self.encoder = encoder
@@ -191,7 +195,7 @@ public final class TakeRecorder {
         }
         let sequence = runID.map {
             RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger,
-                        analyzer: analyzer, facts: facts)
+                        analyzer: analyzer, facts: facts, waveforms: waveforms)
         }
         // The first take's loudness (a run's first take is the run's to finish when it splits).
         let firstNotes = sequence?.notes(for: 1) ?? WriterNotes()
@@ -220,7 +224,7 @@ public final class TakeRecorder {
             var makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?
             if let first {
                 let metadata = facts.metadata(for: first.take, sessionName: session.name)
-                makeWriter = Self.writerMaker(encoder: encoder, url: first.fileURL, metadata: metadata, analyzer: analyzer,
+                makeWriter = Self.writerMaker(encoder: encoder, url: first.fileURL, metadata: metadata, analyzer: analyzer, waveform: waveforms != nil,
                                               notes: firstNotes, logger: logger)
             }
             result = try await engine.record(watching: watch, plan: plan, sequence: sequence, firstFileURL: first?.fileURL, makeWriter: makeWriter)
@@ -321,6 +325,11 @@ public final class TakeRecorder {
                 take.annotations = annotations  // the file carries them all the same
             }
         }
+        // The overview drawn as the take was written, for pages that show it (`tapedeck serve`).
+        if let waveforms, let peaks = notes?.waveform {
+            let finished = take
+            _ = try? await store.perform { waveforms.store(peaks, for: finished) }
+        }
         // Markers go into the finished file too, where its format has a place for them.
         if !take.markers.isEmpty, let url = try? storage.audioURL(for: take) {
             let (written, logger) = (take, self.logger)
@@ -335,11 +344,11 @@ public final class TakeRecorder {
 
     /// Makes the first take's writer on the writer thread, measured when there is an analyzer.
     nonisolated private static func writerMaker(encoder: any AudioEncoder, url: URL, metadata: TakeMetadata,
-                                                analyzer: (any LoudnessAnalyzer)?, notes: WriterNotes,
+                                                analyzer: (any LoudnessAnalyzer)?, waveform: Bool, notes: WriterNotes,
                                                 logger: Logger) -> @Sendable (AudioFormat) throws -> any TakeWriter {
         { format in
             let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: url, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, into: notes, logger: logger)
+                                                format: format, analyzer: analyzer, waveform: waveform, into: notes, logger: logger)
             // The new file's name must survive a power cut as surely as its checkpoints.
             try DurableFiles().syncDirectory(url.deletingLastPathComponent())
             return writer

@@ -107,7 +107,7 @@ public final class Studio {
         return TakeRecorder(capture: capture, encoder: encoder ?? self.encoder, store: store,
                             settings: configuration.recording, logger: logger,
                             analyzer: configuration.recording.measuresLoudness ? EBUR128Analyzer() : nil,
-                            facts: TakeFacts(identity: configuration.identity, source: source))
+                            facts: TakeFacts(identity: configuration.identity, source: source), waveforms: makeWaveforms())
     }
 
     /// An encoder by plugin name, with its configured settings (when it is the configured
@@ -193,7 +193,7 @@ public final class Studio {
     /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
     public func makeImporter(partials: PartialFiles = PartialFiles()) -> TakeImporter {
         TakeImporter(storage: store.storage, encoder: encoder, decoders: decoders, partials: partials, analyzer: EBUR128Analyzer(),
-                     facts: TakeFacts(identity: configuration.identity))
+                     facts: TakeFacts(identity: configuration.identity), waveforms: makeWaveforms())
     }
 
     /// Opens a `.tapedeck` bundle in place, read as untrusted input, as the source of an import.

@@ -48,6 +48,8 @@ struct DeleteCommand: AsyncParsableCommand {
                 }
             }
             try await studio.store.delete(target)
+            let waveforms = studio.makeWaveforms()
+            for t in takes { waveforms.forget(t.id) }
             print("Deleted \(what).")
         }
     }

@@ -66,6 +66,7 @@ public final class WriterNotes: Sendable {
     private struct Notes {
         var began: Date?
         var loudness: Loudness?
+        var waveform: WaveformPeaks?
     }
     private let value = Mutex(Notes())
     public init() {}
@@ -74,34 +75,42 @@ public final class WriterNotes: Sendable {
     /// The take's loudness once its writer finished; `nil` before, or when it was not measured.
     public var loudness: Loudness? { value.withLock { $0.loudness } }
 
+    /// The take's waveform overview once its writer finished; `nil` before, or when not made.
+    public var waveform: WaveformPeaks? { value.withLock { $0.waveform } }
+
     func noteStart(_ date: Date) { value.withLock { $0.began = date } }
+    func noteWaveform(_ peaks: WaveformPeaks) { value.withLock { $0.waveform = peaks } }
     func noteLoudness(_ loudness: Loudness) { value.withLock { $0.loudness = loudness } }
 }
 
-/// A take writer that notes what it writes: when the first frame came, and (with a meter) its
-/// loudness — every buffer goes to the file first, then to the meter, on the writer's own thread
-/// (never the device's). Single owner, like the writer it wraps; each method runs on the owning
+/// A take writer that notes what it writes: when the first frame came, (with a meter) its
+/// loudness, and (with a tap) its waveform overview — every buffer goes to the file first, then
+/// to the meter and the tap, on the writer's own thread (never the device's). Single owner, like the writer it wraps; each method runs on the owning
 /// writer thread and blocks as the wrapped writer does.
 public final class MeasuringTakeWriter: TakeWriter {
     /// The writer that makes the file.
     public let inner: any TakeWriter
     private let meter: (any LoudnessMeter)?
+    private let waveform: WaveformTap?
     private let notes: WriterNotes
 
     /// - Parameter notes: gets the first frame's time, and the loudness of every frame written
-    ///   when ``finish()`` is called.
-    public init(_ inner: any TakeWriter, meter: (any LoudnessMeter)?, notes: WriterNotes) {
+    ///   when ``finish()`` is called, and the waveform overview of every frame written.
+    public init(_ inner: any TakeWriter, meter: (any LoudnessMeter)?, waveform: WaveformTap? = nil, notes: WriterNotes) {
         self.inner = inner
         self.meter = meter
+        self.waveform = waveform
         self.notes = notes
     }
 
     public func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
         try inner.write(buffer, frames: frames)
         meter?.add(buffer, frames: frames)
+        waveform?.add(buffer, frames: frames)
     }
     public func checkpoint() throws { try inner.checkpoint() }
     public func finish() throws -> Int64 {
+        if let waveform { notes.noteWaveform(waveform.peaks()) }
         if let meter {
             let loudness = meter.result()
             notes.noteLoudness(loudness)

@@ -119,14 +119,16 @@ public struct WaveformBuilder: Sendable {
         }
     }
 
+    /// Ends the block being filled; when that fills the points, they are halved at once, so the
+    /// next block is filled at the new ``framesPerPoint`` and every point covers as many frames.
     private mutating func closeBlock() {
-        if count == capacity { fold() }
         mins[count] = Self.quantize(blockMin)
         maxs[count] = Self.quantize(blockMax)
         count += 1
         blockMin = .infinity
         blockMax = -.infinity
         blockFrames = 0
+        if count == capacity { fold() }
     }
 
     /// Halves the points: each new one covers two old ones.
@@ -147,8 +149,48 @@ public struct WaveformBuilder: Sendable {
     /// The peaks so far; a last block shorter than the others counts as a point.
     public func peaks() -> WaveformPeaks {
         var copy = self
-        if copy.blockFrames > 0 { copy.closeBlock() }
+        if copy.blockFrames > 0 {
+            copy.mins[copy.count] = Self.quantize(copy.blockMin)
+            copy.maxs[copy.count] = Self.quantize(copy.blockMax)
+            copy.count += 1
+        }
         return WaveformPeaks(sampleRate: sampleRate, framesPerPoint: copy.framesPerPoint,
                              minimums: Array(copy.mins[0..<copy.count]), maximums: Array(copy.maxs[0..<copy.count]))
     }
+}
+
+/// A ``WaveformBuilder`` fed with audio in any of Tapedeck's sample formats: each block is
+/// converted to float in a buffer allocated once, at `init`. Single owner (the writer thread, or
+/// the thread decoding a take); never allocates after `init`, never blocks.
+public final class WaveformTap {
+    private var builder: WaveformBuilder
+    private let converter: SampleConverter
+    private let channels: Int
+    private let scratch: UnsafeMutablePointer<Float>
+    private let scratchFrames = 4096
+    private let bytesPerFrame: Int
+
+    public init(format: AudioFormat) {
+        builder = WaveformBuilder(sampleRate: format.sampleRate)
+        converter = SampleConverter(from: format, to: .f32)
+        channels = format.channels
+        bytesPerFrame = format.bytesPerFrame
+        scratch = .allocate(capacity: scratchFrames * max(1, format.channels))
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Adds `frames` frames in the tap's format.
+    public func add(_ buffer: UnsafeRawPointer, frames: Int) {
+        var done = 0
+        while done < frames {
+            let n = min(scratchFrames, frames - done)
+            converter.convert(buffer + done * bytesPerFrame, into: UnsafeMutableRawPointer(scratch), frames: n)
+            builder.add(scratch, frames: n, channels: channels)
+            done += n
+        }
+    }
+
+    /// The peaks of everything added.
+    public func peaks() -> WaveformPeaks { builder.peaks() }
 }
