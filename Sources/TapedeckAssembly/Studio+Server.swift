@@ -29,7 +29,8 @@ extension Studio {
             store: store, desk: desk, waveforms: makeWaveforms(),
             makeExporter: { [unowned self] in self.makeExporter() },
             makeEncoder: { [unowned self] name in try self.makeEncoder(named: name, overrides: [:]).0 },
-            exportFormats: encoders.map(\.name), doctor: doctor, configuredFormat: configuration.recording.format,
+            exportFormats: encoders.map(\.name), defaultExportFormat: "flac",
+            mediaTypes: Dictionary(encoders.map { ($0.name, $0.mediaType) }, uniquingKeysWith: { a, _ in a }), doctor: doctor, configuredFormat: configuration.recording.format,
             version: TapedeckVersion.string, logger: logger)
         return WebServer(parts: parts, options: options, token: token, exportFolder: exportFolder)
     }

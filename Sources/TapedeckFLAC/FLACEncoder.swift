@@ -29,6 +29,7 @@ public struct FLACEncoder: AudioEncoder {
     public var name: String { "flac" }
     /// `flac`. Thread: any; does not block.
     public var fileExtension: String { "flac" }
+    public var mediaType: String { "audio/flac" }
 
     /// Creates the encoder from its settings (the declared defaults when none are given).
     /// `level` is clamped to its setting's range and `padding` to 0...16 777 215 (the largest

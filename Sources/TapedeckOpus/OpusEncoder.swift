@@ -20,6 +20,7 @@ public struct OpusEncoder: AudioEncoder, AudioDecoder {
     public var name: String { "opus" }
     /// `opus`. - Thread: any; does not block.
     public var fileExtension: String { "opus" }
+    public var mediaType: String { "audio/ogg; codecs=opus" }
     /// `["opus"]`. - Thread: any; does not block.
     public var encodings: Set<String> { ["opus"] }
 

@@ -14,19 +14,6 @@ import Glibc
 enum FileResponse {
     static let blockSize = 64 * 1024
 
-    /// The media type of an audio file, by its extension.
-    static func mediaType(forExtension ext: String) -> String {
-        switch ext.lowercased() {
-        case "wav": "audio/wav"
-        case "flac": "audio/flac"
-        case "opus", "ogg", "oga": "audio/ogg"
-        case "mp3": "audio/mpeg"
-        case "aiff", "aif": "audio/aiff"
-        case "png": "image/png"
-        default: "application/octet-stream"
-        }
-    }
-
     /// A byte range: `nil` for the whole file, `.unsatisfiable` for a range past its end.
     enum Requested: Equatable {
         case whole
@@ -55,8 +42,10 @@ enum FileResponse {
     }
 
     /// The response for `url`: 200 with the file, 206 with the range asked for, or 416.
-    /// - Parameter download: a file name to offer as an attachment (`nil`: shown inline).
-    static func make(_ url: URL, request: Request, download: String? = nil, head: Bool = false) throws -> Response {
+    /// - Parameters:
+    ///   - mediaType: the file's media type (its encoder's).
+    ///   - download: a file name to offer as an attachment (`nil`: shown inline).
+    static func make(_ url: URL, mediaType: String, request: Request, download: String? = nil, head: Bool = false) throws -> Response {
         var info = stat()
         guard lstat(url.path, &info) == 0 else {
             throw APIError(.notFound, "not-found", "The take's audio file is missing. Run `tapedeck doctor` on the server to see what happened to it.")
@@ -67,7 +56,7 @@ enum FileResponse {
         let size = Int64(info.st_size)
         let etag = "\"\(info.st_ino)-\(size)-\(info.st_mtim.tv_sec)\""
         var headers: HTTPFields = [
-            .contentType: mediaType(forExtension: url.pathExtension),
+            .contentType: mediaType,
             .acceptRanges: "bytes",
             .eTag: etag,
             .cacheControl: "private, no-cache",

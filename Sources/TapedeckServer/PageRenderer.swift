@@ -144,10 +144,10 @@ enum PageRenderer {
     }
 
     /// A take: its waveform, player, facts, and what can be done with it.
-    static func take(_ t: Take, in s: Session, exportFormats: [String], version: String, signedIn: Bool) -> String {
+    static func take(_ t: Take, in s: Session, exportFormats: [String], defaultFormat: String, version: String, signedIn: Bool) -> String {
         let id = escape(t.id)
         let loudness = t.loudness?.integrated.map { String(format: "%.1f LUFS", $0) } ?? "not measured"
-        let formats = exportFormats.map { "<option\($0 == "flac" ? " selected" : "")>\(escape($0))</option>" }.joined()
+        let formats = exportFormats.map { "<option\($0 == defaultFormat ? " selected" : "")>\(escape($0))</option>" }.joined()
         let markers = t.markers.isEmpty ? "" : "<h2>Markers</h2><ol class=\"markers\">" + t.markers.map {
             "<li>\(duration(t.format.seconds(forFrames: $0.frame))) \(escape($0.label))</li>"
         }.joined() + "</ol>"

@@ -14,8 +14,10 @@ public struct ServerParts {
     public var makeExporter: @MainActor () -> TakeExporter
     /// An encoder by format name (`flac`, `wav`, …) with its configured settings.
     public var makeEncoder: @MainActor (String) throws -> any AudioEncoder
-    /// The format names exports may use.
+    /// The format names exports may use, the one offered first, and each encoding's media type.
     public var exportFormats: [String]
+    public var defaultExportFormat: String
+    public var mediaTypes: [String: String]
     /// The library's maintenance view, for doctor's findings (`nil` when the store has none).
     public var doctor: LibraryDoctor?
     /// The format recordings are configured to use (for the time left on the disk).
@@ -25,13 +27,15 @@ public struct ServerParts {
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 makeExporter: @escaping @MainActor () -> TakeExporter, makeEncoder: @escaping @MainActor (String) throws -> any AudioEncoder,
-                exportFormats: [String], doctor: LibraryDoctor?, configuredFormat: AudioFormat, version: String, logger: Logger) {
+                exportFormats: [String], defaultExportFormat: String, mediaTypes: [String: String], doctor: LibraryDoctor?, configuredFormat: AudioFormat, version: String, logger: Logger) {
         self.store = store
         self.desk = desk
         self.waveforms = waveforms
         self.makeExporter = makeExporter
         self.makeEncoder = makeEncoder
         self.exportFormats = exportFormats
+        self.defaultExportFormat = defaultExportFormat
+        self.mediaTypes = mediaTypes
         self.doctor = doctor
         self.configuredFormat = configuredFormat
         self.version = version

@@ -207,13 +207,13 @@ extension WebServer {
         for method in [HTTPRequest.Method.get, .head] {
             api.on("takes/:id/audio", method: method) { @MainActor request, context in
                 let (t, _) = try await self.library.take(context.parameters.require("id"))
-                return try FileResponse.make(try self.audioURL(t), request: request, head: request.method == .head)
+                return try FileResponse.make(try self.audioURL(t), mediaType: self.mediaType(t.encoding), request: request, head: request.method == .head)
             }
             api.on("takes/:id/download", method: method) { @MainActor request, context in
                 let (t, s) = try await self.library.take(context.parameters.require("id"))
                 let url = try self.audioURL(t)
                 let name = ExportItem(take: t, session: s).fileName(extension: url.pathExtension)
-                return try FileResponse.make(url, request: request, download: name, head: request.method == .head)
+                return try FileResponse.make(url, mediaType: self.mediaType(t.encoding), request: request, download: name, head: request.method == .head)
             }
         }
         api.get("takes/:id/waveform") { @MainActor request, context in
@@ -245,7 +245,7 @@ extension WebServer {
                 throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Export it when the recording has stopped.")
             }
             let body = try await Self.decode(ExportRequest.self, request, context: context, example: #"{"format": "flac"}"#)
-            let job = try self.exports.start(take: t, session: s, format: body.format ?? "flac")
+            let job = try self.exports.start(take: t, session: s, format: body.format ?? self.parts.defaultExportFormat)
             return try Self.json(self.status(job), status: .accepted)
         }
         api.get("exports/:id") { @MainActor _, context in
@@ -258,7 +258,7 @@ extension WebServer {
             guard let job = self.exports.job(try context.parameters.require("id")), let file = job.file, let name = job.downloadName else {
                 throw APIError(.notFound, "not-found", "No finished export has that id. Ask for its state with GET /api/exports/{id}.")
             }
-            return try FileResponse.make(file, request: request, download: name)
+            return try FileResponse.make(file, mediaType: self.mediaType(job.format), request: request, download: name)
         }
 
         api.get("doctor") { @MainActor _, _ in
@@ -268,6 +268,11 @@ extension WebServer {
             let findings = try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) }
             return try Self.json(Findings(findings: findings))
         }
+    }
+
+    /// The media type of an encoding's files.
+    func mediaType(_ encoding: String) -> String {
+        parts.mediaTypes[encoding] ?? "application/octet-stream"
     }
 
     func status(_ job: ExportJobs.Job) -> ExportStatus {

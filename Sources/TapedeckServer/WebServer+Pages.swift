@@ -33,7 +33,7 @@ extension WebServer {
         }
         router.get("takes/:id") { @MainActor request, context in
             let (t, s) = try await self.library.take(context.parameters.require("id"))
-            return Self.html(PageRenderer.take(t, in: s, exportFormats: self.parts.exportFormats, version: self.parts.version, signedIn: self.signedIn(request)))
+            return Self.html(PageRenderer.take(t, in: s, exportFormats: self.parts.exportFormats, defaultFormat: self.parts.defaultExportFormat, version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("doctor") { @MainActor request, _ in
             var findings: [DoctorFinding] = []

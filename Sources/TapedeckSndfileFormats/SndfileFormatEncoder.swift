@@ -11,6 +11,7 @@ public enum SndfileContainer: String, Sendable, CaseIterable {
 
     var title: String { switch self { case .mp3: "MP3"; case .vorbis: "Ogg Vorbis"; case .aiff: "AIFF" } }
     var fileExtension: String { switch self { case .mp3: "mp3"; case .vorbis: "ogg"; case .aiff: "aiff" } }
+    var mediaType: String { switch self { case .mp3: "audio/mpeg"; case .vorbis: "audio/ogg; codecs=vorbis"; case .aiff: "audio/aiff" } }
     var isLossless: Bool { self == .aiff }
 
     /// libsndfile's format code for `format` in this container.
@@ -57,6 +58,7 @@ public struct SndfileFormatEncoder: AudioEncoder, AudioDecoder {
     public var name: String { container.rawValue }
     /// `mp3`, `ogg` or `aiff`. - Thread: any; does not block.
     public var fileExtension: String { container.fileExtension }
+    public var mediaType: String { container.mediaType }
     /// The container's own name. - Thread: any; does not block.
     public var encodings: Set<String> { [container.rawValue] }
     /// AIFF only. - Thread: any; does not block.

@@ -17,6 +17,7 @@ public struct WAVEncoder: AudioEncoder {
     public var name: String { "wav" }
     /// `wav`. Thread: any; does not block.
     public var fileExtension: String { "wav" }
+    public var mediaType: String { "audio/wav" }
 
     /// Creates the encoder.
     /// - Thread: any. Does not block.

@@ -65,6 +65,9 @@ public protocol AudioEncoder: Sendable {
     var name: String { get }
     /// The file extension without the dot, e.g. `wav`.
     var fileExtension: String { get }
+    /// The media (MIME) type of its files, e.g. `audio/wav`, for the web page's player and
+    /// downloads (default `application/octet-stream`).
+    var mediaType: String { get }
 
     /// Checks that this encoder can store `format`.
     /// - Throws: ``TapedeckError`` `.unsupportedFormat` saying what to choose instead.
@@ -121,6 +124,7 @@ public protocol AudioEncoder: Sendable {
 }
 
 extension AudioEncoder {
+    public var mediaType: String { "application/octet-stream" }
     public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {}
     public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {}
 
