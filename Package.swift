@@ -185,7 +185,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.embedInCode("Page/app.js"), .embedInCode("Page/app.css")],
+            resources: [.embedInCode("Page/app.js"), .embedInCode("Page/app.css"), .embedInCode("Page/openapi.yaml")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -229,7 +229,7 @@ let package = Package(
         .executableTarget(
             name: "tapedeck",
             dependencies: [
-                "TapedeckAssembly", "TapedeckApp", "TapedeckCore", "CStopSignals",
+                "TapedeckAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -115,6 +115,14 @@ public final class RecordingDesk {
         recorder.mark(label: label)
     }
 
+    /// Ends the take being recorded and goes on in a new one (recordings started here are runs
+    /// that split on request).
+    /// - Throws: `.notFound` when nothing records.
+    public func split() throws {
+        guard let recorder else { throw TapedeckError(.notFound, "Nothing is recording, so there is nothing to split. Start a recording first.") }
+        recorder.split()
+    }
+
     /// Stops the running recording and waits until its take is finished (a server shutting down).
     public func finish() async {
         recorder?.stop()

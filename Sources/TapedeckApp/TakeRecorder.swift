@@ -362,6 +362,12 @@ public final class TakeRecorder {
         engine?.trigger()
     }
 
+    /// Ends the take at the audio being captured now and begins the next (a run recorded with
+    /// ``RunPlan/splitOnRequest``). - Thread: main actor. Never blocks.
+    public func split() {
+        engine?.split()
+    }
+
     /// Sets a marker at the audio being captured now (`m` on the terminal, SIGUSR1).
     /// - Thread: main actor. Never blocks.
     public func mark(label: String = "") {

@@ -102,6 +102,7 @@ enum PageRenderer {
         <button type="submit" id="record" class="record">● Record</button>
         <button type="button" id="stop" class="stop" disabled>■ Stop</button>
         <button type="button" id="mark" disabled>Marker</button>
+        <button type="button" id="split" disabled title="End this take and go on in a new one">Split</button>
         </div>
         </form>
         <p id="last" class="last" aria-live="polite"></p>

@@ -104,6 +104,10 @@ extension WebServer {
     func addAPI(to router: Router<ServerContext>) {
         let api = router.group("api")
         api.get("health") { @MainActor _, _ in try Self.json(Health(version: self.parts.version, tokenRequired: self.token != nil)) }
+        api.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+        }
         api.get("state") { @MainActor _, _ in try Self.json(self.live.snapshot()) }
 
         api.post("record") { @MainActor request, context in
@@ -112,8 +116,12 @@ extension WebServer {
                 let t = s?.trimmingCharacters(in: .whitespaces)
                 return t?.isEmpty == false ? t : nil
             }
+            // A run that the page's Split can cut into takes whose frames, together, are what the
+            // device delivered (as `record --split` makes them).
+            var plan = RunPlan()
+            plan.splitOnRequest = true
             do {
-                try self.parts.desk.start(session: blankIsNil(body.session), take: blankIsNil(body.take))
+                try self.parts.desk.start(session: blankIsNil(body.session), take: blankIsNil(body.take), plan: plan)
             } catch let e as TapedeckError { throw APIError(e) }
             return try Self.json(self.live.snapshot(), status: .accepted)
         }
@@ -122,6 +130,12 @@ extension WebServer {
                 throw APIError(.conflict, "not-recording", "Nothing is recording, so there is nothing to stop.")
             }
             self.parts.desk.stop()
+            return try Self.json(self.live.snapshot(), status: .accepted)
+        }
+        api.post("split") { @MainActor _, _ in
+            do { try self.parts.desk.split() } catch let e as TapedeckError {
+                throw APIError(.conflict, "not-recording", e.message)
+            }
             return try Self.json(self.live.snapshot(), status: .accepted)
         }
         api.post("markers") { @MainActor request, context in

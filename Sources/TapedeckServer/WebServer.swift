@@ -6,6 +6,9 @@ import ServiceLifecycle
 import HummingbirdWebSocket
 import HTTPTypes
 import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Foundation
 import Synchronization
 
@@ -77,7 +80,27 @@ public final class WebServer {
             gracefulShutdownSignals: [], logger: parts.logger))
         group.withLock { $0 = serviceGroup }
         live.start()
-        try await serviceGroup.run()
+        do {
+            try await serviceGroup.run()
+        } catch let error as IOError {
+            live.stop()
+            throw Self.listenError(error, options: options)
+        }
+    }
+
+    /// What a failure to listen means, and what to do about it.
+    nonisolated static func listenError(_ error: IOError, options: ServerOptions) -> TapedeckError {
+        let address = options.host.contains(":") ? "[\(options.host)]:\(options.port)" : "\(options.host):\(options.port)"
+        switch error.errnoCode {
+        case EADDRINUSE:
+            return TapedeckError(.busy, "\(address) is in use by another program (another `tapedeck serve`?). Choose another port with --listen \(options.host):PORT, or stop the other one.", systemCode: EADDRINUSE)
+        case EACCES:
+            return TapedeckError(.configuration, "Listening on port \(options.port) needs privileges this user lacks (ports below 1024 are root's). Choose a port of 1024 or more with --listen, or put a reverse proxy in front (see the README).", systemCode: EACCES)
+        case EADDRNOTAVAIL:
+            return TapedeckError(.invalidArgument, "No network interface of this machine has the address \(options.host). Listen on 0.0.0.0 (every network) or on one of this machine's addresses (`ip -brief address` lists them).", systemCode: EADDRNOTAVAIL)
+        default:
+            return TapedeckError(.io, "Could not listen on \(address): \(error). Choose another address with --listen.", systemCode: error.errnoCode)
+        }
     }
 
     /// Begins a graceful shutdown (a stop signal arrived). - Thread: any. Never blocks.

@@ -16,8 +16,8 @@ struct ServeCommand: AsyncParsableCommand {
             Open the address it prints in a browser. By default it listens on 127.0.0.1:8470, this machine \
             only. To reach it from a phone or another computer, listen on the network (--listen 0.0.0.0:8470): \
             the page then asks for the server's token, made on first start into --token-file (only you can \
-            read it) and printed once. Scripts send it as `Authorization: Bearer TOKEN`; the API is described \
-            in docs/openapi.yaml. For TLS, put it behind a reverse proxy (see the README).
+            read it) and printed once. Scripts send it as `Authorization: Bearer TOKEN`; the server describes \
+            its API at /api/openapi.yaml (OpenAPI 3.1). For TLS, put it behind a reverse proxy (see the README).
             Ctrl-C (SIGINT) or SIGTERM stops it; a recording in progress is finished first, as \
             `tapedeck record` finishes its take. `tapedeck mark` sets a marker in its recording.
             """)

@@ -196,6 +196,39 @@ struct ServerAPITests {
         await f.server.finishForShutdown()
     }
 
+    @Test("Split ends the take and goes on in the next of the same run; nothing to split is refused")
+    func split() async throws {
+        let f = try await fixture()
+        try await f.server.makeApplication().test(.live) { client in
+            try await client.execute(uri: "/api/split", method: .post, headers: Self.script) { #expect($0.status == .conflict) }
+            try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body(#"{"session": "Cut", "take": "Song"}"#)) {
+                #expect($0.status == .accepted)
+            }
+            try await Task.sleep(for: .milliseconds(1200))
+            try await client.execute(uri: "/api/split", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
+            try await Task.sleep(for: .milliseconds(1200))
+            try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
+            for _ in 0..<100 {
+                let state = try await client.execute(uri: "/api/state", method: .get) { try Self.json($0.body) }
+                if state["recording"] as? Bool == false { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let sessions = try await client.execute(uri: "/api/sessions", method: .get) { try Self.json($0.body) }
+            let id = try #require((sessions["sessions"] as? [[String: Any]])?.first?["id"] as? String)
+            let detail = try await client.execute(uri: "/api/sessions/\(id)", method: .get) { try Self.json($0.body) }
+            let takes = try #require(detail["takes"] as? [[String: Any]])
+            #expect(takes.count == 2)
+            let runs = takes.compactMap { $0["run"] as? [String: Any] }
+            #expect(runs.count == 2 && runs[0]["id"] as? String == runs[1]["id"] as? String)
+            #expect(runs.first?["ended"] as? String == "requested" && runs.last?["began"] as? String == "requested")
+            #expect(takes.allSatisfy { ($0["seconds"] as? Double ?? 0) > 0.8 && $0["state"] as? String == "complete" })
+            // The second take starts where the first ends.
+            let first = try #require(takes.first?["frames"] as? Int)
+            #expect(runs.last?["offsetFrames"] as? Int == first)
+        }
+        await f.server.finishForShutdown()
+    }
+
     @Test("requests that change something must come from the page, a script header or a bearer token")
     func crossSite() async throws {
         let f = try await fixture()

@@ -113,8 +113,13 @@ public final class RecordingEngine: Sendable {
     /// Frames the device thread has delivered (or lost) so far: the run's timeline as the
     /// device sees it, ahead of the writer by what the hand-off buffer holds.
     private let deviceTimeline = Atomic<Int64>(0)
-    /// Markers asked for and not yet taken by the writer (frames of the run).
-    private let markRequests = Mutex<[TakeMarker]>([])
+    /// A marker, or a split asked for at a frame (``split()``).
+    private struct MarkRequest {
+        var marker: TakeMarker
+        var splits = false
+    }
+    /// Markers and splits asked for and not yet taken by the writer (frames of the run).
+    private let markRequests = Mutex<[MarkRequest]>([])
     private let markCount = Atomic<Int>(0)
     private let deviceFinished = Atomic<Bool>(false)
     private let startGate = DispatchSemaphore(value: 0)
@@ -194,8 +199,18 @@ public final class RecordingEngine: Sendable {
     /// - Thread: any, including a signal-handling queue. Takes a lock the writer holds only
     ///   briefly; never the device thread's.
     public func mark(label: String = "") {
-        let frame = deviceTimeline.load(ordering: .acquiring)
-        markRequests.withLock { $0.append(TakeMarker(frame: frame, label: label, date: Date())) }
+        request(MarkRequest(marker: TakeMarker(frame: deviceTimeline.load(ordering: .acquiring), label: label, date: Date())))
+    }
+
+    /// Ends the take at the frame the device is delivering now and begins the next there (a run
+    /// with ``RunPlan/splitOnRequest``; otherwise, or while the run waits, nothing happens).
+    /// - Thread: any. Takes a lock the writer holds only briefly; never the device thread's.
+    public func split() {
+        request(MarkRequest(marker: TakeMarker(frame: deviceTimeline.load(ordering: .acquiring), date: Date()), splits: true))
+    }
+
+    private func request(_ r: MarkRequest) {
+        markRequests.withLock { $0.append(r) }
         markCount.add(1, ordering: .releasing)
         dataSignal.signal()
     }
@@ -593,7 +608,7 @@ public final class RecordingEngine: Sendable {
         /// device's return after it was lost).
         var clockAnchor: (frame: Int64, date: Date)?
         /// Markers taken from the requests, waiting for the writer to reach their frames.
-        var dueMarkers: [TakeMarker] = []
+        var dueMarkers: [MarkRequest] = []
         var markersSet = 0
         /// Markers that came while no take was open (frames of the run).
         var waitingMarkers: [TakeMarker] = []
@@ -761,29 +776,33 @@ public final class RecordingEngine: Sendable {
                 // Markers: each lands in the take holding its frame (or, splitting on markers,
                 // begins a take there); the block is cut at the next one.
                 if markCount.load(ordering: .acquiring) > 0 {
-                    let taken = markRequests.withLock { requests -> [TakeMarker] in
+                    let taken = markRequests.withLock { requests -> [MarkRequest] in
                         defer { requests.removeAll(keepingCapacity: true) }
                         return requests
                     }
                     markCount.subtract(taken.count, ordering: .releasing)
                     dueMarkers.append(contentsOf: taken)
-                    dueMarkers.sort { $0.frame < $1.frame }
+                    dueMarkers.sort { $0.marker.frame < $1.marker.frame }
                 }
-                if let m = dueMarkers.first {
+                if let request = dueMarkers.first {
+                    let m = request.marker
                     if m.frame > position {
                         n = min(n, m.frame - position)
                     } else {
                         dueMarkers.removeFirst()
-                        markersSet += 1
+                        if !request.splits { markersSet += 1 }
+                        let splits = request.splits ? plan.splitOnRequest : plan.splitOnMarker
                         if current == nil {
-                            // Waiting: kept if the take that begins next starts with it (pre-roll).
-                            waitingMarkers.append(m)
-                        } else if plan.splitOnMarker, position > current!.offset, let prepared = takePrepared() {
-                            endCurrent(.markerSplit)
-                            begin(prepared, at: position, .markerSplit)
-                            current!.markers.append(TakeMarker(frame: 0, label: m.label, date: m.date))
+                            // Waiting: a marker is kept if the take that begins next starts with
+                            // it (pre-roll); a split has nothing to split.
+                            if !request.splits { waitingMarkers.append(m) }
+                        } else if splits, position > current!.offset, let prepared = takePrepared() {
+                            let reason: TakeBoundary = request.splits ? .requested : .markerSplit
+                            endCurrent(reason)
+                            begin(prepared, at: position, reason)
+                            if !request.splits { current!.markers.append(TakeMarker(frame: 0, label: m.label, date: m.date)) }
                             prepare(prepared.index + 1)
-                        } else {
+                        } else if !request.splits {
                             current!.markers.append(TakeMarker(frame: max(0, position - current!.offset), label: m.label, date: m.date))
                         }
                         continue
@@ -997,7 +1016,8 @@ public final class RecordingEngine: Sendable {
         deviceDone.wait()
 
         // Markers the writer did not reach (set while the device drained): at the take's end.
-        for m in dueMarkers + markRequests.withLock({ $0 }) where current != nil {
+        for request in dueMarkers + markRequests.withLock({ $0 }) where current != nil && !request.splits {
+            let m = request.marker
             current!.markers.append(TakeMarker(frame: position - current!.offset, label: m.label, date: m.date))
         }
         var frames: Int64 = 0

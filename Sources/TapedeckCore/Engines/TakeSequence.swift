@@ -138,6 +138,8 @@ public struct RunPlan: Sendable, Hashable {
     public var silenceAlarm: SilenceAlarm?
     /// A marker ends the take and begins the next at its frame (`--split-on-marker`).
     public var splitOnMarker: Bool = false
+    /// ``RecordingEngine/split()`` ends the take and begins the next (the web page's Split).
+    public var splitOnRequest: Bool = false
     /// A lost device ends the take (`interrupted`); the run waits for the device to come back
     /// and goes on in a new take (`--resume`, `capture.resume`).
     public var resume: Bool = false
@@ -157,7 +159,7 @@ public struct RunPlan: Sendable, Hashable {
     /// Whether the run waits (for sound or a trigger) before its first take.
     public var startsIdle: Bool { vox != nil || armed }
     /// Whether the run may make more than one take, or none: its takes come from a ``TakeSequence``.
-    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || resume }
+    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || splitOnRequest || resume }
 }
 
 /// Something that happened to a run between its takes: the device was lost and came back.

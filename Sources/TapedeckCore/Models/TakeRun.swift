@@ -13,6 +13,8 @@ public enum TakeBoundary: String, Sendable, Hashable, Codable, CaseIterable {
     case vox
     /// A marker split the run (`--split-on-marker`).
     case markerSplit = "marker-split"
+    /// A split was asked for (the web page's Split, `POST /api/split`).
+    case requested
     /// The device came back after it was lost (`--resume`).
     case deviceResumed = "device-resumed"
     /// A trigger started the take (`--armed`).

@@ -66,6 +66,7 @@ const live = {
     $("record").disabled = recording;
     $("stop").disabled = !recording;
     $("mark").disabled = state.phase !== "recording";
+    $("split").disabled = state.phase !== "recording" || !!state.waiting;
     if (state.last) {
       const l = state.last;
       const last = $("last");
@@ -156,6 +157,9 @@ function setupTransport() {
   });
   $("mark").addEventListener("click", async () => {
     try { await api("POST", "/api/markers", { label: "" }); } catch (e) { say(e.message); }
+  });
+  $("split").addEventListener("click", async () => {
+    try { await api("POST", "/api/split"); } catch (e) { say(e.message); }
   });
   live.connect();
 }
