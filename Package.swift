@@ -194,6 +194,7 @@ let package = Package(
                 "TapedeckServer", "TapedeckAssembly", "TapedeckTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
             swiftSettings: swiftSettings
         ),

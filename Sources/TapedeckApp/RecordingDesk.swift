@@ -32,6 +32,8 @@ public final class RecordingDesk {
     @ObservationIgnored private let ended: @MainActor () -> Void
     @ObservationIgnored private let logger: Logger
     @ObservationIgnored private var task: Task<Void, Never>?
+    /// Set by ``finish()``: the desk takes no new recording (the server is stopping).
+    @ObservationIgnored private var closed = false
 
     /// The recorder of the recording running now (observe it for meters), `nil` between recordings.
     public private(set) var recorder: TakeRecorder?
@@ -62,6 +64,9 @@ public final class RecordingDesk {
     /// - Throws: `.busy` while a recording runs here or another process records into the
     ///   library; the recorder's own errors when it cannot be made (no capture backend).
     public func start(session: String?, take: String?, duration: RecordingLength? = nil, plan: RunPlan = RunPlan()) throws {
+        if closed {
+            throw TapedeckError(.busy, "The server is stopping; it starts no new recording.")
+        }
         if let recorder {
             let what = recorder.target?.take.map { " (\($0))" } ?? ""
             throw TapedeckError(.busy, "A recording is running already\(what). Stop it first; one recorder at a time records into a library.")
@@ -125,6 +130,7 @@ public final class RecordingDesk {
 
     /// Stops the running recording and waits until its take is finished (a server shutting down).
     public func finish() async {
+        closed = true
         recorder?.stop()
         await task?.value
     }

@@ -81,6 +81,8 @@ public final class TakeRecorder {
     @ObservationIgnored private let facts: TakeFacts
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
+    /// The run being recorded and its session's name, so ``target`` follows the run's takes.
+    @ObservationIgnored private var run: (sequence: RunSequence, session: String)?
     @ObservationIgnored private var stopRequested = false
     @ObservationIgnored private var triggerRequested = false
 
@@ -154,7 +156,9 @@ public final class TakeRecorder {
     public func record(sessionName: String?, takeName: String?, duration: RecordingLength?,
                        plan: RunPlan = RunPlan()) async throws -> RecordingReport {
         try encoder.validate(settings.format)
-        stopRequested = false
+        // A stop asked for before this call (a stop button pressed as recording was asked for)
+        // is kept: it ends the recording before anything is made. Cleared when the call ends.
+        defer { stopRequested = false }
         phase = .opening
         defer { if phase != .finished { phase = .idle } }
         // The device first: a missing one fails before anything, even a session, is made.
@@ -197,6 +201,8 @@ public final class TakeRecorder {
             RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger,
                         analyzer: analyzer, facts: facts, waveforms: waveforms)
         }
+        run = sequence.map { ($0, session.name) }
+        defer { run = nil }
         // The first take's loudness (a run's first take is the run's to finish when it splits).
         let firstNotes = sequence?.notes(for: 1) ?? WriterNotes()
         self.engine = engine
@@ -420,7 +426,9 @@ public final class TakeRecorder {
     /// - Thread: main actor; suspends while recording.
     public func record(to output: RecordingOutput, name: String, duration: RecordingLength?) async throws -> OutputRecordingReport {
         try encoder.validate(settings.format)
-        stopRequested = false
+        // A stop asked for before this call (a stop button pressed as recording was asked for)
+        // is kept: it ends the recording before anything is made. Cleared when the call ends.
+        defer { stopRequested = false }
         phase = .opening
         defer { if phase != .finished { phase = .idle } }
         if case .file(let url) = output, FileManager.default.fileExists(atPath: url.path) {
@@ -491,6 +499,10 @@ public final class TakeRecorder {
     }
 
     private func apply(_ progress: RecordingProgress) {
+        if progress.takeIndex != takeIndex, progress.waiting == nil, let run, let pending = run.sequence.pending(index: progress.takeIndex) {
+            // A split run went on in its next take.
+            target = RecordingTarget(take: "\(run.session)/\(pending.take.name)", fileURL: pending.fileURL)
+        }
         frames = progress.frames
         takeIndex = progress.takeIndex
         takeFrames = progress.takeFrames

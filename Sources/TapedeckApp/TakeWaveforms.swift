@@ -67,6 +67,8 @@ public struct TakeWaveforms: Sendable {
             for f in missing.reversed() { _ = mkdir(f.path, 0o700) }
         }
         let temporary = folder.appendingPathComponent(".\(take.id).\(getpid()).tmp")
+        // One a crashed process of the same id left is garbage.
+        unlink(temporary.path)
         let bytes = peaks.datFile
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }

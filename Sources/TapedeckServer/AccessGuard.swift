@@ -22,15 +22,18 @@ public struct AccessGuard: RouterMiddleware {
     public typealias Context = ServerContext
     public let token: AccessToken?
     public let loopbackOnly: Bool
+    /// Counts wrong tokens, at the login page and as bearer headers alike.
+    public let limiter: LoginLimiter
 
     /// The cookie the login page sets.
     public static var cookieName: String { "tapedeck_token" }
     /// The header scripts send instead of an `Origin`.
     public static var scriptHeader: HTTPField.Name { HTTPField.Name("X-Tapedeck-Request")! }
 
-    public init(token: AccessToken?, loopbackOnly: Bool) {
+    public init(token: AccessToken?, loopbackOnly: Bool, limiter: LoginLimiter) {
         self.token = token
         self.loopbackOnly = loopbackOnly
+        self.limiter = limiter
     }
 
     public func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
@@ -44,7 +47,14 @@ public struct AccessGuard: RouterMiddleware {
         let changes = ![.get, .head, .options].contains(request.method) || request.headers[.upgrade]?.lowercased() == "websocket"
         if let token {
             if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
+                if let wait = limiter.retryAfter(context.peer) {
+                    var response = try APIError(.tooManyRequests, "too-many-tries", "Too many wrong tokens from this address. Try again in \(wait) s.")
+                        .response(from: request, context: context)
+                    response.headers[.retryAfter] = String(wait)
+                    return response
+                }
                 guard token.matches(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)) else {
+                    limiter.failed(context.peer)
                     throw APIError(.unauthorized, "wrong-token", "The token is wrong. It is in the server's token file (see `tapedeck serve --help`).")
                 }
                 context.bearerAuthenticated = true
@@ -79,9 +89,10 @@ public struct AccessGuard: RouterMiddleware {
             return "A page of another site may not change anything here (Sec-Fetch-Site: \(fetchSite)). Use this server's own page, or send the token as `Authorization: Bearer TOKEN`."
         }
         if let origin = request.headers[.origin] {
+            let https = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
             let forwarded = request.headers[HTTPField.Name("X-Forwarded-Host")!]
-            guard let originHost = URLComponents(string: origin).flatMap({ c in c.host.map { h in c.port.map { "\(h):\($0)" } ?? h } }),
-                  Self.sameHost(originHost, host) || forwarded.map({ Self.sameHost(originHost, $0) }) == true else {
+            guard let originPlace = Self.origin(origin),
+                  originPlace == Self.place(host, https: false) || forwarded.map({ originPlace == Self.place($0, https: https) }) == true else {
                 return "A page of another site (\(origin)) may not change anything here. Use this server's own page, or send the token as `Authorization: Bearer TOKEN`."
             }
             return nil
@@ -90,43 +101,63 @@ public struct AccessGuard: RouterMiddleware {
         return "A request that changes something must come from this server's page (with its Origin), or carry the header `X-Tapedeck-Request: 1` or `Authorization: Bearer TOKEN`."
     }
 
-    /// Whether two `host[:port]` texts name the same place (the default port may be left out).
-    static func sameHost(_ a: String, _ b: String) -> Bool {
-        func split(_ s: String) -> (String, String) {
-            let s = s.lowercased()
-            if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
-                let port = s[s.index(after: close)...].dropFirst()
-                return (String(s[...close]), String(port))
-            }
-            if let colon = s.lastIndex(of: ":"), s.firstIndex(of: ":") == colon {
-                return (String(s[..<colon]), String(s[s.index(after: colon)...]))
-            }
-            return (s, "")
-        }
-        let (ha, pa) = split(a), (hb, pb) = split(b)
-        let hostA = ha.hasPrefix("[") ? ha : (ha.contains(":") ? "[\(ha)]" : ha)
-        let hostB = hb.hasPrefix("[") ? hb : (hb.contains(":") ? "[\(hb)]" : hb)
-        return hostA == hostB && (pa == pb || pa.isEmpty || pb.isEmpty)
+    /// An `Origin` as `host:port` (lowercase, IPv6 in brackets, the scheme's default port
+    /// written out); `nil` for `null` or anything but http and https.
+    static func origin(_ text: String) -> String? {
+        guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              var host = c.host?.lowercased(), !host.isEmpty else { return nil }
+        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
+        return "\(host):\(c.port ?? (scheme == "https" ? 443 : 80))"
     }
 
-    /// Whether a Host header names this machine.
+    /// A Host (or X-Forwarded-Host) as `host:port`, with the default port of the scheme the
+    /// request came by when it names none.
+    static func place(_ text: String, https: Bool) -> String {
+        let s = text.lowercased()
+        if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
+            let port = s[s.index(after: close)...].dropFirst()
+            return "\(s[...close]):\(port.isEmpty ? (https ? "443" : "80") : String(port))"
+        }
+        if let colon = s.lastIndex(of: ":"), s.firstIndex(of: ":") == colon {
+            return "\(s[..<colon]):\(s[s.index(after: colon)...])"
+        }
+        return "\(s):\(https ? 443 : 80)"
+    }
+
+    /// Whether a Host header names this machine: `localhost` (or a name under `.localhost`,
+    /// which browsers never look up), an IPv4 address in 127.0.0.0/8, or `[::1]`. Names that
+    /// merely start with "127." are someone else's (DNS rebinding).
     static func isLocalHost(_ host: String) -> Bool {
         let h = host.lowercased()
-        let name: Substring
-        if h.hasPrefix("[") { name = h.prefix { $0 != "]" }.dropFirst() } else { name = h.split(separator: ":", maxSplits: 1).first ?? "" }
-        return name == "localhost" || name == "::1" || name.hasPrefix("127.") || name.hasSuffix(".localhost")
+        let name: String
+        func isPort(_ s: Substring) -> Bool { s.isEmpty || (s.first == ":" && s.count > 1 && s.dropFirst().allSatisfy(\.isASCII) && s.dropFirst().allSatisfy(\.isNumber)) }
+        if h.hasPrefix("[") {
+            guard let close = h.firstIndex(of: "]"), isPort(h[h.index(after: close)...]) else { return false }
+            name = String(h[h.index(after: h.startIndex)..<close])
+            return ServerOptions.isLoopbackAddress(name)
+        }
+        let colon = h.firstIndex(of: ":") ?? h.endIndex
+        guard isPort(h[colon...]) else { return false }
+        name = String(h[..<colon])
+        return name == "localhost" || (name.hasSuffix(".localhost") && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })
+            || ServerOptions.isLoopbackAddress(name)
     }
 
-    /// A `next` that stays on this server (a path, never another site), percent-encoded.
+    /// A `next` that stays on this server (see ``WebServer/localPath(_:)``), percent-encoded.
     static func safeNext(_ uri: String) -> String {
-        let local = uri.hasPrefix("/") && !uri.hasPrefix("//") && !uri.contains("\\") ? uri : "/"
-        return local.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "/"
+        WebServer.localPath(uri).addingPercentEncoding(withAllowedCharacters: .rfc3986Unreserved) ?? "/"
     }
 }
 
-/// Counts failed logins per address: after ``limit`` failures within ``window`` the address is
+extension CharacterSet {
+    /// RFC 3986's unreserved characters (ASCII letters, digits, `-._~`).
+    static let rfc3986Unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}
+
+/// Counts wrong tokens per address: after ``limit`` failures within ``window`` the address is
 /// refused (429) until the oldest falls out of the window; all addresses together get
-/// ``globalLimit`` in the same window (a guesser with many addresses). Any thread; never blocks
+/// ``globalLimit`` in the same window (a guesser with many addresses; high, so that others'
+/// guessing does not lock the owner out for long). Any thread; never blocks
 /// beyond a lock held for a dictionary update.
 public final class LoginLimiter: Sendable {
     public let limit: Int
@@ -134,7 +165,7 @@ public final class LoginLimiter: Sendable {
     public let window: Double
     private let failures = Mutex<[String: [Double]]>([:])
 
-    public init(limit: Int = 5, globalLimit: Int = 30, window: Double = 60) {
+    public init(limit: Int = 5, globalLimit: Int = 200, window: Double = 60) {
         self.limit = limit
         self.globalLimit = globalLimit
         self.window = window

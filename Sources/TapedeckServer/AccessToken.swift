@@ -13,14 +13,20 @@ public struct AccessToken: Sendable, Hashable {
     public init(value: String) { self.value = value }
 
     /// Reads the token from `file`, or makes a new one there (`created` is then true).
+    /// - Parameter makingFolders: make the file's missing folders (0700); otherwise a missing
+    ///   folder is refused (a `--token-file` the user named with a typo).
     /// - Throws: `.configuration` for a file others may read or write, that is not a regular
-    ///   file (a link is not followed), or that holds no token; `.io` when it cannot be made.
-    public static func load(from file: URL) throws -> (token: AccessToken, created: Bool) {
+    ///   file (a link is not followed), or that holds no token; `.notFound` for a missing folder;
+    ///   `.io` when it cannot be made.
+    public static func load(from file: URL, makingFolders: Bool = true) throws -> (token: AccessToken, created: Bool) {
         let path = file.path
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0 {
             guard errno == ENOENT else {
                 throw TapedeckError(.configuration, "The token file \(path) cannot be read (\(String(cString: strerror(errno)))). Fix it, or choose another with --token-file.")
+            }
+            if !makingFolders, !FileManager.default.fileExists(atPath: file.deletingLastPathComponent().path) {
+                throw TapedeckError(.notFound, "The folder of the token file, \(file.deletingLastPathComponent().path), does not exist. Create it, or choose another file with --token-file.")
             }
             return (try create(at: file), true)
         }
@@ -36,7 +42,7 @@ public struct AccessToken: Sendable, Hashable {
         let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         let text = String(decoding: bytes.prefix(max(0, n)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.count >= 16, text.count <= 128, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
-            throw TapedeckError(.configuration, "The token file \(path) holds no token. Remove it and start again: a new token is made.")
+            throw TapedeckError(.configuration, "The token file \(path) does not hold a token (16 to 128 characters, no spaces). Put one there, or remove the file and start again: a new token is made.")
         }
         return (AccessToken(value: text), false)
     }

@@ -32,6 +32,8 @@ final class ExportJobs {
     private let parts: ServerParts
     private let folder: URL
     private var jobs: [String: Job] = [:]
+    /// Set by ``removeAll()``: no new export (the server is stopping).
+    private var closed = false
 
     init(parts: ServerParts, folder: URL) {
         self.parts = parts
@@ -42,6 +44,7 @@ final class ExportJobs {
     /// - Throws: 400 for a format this build cannot export to, 409 while ``maxRunning`` run.
     func start(take: Take, session: Session, format: String) throws -> Job {
         expire()
+        guard !closed else { throw APIError(.serviceUnavailable, "stopping", "The server is stopping; it starts no new export.") }
         guard parts.exportFormats.contains(format) else {
             throw APIError(.badRequest, "invalid-argument", "Unknown export format \"\(format)\". Formats in this build: \(parts.exportFormats.joined(separator: ", ")).")
         }
@@ -70,6 +73,7 @@ final class ExportJobs {
                 self.jobs[id]?.downloadName = URL(fileURLWithPath: report.output).lastPathComponent
             case .failure(let e):
                 self.jobs[id]?.state = "failed"
+                self.jobs[id]?.file = nil
                 self.jobs[id]?.error = e.message
                 try? FileManager.default.removeItem(at: jobFolder)
             case nil:
@@ -77,6 +81,8 @@ final class ExportJobs {
                 self.jobs[id]?.error = "The export did not run."
             }
             self.jobs[id]?.finishedAt = Date()
+            // Finished after the server began stopping: nothing will offer it.
+            if self.closed { try? FileManager.default.removeItem(at: jobFolder) }
         }
         return jobs[id]!
     }
@@ -96,6 +102,7 @@ final class ExportJobs {
 
     /// Removes every export's files (the server stops).
     func removeAll() {
+        closed = true
         try? FileManager.default.removeItem(at: folder)
         jobs.removeAll()
     }

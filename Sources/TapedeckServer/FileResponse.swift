@@ -30,7 +30,8 @@ enum FileResponse {
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
         if first.isEmpty {
-            guard let suffix = Int64(last), suffix > 0 else { return size == 0 ? .unsatisfiable : .whole }
+            guard let suffix = Int64(last), suffix >= 0 else { return .whole }
+            guard suffix > 0 else { return .unsatisfiable }
             guard size > 0 else { return .unsatisfiable }
             return .range(max(0, size - suffix), size - 1)
         }
@@ -63,7 +64,7 @@ enum FileResponse {
         ]
         if let download {
             let ascii = String(download.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
-            let encoded = download.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ascii
+            let encoded = download.addingPercentEncoding(withAllowedCharacters: .rfc8187AttrChar) ?? ascii
             headers[.contentDisposition] = "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
         }
         var requested = parseRange(request.headers[.range], size: size)
@@ -117,4 +118,9 @@ enum FileResponse {
             try await writer.finish(nil)
         }
     }
+}
+
+extension CharacterSet {
+    /// RFC 8187's attr-char: what a `filename*` value may hold unencoded (ASCII only).
+    static let rfc8187AttrChar = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$&+-.^_`|~")
 }

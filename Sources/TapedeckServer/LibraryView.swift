@@ -4,26 +4,27 @@ import Foundation
 
 /// The library as the server reads it: the ``SessionStore``'s loaded sessions, indexed by id,
 /// refreshed in the background when older than ``staleAfter`` (changes other processes made) and
-/// at once after a change made here or a recording finished. Lookups are by full id only: no
+/// at once after a change made here, a recording finished, or a split run finished a take. Lookups are by full id only: no
 /// text from a request is ever a path. Runs on the main actor.
 @MainActor
 final class LibraryView {
     static let staleAfter = 10.0
     let store: SessionStore
-    private let desk: RecordingDesk
+    /// Grows when recordings here change the list (``LiveState/libraryGeneration``).
+    private let generation: @MainActor () -> Int
     private var takes: [String: (Take, Session)] = [:]
     private var sessionIndex: [String: Int] = [:]
     private var indexed: (count: Int, finished: Int, at: Date)?
     private var refreshing: Task<Void, Never>?
 
-    init(store: SessionStore, desk: RecordingDesk) {
+    init(store: SessionStore, generation: @escaping @MainActor () -> Int) {
         self.store = store
-        self.desk = desk
+        self.generation = generation
     }
 
     /// The sessions, newest state known; the first call (or one after a change) waits for them.
     func sessions() async throws -> [Session] {
-        if !store.isLoaded || indexed == nil || indexed?.finished != desk.finishedCount {
+        if !store.isLoaded || indexed == nil || indexed?.finished != generation() {
             try await store.refresh()
             reindex()
         } else if let at = indexed?.at, Date().timeIntervalSince(at) > Self.staleAfter, refreshing == nil {
@@ -43,7 +44,7 @@ final class LibraryView {
             sessionIndex[s.id] = i
             for t in s.takes { takes[t.id] = (t, s) }
         }
-        indexed = (store.sessions.count, desk.finishedCount, Date())
+        indexed = (store.sessions.count, generation(), Date())
     }
 
     /// The take with exactly this id.

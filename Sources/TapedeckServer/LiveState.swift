@@ -71,6 +71,8 @@ public final class LiveState {
     private var lastFrames: Int64 = -1
     private var lastTick = ContinuousClock.now
     private var sequence = 0
+    private var splitsSeen = 0
+    private var lastTakeIndex = 0
     private var wasRecording = false
     private var task: Task<Void, Never>?
     private nonisolated let listeners = Listeners()
@@ -88,7 +90,7 @@ public final class LiveState {
         task = Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }
-                let snapshot = self.snapshot()
+                let snapshot = self.snapshot(advancing: true)
                 if let data = try? JSONEncoder().encode(snapshot) {
                     self.listeners.publish(String(decoding: data, as: UTF8.self))
                 }
@@ -110,13 +112,27 @@ public final class LiveState {
         listeners.add()
     }
 
-    /// The state now (also advances the meter's ballistics).
-    public func snapshot() -> LiveSnapshot {
+    /// Changes to the library's list of takes so far: recordings finished, and takes a split
+    /// run finished while it goes on. Only ever grows.
+    public var libraryGeneration: Int { desk.finishedCount + splitsSeen }
+
+    /// The state now. Only the publishing task advances the meter's ballistics
+    /// (`advancing`); a request for the state reads the meter as it stands, so polling
+    /// `/api/state` never disturbs what the live listeners see.
+    public func snapshot(advancing: Bool = false) -> LiveSnapshot {
+        let recorder = desk.recorder
+        let recording = recorder != nil
+        if advancing {
+            if let index = recorder?.takeIndex, index > lastTakeIndex {
+                if lastTakeIndex > 0 { splitsSeen += index - lastTakeIndex }
+                lastTakeIndex = index
+            }
+            if recorder == nil { lastTakeIndex = 0 }
+        }
+        guard advancing else { return build(recorder: recorder, channels: currentChannels(recorder)) }
         let now = ContinuousClock.now
         let elapsed = Double((now - lastTick).components.attoseconds) / 1e18 + Double((now - lastTick).components.seconds)
         lastTick = now
-        let recorder = desk.recorder
-        let recording = recorder != nil
         if recording != wasRecording {
             meter = PeakMeter()
             clips = []
@@ -139,14 +155,35 @@ public final class LiveState {
             lastFrames = recorder.frames
             meter.update(peaks: peaks, elapsed: elapsed, fresh: fresh)
             if fresh { for (c, p) in peaks.enumerated() where p >= 0.99999 { clips[c] += 1 } }
-            channels = peaks.indices.map { c in
-                LiveSnapshot.Channel(level: meter.levels.indices.contains(c) ? meter.levels[c] : PeakMeter.floorDecibels,
-                                     hold: meter.holds.indices.contains(c) ? meter.holds[c] : PeakMeter.floorDecibels, clips: clips[c])
-            }
+            channels = currentChannels(recorder)
         }
+        sequence += 1
+        return build(recorder: recorder, channels: channels, phase: phase, format: format)
+    }
+
+    /// The meter as it stands, one entry per channel of the recording.
+    private func currentChannels(_ recorder: TakeRecorder?) -> [LiveSnapshot.Channel] {
+        guard let recorder else { return [] }
+        return recorder.peaks.indices.map { c in
+            LiveSnapshot.Channel(level: meter.levels.indices.contains(c) ? meter.levels[c] : PeakMeter.floorDecibels,
+                                 hold: meter.holds.indices.contains(c) ? meter.holds[c] : PeakMeter.floorDecibels,
+                                 clips: clips.indices.contains(c) ? clips[c] : 0)
+        }
+    }
+
+    private func build(recorder: TakeRecorder?, channels: [LiveSnapshot.Channel], phase explicitPhase: String? = nil,
+                       format explicitFormat: AudioFormat? = nil) -> LiveSnapshot {
+        let recording = recorder != nil
+        let format = explicitFormat ?? recorder?.format ?? configuredFormat
+        let phase = explicitPhase ?? recorder.map { r -> String in
+            switch r.phase {
+            case .idle, .opening: "opening"
+            case .recording: "recording"
+            case .finishing, .finished: "finishing"
+            }
+        } ?? "idle"
         let free = FreeSpace.available(at: libraryPath)
         let rate = format.sampleRate
-        sequence += 1
         return LiveSnapshot(
             phase: phase, recording: recording, target: recorder?.target?.take,
             seconds: recorder?.seconds ?? 0, frames: recorder?.frames ?? 0, sampleRate: recorder?.format?.sampleRate,
@@ -159,7 +196,7 @@ public final class LiveState {
             freeBytes: free, secondsLeft: free.map { Double($0) / Double(max(1, format.bytesPerSecond)) },
             last: desk.last.map { LiveSnapshot.Last(takeID: $0.takeID, take: $0.takeName, sessionID: $0.sessionID, session: $0.sessionName,
                                                     seconds: $0.seconds, summary: $0.summary, failed: $0.failed) },
-            libraryGeneration: desk.finishedCount, sequence: sequence, sentAt: (Date().timeIntervalSince1970 * 1000).rounded())
+            libraryGeneration: libraryGeneration, sequence: sequence, sentAt: (Date().timeIntervalSince1970 * 1000).rounded())
     }
 
     /// The listeners: one continuation each, buffering the newest snapshot only.

@@ -72,9 +72,15 @@ enum PageRenderer {
     }
 
     /// The live view, transport and sessions (newest first).
+    /// `page` (from the address) clamped to the pages there are.
+    static func clamp(_ page: Int, total: Int) -> Int {
+        min(max(1, page), max(1, (total + pageSize - 1) / pageSize))
+    }
+
     static func home(sessions: [Session], page: Int, version: String, signedIn: Bool) -> String {
         let ordered = sessions.reversed()
         let total = ordered.count
+        let page = clamp(page, total: total)
         let slice = ordered.dropFirst((page - 1) * pageSize).prefix(pageSize)
         var rows = ""
         for s in slice {
@@ -123,6 +129,7 @@ enum PageRenderer {
 
     /// One session's takes (in recording order).
     static func session(_ s: Session, page: Int, version: String, signedIn: Bool) -> String {
+        let page = clamp(page, total: s.takes.count)
         let slice = s.takes.dropFirst((page - 1) * pageSize).prefix(pageSize)
         var rows = ""
         for t in slice {

@@ -19,6 +19,6 @@ public struct ServerContext: RequestContext, WebSocketRequestContext {
         peer = source.channel.remoteAddress?.ipAddress ?? ""
     }
 
-    /// Bodies the API accepts are small JSON objects.
-    public var maxUploadSize: Int { 64 * 1024 }
+    /// Bodies the API accepts are small JSON objects (notes of up to 64 KiB, escaped).
+    public var maxUploadSize: Int { 512 * 1024 }
 }

@@ -1,5 +1,8 @@
 public import Foundation
 import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How `tapedeck serve` listens and who may use it. A plain value; any thread.
 public struct ServerOptions: Sendable, Hashable {
@@ -26,7 +29,16 @@ public struct ServerOptions: Sendable, Hashable {
 
     /// Whether the address is the loopback address (reachable from this machine only).
     public var isLoopback: Bool {
-        host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.")
+        host == "localhost" || Self.isLoopbackAddress(host)
+    }
+
+    /// Whether `text` is a numeric IPv4 address in 127.0.0.0/8 or the IPv6 address ::1.
+    public static func isLoopbackAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return false }
+        return withUnsafeBytes(of: &v6) { b in b.prefix(15).allSatisfy { $0 == 0 } && b[15] == 1 }
     }
 
     /// Whether requests must carry the token: always off the loopback address.

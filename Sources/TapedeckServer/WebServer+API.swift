@@ -80,25 +80,40 @@ extension WebServer {
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
     }
 
-    /// A JSON body of type `T`; a body that is not one is refused with what was expected.
-    nonisolated static func decode<T: Decodable>(_ type: T.Type, _ request: Request, context: ServerContext, example: String) async throws -> T {
+    /// A JSON body of type `T` with only the keys `keys`; a body that is not one (or names a key
+    /// the route does not know: a typo must not quietly do something else) is refused with what
+    /// was expected.
+    nonisolated static func decode<T: Decodable>(_ type: T.Type, _ request: Request, context: ServerContext, keys: Set<String>,
+                                                 example: String) async throws -> T {
         let buffer: ByteBuffer
         do { buffer = try await request.body.collect(upTo: context.maxUploadSize) } catch {
             throw APIError(.contentTooLarge, "too-large", "The request body is larger than \(context.maxUploadSize) bytes.")
         }
-        if buffer.readableBytes == 0, let empty = try? JSONDecoder().decode(T.self, from: Data("{}".utf8)) { return empty }
+        let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw APIError(.badRequest, "invalid-argument", "The body must be a JSON object like \(example).")
+        }
+        if let unknown = object.keys.sorted().first(where: { !keys.contains($0) }) {
+            throw APIError(.badRequest, "invalid-argument", "Unknown key \"\(unknown.prefix(64))\": this request takes \(keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")), as in \(example).")
+        }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            return try JSONDecoder().decode(T.self, from: data)
         } catch {
             throw APIError(.badRequest, "invalid-argument", "The body must be a JSON object like \(example).")
         }
     }
 
-    nonisolated static func paging(_ request: Request) -> (offset: Int, limit: Int) {
-        let q = request.uri.queryParameters
-        let offset = max(0, q.get("offset", as: Int.self) ?? 0)
-        let limit = min(500, max(1, q.get("limit", as: Int.self) ?? 50))
-        return (offset, limit)
+    /// A whole-number query parameter in `range`, `fallback` when absent; anything else is refused.
+    nonisolated static func number(_ request: Request, _ name: String, in range: ClosedRange<Int>, fallback: Int) throws -> Int {
+        guard let text = request.uri.queryParameters.get(name) else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw APIError(.badRequest, "invalid-argument", "\(name)=\(text.prefix(32)): give a whole number from \(range.lowerBound) to \(range.upperBound).")
+        }
+        return value
+    }
+
+    nonisolated static func paging(_ request: Request) throws -> (offset: Int, limit: Int) {
+        (try number(request, "offset", in: 0...Int(Int32.max), fallback: 0), try number(request, "limit", in: 1...500, fallback: 50))
     }
 
     func addAPI(to router: Router<ServerContext>) {
@@ -111,7 +126,8 @@ extension WebServer {
         api.get("state") { @MainActor _, _ in try Self.json(self.live.snapshot()) }
 
         api.post("record") { @MainActor request, context in
-            let body = try await Self.decode(RecordRequest.self, request, context: context, example: #"{"session": "Rehearsal", "take": "Verse"}"#)
+            let body = try await Self.decode(RecordRequest.self, request, context: context, keys: ["session", "take"],
+                                             example: #"{"session": "Rehearsal", "take": "Verse"}"#)
             func blankIsNil(_ s: String?) -> String? {
                 let t = s?.trimmingCharacters(in: .whitespaces)
                 return t?.isEmpty == false ? t : nil
@@ -139,7 +155,7 @@ extension WebServer {
             return try Self.json(self.live.snapshot(), status: .accepted)
         }
         api.post("markers") { @MainActor request, context in
-            let body = try await Self.decode(MarkRequest.self, request, context: context, example: #"{"label": "chorus"}"#)
+            let body = try await Self.decode(MarkRequest.self, request, context: context, keys: ["label"], example: #"{"label": "chorus"}"#)
             let label = body.label ?? ""
             guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.contains("\n") else {
                 throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes.")
@@ -151,7 +167,7 @@ extension WebServer {
         }
 
         api.get("sessions") { @MainActor request, _ in
-            let (offset, limit) = Self.paging(request)
+            let (offset, limit) = try Self.paging(request)
             let all = try await self.library.sessions()
             let newest = all.reversed().dropFirst(offset).prefix(limit)
             return try Self.json(SessionPage(total: all.count, offset: offset, sessions: newest.map {
@@ -161,7 +177,7 @@ extension WebServer {
         }
         api.get("sessions/:id") { @MainActor request, context in
             let s = try await self.library.session(context.parameters.require("id"))
-            let (offset, limit) = Self.paging(request)
+            let (offset, limit) = try Self.paging(request)
             let storage = self.parts.store.storage
             let files = storage.audioFiles(of: s)
             return try Self.json(SessionTakes(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt, total: s.takes.count,
@@ -171,7 +187,7 @@ extension WebServer {
         }
         api.patch("sessions/:id") { @MainActor request, context in
             let s = try await self.library.session(context.parameters.require("id"))
-            let body = try await Self.decode(SessionChange.self, request, context: context, example: #"{"name": "New name"}"#)
+            let body = try await Self.decode(SessionChange.self, request, context: context, keys: ["name"], example: #"{"name": "New name"}"#)
             try await self.library.change { try await self.parts.store.rename(.session(s), to: body.name) }
             let renamed = try await self.library.session(s.id)
             return try Self.json(SessionSummary(id: renamed.id, shortID: renamed.shortID, name: renamed.name, createdAt: renamed.createdAt,
@@ -193,7 +209,8 @@ extension WebServer {
         }
         api.patch("takes/:id") { @MainActor request, context in
             var (t, s) = try await self.library.take(context.parameters.require("id"))
-            let body = try await Self.decode(TakeChange.self, request, context: context, example: #"{"name": "Verse 2", "notes": "keeper"}"#)
+            let body = try await Self.decode(TakeChange.self, request, context: context, keys: ["name", "notes"],
+                                             example: #"{"name": "Verse 2", "notes": "keeper"}"#)
             guard body.name != nil || body.notes != nil else {
                 throw APIError(.badRequest, "invalid-argument", #"Say what to change: {"name": "…"} and/or {"notes": "…"}."#)
             }
@@ -232,8 +249,12 @@ extension WebServer {
         }
         api.get("takes/:id/waveform") { @MainActor request, context in
             let (t, _) = try await self.library.take(context.parameters.require("id"))
+            let format = request.uri.queryParameters.get("format") ?? "json"
+            guard format == "json" || format == "dat" else {
+                throw APIError(.badRequest, "invalid-argument", "format=\(format.prefix(32)): give json (the default) or dat (audiowaveform's binary peaks).")
+            }
             let peaks = try await self.peaks(of: t)
-            if request.uri.queryParameters.get("format") == "dat" {
+            if format == "dat" {
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=60"],
                                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: peaks.datFile)))
             }
@@ -242,11 +263,8 @@ extension WebServer {
         }
         api.get("takes/:id/waveform.png") { @MainActor request, context in
             let (t, _) = try await self.library.take(context.parameters.require("id"))
-            let q = request.uri.queryParameters
-            let image = WaveformImage(width: q.get("width", as: Int.self) ?? 1200, height: q.get("height", as: Int.self) ?? 240)
-            guard WaveformImage.widths.contains(image.width), WaveformImage.heights.contains(image.height) else {
-                throw APIError(.badRequest, "invalid-argument", "width is \(WaveformImage.widths.lowerBound)…\(WaveformImage.widths.upperBound) and height \(WaveformImage.heights.lowerBound)…\(WaveformImage.heights.upperBound) pixels.")
-            }
+            let image = WaveformImage(width: try Self.number(request, "width", in: Self.pictureWidths, fallback: 1200),
+                                      height: try Self.number(request, "height", in: Self.pictureHeights, fallback: 240))
             let peaks = try await self.peaks(of: t)
             let png = try await OffMain.run(on: OffMain.decoding) { try image.png(of: peaks) }
             return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=60"],
@@ -258,7 +276,7 @@ extension WebServer {
             guard t.state != .recording else {
                 throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Export it when the recording has stopped.")
             }
-            let body = try await Self.decode(ExportRequest.self, request, context: context, example: #"{"format": "flac"}"#)
+            let body = try await Self.decode(ExportRequest.self, request, context: context, keys: ["format"], example: #"{"format": "…"}"#)
             let job = try self.exports.start(take: t, session: s, format: body.format ?? self.parts.defaultExportFormat)
             return try Self.json(self.status(job), status: .accepted)
         }
@@ -276,12 +294,29 @@ extension WebServer {
         }
 
         api.get("doctor") { @MainActor _, _ in
-            guard let doctor = self.parts.doctor else {
-                throw APIError(.notImplemented, "unsupported", "This library's storage has no doctor.")
-            }
-            let findings = try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) }
-            return try Self.json(Findings(findings: findings))
+            try Self.json(Findings(findings: try await self.doctorFindings()))
         }
+    }
+
+    /// The picture sizes the server draws (smaller than `tapedeck waveform`'s: a page never needs
+    /// more, and a request must stay cheap).
+    nonisolated static let pictureWidths = 16...4096
+    nonisolated static let pictureHeights = 16...1024
+
+    /// What doctor finds, examined at most once at a time and kept for ``doctorKeepSeconds``:
+    /// examining reads every take's header, which requests must not repeat at will.
+    func doctorFindings() async throws -> [DoctorFinding] {
+        guard let doctor = parts.doctor else {
+            throw APIError(.notImplemented, "unsupported", "This library's storage has no doctor.")
+        }
+        if let (at, findings) = doctorCache, Date().timeIntervalSince(at) < Self.doctorKeepSeconds { return findings }
+        if let running = doctorScan { return try await running.value }
+        let scan = Task { try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) } }
+        doctorScan = scan
+        defer { doctorScan = nil }
+        let findings = try await scan.value
+        doctorCache = (Date(), findings)
+        return findings
     }
 
     /// The media type of an encoding's files.

@@ -18,28 +18,26 @@ extension WebServer {
         token != nil && token!.matches(request.cookies[AccessGuard.cookieName]?.value)
     }
 
-    nonisolated static func page(_ request: Request) -> Int {
-        max(1, request.uri.queryParameters.get("page", as: Int.self) ?? 1)
+    /// `?page=N` (clamped to the pages there are when rendered); anything but a number is refused.
+    nonisolated static func page(_ request: Request) throws -> Int {
+        try number(request, "page", in: 1...Int(Int32.max), fallback: 1)
     }
 
     func addPages(to router: Router<ServerContext>) {
         router.get("/") { @MainActor request, _ in
             let sessions = try await self.library.sessions()
-            return Self.html(PageRenderer.home(sessions: sessions, page: Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
+            return Self.html(PageRenderer.home(sessions: sessions, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("sessions/:id") { @MainActor request, context in
             let s = try await self.library.session(context.parameters.require("id"))
-            return Self.html(PageRenderer.session(s, page: Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
+            return Self.html(PageRenderer.session(s, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("takes/:id") { @MainActor request, context in
             let (t, s) = try await self.library.take(context.parameters.require("id"))
             return Self.html(PageRenderer.take(t, in: s, exportFormats: self.parts.exportFormats, defaultFormat: self.parts.defaultExportFormat, version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("doctor") { @MainActor request, _ in
-            var findings: [DoctorFinding] = []
-            if let doctor = self.parts.doctor {
-                findings = try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) }
-            }
+            let findings = self.parts.doctor == nil ? [] : try await self.doctorFindings()
             return Self.html(PageRenderer.doctor(findings, version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("assets/:name") { @MainActor _, context in
@@ -84,9 +82,14 @@ extension WebServer {
         }
     }
 
-    /// A `next` that is a path on this server, never another site.
+    /// A `next` that is a path on this server, never another site: it starts with one `/`, holds
+    /// no backslash, whitespace or control character (browsers drop tabs and newlines, so
+    /// `/\t/evil.example` would become `//evil.example`), and parses with no scheme or host.
     nonisolated static func localPath(_ text: String) -> String {
-        text.hasPrefix("/") && !text.hasPrefix("//") && !text.contains("\\") && !text.contains("\r") && !text.contains("\n") ? text : "/"
+        guard text.hasPrefix("/"), !text.hasPrefix("//"), text.utf8.count <= 2048,
+              !text.unicodeScalars.contains(where: { $0 == "\\" || $0.properties.isWhitespace || $0.properties.generalCategory == .control }),
+              let c = URLComponents(string: text), c.scheme == nil, c.host == nil else { return "/" }
+        return text
     }
 
     func addLive(to router: Router<ServerContext>) {

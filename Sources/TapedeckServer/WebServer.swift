@@ -27,18 +27,24 @@ public final class WebServer {
     let library: LibraryView
     let exports: ExportJobs
     let limiter = LoginLimiter()
+    var doctorCache: (Date, [DoctorFinding])?
+    var doctorScan: Task<[DoctorFinding], any Error>?
+    static let doctorKeepSeconds = 10.0
     private nonisolated let group = Mutex<ServiceGroup?>(nil)
 
     /// - Parameters:
     ///   - token: required when ``ServerOptions/requiresToken``; `nil` otherwise.
     ///   - exportFolder: a private folder for exports made on request (removed when the server stops).
     public init(parts: ServerParts, options: ServerOptions, token: AccessToken?, exportFolder: URL) {
+        // Never a server off the loopback address that asks for nothing.
+        precondition(token != nil || !options.requiresToken, "A server that requires a token was made without one.")
         self.parts = parts
         self.options = options
         self.token = options.requiresToken ? token : nil
-        live = LiveState(desk: parts.desk, libraryPath: parts.store.storage.rootURL.path, configuredFormat: parts.configuredFormat,
-                         interval: options.stateInterval)
-        library = LibraryView(store: parts.store, desk: parts.desk)
+        let live = LiveState(desk: parts.desk, libraryPath: parts.store.storage.rootURL.path, configuredFormat: parts.configuredFormat,
+                             interval: options.stateInterval)
+        self.live = live
+        library = LibraryView(store: parts.store, generation: { live.libraryGeneration })
         exports = ExportJobs(parts: parts, folder: exportFolder)
     }
 
@@ -46,7 +52,7 @@ public final class WebServer {
     public func makeRouter() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         router.add(middleware: SecurityHeaders())
-        router.add(middleware: AccessGuard(token: token, loopbackOnly: options.isLoopback))
+        router.add(middleware: AccessGuard(token: token, loopbackOnly: options.isLoopback, limiter: limiter))
         addAPI(to: router)
         addPages(to: router)
         addLive(to: router)
@@ -85,6 +91,9 @@ public final class WebServer {
         } catch let error as IOError {
             live.stop()
             throw Self.listenError(error, options: options)
+        } catch is SocketAddressError {
+            live.stop()
+            throw TapedeckError(.invalidArgument, "--listen \(options.host):\(options.port): no address of that name. Give an address (127.0.0.1, 0.0.0.0, [::]) or a name this machine can look up.")
         }
     }
 
@@ -116,7 +125,7 @@ public final class WebServer {
 
     /// Called when the server shuts down: the recording is finished first.
     func finishForShutdown() async {
-        if parts.desk.isRecording { parts.logger.notice("Stopping: finishing the recording in progress…") }
+        if parts.desk.isRecording { parts.logger.info("Finishing the recording in progress…") }
         await parts.desk.finish()
         live.stop()
         exports.removeAll()
@@ -148,6 +157,14 @@ struct SecurityHeaders: RouterMiddleware {
             response = try Self.refusal(error, request, context)
         } catch let error as TapedeckError {
             response = try Self.refusal(APIError(error), request, context)
+        } catch let error as any HTTPResponseError {
+            // Hummingbird's own refusals (no such route, a body too large), with these headers too.
+            let refusal = error.status == .notFound
+                ? APIError(.notFound, "not-found", request.uri.path.hasPrefix("/api/")
+                    ? "There is no \(request.method) \(request.uri.path) in the API. The server describes its API at /api/openapi.yaml."
+                    : "There is no page at \(request.uri.path).")
+                : APIError(error.status, "refused", "\(error.status.code) \(error.status.reasonPhrase).")
+            response = try Self.refusal(refusal, request, context)
         }
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"

@@ -47,7 +47,7 @@ struct ServeCommand: AsyncParsableCommand {
                 loadingSessions: true, writing: true,
                 overrides: device.map { [PluginOverride(section: "capture", key: "device", value: $0, option: "-D/--device")] } ?? [],
                 detecting: [.capture])
-            let loaded = options.requiresToken ? try AccessToken.load(from: tokenURL) : nil
+            let loaded = options.requiresToken ? try AccessToken.load(from: tokenURL, makingFolders: tokenFile == nil) : nil
             let (token, madeToken) = (loaded?.token, loaded?.created == true)
             let library = studio.store.storage.rootURL.path
             let exportFolder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tapedeck-serve-\(getpid())-\(UUID().uuidString.prefix(8))")
@@ -84,11 +84,21 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let requiresToken = options.requiresToken
             let wide = !options.isLoopback
+            let onTerminal = Terminal.stdoutIsTerminal
             try await server.run { address in
-                var lines = ["Serving \(library) at \(address)" + (wide ? " (every network: the page asks for the token)." : " (this machine only).")]
+                var lines: [String]
+                if wide, let port = URLComponents(string: address)?.port, ["0.0.0.0", "::"].contains(options.host) {
+                    // Every network: the addresses a phone or another computer can open.
+                    let reachable = ServeCommand.addresses(ipv6: options.host == "::").map { "http://\($0):\(port)/" }
+                    lines = ["Serving \(library) on every network (the page asks for the token), at "
+                             + (reachable.isEmpty ? address : reachable.joined(separator: ", ")) + "."]
+                } else {
+                    lines = ["Serving \(library) at \(address)" + (wide ? " (the page asks for the token)." : " (this machine only).")]
+                }
                 if madeToken, let token {
-                    lines.append("A token was made for this server: \(token.value)")
-                    lines.append("It is kept in \(tokenURL.path) (only you can read it); it is not printed again.")
+                    // Printed once, to a person: never into a log or a journal.
+                    lines.append(onTerminal ? "A token was made for this server: \(token.value)" : "A token was made for this server.")
+                    lines.append("It is kept in \(tokenURL.path) (only you can read it)" + (onTerminal ? "; it is not printed again." : "; `cat` it to log in."))
                 } else if requiresToken {
                     lines.append("Log in with the token in \(tokenURL.path).")
                 }
@@ -99,6 +109,28 @@ struct ServeCommand: AsyncParsableCommand {
             }
             StandardOutput.write("Stopped.\n")
         }
+    }
+}
+
+extension ServeCommand {
+    /// This machine's addresses other machines can reach (not loopback), IPv4 first.
+    static func addresses(ipv6: Bool) -> [String] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var v4: [String] = [], v6: [String] = []
+        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+            guard let address = entry.pointee.ifa_addr, entry.pointee.ifa_flags & UInt32(IFF_LOOPBACK) == 0,
+                  entry.pointee.ifa_flags & UInt32(IFF_UP) != 0 else { continue }
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            let family = Int32(address.pointee.sa_family)
+            guard family == AF_INET || (ipv6 && family == AF_INET6) else { continue }
+            let length = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
+            guard getnameinfo(address, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+            let text = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if family == AF_INET { v4.append(text) } else if !text.hasPrefix("fe80") { v6.append("[\(text)]") }
+        }
+        return v4 + v6
     }
 }
 

@@ -53,6 +53,10 @@ struct WaveformCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "Refusing to write a PNG picture to the terminal. Redirect it (-o - > take.png) or name a file with -o.")
             }
             let target = URL(fileURLWithPath: output)
+            var isFolder: ObjCBool = false
+            if !toStdout, !(FileManager.default.fileExists(atPath: target.deletingLastPathComponent().path, isDirectory: &isFolder) && isFolder.boolValue) {
+                throw TapedeckError(.notFound, "The folder \(target.deletingLastPathComponent().path) does not exist. Create it, or choose another file with -o.")
+            }
             if !toStdout, !force, FileManager.default.fileExists(atPath: target.path) {
                 throw TapedeckError(.alreadyExists, "\(target.path) exists already; it was left as it is. Add --force to replace it, or choose another name with -o.")
             }

@@ -644,7 +644,12 @@ public final class RecordingEngine: Sendable {
                 }
             }
         }
-        prepare(lastIndex + 1)
+        // A run that splits only when asked (the web page's Split) makes its next take when the
+        // split comes: no empty take waits in the library meanwhile, and the take's entry is
+        // dated when it begins. The writer waits the few milliseconds that takes; the hand-off
+        // ring holds what the device delivers meanwhile. Every other run makes it ready ahead.
+        let preparesAhead = split.splits || plan.startsIdle || plan.splitOnMarker || plan.resume
+        if preparesAhead { prepare(lastIndex + 1) }
 
         /// The prepared next take, waiting for it if it is still being made; `nil` (and a retry
         /// 10 s of audio later) when it could not be made.
@@ -801,7 +806,7 @@ public final class RecordingEngine: Sendable {
                             endCurrent(reason)
                             begin(prepared, at: position, reason)
                             if !request.splits { current!.markers.append(TakeMarker(frame: 0, label: m.label, date: m.date)) }
-                            prepare(prepared.index + 1)
+                            if preparesAhead { prepare(prepared.index + 1) }
                         } else if !request.splits {
                             current!.markers.append(TakeMarker(frame: max(0, position - current!.offset), label: m.label, date: m.date))
                         }
