@@ -56,16 +56,7 @@ public struct TakeWaveforms: Sendable {
     /// Stores `peaks` as `take`'s peaks file (atomically: a temporary file renamed over it).
     /// Best effort: a cache that cannot be written only means decoding again next time.
     public func store(_ peaks: WaveformPeaks, for take: Take) {
-        guard let folder, let file = file(for: take.id) else { return }
-        if !FileManager.default.fileExists(atPath: folder.path) {
-            var missing: [URL] = []
-            var probe = folder
-            while !FileManager.default.fileExists(atPath: probe.path), probe.path != "/" {
-                missing.append(probe)
-                probe = probe.deletingLastPathComponent()
-            }
-            for f in missing.reversed() { _ = mkdir(f.path, 0o700) }
-        }
+        guard let folder, let file = file(for: take.id), (try? FileModes.makePrivateFolder(folder)) != nil else { return }
         let temporary = folder.appendingPathComponent(".\(take.id).\(getpid()).tmp")
         // One a crashed process of the same id left is garbage.
         unlink(temporary.path)

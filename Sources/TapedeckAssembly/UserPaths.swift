@@ -46,15 +46,7 @@ public struct UserPaths: Sendable, Hashable {
     /// folders an application creates under the user's base directories. Folders that exist are
     /// left as they are. - Thread: any. Blocks briefly on the file system.
     public static func makePrivateFolder(_ url: URL) throws {
-        var missing: [URL] = []
-        var probe = url.standardizedFileURL
-        while !FileManager.default.fileExists(atPath: probe.path), probe.path != "/" {
-            missing.append(probe)
-            probe = probe.deletingLastPathComponent()
-        }
-        for folder in missing.reversed() where mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
-            throw TapedeckError.system(errno, while: "create the folder \(folder.path)")
-        }
+        try FileModes.makePrivateFolder(url)
     }
 
     private static func absolute(_ value: String?) -> String? {

@@ -48,27 +48,15 @@ public struct AccessToken: Sendable, Hashable {
     }
 
     private static func create(at file: URL) throws -> AccessToken {
-        let folder = file.deletingLastPathComponent()
-        var missing: [URL] = []
-        var probe = folder
-        while !FileManager.default.fileExists(atPath: probe.path), probe.path != "/" {
-            missing.append(probe)
-            probe = probe.deletingLastPathComponent()
-        }
-        for f in missing.reversed() where mkdir(f.path, 0o700) != 0 && errno != EEXIST {
-            throw TapedeckError.system(errno, while: "create the folder \(f.path) for the token file")
-        }
+        try FileModes.makePrivateFolder(file.deletingLastPathComponent())
         var generator = SystemRandomNumberGenerator()
         let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create the token file \(file.path)") }
-        let line = Array((value + "\n").utf8)
-        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == line.count, synced else {
-            unlink(file.path)
-            throw TapedeckError(.io, "Could not write the token file \(file.path). Check the disk, or choose another with --token-file.")
+        do {
+            try DurableFiles().writeNewFile(Data((value + "\n").utf8), to: file, mode: 0o600)
+        } catch let error as TapedeckError {
+            if error.systemCode != EEXIST { unlink(file.path) }  // never another process's new file
+            throw TapedeckError(error.code, "Could not make the token file: \(error.message) Check the disk, or choose another file with --token-file.",
+                                systemCode: error.systemCode)
         }
         return AccessToken(value: value)
     }

@@ -129,10 +129,10 @@ public struct DurableFiles: Sendable {
     }
 
     /// Writes `data` to a new file `url` (which must not exist; never follows a link), syncs it,
-    /// and returns. Permissions are ``FileModes/file`` (0664) less the umask.
-    public func writeNewFile(_ data: Data, to url: URL) throws {
+    /// and returns. Permissions are `mode` (``FileModes/file``, 0664, unless said) less the umask.
+    public func writeNewFile(_ data: Data, to url: URL, mode: UInt32 = FileModes.file) throws {
         try seam.willPerform(.write, on: url)
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FileModes.file)
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "create \(url.path)") }
         defer { close(fd) }
         var offset = 0
