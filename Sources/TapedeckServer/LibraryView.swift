@@ -12,7 +12,9 @@ final class LibraryView {
     let store: SessionStore
     /// Grows when recordings here change the list (``LiveState/libraryGeneration``).
     private let generation: @MainActor () -> Int
-    private var takes: [String: (Take, Session)] = [:]
+    /// Where each take is in ``SessionStore/sessions``: positions, not copies (a library of
+    /// 100 000 takes is held once).
+    private var takes: [String: (session: Int, take: Int)] = [:]
     private var sessionIndex: [String: Int] = [:]
     private var indexed: (count: Int, finished: Int, at: Date)?
     private var refreshing: Task<Void, Never>?
@@ -24,7 +26,9 @@ final class LibraryView {
 
     /// The sessions, newest state known; the first call (or one after a change) waits for them.
     func sessions() async throws -> [Session] {
-        if !store.isLoaded || indexed == nil || indexed?.finished != generation() {
+        if store.isLoaded, indexed == nil {
+            reindex()  // loaded as the server started
+        } else if !store.isLoaded || indexed?.finished != generation() {
             try await store.refresh()
             reindex()
         } else if let at = indexed?.at, Date().timeIntervalSince(at) > Self.staleAfter, refreshing == nil {
@@ -42,18 +46,19 @@ final class LibraryView {
         sessionIndex.removeAll(keepingCapacity: true)
         for (i, s) in store.sessions.enumerated() {
             sessionIndex[s.id] = i
-            for t in s.takes { takes[t.id] = (t, s) }
+            for (j, t) in s.takes.enumerated() { takes[t.id] = (i, j) }
         }
         indexed = (store.sessions.count, generation(), Date())
     }
 
     /// The take with exactly this id.
     func take(_ id: String) async throws -> (Take, Session) {
-        _ = try await sessions()
-        guard let found = takes[id] else {
+        let all = try await sessions()
+        guard let at = takes[id], at.session < all.count, at.take < all[at.session].takes.count,
+              all[at.session].takes[at.take].id == id else {
             throw APIError(.notFound, "not-found", "No take has the id \"\(id.prefix(64))\". Take ids are listed by GET /api/sessions/{id} (the `id` of each take).")
         }
-        return found
+        return (all[at.session].takes[at.take], all[at.session])
     }
 
     /// The session with exactly this id.
