@@ -24,15 +24,26 @@ extension Studio {
                            ended: @escaping @MainActor () -> Void = {}) -> WebServer {
         let desk = RecordingDesk(makeRecorder: { [unowned self] in try self.makeRecorder() }, logger: logger,
                                  otherRecorder: otherRecorder, started: started, ended: ended)
-        let doctor = (store.storage as? any LibraryMaintenance).map { LibraryDoctor(storage: $0, encoders: encoders, decoders: decoders) }
         let parts = ServerParts(
             store: store, desk: desk, waveforms: makeWaveforms(),
             makeExporter: { [unowned self] in self.makeExporter() },
             makeEncoder: { [unowned self] name in try self.makeEncoder(named: name, overrides: [:]).0 },
             exportFormats: encoders.map(\.name), defaultExportFormat: "flac",
-            mediaTypes: Dictionary(encoders.map { ($0.name, $0.mediaType) }, uniquingKeysWith: { a, _ in a }), doctor: doctor, configuredFormat: configuration.recording.format,
+            mediaTypes: Dictionary(encoders.map { ($0.name, $0.mediaType) }, uniquingKeysWith: { a, _ in a }),
+            makeDoctor: { [unowned self] in try self.makeDoctor() }, configuredFormat: configuration.recording.format,
             version: TapedeckVersion.string, logger: logger)
         return WebServer(parts: parts, options: options, token: token, exportFolder: exportFolder)
+    }
+
+    /// The doctor of the configured store (`tapedeck doctor`, the server's findings).
+    /// - Throws: `.configuration` for a store that cannot be examined, saying which can.
+    /// - Thread: main actor. Never blocks.
+    public func makeDoctor() throws -> LibraryDoctor {
+        guard let storage = store.storage as? any LibraryMaintenance else {
+            let examinable = catalog.storage.map(\.name).joined(separator: ", ")
+            throw TapedeckError(.configuration, "The \(configuration.storage.plugin ?? "configured") storage backend cannot be examined by doctor. Stores that can: \(examinable) (--set storage.backend=NAME).")
+        }
+        return LibraryDoctor(storage: storage, encoders: encoders, decoders: decoders)
     }
 
     /// Where `tapedeck serve` keeps its token unless `--token-file` says otherwise.

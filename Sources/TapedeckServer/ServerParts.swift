@@ -18,8 +18,8 @@ public struct ServerParts {
     public var exportFormats: [String]
     public var defaultExportFormat: String
     public var mediaTypes: [String: String]
-    /// The library's maintenance view, for doctor's findings (`nil` when the store has none).
-    public var doctor: LibraryDoctor?
+    /// The library's doctor, for its findings (throws, saying why, for a store it cannot examine).
+    public var makeDoctor: @MainActor () throws -> LibraryDoctor
     /// The format recordings are configured to use (for the time left on the disk).
     public var configuredFormat: AudioFormat
     public var version: String
@@ -27,7 +27,8 @@ public struct ServerParts {
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 makeExporter: @escaping @MainActor () -> TakeExporter, makeEncoder: @escaping @MainActor (String) throws -> any AudioEncoder,
-                exportFormats: [String], defaultExportFormat: String, mediaTypes: [String: String], doctor: LibraryDoctor?, configuredFormat: AudioFormat, version: String, logger: Logger) {
+                exportFormats: [String], defaultExportFormat: String, mediaTypes: [String: String],
+                makeDoctor: @escaping @MainActor () throws -> LibraryDoctor, configuredFormat: AudioFormat, version: String, logger: Logger) {
         self.store = store
         self.desk = desk
         self.waveforms = waveforms
@@ -36,7 +37,7 @@ public struct ServerParts {
         self.exportFormats = exportFormats
         self.defaultExportFormat = defaultExportFormat
         self.mediaTypes = mediaTypes
-        self.doctor = doctor
+        self.makeDoctor = makeDoctor
         self.configuredFormat = configuredFormat
         self.version = version
         self.logger = logger

@@ -306,9 +306,8 @@ extension WebServer {
     /// What doctor finds, examined at most once at a time and kept for ``doctorKeepSeconds``:
     /// examining reads every take's header, which requests must not repeat at will.
     func doctorFindings() async throws -> [DoctorFinding] {
-        guard let doctor = parts.doctor else {
-            throw APIError(.notImplemented, "unsupported", "This library's storage has no doctor.")
-        }
+        let doctor: LibraryDoctor
+        do { doctor = try parts.makeDoctor() } catch let e as TapedeckError { throw APIError(e) }
         if let (at, findings) = doctorCache, Date().timeIntervalSince(at) < Self.doctorKeepSeconds { return findings }
         if let running = doctorScan { return try await running.value }
         let scan = Task { try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) } }

@@ -37,7 +37,7 @@ extension WebServer {
             return Self.html(PageRenderer.take(t, in: s, exportFormats: self.parts.exportFormats, defaultFormat: self.parts.defaultExportFormat, version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("doctor") { @MainActor request, _ in
-            let findings = self.parts.doctor == nil ? [] : try await self.doctorFindings()
+            let findings = try await self.doctorFindings()
             return Self.html(PageRenderer.doctor(findings, version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("assets/:name") { @MainActor _, context in

@@ -75,10 +75,6 @@ struct DoctorCommand: AsyncParsableCommand {
 
     @MainActor
     private func makeDoctor() throws -> LibraryDoctor {
-        let studio = try global.makeStudioWithoutLibrary()
-        guard let storage = studio.store.storage as? any LibraryMaintenance else {
-            throw TapedeckError(.configuration, "The \(studio.configuration.storage.plugin ?? "configured") storage backend cannot be examined by tapedeck doctor.")
-        }
-        return LibraryDoctor(storage: storage, encoders: studio.encoders, decoders: studio.decoders)
+        try global.makeStudioWithoutLibrary().makeDoctor()
     }
 }
