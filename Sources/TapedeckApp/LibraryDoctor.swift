@@ -256,17 +256,17 @@ public struct LibraryDoctor: Sendable {
 }
 
 extension LibraryDoctor {
-    /// ``examine(repair:)`` on the blocking-work queue.
+    /// ``examine(repair:)`` on a background queue (off the main actor and the cooperative pool).
     /// - Thread: any; suspends while the library is examined.
     public func run(repair: Bool) async throws -> [DoctorFinding] {
         let doctor = self
-        return try await BlockingWork.run { try doctor.examine(repair: repair) }
+        return try await BlockingWork.detached { try doctor.examine(repair: repair) }
     }
 
-    /// ``rebuildCatalog()`` on the blocking-work queue.
+    /// ``rebuildCatalog()`` on a background queue (off the main actor and the cooperative pool).
     /// - Thread: any; suspends while the catalog is rebuilt.
     public func runRebuild() async throws -> DoctorFinding {
         let doctor = self
-        return try await BlockingWork.run { try doctor.rebuildCatalog() }
+        return try await BlockingWork.detached { try doctor.rebuildCatalog() }
     }
 }

@@ -18,6 +18,8 @@ public final class SessionStore {
     /// The store this object mutates.
     public let storage: any TakeStorage
     @ObservationIgnored private let logger: Logger
+    /// This store's own serial queue for storage calls.
+    @ObservationIgnored private let work = BlockingWork(label: "tapedeck.session-store")
 
     /// Every session with its takes, as of the last successful refresh (empty until loaded).
     public private(set) var sessions: [Session] = []
@@ -177,7 +179,7 @@ public final class SessionStore {
     /// Runs storage work off the main actor, logging and keeping the failure.
     func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         do {
-            return try await BlockingWork.run(body)
+            return try await work.run(body)
         } catch let error as TapedeckError {
             lastError = error
             logger.debug("Storage operation failed: \(error.message)")

@@ -278,17 +278,17 @@ public struct TakeImporter: Sendable {
 }
 
 extension TakeImporter {
-    /// ``importFile(_:into:)`` on the blocking-work queue.
+    /// ``importFile(_:into:)`` on a background queue (off the main actor and the cooperative pool).
     /// - Thread: any; suspends while the file is imported.
     public func run(file url: URL, into session: Session, named name: String? = nil) async throws -> ImportedFile {
         let importer = self
-        return try await BlockingWork.run { try importer.importFileReporting(url, into: session, named: name) }
+        return try await BlockingWork.detached { try importer.importFileReporting(url, into: session, named: name) }
     }
 
-    /// ``importSession(_:from:named:)`` on the blocking-work queue.
+    /// ``importSession(_:from:named:)`` on a background queue (off the main actor and the cooperative pool).
     /// - Thread: any; suspends while the session is imported.
     public func run(session id: String, from source: any TakeStorage, named name: String?) async throws -> (Session, [Take]) {
         let importer = self
-        return try await BlockingWork.run { try importer.importSession(id, from: source, named: name) }
+        return try await BlockingWork.detached { try importer.importSession(id, from: source, named: name) }
     }
 }

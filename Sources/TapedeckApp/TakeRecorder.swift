@@ -463,7 +463,7 @@ public final class TakeRecorder {
         phase = .finishing
         apply(engine.takeProgress())
         if case .writeFailed = result.end, !result.writerFinished, case .file(let url) = output {
-            if let repaired = try? await BlockingWork.run({ try encoder.repair(fileAt: url) }) { result.frames = repaired.frames }
+            if let repaired = try? await BlockingWork.detached({ try encoder.repair(fileAt: url) }) { result.frames = repaired.frames }
         }
         frames = result.frames
         clippedSamples = result.clippedSamples

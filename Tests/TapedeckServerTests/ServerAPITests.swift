@@ -15,7 +15,7 @@ import TapedeckCore
 /// The JSON API over real HTTP (Hummingbird's live test server on a loopback port), with the
 /// null capture backend and a directory library in a temporary folder: each endpoint's success
 /// and its refusals (no token, wrong token, cross-site, unknown id, a second recorder).
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(5)))
 @MainActor
 struct ServerAPITests {
     struct Fixture {
@@ -48,6 +48,18 @@ struct ServerAPITests {
         return Fixture(server: server, studio: studio, folder: folder)
     }
 
+    /// Runs `body` against the fixture's server on a loopback port; the recording (if any) is
+    /// finished and the live state stopped afterwards, whether `body` succeeds or not.
+    func serving(_ f: Fixture, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        do {
+            try await f.server.makeApplication().test(.live, body)
+        } catch {
+            await f.server.finishForShutdown()
+            throw error
+        }
+        await f.server.finishForShutdown()
+    }
+
     nonisolated static func json(_ buffer: ByteBuffer) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any])
     }
@@ -56,12 +68,15 @@ struct ServerAPITests {
         ((try? json(buffer))?["error"] as? [String: Any])?["code"] as? String
     }
 
+    /// A moment `seconds` from now: polls wait that long for what a busy machine does slowly.
+    nonisolated static func deadline(_ seconds: Int) -> ContinuousClock.Instant { .now + .seconds(seconds) }
+
     nonisolated static func body(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 
     @Test("record, a second recorder refused, marker, stop: the take is listed, played with byte ranges, renamed, annotated, exported and deleted")
     func recordAndManage() async throws {
         let f = try await fixture()
-        try await f.server.makeApplication().test(.live) { client in
+        try await serving(f) { client in
             // Nothing records yet: stop and marker are refused.
             try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) {
                 #expect($0.status == .conflict)
@@ -81,7 +96,8 @@ struct ServerAPITests {
             try await Task.sleep(for: .milliseconds(500))
             try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
             var takeID = ""
-            for _ in 0..<100 where takeID.isEmpty {
+            let stopDeadline = Self.deadline(60)
+            while takeID.isEmpty, ContinuousClock.now < stopDeadline {
                 let state = try await client.execute(uri: "/api/state", method: .get) { try Self.json($0.body) }
                 if state["recording"] as? Bool == false, let last = state["last"] as? [String: Any] { takeID = last["takeID"] as? String ?? "" }
                 try await Task.sleep(for: .milliseconds(100))
@@ -176,7 +192,8 @@ struct ServerAPITests {
             }
             let exportID = try #require(started["id"] as? String)
             var state = ""
-            for _ in 0..<200 where state != "done" && state != "failed" {
+            let exportDeadline = Self.deadline(120)
+            while state != "done", state != "failed", ContinuousClock.now < exportDeadline {
                 try await Task.sleep(for: .milliseconds(100))
                 state = try await client.execute(uri: "/api/exports/\(exportID)", method: .get) { try Self.json($0.body)["state"] as? String ?? "" }
             }
@@ -210,13 +227,12 @@ struct ServerAPITests {
             }
             try await client.execute(uri: "/api/sessions/\(sessionID)", method: .delete, headers: Self.script) { #expect($0.status == .noContent) }
         }
-        await f.server.finishForShutdown()
     }
 
     @Test("Split ends the take and goes on in the next of the same run; nothing to split is refused")
     func split() async throws {
         let f = try await fixture()
-        try await f.server.makeApplication().test(.live) { client in
+        try await serving(f) { client in
             try await client.execute(uri: "/api/split", method: .post, headers: Self.script) { #expect($0.status == .conflict) }
             try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body(#"{"session": "Cut", "take": "Song"}"#)) {
                 #expect($0.status == .accepted)
@@ -225,7 +241,8 @@ struct ServerAPITests {
             try await client.execute(uri: "/api/split", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
             try await Task.sleep(for: .milliseconds(1200))
             try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
-            for _ in 0..<100 {
+            let stopDeadline = Self.deadline(60)
+            while ContinuousClock.now < stopDeadline {
                 let state = try await client.execute(uri: "/api/state", method: .get) { try Self.json($0.body) }
                 if state["recording"] as? Bool == false { break }
                 try await Task.sleep(for: .milliseconds(100))
@@ -243,13 +260,12 @@ struct ServerAPITests {
             let first = try #require(takes.first?["frames"] as? Int)
             #expect(runs.last?["offsetFrames"] as? Int == first)
         }
-        await f.server.finishForShutdown()
     }
 
     @Test("requests that change something must come from the page, a script header or a bearer token")
     func crossSite() async throws {
         let f = try await fixture()
-        try await f.server.makeApplication().test(.live) { client in
+        try await serving(f) { client in
             try await client.execute(uri: "/api/stop", method: .post) {
                 #expect($0.status == .forbidden)
                 #expect(Self.errorCode($0.body) == "cross-site")
@@ -282,7 +298,7 @@ struct ServerAPITests {
     func token() async throws {
         let token = AccessToken(value: String(repeating: "ab", count: 32))
         let f = try await fixture(token: token, requireToken: true)
-        try await f.server.makeApplication().test(.live) { client in
+        try await serving(f) { client in
             try await client.execute(uri: "/api/state", method: .get) {
                 #expect($0.status == .unauthorized)
                 #expect(Self.errorCode($0.body) == "token-required")
@@ -337,7 +353,7 @@ struct ServerAPITests {
         let token = AccessToken(value: String(repeating: "cd", count: 32))
         let f = try await fixture(token: token, requireToken: true)
         let bearer: HTTPFields = [.authorization: "Bearer \(token.value)"]
-        try await f.server.makeApplication().test(.live) { client in
+        try await serving(f) { client in
             try await client.execute(uri: "/api/record", method: .post, headers: bearer, body: Self.body(#"{"session": "Live"}"#)) { #expect($0.status == .accepted) }
             let levels = LevelBox()
             var configuration = WebSocketClientConfiguration()
@@ -361,7 +377,6 @@ struct ServerAPITests {
             // The null backend's sine at half scale reads about −6 dBFS.
             #expect(levels.values.contains { abs($0 + 6.02) < 0.5 }, "\(levels.values)")
         }
-        await f.server.finishForShutdown()
     }
 
     @Test("listen addresses are parsed as users write them; off the loopback address a token is required")

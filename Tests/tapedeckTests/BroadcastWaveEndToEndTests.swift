@@ -125,7 +125,7 @@ struct BroadcastWaveEndToEndTests {
         })
         Thread.sleep(forTimeInterval: 2.5)
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
         let takes = try cli.takes()  // opening the library recovers the take
         let take = try #require(takes.first)
         #expect(take["state"] as? String == "recovered")

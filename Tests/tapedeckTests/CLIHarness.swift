@@ -98,7 +98,7 @@ struct CLIHarness {
 
     func run(_ args: [String]) throws -> Result {
         let (p, out, err) = try start(args)
-        p.waitUntilExit()
+        Self.waitForExit(p)
         defer {
             try? FileManager.default.removeItem(at: out)
             try? FileManager.default.removeItem(at: err)
@@ -187,6 +187,21 @@ struct CLIHarness {
             return line.split(separator: " ").compactMap { Double($0) }.first ?? .nan
         }
         return (value("I:"), value("Peak:"))
+    }
+
+    /// Waits for `p` to exit, for at most `limit` seconds: a command that is still running by then
+    /// is a hang, and a test that waits for it forever would hold up the whole run. It is recorded
+    /// as an issue with the threads' stacks (gdb, when it is there), then killed.
+    static func waitForExit(_ p: Process, limit: Double = 300, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard !wait(timeout: limit, { !p.isRunning }) else {
+            p.waitUntilExit()
+            return
+        }
+        let stacks = (try? tool("gdb", ["-p", "\(p.processIdentifier)", "-batch", "-ex", "thread apply all bt"]))?.stdout ?? "(no gdb)"
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        Issue.record("\((p.arguments ?? []).joined(separator: " ")) was still running after \(Int(limit)) s, and was killed. Its threads:\n\(stacks.suffix(20_000))",
+                     sourceLocation: sourceLocation)
     }
 
     /// Waits until `condition` holds, polling every 20 ms, up to `timeout` seconds.

@@ -175,7 +175,7 @@ struct ByteQuotaEndToEndTests {
                                 "QUOTA_SHIM_BYTES": String(4 << 20), "QUOTA_SHIM_LOG": log.path]
         let (p, out, err) = try cli.start(["record", "--name", "filler", "--json", "--set", "capture.null.signal=counter",
                                            "--set", "capture.null.paced=false", "--set", "encoder.name=\(encoder)"])
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
         let exited = Self.monotonicNanoseconds()
         cli.extraEnvironment = [:]
         let stderr = try String(contentsOf: err, encoding: .utf8)

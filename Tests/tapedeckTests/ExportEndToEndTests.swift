@@ -146,7 +146,7 @@ struct ExportEndToEndTests {
         #expect(CLIHarness.wait(timeout: 10) { cli.pendingBytes() > 0 })
         Thread.sleep(forTimeInterval: 2.2)
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
 
         let take = try #require(try cli.takes().first)
         #expect(take["state"] as? String == "recovered")

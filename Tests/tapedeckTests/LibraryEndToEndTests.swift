@@ -70,7 +70,7 @@ struct LibraryEndToEndTests {
         #expect(renamedSession.status == 0, "\(renamedSession.stderr)")
         let renamedTake = try cli.run("rename", "Studio A/Earlier", "Soundcheck")
         #expect(renamedTake.status == 0, "\(renamedTake.stderr)")
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
         let report = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
         #expect(p.terminationStatus == 0, "\(report)")
         let takes = try cli.takes()
@@ -189,7 +189,7 @@ struct DoctorEndToEndTests {
         #expect(cli.waitForPendingFile())
         Thread.sleep(forTimeInterval: 1.5)
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
 
         // Audio, manifests and everything else a user keeps; SQLite's own files and lock files
         // change when any process opens the library.
@@ -329,7 +329,7 @@ extension DoctorEndToEndTests {
         let doctor = try cli.run("doctor", "--repair", "--json")
         #expect(doctor.status == 0, "\(doctor.stdout) \(doctor.stderr)")
         #expect(try Self.report(doctor).isEmpty, "a live recording is not damage")
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
         #expect(p.terminationStatus == 0)
         let running = try #require(try cli.takes().first { $0["name"] as? String == "Running" })
         #expect(running["state"] as? String == "complete" && running["frames"] as? Int == 96_000)

@@ -89,7 +89,7 @@ struct SplitEndToEndTests {
         let (p, _, _) = try cli.start(["record", "--split", "1s", "--set", "capture.null.signal=counter", "--session", "Killed"])
         Thread.sleep(forTimeInterval: 3.6)
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
         let takes = try cli.listJSON().flatMap { $0["takes"] as? [[String: Any]] ?? [] }
             .sorted { (($0["run"] as? [String: Any])?["index"] as? Int ?? 0) < (($1["run"] as? [String: Any])?["index"] as? Int ?? 0) }
         #expect(takes.count >= 3 && takes.count <= 5, "\(takes.count) takes")

@@ -88,7 +88,7 @@ struct UnattendedEndToEndTests {
         kill(p.processIdentifier, SIGUSR2)
         Thread.sleep(forTimeInterval: 1)
         kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        CLIHarness.waitForExit(p)
         #expect(p.terminationStatus == 0)
         let rep = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
         let takes = try #require(rep["takes"] as? [[String: Any]])
