@@ -57,6 +57,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // New backends: `swift package scaffold-backend` prints the two target lines to add here.
@@ -78,6 +79,9 @@ let package = Package(
             pkgConfig: "libebur128",
             providers: [.apt(["libebur128-dev"])]
         ),
+        // The S3 remote: AWS Signature Version 4 over swift-crypto.
+        .target(name: "TapedeckS3", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckS3Tests", dependencies: ["TapedeckS3", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
         // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
         .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),
         .systemLibrary(
