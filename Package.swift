@@ -80,7 +80,7 @@ let package = Package(
             providers: [.apt(["libebur128-dev"])]
         ),
         // The S3 remote: AWS Signature Version 4 over swift-crypto.
-        .target(name: "TapedeckS3", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
+        .target(name: "TapedeckS3", dependencies: ["TapedeckCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckS3Tests", dependencies: ["TapedeckS3", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
         // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
         .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),

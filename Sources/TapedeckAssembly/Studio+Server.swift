@@ -40,8 +40,9 @@ extension Studio {
     /// - Thread: main actor. Never blocks.
     public func makeDoctor() throws -> LibraryDoctor {
         guard let storage = store.storage as? any LibraryMaintenance else {
-            let examinable = catalog.storage.map(\.name).joined(separator: ", ")
-            throw TapedeckError(.configuration, "The \(configuration.storage.plugin ?? "configured") storage backend cannot be examined by doctor. Stores that can: \(examinable) (--set storage.backend=NAME).")
+            let configured = configuration.storage.plugin ?? "configured"
+            let others = catalog.storage.map(\.name).filter { $0 != configured }.joined(separator: ", ")
+            throw TapedeckError(.configuration, "The \(configured) storage backend cannot be examined by doctor. Examine a library of another store instead (\(others): --set storage.backend=NAME).")
         }
         return LibraryDoctor(storage: storage, encoders: encoders, decoders: decoders)
     }

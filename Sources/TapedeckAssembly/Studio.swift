@@ -41,7 +41,7 @@ public final class Studio {
         }
         // The default library is made private (0700), as the XDG specification asks.
         if configuration.libraryPath(catalog: catalog, paths: paths) == paths.defaultLibrary.path {
-            try UserPaths.makePrivateFolder(paths.defaultLibrary)
+            try FileModes.makePrivateFolder(paths.defaultLibrary)
         }
         store = SessionStore(storage: try storagePlugin.make(configuration.storage.settings, Self.context(context, "storage", storageName)),
                              logger: logger)

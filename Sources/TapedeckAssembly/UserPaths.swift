@@ -7,7 +7,8 @@ import Glibc
 /// The user's folders as the XDG Base Directory specification defines them, from the
 /// environment the command runs in: `$HOME` (the password database only when it is unset),
 /// `$XDG_CONFIG_HOME` and `$XDG_DATA_HOME` (ignored, as the specification says, when empty or
-/// not absolute). A plain value; any thread, never blocks except ``makePrivateFolder(_:)``.
+/// not absolute). A plain value; any thread, never blocks. Folders under them are made with
+/// `FileModes.makePrivateFolder(_:)` (0700, as the specification asks).
 public struct UserPaths: Sendable, Hashable {
     public let home: String
     public let configHome: String
@@ -40,13 +41,6 @@ public struct UserPaths: Sendable, Hashable {
         if path == "~" { return home }
         if path.hasPrefix("~/") { return home + path.dropFirst() }
         return path
-    }
-
-    /// Creates `url` and its missing parents with mode 0700, as the XDG specification asks for
-    /// folders an application creates under the user's base directories. Folders that exist are
-    /// left as they are. - Thread: any. Blocks briefly on the file system.
-    public static func makePrivateFolder(_ url: URL) throws {
-        try FileModes.makePrivateFolder(url)
     }
 
     private static func absolute(_ value: String?) -> String? {

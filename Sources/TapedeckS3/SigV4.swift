@@ -1,5 +1,6 @@
 public import Foundation
 import Crypto
+import TapedeckCore
 
 /// An access key pair for an S3-compatible server, with the session token of temporary
 /// credentials when there is one. Never printed: ``description`` names the key id only.
@@ -123,13 +124,7 @@ public struct SigV4Signer: Sendable {
     }
 
     /// `yyyyMMdd'T'HHmmss'Z'` in UTC.
-    public static func amzDate(_ date: Date) -> String {
-        var t = time_t(date.timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        return String(format: "%04d%02d%02dT%02d%02d%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
-    }
+    public static func amzDate(_ date: Date) -> String { UTCTimestamp.basic(date) }
 
     /// Lowercase hex of a digest or MAC.
     public static func hex<D: Sequence>(_ bytes: D) -> String where D.Element == UInt8 {

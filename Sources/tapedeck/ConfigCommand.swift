@@ -78,7 +78,7 @@ struct ConfigInitCommand: AsyncParsableCommand {
             }
             // Checked before it is written: a starter config that does not load is no start.
             _ = try ConfigFile.parse(text, name: target.path)
-            try UserPaths.makePrivateFolder(target.deletingLastPathComponent())
+            try FileModes.makePrivateFolder(target.deletingLastPathComponent())
             let fd = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
                 if errno == EEXIST {

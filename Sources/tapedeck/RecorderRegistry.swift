@@ -24,7 +24,7 @@ enum RecorderRegistry {
     /// (then `mark` cannot find it; SIGUSR1 and `m` still work).
     static func register(session: String, library: String, paths: UserPaths) -> URL? {
         let dir = folder(paths)
-        guard (try? UserPaths.makePrivateFolder(dir)) != nil else { return nil }
+        guard (try? FileModes.makePrivateFolder(dir)) != nil else { return nil }
         // Files of recorders that died without removing them.
         for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] where name.hasPrefix("recorder-") {
             let pid = Int32(name.dropFirst("recorder-".count).prefix { $0.isNumber }) ?? 0

@@ -129,6 +129,8 @@ struct BundleStorageTests {
             #expect(UTCTimestamp.parse(text) == d, "\(text)")
         }
         #expect(UTCTimestamp.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
+        #expect(UTCTimestamp.basic(Date(timeIntervalSince1970: 1_709_208_000.75)) == "20240229T120000Z")
+        #expect(UTCTimestamp.compact(Date(timeIntervalSince1970: 1_709_208_000.75)) == "20240229-120000")
         #expect(UTCTimestamp.parse("2024-02-29T12:00:00+01:00") == Date(timeIntervalSince1970: 1_709_204_400))
         // Read and written again, a date's text does not drift (found by scripts/fuzz: a 2111 date
         // lost a microsecond per rewrite); where a Date cannot hold the microsecond (year 9999),

@@ -141,10 +141,14 @@ public enum UTCTimestamp {
         return String(full.prefix(19)) + "Z"
     }
 
+    /// `20240501T183000Z`: ISO 8601's basic format to the whole second (S3's `x-amz-date`).
+    public static func basic(_ date: Date) -> String {
+        String(format(date).prefix(19).filter { $0 != "-" && $0 != ":" }) + "Z"
+    }
+
     /// `20240501-183000`, for folder names that sort by time.
     public static func compact(_ date: Date) -> String {
-        let full = format(date)
-        let digits = full.prefix(19).filter { $0 != "-" && $0 != ":" }
-        return String(digits.prefix(8)) + "-" + String(digits.dropFirst(9))
+        let digits = basic(date)
+        return String(digits.prefix(8)) + "-" + String(digits.dropFirst(9).prefix(6))
     }
 }
