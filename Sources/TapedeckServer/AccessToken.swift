@@ -48,14 +48,17 @@ public struct AccessToken: Sendable, Hashable {
     }
 
     private static func create(at file: URL) throws -> AccessToken {
-        try FileModes.makePrivateFolder(file.deletingLastPathComponent())
         var generator = SystemRandomNumberGenerator()
         let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         do {
+            try FileModes.makePrivateFolder(file.deletingLastPathComponent())
             try DurableFiles().writeNewFile(Data((value + "\n").utf8), to: file, mode: 0o600)
         } catch let error as TapedeckError {
             if error.systemCode != EEXIST { unlink(file.path) }  // never another process's new file
-            throw TapedeckError(error.code, "Could not make the token file: \(error.message) Check the disk, or choose another file with --token-file.",
+            // The token's own message: what fixes it is another --token-file, never the library.
+            let reason = error.systemCode.map { String(cString: strerror($0)) } ?? error.message
+            let fix = error.systemCode == ENOSPC || error.systemCode == EDQUOT ? "Free some space on that disk, or choose" : "Choose"
+            throw TapedeckError(.io, "Could not make the token file \(file.path): \(reason). \(fix) another file with --token-file, in a folder this user may write.",
                                 systemCode: error.systemCode)
         }
         return AccessToken(value: value)

@@ -437,6 +437,11 @@ struct ServerAPITests {
         #expect(made.matches(made.value) && !made.matches(String(made.value.dropLast())) && !made.matches(nil))
         chmod(file.path, 0o644)
         #expect(throws: TapedeckError.self) { try AccessToken.load(from: file) }
+        // A file that cannot be made (sysfs refuses new files, even to root): its own message,
+        // which names --token-file.
+        let refused = #expect(throws: TapedeckError.self) { try AccessToken.load(from: URL(fileURLWithPath: "/sys/tapedeck-token")) }
+        #expect(refused?.code == .io && refused?.message.contains("Could not make the token file /sys/tapedeck-token") == true
+                && refused?.message.contains("--token-file") == true, "\(refused?.message ?? "")")
     }
 
     @Test("login failures are limited per address and in all")
