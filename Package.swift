@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckServer", targets: ["TapedeckServer"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
+        .library(name: "TapedeckS3", targets: ["TapedeckS3"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
         // without root). Never linked into Tapedeck.
@@ -58,6 +59,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // The S3 remote's HTTP client (TapedeckS3).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // New backends: `swift package scaffold-backend` prints the two target lines to add here.
@@ -80,7 +83,12 @@ let package = Package(
             providers: [.apt(["libebur128-dev"])]
         ),
         // The S3 remote: AWS Signature Version 4 over swift-crypto.
-        .target(name: "TapedeckS3", dependencies: ["TapedeckCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
+        .target(name: "TapedeckS3", dependencies: [
+            "TapedeckCore", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckS3Tests", dependencies: ["TapedeckS3", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
         // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
         .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),
@@ -210,7 +218,7 @@ let package = Package(
                 "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
-                "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckServer",
+                "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckServer", "TapedeckS3",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],

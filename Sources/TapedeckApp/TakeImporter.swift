@@ -129,7 +129,6 @@ public struct TakeImporter: Sendable {
                 guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
                     throw TapedeckError(.unsupportedFormat, "Take \"\(take.name)\" is \(take.encoding), which this build cannot read.")
                 }
-                let (format, frames, _, loudness, peaks) = try decodeAll(url, decoder: decoder)
                 let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
                 partials.register(temp)
                 defer {
@@ -138,22 +137,40 @@ public struct TakeImporter: Sendable {
                 }
                 try copy(url, to: temp)
                 let ext = url.pathExtension.isEmpty ? take.encoding : url.pathExtension
-                let copied = try commit(temp, names: [take.name], in: session, format: format, encoding: take.encoding,
-                                        fileExtension: ext, startDate: take.createdAt, frames: frames,
-                                        state: take.state, overruns: take.overruns)
-                // Notes, tags, markers, the clip count and the first frame's time come along; the
-                // loudness is the one just measured (or the source's, when not measured here).
-                var annotations = take.annotations
-                annotations.run = nil
-                annotations.loudness = loudness ?? take.loudness
-                imported.append((try? storage.annotateTake(copied.id, annotations)) ?? copied)
-                waveforms?.store(peaks, for: copied)
+                imported.append(try importTake(movingFrom: temp, as: take, fileExtension: ext, decoder: decoder, into: session))
             }
             return (session, imported)
         } catch {
             try? storage.deleteSession(session.id)
             throw error
         }
+    }
+
+    /// Keeps the file `temp` (inside the library, e.g. a take downloaded from a remote) byte for
+    /// byte as a copy of `original`, another library's take: read through first (a damaged file
+    /// is refused), then committed with the original's encoding, name, date, state and overruns,
+    /// and given its notes, tags, markers, clip count and first frame's time. The loudness is
+    /// the one measured now (the original's when it cannot be measured).
+    /// - Thread: any except the main actor's. Blocks for as long as reading the file takes.
+    public func importTake(movingFrom temp: URL, as original: Take, fileExtension: String, into session: Session) throws -> Take {
+        guard let decoder = decoders.first(where: { $0.encodings.contains(original.encoding) }) else {
+            throw TapedeckError(.unsupportedFormat, "Take \"\(original.name)\" is \(original.encoding), which this build cannot read.")
+        }
+        return try importTake(movingFrom: temp, as: original, fileExtension: fileExtension, decoder: decoder, into: session)
+    }
+
+    private func importTake(movingFrom temp: URL, as original: Take, fileExtension: String, decoder: any AudioDecoder, into session: Session) throws -> Take {
+        let (format, frames, _, loudness, peaks) = try decodeAll(temp, decoder: decoder)
+        let copied = try commit(temp, names: [original.name] + (2...99).map { "\(original.name) (\($0))" }, in: session, format: format, encoding: original.encoding,
+                                fileExtension: fileExtension, startDate: original.createdAt, frames: frames,
+                                state: original.state, overruns: original.overruns)
+        // Notes, tags, markers, the clip count and the first frame's time come along; the
+        // loudness is the one just measured (or the original's, when not measured here).
+        var annotations = original.annotations
+        annotations.run = nil
+        annotations.loudness = loudness ?? original.loudness
+        waveforms?.store(peaks, for: copied)
+        return (try? storage.annotateTake(copied.id, annotations)) ?? copied
     }
 
     /// Begins the take, lets `prepare` write `temp` for it (when the file is not prepared yet),

@@ -1,4 +1,5 @@
 public import TapedeckCore
+import TapedeckApp
 
 /// The config sections the host itself owns, with the settings of each. Plugin sub-sections
 /// come from the plugins' own declarations; the host's settings are declared beside the code
@@ -20,6 +21,7 @@ public enum HostSettings {
         Section(name: "encoder", selector: "name", role: .encoder, settings: []),
         Section(name: "storage", selector: "backend", role: .storage, settings: RecordingSettings.storageDeclarations),
         Section(name: "metadata", selector: nil, role: nil, settings: MetadataSettings.declarations),
+        Section(name: "sync", selector: "backend", role: .remote, settings: SyncSettings.declarations),
     ]
 
     /// Built-in plugin choices. Capture and playback have none: recording or playing without a

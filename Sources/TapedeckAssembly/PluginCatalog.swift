@@ -11,6 +11,7 @@ import TapedeckLoudness
 import TapedeckResample
 import TapedeckDirectoryStorage
 import TapedeckBundleStorage
+import TapedeckS3
 #if PulseAudio
 import TapedeckPulseAudio
 #endif
@@ -23,14 +24,17 @@ public struct PluginCatalog: Sendable {
     public var encoders: [EncoderPlugin]
     public var decoders: [DecoderPlugin]
     public var storage: [StoragePlugin]
+    /// Places takes are pushed to (`sync.backend`).
+    public var remotes: [RemotePlugin]
 
     public init(capture: [CapturePlugin], playback: [PlaybackPlugin], encoders: [EncoderPlugin],
-                decoders: [DecoderPlugin], storage: [StoragePlugin]) {
+                decoders: [DecoderPlugin], storage: [StoragePlugin], remotes: [RemotePlugin] = []) {
         self.capture = capture
         self.playback = playback
         self.encoders = encoders
         self.decoders = decoders
         self.storage = storage
+        self.remotes = remotes
     }
 
     /// Every plugin compiled into this build.
@@ -40,7 +44,8 @@ public struct PluginCatalog: Sendable {
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder, SndfileFormatsPlugin.mp3, SndfileFormatsPlugin.vorbis,
                    SndfileFormatsPlugin.aiff],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder] + SndfileFormatsPlugin.decoders,
-        storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage])
+        storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage],
+        remotes: [S3Plugin.remote])
 
     /// The libraries this build links, with their versions (`tapedeck --version`).
     /// - Thread: any; never blocks.
@@ -86,6 +91,7 @@ public struct PluginCatalog: Sendable {
         case .encoder: encoders.map { PluginEntry(role: role, name: $0.name, summary: $0.summary, settings: $0.settings) }
         case .decoder: decoders.map { PluginEntry(role: role, name: $0.name, summary: $0.summary, settings: $0.settings) }
         case .storage: storage.map { PluginEntry(role: role, name: $0.name, summary: $0.summary, settings: $0.settings) }
+        case .remote: remotes.map { PluginEntry(role: role, name: $0.name, summary: $0.summary, settings: $0.settings) }
         }
     }
 }

@@ -50,6 +50,7 @@ struct Resolution {
             file: layers.file?.name, machine: layers.machine,
             capture: roles["capture"] ?? none, playback: roles["playback"] ?? none,
             encoder: roles["encoder"] ?? none, storage: roles["storage"] ?? none,
+            sync: roles["sync"] ?? none, syncSettings: host["sync"] ?? PluginSettings(),
             recording: recording,
             identity: MetadataSettings(host["metadata"] ?? PluginSettings()).identity,
             playbackPeriodFrames: (host["playback"] ?? PluginSettings())[PlaybackEngine.periodFrames],

@@ -164,7 +164,7 @@ public final class Studio {
     }
 
     /// The plugin context for the plugin `name` in config section `section`.
-    private func context(for section: String, _ name: String) -> PluginContext {
+    func context(for section: String, _ name: String) -> PluginContext {
         Self.context(context, section, name)
     }
 
@@ -207,5 +207,42 @@ public final class Studio {
     public func makePlayer() throws -> TakePlayer {
         TakePlayer(playback: try makePlaybackBackend(), decoders: decoders, store: store,
                    periodFrames: configuration.playbackPeriodFrames, logger: logger)
+    }
+}
+
+extension Studio {
+    /// The name this machine's takes go under on a remote: the `machines:` section applied, else
+    /// the host name. - Thread: main actor. Never blocks.
+    public var machineName: String {
+        configuration.machine ?? ConfigurationLoader.currentHostName()
+    }
+
+    /// The configured remote (`sync.backend`). Shut it down when done.
+    /// - Throws: `.configuration` when no remote is configured (naming the keys to set) or its
+    ///   settings or credentials cannot work.
+    /// - Thread: main actor. Blocks briefly while credentials are read.
+    public func makeRemote() throws -> any TakeRemote {
+        guard let name = configuration.sync.plugin, let plugin = catalog.remotes.first(where: { $0.name == name }) else {
+            throw TapedeckError(.configuration,
+                "No remote is configured. Add a sync: section to the config file (sync: {backend: s3, s3: {endpoint: …, bucket: …, path-style: true}}) or give --set sync.backend=\(catalog.remotes.map(\.name).joined(separator: "|")) with its settings; README, \"Many machines\".")
+        }
+        return try plugin.make(configuration.sync.settings, context(for: "sync", name))
+    }
+
+    /// A pusher from the library to `remote`. - Thread: main actor; never blocks.
+    public func makePusher(remote: any TakeRemote) -> TakePusher {
+        TakePusher(store: store, remote: remote, machine: machineName, logger: logger)
+    }
+
+    /// The age after which verified takes are deleted locally (`sync.keep-local`); `nil` keeps them.
+    /// - Throws: `.configuration` for a value that is not an age. - Thread: main actor; never blocks.
+    public func keepLocalSeconds() throws -> Double? {
+        try SyncSettings(configuration.syncSettings).keepLocalSeconds()
+    }
+
+    /// A reader of every machine's takes on `remote`, pulling through an importer into the library.
+    /// - Thread: main actor; never blocks.
+    public func makeFleetReader(remote: any TakeRemote, partials: PartialFiles) -> FleetReader {
+        FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger)
     }
 }

@@ -83,6 +83,10 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var playback: RoleSelection
     public var encoder: RoleSelection
     public var storage: RoleSelection
+    /// The remote takes are pushed to (`sync.backend`); no plugin when none is configured.
+    public var sync: RoleSelection
+    /// `sync.*` itself (`keep-local`).
+    public var syncSettings: PluginSettings
     /// How recordings are made (`format.*`, `capture.*`, `storage.checkpoint-seconds`, …).
     public var recording: RecordingSettings
     /// What every take's file says of who made it (`metadata.*`).

@@ -32,7 +32,7 @@ struct BackendsCommand: AsyncParsableCommand {
     mutating func run() async throws {
         try await reportingErrors {
             let catalog = PluginCatalog.builtIn
-            let sectionName: [PluginRole: String] = [.capture: "capture", .playback: "playback", .encoder: "encoder", .storage: "storage"]
+            let sectionName: [PluginRole: String] = [.capture: "capture", .playback: "playback", .encoder: "encoder", .storage: "storage", .remote: "sync"]
             let plugins = PluginRole.allCases.flatMap { role in
                 catalog.entries(for: role).map { entry in
                     PluginJSON(role: role.rawValue, name: entry.name, summary: entry.summary, settings: entry.settings.map { s in

@@ -35,6 +35,8 @@ public struct PluginContext: Sendable {
 /// The role a plugin fills in the graph.
 public enum PluginRole: String, Sendable, Hashable, Codable, CaseIterable {
     case capture, playback, encoder, decoder, storage
+    /// A place finished takes are copied to (object storage, a folder on a NAS).
+    case remote
 }
 
 /// A plugin as compiled into Tapedeck: its config name, summary, declared settings, and a factory.
@@ -74,3 +76,4 @@ public typealias PlaybackPlugin = PluginDescriptor<any PlaybackBackend>
 public typealias EncoderPlugin = PluginDescriptor<any AudioEncoder>
 public typealias DecoderPlugin = PluginDescriptor<any AudioDecoder>
 public typealias StoragePlugin = PluginDescriptor<any TakeStorage>
+public typealias RemotePlugin = PluginDescriptor<any TakeRemote>

@@ -1,0 +1,118 @@
+public import Foundation
+
+/// What a remote holds beside each take's audio, as `MACHINE/SESSION-ID/TAKE-ID.json`: the
+/// take's catalog entry, its session, the machine that recorded it and the audio's size and
+/// SHA-256. Written last, after the audio is verified: it is the commit marker, and readers
+/// trust only takes that have one. Schema-versioned; read as untrusted input. A plain value.
+public struct RemoteManifest: Sendable, Hashable, Codable {
+    /// The schema this version writes and reads.
+    public static let currentSchema = 1
+    /// Manifests larger than this are refused unread.
+    public static let maximumBytes = 4 * 1024 * 1024
+
+    public var schema: Int
+    /// The machine that recorded the take (its `machines:` name, else its host name).
+    public var machine: String
+    public var session: SessionSummary
+    /// The take as the recording machine's catalog holds it (markers, loudness, overruns, notes).
+    public var take: Take
+    public var audio: Audio
+    /// When the manifest was written.
+    public var uploaded: Date
+    /// The Tapedeck version that wrote it.
+    public var writer: String
+
+    /// The session a take belongs to, without its takes.
+    public struct SessionSummary: Sendable, Hashable, Codable {
+        public var id: String
+        public var name: String
+        public var createdAt: Date
+
+        public init(id: String, name: String, createdAt: Date) {
+            self.id = id
+            self.name = name
+            self.createdAt = createdAt
+        }
+    }
+
+    /// The audio object: its key under the remote and what it holds.
+    public struct Audio: Sendable, Hashable, Codable {
+        public var key: String
+        public var size: Int64
+        public var sha256: String
+
+        public init(key: String, size: Int64, sha256: String) {
+            self.key = key
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    public init(machine: String, session: SessionSummary, take: Take, audio: Audio, uploaded: Date) {
+        schema = Self.currentSchema
+        self.machine = machine
+        self.session = session
+        self.take = take
+        self.audio = audio
+        self.uploaded = uploaded
+        writer = TapedeckVersion.string
+    }
+
+    /// The keys of a take's audio and manifest on a remote:
+    /// `MACHINE/SESSION-ID/TAKE-ID.EXT` and `MACHINE/SESSION-ID/TAKE-ID.json`.
+    /// - Throws: `.invalidArgument` when the machine name cannot be part of a key.
+    /// - Thread: any. Never blocks.
+    public static func keys(machine: String, take: Take) throws -> (audio: RemoteKey, manifest: RemoteKey) {
+        guard RemoteKey.isValid(machine, segment: true) else {
+            throw TapedeckError(.invalidArgument, "The machine name \"\(machine)\" cannot name objects on a remote: use letters, digits, \".\", \"_\" and \"-\". Choose one with --machine NAME (a machines: section of the config file).")
+        }
+        let ext = (take.file as NSString).pathExtension
+        let audioExt = RemoteKey.isValid(ext, segment: true) ? ext.lowercased() : "audio"
+        let base = "\(machine)/\(take.sessionID)/\(take.id)"
+        return (try RemoteKey(base + "." + (audioExt == "json" ? "audio" : audioExt)), try RemoteKey(base + ".json"))
+    }
+
+    /// The manifest as stored: sorted keys, ISO 8601 dates.
+    /// - Thread: any. Never blocks.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        encoder.dateEncodingStrategy = .iso8601
+        return try encoder.encode(self)
+    }
+
+    /// Reads a manifest fetched from `key`, checking it as untrusted input: its schema, that its
+    /// ids and keys are the ones its own key names, a SHA-256 of 64 hex digits.
+    /// - Throws: `.corruptFile` saying what is wrong.
+    /// - Thread: any. Never blocks.
+    public static func decode(_ data: Data, key: String) throws -> RemoteManifest {
+        guard data.count <= maximumBytes else {
+            throw TapedeckError(.corruptFile, "The manifest \(key) is larger than \(maximumBytes) bytes; it was not read.")
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let m: RemoteManifest
+        do { m = try decoder.decode(RemoteManifest.self, from: data) } catch {
+            throw TapedeckError(.corruptFile, "The manifest \(key) is not a Tapedeck manifest (\(Self.reason(error))).")
+        }
+        guard m.schema == currentSchema else {
+            throw TapedeckError(.corruptFile, "The manifest \(key) has schema \(m.schema); this Tapedeck reads schema \(currentSchema). Update Tapedeck on this machine.")
+        }
+        let expected = try? keys(machine: m.machine, take: m.take)
+        guard m.take.sessionID == m.session.id, let expected, expected.manifest.rawValue == key,
+              expected.audio.rawValue == m.audio.key, m.audio.size >= 0,
+              m.audio.sha256.count == 64, m.audio.sha256.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            throw TapedeckError(.corruptFile, "The manifest \(key) does not match its own key (machine, session, take or audio key differ), or its SHA-256 is not 64 hex digits.")
+        }
+        return m
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): "no \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let c), DecodingError.valueNotFound(_, let c), DecodingError.dataCorrupted(let c):
+            c.codingPath.map(\.stringValue).joined(separator: ".").isEmpty ? "not JSON" : "bad \(c.codingPath.map(\.stringValue).joined(separator: "."))"
+        default: "unreadable"
+        }
+    }
+}

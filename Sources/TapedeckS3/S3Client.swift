@@ -1,0 +1,199 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import TapedeckCore
+
+/// Signed HTTP requests to one bucket of an S3-compatible server, over async-http-client:
+/// path-style or virtual-host addressing, TLS when the endpoint is https, SigV4 on every
+/// request, and a retry with back-off for what a retry can cure (connection failures, 500,
+/// 503). Every method is async, runs on any task and never blocks a thread.
+final class S3Client: Sendable {
+    /// One answer: its status, headers and (for requests that read it) body.
+    struct Response: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: ByteBuffer
+        var text: Substring { Substring(String(buffer: body)) }
+    }
+
+    let http: HTTPClient
+    let signer: SigV4Signer
+    let bucket: String
+    /// `http` or `https`.
+    let scheme: String
+    /// The Host header: `HOST[:PORT]`, with the bucket in front for virtual-host addressing.
+    let host: String
+    /// `/BUCKET` with path-style addressing, else empty.
+    let bucketPath: String
+    /// The endpoint as written, for messages.
+    let endpoint: String
+    let logger: Logger
+
+    /// - Throws: `.configuration` when the endpoint is not an http(s) URL with a host.
+    init(endpoint: String, bucket: String, region: String, pathStyle: Bool, credentials: S3Credentials, logger: Logger, endpointKey: String) throws {
+        guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let hostName = url.host, !hostName.isEmpty, url.path.isEmpty || url.path == "/", url.query == nil else {
+            throw TapedeckError(.configuration, "\(endpointKey): \"\(endpoint)\" is not a server address. Write it as http://HOST:PORT or https://HOST (no bucket or path).")
+        }
+        let port = url.port.map { ":\($0)" } ?? ""
+        self.scheme = scheme
+        self.host = (pathStyle ? "" : bucket + ".") + hostName + port
+        self.bucketPath = pathStyle ? "/" + SigV4Signer.encode(bucket, keepingSlash: false) : ""
+        self.bucket = bucket
+        self.endpoint = endpoint
+        self.logger = logger
+        signer = SigV4Signer(credentials: credentials, region: region)
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(15), read: .seconds(120))
+        configuration.decompression = .disabled
+        configuration.redirectConfiguration = .disallow
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    func shutdown() async {
+        try? await http.shutdown()
+    }
+
+    /// Sends one signed request for `key` (a path under the bucket; empty for the bucket) and
+    /// returns the answer, its body read up to `limit` bytes. Statuses are the caller's to judge.
+    /// - Parameters:
+    ///   - payloadHash: the body's SHA-256 in hex; computed here when `nil`.
+    ///   - pace: called before each 256 KiB of the body is sent (the rate limit), when given.
+    func send(_ method: HTTPMethod, key: String, query: [(String, String)] = [], headers extra: [(String, String)] = [],
+              body: ByteBuffer? = nil, payloadHash: String? = nil, limit: Int = 1 << 20,
+              pace: (@Sendable (Int) async throws -> Void)? = nil) async throws -> Response {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let response = try await sendOnce(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, limit: limit, pace: pace)
+                if (response.status == 500 || response.status == 503) && attempt < 4 {
+                    try await Task.sleep(for: .milliseconds(250 << attempt))
+                    continue
+                }
+                return response
+            } catch let error as TapedeckError {
+                throw error
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // Connection refused and other channel errors come from NIO itself.
+                let retryable = (error as? HTTPClientError).map(Self.isRetryable) ?? true
+                guard retryable && attempt < 4 else { throw unavailable(error) }
+                logger.debug("S3 request failed, trying again", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
+                try await Task.sleep(for: .milliseconds(250 << attempt))
+            }
+        }
+    }
+
+    private static func isRetryable(_ error: HTTPClientError) -> Bool {
+        error == .remoteConnectionClosed || error == .readTimeout || error == .connectTimeout || error == .deadlineExceeded
+            || error == .writeTimeout || error == .cancelled || error == .getConnectionFromPoolTimeout
+    }
+
+    private func unavailable(_ error: any Error) -> TapedeckError {
+        TapedeckError(.remoteUnavailable, "Could not reach the S3 server \(endpoint): \(error). Check the address (sync.s3.endpoint) and the network, then run the command again: finished work is kept, and uploads resume.")
+    }
+
+    /// A signed GET of `key` whose body the caller reads as it arrives (downloads).
+    func stream(_ key: String) async throws -> HTTPClientResponse {
+        let request = makeRequest(.GET, key: key, query: [], headers: [], body: nil, payloadHash: nil, pace: nil)
+        do { return try await http.execute(request, timeout: .hours(6), logger: logger) } catch let e as TapedeckError { throw e } catch {
+            throw unavailable(error)
+        }
+    }
+
+    private func makeRequest(_ method: HTTPMethod, key: String, query: [(String, String)], headers extra: [(String, String)],
+                             body: ByteBuffer?, payloadHash: String?, pace: (@Sendable (Int) async throws -> Void)?) -> HTTPClientRequest {
+        let path = bucketPath + "/" + SigV4Signer.encode(key, keepingSlash: true)
+        let hash = payloadHash ?? body.map { b in b.withUnsafeReadableBytes { SigV4Signer.hex(SHA256.hash(data: $0)) } } ?? SigV4Signer.emptyPayloadHash
+        var headers: [(String, String)] = [("host", host), ("x-amz-content-sha256", hash)]
+        headers += extra
+        let signed = signer.sign(SigV4Signer.Request(method: method.rawValue, path: path, query: query, headers: headers), payloadHash: hash, date: Date())
+        let queryText = query.map { SigV4Signer.encode($0.0, keepingSlash: false) + ($0.1.isEmpty && Self.bare($0.0) ? "" : "=" + SigV4Signer.encode($0.1, keepingSlash: false)) }
+            .joined(separator: "&")
+        var request = HTTPClientRequest(url: "\(scheme)://\(host)\(path)\(queryText.isEmpty ? "" : "?" + queryText)")
+        request.method = method
+        for (name, value) in signed { request.headers.replaceOrAdd(name: name, value: value) }
+        if let body {
+            if let pace {
+                let chunks = Self.chunks(of: body, size: 256 * 1024)
+                request.body = .stream(PacedChunks(chunks: chunks, pace: pace), length: .known(Int64(body.readableBytes)))
+            } else {
+                request.body = .bytes(body)
+            }
+        } else if method == .PUT || method == .POST {
+            request.body = .bytes(ByteBuffer())
+        }
+        return request
+    }
+
+    private func sendOnce(_ method: HTTPMethod, key: String, query: [(String, String)], headers extra: [(String, String)],
+                          body: ByteBuffer?, payloadHash: String?, limit: Int,
+                          pace: (@Sendable (Int) async throws -> Void)?) async throws -> Response {
+        let request = makeRequest(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, pace: pace)
+        let response = try await http.execute(request, timeout: .seconds(600), logger: logger)
+        var collected = ByteBuffer()
+        if method != .HEAD {
+            for try await var chunk in response.body {
+                guard collected.readableBytes + chunk.readableBytes <= limit else {
+                    throw TapedeckError(.remoteUnavailable, "The S3 server \(endpoint) answered \(method.rawValue) \(key) with more than \(limit) bytes; it was not read. Check that sync.s3.endpoint names an S3 server.")
+                }
+                collected.writeBuffer(&chunk)
+            }
+        }
+        return Response(status: Int(response.status.code), headers: response.headers, body: collected)
+    }
+
+    /// Query names S3 writes without `=` (`?uploads`, `?delete`): signed as `name=`, sent bare.
+    private static func bare(_ name: String) -> Bool { name == "uploads" }
+
+    private static func chunks(of body: ByteBuffer, size: Int) -> [ByteBuffer] {
+        var out: [ByteBuffer] = []
+        var rest = body
+        while rest.readableBytes > 0, let slice = rest.readSlice(length: min(size, rest.readableBytes)) { out.append(slice) }
+        return out
+    }
+
+    /// A body sent in chunks, each waiting for the rate limit first.
+    struct PacedChunks: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let chunks: [ByteBuffer]
+        let pace: @Sendable (Int) async throws -> Void
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var index = 0
+            let chunks: [ByteBuffer]
+            let pace: @Sendable (Int) async throws -> Void
+            mutating func next() async throws -> ByteBuffer? {
+                guard index < chunks.count else { return nil }
+                try await pace(chunks[index].readableBytes)
+                index += 1
+                return chunks[index - 1]
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: chunks, pace: pace) }
+    }
+
+    /// The error an answer that is not a success stands for, from its S3 error code: credentials
+    /// and a missing bucket are configuration (exit 78), the rest the server's (exit 69).
+    func failure(_ response: Response, _ doing: String) -> TapedeckError {
+        let code = S3XML.text("Code", in: response.text) ?? ""
+        let message = S3XML.text("Message", in: response.text) ?? ""
+        let said = "\(response.status)\(code.isEmpty ? "" : " " + code)\(message.isEmpty ? "" : ": " + message)"
+        switch (response.status, code) {
+        case (403, _), (_, "InvalidAccessKeyId"), (_, "SignatureDoesNotMatch"), (_, "AccessDenied"):
+            return TapedeckError(.configuration, "The S3 server \(endpoint) refused to \(doing) (\(said)). Check the credentials (\(signer.credentials)), sync.s3.region and that the key may write to the bucket \(bucket).")
+        case (_, "NoSuchBucket"):
+            return TapedeckError(.configuration, "The bucket \(bucket) does not exist on \(endpoint). Create it, or set sync.s3.bucket to one that does (and sync.s3.path-style: true for most self-hosted servers).")
+        case (_, "EntityTooSmall"), (_, "EntityTooLarge"):
+            return TapedeckError(.remoteUnavailable, "The S3 server \(endpoint) refused to \(doing) (\(said)). Set sync.s3.part-size-mib to a size it accepts.")
+        default:
+            return TapedeckError(.remoteUnavailable, "The S3 server \(endpoint) could not \(doing) (\(said)). Run the command again later: finished work is kept, and uploads resume.")
+        }
+    }
+}

@@ -1,0 +1,354 @@
+import Crypto
+public import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+public import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Takes on S3-compatible object storage: a file up to one part goes up in one `PUT`, larger
+/// ones as a multipart upload whose parts (each with its MD5 and SHA-256, both checked by the
+/// server) are read in order and sent a few at a time, memory bounded by concurrency × part
+/// size. An interrupted upload resumes from `ListParts`, keeping the parts whose ETag is the MD5
+/// of the file's bytes there. Every write is conditional (`If-None-Match: *`) where the server
+/// honours it, after a `HEAD` where it may not. Verification compares the size and the
+/// server's checksum: `x-amz-checksum-sha256` when the server keeps one, else the ETag (the
+/// MD5, or the MD5 of the parts' MD5s) computed from the file again.
+///
+/// Every member is async, runs on any task and never blocks a thread for long (file reads are
+/// at most one part).
+public final class S3Remote: TakeRemote {
+    public let name = "s3"
+    public let location: String
+    let client: S3Client
+    /// The prefix with a trailing `/`, or empty.
+    let root: String
+    let partSize: Int
+    let concurrency: Int
+    let logger: Logger
+
+    /// - Throws: `.configuration` when a setting cannot work (no endpoint or bucket, a bad prefix).
+    public init(settings: S3Settings, credentials: S3Credentials, context: PluginContext) throws {
+        guard !settings.endpoint.isEmpty else {
+            throw TapedeckError(.configuration, "\(context.key(S3Settings.endpoint)) is not set. Set it to the server's address, e.g. --set \(context.key(S3Settings.endpoint))=http://HOST:PORT")
+        }
+        guard !settings.bucket.isEmpty else {
+            throw TapedeckError(.configuration, "\(context.key(S3Settings.bucket)) is not set. Set it to the bucket takes go to.")
+        }
+        let prefix = settings.prefix.split(separator: "/").joined(separator: "/")
+        guard prefix.isEmpty || RemoteKey.isValid(prefix) else {
+            throw TapedeckError(.configuration, "\(context.key(S3Settings.prefix)): \"\(settings.prefix)\" cannot be a prefix: use letters, digits, \".\", \"_\", \"-\" and \"/\".")
+        }
+        root = prefix.isEmpty ? "" : prefix + "/"
+        client = try S3Client(endpoint: settings.endpoint, bucket: settings.bucket, region: settings.region, pathStyle: settings.pathStyle,
+                              credentials: credentials, logger: context.logger, endpointKey: context.key(S3Settings.endpoint))
+        partSize = settings.partSizeMiB * 1024 * 1024
+        concurrency = settings.concurrency
+        logger = context.logger
+        location = "s3://\(settings.bucket)/\(prefix) at \(settings.endpoint)"
+    }
+
+    public func shutdown() async { await client.shutdown() }
+
+    private func full(_ key: RemoteKey) -> String { root + key.rawValue }
+
+    /// The part size for a file of `size` bytes: the configured size, grown so that no upload
+    /// needs more than S3's 10 000 parts.
+    func partSize(for size: Int64) -> Int {
+        max(partSize, Int((size + 9_999) / 10_000))
+    }
+
+    // MARK: Reading and writing objects
+
+    public func put(_ data: Data, at key: RemoteKey) async throws -> Bool {
+        if try await head(key) != nil { return false }
+        let body = ByteBuffer(bytes: data)
+        let response = try await client.send(.PUT, key: full(key), headers: [
+            ("if-none-match", "*"), ("content-md5", Data(Insecure.MD5.hash(data: data)).base64EncodedString()),
+            ("content-type", "application/json"),
+        ], body: body)
+        if response.status == 412 || response.status == 409 { return false }
+        guard (200..<300).contains(response.status) else { throw client.failure(response, "write \(key)") }
+        return true
+    }
+
+    public func get(_ key: RemoteKey, limit: Int) async throws -> Data? {
+        let response = try await client.send(.GET, key: full(key), limit: limit)
+        if response.status == 404 { return nil }
+        guard response.status == 200 else { throw client.failure(response, "read \(key)") }
+        return Data(response.body.readableBytesView)
+    }
+
+    public func remove(_ key: RemoteKey) async throws {
+        let response = try await client.send(.DELETE, key: full(key))
+        guard (200..<300).contains(response.status) || response.status == 404 else { throw client.failure(response, "remove \(key)") }
+    }
+
+    /// The object's size, ETag (unquoted), full-object SHA-256 when the server keeps one, and
+    /// the SHA-256 Tapedeck stored in its metadata; `nil` when there is no object.
+    struct Head {
+        var size: Int64
+        var etag: String
+        var checksumSHA256: String?
+        var metadataSHA256: String?
+    }
+
+    func head(_ key: RemoteKey) async throws -> Head? {
+        let response = try await client.send(.HEAD, key: full(key), headers: [("x-amz-checksum-mode", "ENABLED")])
+        if response.status == 404 { return nil }
+        guard response.status == 200 else { throw client.failure(response, "look up \(key)") }
+        let size = response.headers.first(name: "content-length").flatMap { Int64($0) } ?? -1
+        let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+        return Head(size: size, etag: etag, checksumSHA256: response.headers.first(name: "x-amz-checksum-sha256"),
+                    metadataSHA256: response.headers.first(name: "x-amz-meta-sha256"))
+    }
+
+    public func list(under prefix: String) async throws -> [RemoteObject] {
+        var out: [RemoteObject] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", root + prefix)]
+            if let token { query.append(("continuation-token", token)) }
+            let response = try await client.send(.GET, key: "", query: query, limit: 16 << 20)
+            guard response.status == 200 else { throw client.failure(response, "list the bucket") }
+            let text = response.text
+            for entry in S3XML.elements("Contents", in: text) {
+                guard let key = S3XML.text("Key", in: entry), key.hasPrefix(root), let size = S3XML.text("Size", in: entry).flatMap({ Int64($0) }) else { continue }
+                let modified = S3XML.text("LastModified", in: entry).flatMap { try? Date($0, strategy: .iso8601) }
+                out.append(RemoteObject(key: String(key.dropFirst(root.count)), size: size, modified: modified))
+            }
+            token = S3XML.text("IsTruncated", in: text) == "true" ? S3XML.text("NextContinuationToken", in: text) : nil
+        } while token != nil
+        return out.sorted { $0.key < $1.key }
+    }
+
+    public func download(_ key: RemoteKey, to file: URL, progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
+        let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FileModes.file)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create \(file.path)") }
+        defer { close(fd) }
+        let response = try await client.stream(full(key))
+        guard response.status == .ok else {
+            var body = ByteBuffer()
+            for try await var chunk in response.body where body.readableBytes < 65536 { body.writeBuffer(&chunk) }
+            if response.status == .notFound { throw TapedeckError(.notFound, "\(key) is not on \(location).") }
+            throw client.failure(S3Client.Response(status: Int(response.status.code), headers: response.headers, body: body), "read \(key)")
+        }
+        var hasher = SHA256()
+        var written: Int64 = 0
+        for try await chunk in response.body {
+            try chunk.withUnsafeReadableBytes { raw in
+                hasher.update(bufferPointer: raw)
+                var offset = 0
+                while offset < raw.count {
+                    let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw TapedeckError.system(errno, while: "write \(file.path)")
+                    }
+                    offset += n
+                }
+            }
+            written += Int64(chunk.readableBytes)
+            progress(written)
+        }
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync \(file.path)") }
+        return ContentDigest(size: written, sha256: SigV4Signer.hex(hasher.finalize()))
+    }
+
+    // MARK: Verification
+
+    public func verify(_ key: RemoteKey, against file: URL) async throws -> RemoteCheck {
+        guard let head = try await head(key) else { return .missing }
+        let local = try LocalFile(file)
+        guard head.size == local.size else {
+            return .differs("it holds \(head.size) bytes, the take \(local.size)")
+        }
+        let parts = head.etag.split(separator: "-")
+        let layout: Int? = parts.count == 2 ? Int(parts[1]) : nil
+        let partSize = layout.map { _ in self.partSize(for: local.size) } ?? Int(max(local.size, 1))
+        let digest = try await local.digest(partSize: partSize)
+        if let metadata = head.metadataSHA256, metadata.lowercased() != digest.sha256 {
+            return .differs("its recorded SHA-256 is \(metadata), the take's \(digest.sha256)")
+        }
+        if let checksum = head.checksumSHA256, !checksum.contains("-") {
+            guard checksum == digest.sha256Base64 else { return .differs("the server's SHA-256 differs from the take's") }
+            return .matches(ContentDigest(size: local.size, sha256: digest.sha256), how: "size and the SHA-256 the server computed")
+        }
+        let expected = layout == nil ? digest.md5 : digest.multipartETag
+        if let layout, layout != digest.partMD5s.count {
+            return .differs("it was uploaded in \(layout) parts, not in parts of \(partSize) bytes, so its ETag cannot be checked")
+        }
+        guard head.etag.lowercased() == expected else {
+            return .differs("its ETag \(head.etag) is not the MD5 \(expected) of the take's bytes")
+        }
+        return .matches(ContentDigest(size: local.size, sha256: digest.sha256), how: "size and the ETag (MD5) the server computed")
+    }
+
+    // MARK: Uploading
+
+    public func upload(_ file: URL, to key: RemoteKey, resuming: String?, options: UploadOptions,
+                       started: @escaping @Sendable (String) async throws -> Void,
+                       progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
+        let local = try LocalFile(file)
+        let limiter = options.bytesPerSecond.map { RateLimiter(bytesPerSecond: $0) }
+        var pace: (@Sendable (Int) async throws -> Void)?
+        if let limiter { pace = { try await limiter.pace($0) } }
+        let size = partSize(for: local.size)
+        if local.size <= Int64(size) && resuming == nil {
+            return try await uploadWhole(local, key: key, pace: pace, progress: progress)
+        }
+        return try await uploadParts(local, key: key, partSize: size, resuming: resuming, pace: pace, started: started, progress: progress)
+    }
+
+    private func uploadWhole(_ local: LocalFile, key: RemoteKey, pace: (@Sendable (Int) async throws -> Void)?,
+                             progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
+        let bytes = try local.read(at: 0, count: Int(local.size))
+        let sha = SHA256.hash(data: bytes)
+        let shaHex = SigV4Signer.hex(sha)
+        let response = try await client.send(.PUT, key: full(key), headers: [
+            ("if-none-match", "*"),
+            ("content-md5", Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
+            ("x-amz-checksum-sha256", Data(sha).base64EncodedString()),
+            ("x-amz-meta-sha256", shaHex),
+        ], body: ByteBuffer(bytes: bytes), payloadHash: shaHex, pace: pace)
+        if response.status == 412 || response.status == 409 {
+            throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
+        }
+        guard (200..<300).contains(response.status) else { throw client.failure(response, "write \(key)") }
+        progress(local.size)
+        return ContentDigest(size: local.size, sha256: shaHex)
+    }
+
+    /// One part already on the server (from ListParts).
+    private struct ServerPart { var etag: String; var size: Int64 }
+
+    private func uploadParts(_ local: LocalFile, key: RemoteKey, partSize: Int, resuming: String?,
+                             pace: (@Sendable (Int) async throws -> Void)?,
+                             started: @escaping @Sendable (String) async throws -> Void,
+                             progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
+        var uploadID: String?
+        var existing: [Int: ServerPart] = [:]
+        if let resuming, let parts = try await listParts(key, uploadID: resuming) {
+            uploadID = resuming
+            existing = parts
+            logger.info("Resuming an upload", metadata: ["key": "\(key)", "parts": "\(parts.count)"])
+        }
+        if uploadID == nil {
+            let response = try await client.send(.POST, key: full(key), query: [("uploads", "")])
+            guard response.status == 200, let id = S3XML.text("UploadId", in: response.text), !id.isEmpty else {
+                throw client.failure(response, "begin uploading \(key)")
+            }
+            uploadID = id
+            try await started(id)
+        }
+        guard let uploadID else { throw TapedeckError(.internalError, "No upload id.") }
+        let count = max(1, Int((local.size + Int64(partSize) - 1) / Int64(partSize)))
+        var hasher = SHA256()
+        var etags = [String](repeating: "", count: count)
+        let sent = SentBytes()
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            var inFlight = 0
+            for index in 0..<count {
+                let offset = Int64(index) * Int64(partSize)
+                let length = Int(min(Int64(partSize), local.size - offset))
+                let bytes = try local.read(at: offset, count: length)
+                hasher.update(data: bytes)
+                let md5 = SigV4Signer.hex(Insecure.MD5.hash(data: bytes))
+                let number = index + 1
+                if let there = existing[number], there.size == Int64(length), there.etag.lowercased() == md5 {
+                    etags[index] = md5
+                    progress(sent.add(Int64(length)))
+                    continue
+                }
+                if inFlight == concurrency, let (done, etag) = try await group.next() {
+                    etags[done] = etag
+                    inFlight -= 1
+                }
+                inFlight += 1
+                group.addTask { [client, full = full(key)] in
+                    let partSHA = SigV4Signer.hex(SHA256.hash(data: bytes))
+                    let response = try await client.send(.PUT, key: full, query: [("partNumber", String(number)), ("uploadId", uploadID)], headers: [
+                        ("content-md5", Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
+                    ], body: ByteBuffer(bytes: bytes), payloadHash: partSHA, pace: pace)
+                    if response.status == 404 {
+                        throw TapedeckError(.remoteUnavailable, "The upload of \(key) was abandoned on the server (NoSuchUpload). Run push again to start it anew.")
+                    }
+                    guard response.status == 200 else { throw client.failure(response, "write part \(number) of \(key)") }
+                    let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).lowercased()
+                    guard etag == md5 else {
+                        throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : etag), not the MD5 \(md5) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
+                    }
+                    progress(sent.add(Int64(bytes.count)))
+                    return (index, etag)
+                }
+            }
+            while let (done, etag) = try await group.next() { etags[done] = etag }
+        }
+        let sha256 = SigV4Signer.hex(hasher.finalize())
+        let document = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\"\($0.element)\"</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
+        let response = try await client.send(.POST, key: full(key), query: [("uploadId", uploadID)], headers: [("if-none-match", "*")],
+                                             body: ByteBuffer(string: document), limit: 1 << 20)
+        if response.status == 412 || response.status == 409 {
+            throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
+        }
+        // S3 may answer 200 and put the failure in the body.
+        guard response.status == 200, S3XML.elements("Error", in: response.text).isEmpty else {
+            throw client.failure(response, "finish uploading \(key)")
+        }
+        return ContentDigest(size: local.size, sha256: sha256)
+    }
+
+    /// The parts of upload `uploadID` already on the server, by part number; `nil` when the
+    /// upload no longer exists.
+    private func listParts(_ key: RemoteKey, uploadID: String) async throws -> [Int: ServerPart]? {
+        var parts: [Int: ServerPart] = [:]
+        var marker: String?
+        repeat {
+            var query = [("uploadId", uploadID)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let response = try await client.send(.GET, key: full(key), query: query, limit: 16 << 20)
+            if response.status == 404 { return nil }
+            guard response.status == 200 else { throw client.failure(response, "list the parts of \(key)") }
+            for part in S3XML.elements("Part", in: response.text) {
+                guard let number = S3XML.text("PartNumber", in: part).flatMap({ Int($0) }), let size = S3XML.text("Size", in: part).flatMap({ Int64($0) }) else { continue }
+                let etag = (S3XML.text("ETag", in: part) ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+                parts[number] = ServerPart(etag: etag, size: size)
+            }
+            marker = S3XML.text("IsTruncated", in: response.text) == "true" ? S3XML.text("NextPartNumberMarker", in: response.text) : nil
+        } while marker != nil
+        return parts
+    }
+
+    public func abandon(_ token: String, key: RemoteKey) async throws {
+        let response = try await client.send(.DELETE, key: full(key), query: [("uploadId", token)])
+        guard (200..<300).contains(response.status) || response.status == 404 else { throw client.failure(response, "abandon the upload of \(key)") }
+    }
+
+    public func unfinishedUploads(under prefix: String) async throws -> [UnfinishedUpload] {
+        var out: [UnfinishedUpload] = []
+        var markers: (String, String)?
+        repeat {
+            var query = [("uploads", ""), ("prefix", root + prefix)]
+            if let markers { query += [("key-marker", markers.0), ("upload-id-marker", markers.1)] }
+            let response = try await client.send(.GET, key: "", query: query, limit: 16 << 20)
+            guard response.status == 200 else { throw client.failure(response, "list unfinished uploads") }
+            for upload in S3XML.elements("Upload", in: response.text) {
+                guard let key = S3XML.text("Key", in: upload), key.hasPrefix(root), let id = S3XML.text("UploadId", in: upload) else { continue }
+                out.append(UnfinishedUpload(key: String(key.dropFirst(root.count)), token: id,
+                                            started: S3XML.text("Initiated", in: upload).flatMap { try? Date($0, strategy: .iso8601) }))
+            }
+            if S3XML.text("IsTruncated", in: response.text) == "true", let k = S3XML.text("NextKeyMarker", in: response.text),
+               let u = S3XML.text("NextUploadIdMarker", in: response.text) { markers = (k, u) } else { markers = nil }
+        } while markers != nil
+        return out
+    }
+}
+
+/// A running total shared by the tasks sending parts.
+final class SentBytes: Sendable {
+    private let total = Mutex<Int64>(0)
+    func add(_ n: Int64) -> Int64 { total.withLock { $0 += n; return $0 } }
+}

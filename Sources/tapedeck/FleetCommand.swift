@@ -1,0 +1,257 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckAssembly
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct FleetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet",
+        abstract: "Every machine's takes on the configured remote: list them, pull them, check the remote.",
+        discussion: "Only takes with a manifest count (push writes it last, after the audio is verified).",
+        subcommands: [FleetListCommand.self, FleetPullCommand.self, FleetDoctorCommand.self])
+
+    /// Opens the library and the remote, runs `body`, and shuts the remote down whichever way it ends.
+    @MainActor
+    static func withRemote<T>(_ global: GlobalOptions, writing: Bool = false,
+                              _ body: (Studio, FleetReader, PartialFiles) async throws -> T) async throws -> T {
+        let studio = try await global.makeStudio(loadingSessions: true, writing: writing)
+        let remote = try studio.makeRemote()
+        let partials = PartialFiles()
+        let reader = studio.makeFleetReader(remote: remote, partials: partials)
+        do {
+            let result = try await body(studio, reader, partials)
+            await remote.shutdown()
+            return result
+        } catch {
+            await remote.shutdown()
+            throw error
+        }
+    }
+}
+
+struct FleetListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List every machine's sessions and takes on the remote.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(name: .customLong("from"), help: "Only this machine's takes (its name on the remote).")
+    var from: String?
+
+    @Flag(help: "Print the takes (their manifests) as JSON.")
+    var json = false
+
+    @MainActor
+    mutating func run() async throws {
+        let (from, json) = (self.from, self.json)
+        try await reportingErrors {
+            try await FleetCommand.withRemote(global) { _, reader, _ in
+                let (entries, problems, _) = try await reader.entries(machine: from)
+                if json {
+                    try Terminal.printJSON(entries.map(FleetTakeJSON.init))
+                } else if entries.isEmpty {
+                    print(from.map { "No takes from \($0) on \(reader.remote.location)." } ?? "No takes on \(reader.remote.location) yet. Run `tapedeck push` on a machine that has some.")
+                } else {
+                    var last = ""
+                    for e in entries {
+                        let m = e.manifest
+                        let group = "\(m.machine)/\(Terminal.safe(m.session.name)) [\(NameRules.shortID(of: m.session.id))]"
+                        if group != last {
+                            print(group)
+                            last = group
+                        }
+                        let missing = e.audioPresent ? "" : "  AUDIO MISSING (tapedeck fleet doctor)"
+                        print("  \(m.take.number). \(Terminal.safe(m.take.name)) [\(m.take.shortID)]  \(Terminal.clock(m.take.seconds))  \(Terminal.bytes(m.audio.size))  \(m.take.state.rawValue)\(missing)")
+                    }
+                }
+                for p in problems { Terminal.printError("\(p.key): \(p.reason)") }
+            }
+        }
+    }
+}
+
+/// One take on the remote as `fleet list --json` prints it.
+struct FleetTakeJSON: Encodable {
+    var machine: String
+    var session: String
+    var sessionID: String
+    var take: String
+    var takeID: String
+    var number: Int
+    var state: String
+    var seconds: Double
+    var key: String
+    var size: Int64
+    var sha256: String
+    var audioPresent: Bool
+    var uploaded: Date
+
+    init(_ e: FleetReader.Entry) {
+        let m = e.manifest
+        machine = m.machine
+        session = m.session.name
+        sessionID = m.session.id
+        take = m.take.name
+        takeID = m.take.id
+        number = m.take.number
+        state = m.take.state.rawValue
+        seconds = m.take.seconds
+        key = m.audio.key
+        size = m.audio.size
+        sha256 = m.audio.sha256
+        audioPresent = e.audioPresent
+        uploaded = m.uploaded
+    }
+}
+
+struct FleetPullCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull",
+        abstract: "Bring a session (or one take) from the remote into this library, verified.",
+        discussion: """
+            Name it as `fleet list` shows it: MACHINE/SESSION or MACHINE/SESSION/TAKE, where SESSION \
+            and TAKE are names or ids (the short ids in brackets). Each take is downloaded into the \
+            library, its size and SHA-256 checked against its manifest, then kept byte for byte \
+            with its notes, tags and markers. Takes already pulled are skipped.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "MACHINE/SESSION or MACHINE/SESSION/TAKE.")
+    var path: String
+
+    @Option(help: "The local session to pull into (made when missing); default: the session's own name.")
+    var session: String?
+
+    @MainActor
+    mutating func run() async throws {
+        let (path, sessionName) = (self.path, self.session)
+        try await reportingErrors {
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard (2...3).contains(parts.count), !parts.contains(where: \.isEmpty) else {
+                throw TapedeckError(.invalidArgument, "\(path): name a session as MACHINE/SESSION or a take as MACHINE/SESSION/TAKE, as `tapedeck fleet list` shows them.")
+            }
+            try await FleetCommand.withRemote(global, writing: true) { studio, reader, partials in
+                let stop = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in partials.stop() }
+                defer { stop.cancel() }
+                let (entries, _, _) = try await reader.entries(machine: parts[0])
+                let chosen = try Self.choose(parts, from: entries)
+                let name = sessionName ?? chosen[0].manifest.session.name
+                let show = Terminal.showsProgress
+                let (session, made) = try await reader.pull(chosen, into: name) { bytes in
+                    if show { Terminal.status("Pulling… \(Terminal.bytes(bytes))") }
+                }
+                if show { Terminal.endStatus() }
+                for take in made {
+                    print("\(Terminal.safe(session.name))/\(Terminal.safe(take.name)) [\(take.shortID)]: pulled, SHA-256 checked")
+                }
+                let skipped = chosen.count - made.count
+                if skipped > 0 { print("\(Terminal.counted(skipped, "take")) already in \(Terminal.safe(session.name)), skipped.") }
+                _ = studio
+            }
+        }
+    }
+
+    /// The entries `parts` (machine, session, take) names.
+    static func choose(_ parts: [String], from entries: [FleetReader.Entry]) throws -> [FleetReader.Entry] {
+        let machine = parts[0]
+        guard !entries.isEmpty else {
+            throw TapedeckError(.notFound, "No takes from \(machine) on the remote. `tapedeck fleet list` shows the machines that pushed.")
+        }
+        func matches(_ text: String, id: String, name: String) -> Bool {
+            name == text || id == text || (text.count >= 4 && id.lowercased().hasPrefix(text.lowercased()))
+        }
+        let sessions = Dictionary(grouping: entries.filter { matches(parts[1], id: $0.manifest.session.id, name: $0.manifest.session.name) },
+                                  by: { $0.manifest.session.id })
+        guard let only = sessions.first else {
+            throw TapedeckError(.notFound, "\(machine) has no session \"\(parts[1])\" on the remote. `tapedeck fleet list --from \(machine)` lists its sessions.")
+        }
+        guard sessions.count == 1 else {
+            throw TapedeckError(.invalidArgument, "\(machine) has \(sessions.count) sessions named \"\(parts[1])\". Name one by its id: \(sessions.keys.sorted().map { NameRules.shortID(of: $0) }.joined(separator: ", ")).")
+        }
+        let takes = only.value.sorted { $0.manifest.take.number < $1.manifest.take.number }
+        guard parts.count == 3 else { return takes }
+        let picked = takes.filter { matches(parts[2], id: $0.manifest.take.id, name: $0.manifest.take.name) || String($0.manifest.take.number) == parts[2] }
+        guard !picked.isEmpty else {
+            throw TapedeckError(.notFound, "\(machine)/\(parts[1]) has no take \"\(parts[2])\" on the remote. `tapedeck fleet list --from \(machine)` lists its takes.")
+        }
+        guard picked.count == 1 else {
+            throw TapedeckError(.invalidArgument, "\"\(parts[2])\" names \(picked.count) takes of \(machine)/\(parts[1]). Name one by its id: \(picked.map(\.manifest.take.shortID).joined(separator: ", ")).")
+        }
+        return picked
+    }
+}
+
+struct FleetDoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check the remote: manifests without audio, audio without a manifest, unreadable manifests, stale unfinished uploads.",
+        discussion: """
+            Audio without a manifest is an upload that has not finished (or never will). With \
+            --repair, such audio and unfinished multipart uploads older than a day are removed \
+            (the machine that sent them still has the take and sends it again at its next push); \
+            nothing else is changed. Exit status 0 when nothing was found, 1 when problems remain.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Remove audio without a manifest and unfinished uploads older than a day.")
+    var repair = false
+
+    @Flag(help: "Print the findings as JSON.")
+    var json = false
+
+    struct Finding: Encodable {
+        var key: String
+        var problem: String
+        var repaired: Bool
+    }
+
+    @MainActor
+    mutating func run() async throws {
+        let (repair, json) = (self.repair, self.json)
+        try await reportingErrors {
+            let findings: [Finding] = try await FleetCommand.withRemote(global) { _, reader, _ in
+                let remote = reader.remote
+                let (entries, problems, objects) = try await reader.entries()
+                var findings: [Finding] = problems.map { Finding(key: $0.key, problem: $0.reason, repaired: false) }
+                let dayAgo = Date().addingTimeInterval(-86_400)
+                for e in entries where !e.audioPresent {
+                    findings.append(Finding(key: e.manifest.audio.key, problem: "the manifest says \(e.manifest.audio.size) bytes of audio, which the remote does not hold. Run `tapedeck doctor` and `tapedeck push` on \(e.manifest.machine).", repaired: false))
+                }
+                let committed = Set(entries.map(\.manifest.audio.key))
+                let manifests = Set(objects.map(\.key).filter { $0.hasSuffix(".json") })
+                for object in objects where !object.key.hasSuffix(".json") && !committed.contains(object.key) {
+                    let manifestKey = (object.key as NSString).deletingPathExtension + ".json"
+                    if manifests.contains(manifestKey) { continue }  // an unreadable manifest: reported above
+                    var repaired = false
+                    if repair, (object.modified ?? Date()) < dayAgo, let key = try? RemoteKey(object.key) {
+                        try await remote.remove(key)
+                        repaired = true
+                    }
+                    findings.append(Finding(key: object.key, problem: "audio without a manifest (an upload that did not finish)", repaired: repaired))
+                }
+                for upload in try await remote.unfinishedUploads(under: "") {
+                    var repaired = false
+                    if repair, (upload.started ?? Date()) < dayAgo, let key = try? RemoteKey(upload.key) {
+                        try await remote.abandon(upload.token, key: key)
+                        repaired = true
+                    }
+                    findings.append(Finding(key: upload.key, problem: "an unfinished multipart upload\(upload.started.map { " begun \(Terminal.date($0))" } ?? "")", repaired: repaired))
+                }
+                if !json {
+                    if findings.isEmpty { print("\(remote.location): \(Terminal.counted(entries.count, "take")), no problems found.") }
+                    for f in findings { print("\(f.key): \(f.problem)\(f.repaired ? " (removed)" : "")") }
+                }
+                return findings
+            }
+            if json { try Terminal.printJSON(findings) }
+            if findings.contains(where: { !$0.repaired }) { throw ExitCode(ExitStatus.problemsFound) }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckAssembly
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct PushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Upload finished takes to the configured remote (sync: in the config file), verified.",
+        discussion: """
+            Each take goes up as MACHINE/SESSION-ID/TAKE-ID.EXT: the audio first, then a check of \
+            what the server holds (size and its checksum), then a manifest (TAKE-ID.json) that \
+            marks the take complete. Only then is the take "verified" in the library. Running push \
+            again sends nothing that is already there; an upload stopped by Ctrl-C, a dropped \
+            network or a killed process resumes where it stopped. Takes being recorded wait for \
+            the next run. Nothing local is deleted unless sync.keep-local says so, and then only \
+            verified takes. Exit status: 0 when every take is verified, else that of the first \
+            failure (69: the server could not be reached or failed, 73: the remote holds other \
+            audio under a take's name, 78: configuration or credentials).
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to push.", completion: TakeCompletion.kind)
+    var references: [String] = []
+
+    @Flag(help: "Push every finished take of the library (the default when no take or session is named).")
+    var all = false
+
+    @Flag(name: .customLong("dry-run"), help: "Only say which takes would be pushed.")
+    var dryRun = false
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    @Flag(help: "Keep running: push takes as they finish, until Ctrl-C (beside an unattended recorder).")
+    var watch = false
+
+    @Option(name: .customLong("interval"), help: "With --watch: seconds between looks at the library (default 10).")
+    var interval: Double = 10
+
+    @Option(name: .customLong("limit-rate"), help: "Send at most this many bytes per second, e.g. 500k, 2M, 2MiB/s.")
+    var limitRate: String?
+
+    @MainActor
+    mutating func run() async throws {
+        let (references, all, dryRun, json, watch, interval, limitRate) = (self.references, self.all, self.dryRun, self.json, self.watch, self.interval, self.limitRate)
+        try await reportingErrors {
+            if all && !references.isEmpty {
+                throw TapedeckError(.invalidArgument, "--all pushes every take: give it without takes or sessions.")
+            }
+            if watch && (dryRun || !references.isEmpty) {
+                throw TapedeckError(.invalidArgument, "--watch pushes every take as it finishes: give it without takes, sessions or --dry-run.")
+            }
+            guard interval >= 1 && interval <= 86_400 else {
+                throw TapedeckError(.invalidArgument, "--interval \(interval): give seconds between 1 and 86400.")
+            }
+            var options = UploadOptions()
+            if let limitRate {
+                guard let rate = RateLimiter.parse(limitRate) else {
+                    throw TapedeckError(.invalidArgument, "--limit-rate \(limitRate): not a rate. Give bytes per second, e.g. 500k, 2M or 2MiB/s.")
+                }
+                options.bytesPerSecond = rate
+            }
+            let studio = try await global.makeStudio(loadingSessions: true, writing: true)
+            let keepLocal = try studio.keepLocalSeconds()
+            let remote = try studio.makeRemote()
+            let pusher = studio.makePusher(remote: remote)
+            let lock: Int32
+            do { lock = try pusher.ledger.claim(timeout: watch ? 0 : 5) } catch {
+                await remote.shutdown()
+                throw error
+            }
+            defer { close(lock) }
+            let work = Task { @MainActor () -> [PushRound] in
+                var rounds: [PushRound] = []
+                repeat {
+                    do {
+                        if watch { try await studio.store.refresh() }
+                        let selected = try Self.select(references, in: studio.store)
+                        let items = try pusher.pending(in: selected)
+                        let empty = !selected.contains { $0.0.state != .recording }
+                        if dryRun {
+                            rounds.append(PushRound(items: items, outcomes: [], deleted: [], dryRun: true, libraryIsEmpty: empty))
+                            break
+                        }
+                        if items.isEmpty && watch {
+                            try await Task.sleep(for: .seconds(interval))
+                            continue
+                        }
+                        let display = PushDisplay(json: json, machine: pusher.machine, location: remote.location, count: items.count)
+                        let outcomes = await pusher.push(items, options: options) { display.show($0) }
+                        display.end()
+                        var deleted: [Take] = []
+                        if let keepLocal, !Task.isCancelled {
+                            try await studio.store.refresh()
+                            deleted = try await pusher.applyRetention(olderThan: keepLocal)
+                        }
+                        rounds.append(PushRound(items: items, outcomes: outcomes, deleted: deleted, dryRun: false, libraryIsEmpty: empty))
+                        if watch && !json { display.summary(rounds.last!) }
+                        if watch { try await Task.sleep(for: .seconds(interval)) }
+                    } catch is CancellationError {
+                        break
+                    } catch let error as TapedeckError where watch && (error.code == .remoteUnavailable || error.code == .busy) {
+                        // The server may come back: say so and look again after the interval.
+                        Terminal.printError(error.message)
+                        try? await Task.sleep(for: .seconds(interval))
+                    }
+                } while watch && !Task.isCancelled
+                return rounds
+            }
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in work.cancel() }
+            defer { signals.cancel() }
+            let rounds: [PushRound]
+            do { rounds = try await work.value } catch {
+                await remote.shutdown()
+                throw error
+            }
+            await remote.shutdown()
+            let stopped = work.isCancelled
+            try Self.report(rounds, json: json, watch: watch, machine: pusher.machine, location: remote.location, stopped: stopped)
+            let failures: [TapedeckError] = rounds.last?.outcomes.compactMap { (_, outcome) -> TapedeckError? in
+                if case .failed(let e) = outcome { return e }
+                return nil
+            } ?? []
+            if stopped && !watch {
+                throw TapedeckError(.cancelled, "Stopped. Takes verified before the stop stay verified; the take being sent resumes at the next push.")
+            }
+            if let first = failures.first { throw ExitCode(ExitStatus.code(for: first)) }
+        }
+    }
+
+    /// The takes named (all of the library's when none is named).
+    @MainActor
+    static func select(_ references: [String], in store: SessionStore) throws -> [(Take, Session)] {
+        guard !references.isEmpty else { return store.sessions.flatMap { s in s.takes.map { ($0, s) } } }
+        var out: [(Take, Session)] = []
+        for reference in references {
+            switch try store.resolve(reference) {
+            case .take(let t, let s): out.append((t, s))
+            case .session(let s): out += s.takes.map { ($0, s) }
+            }
+        }
+        return out
+    }
+
+    /// Prints what the last round did (every round with --watch was shown as it ended).
+    @MainActor
+    static func report(_ rounds: [PushRound], json: Bool, watch: Bool, machine: String, location: String, stopped: Bool) throws {
+        if json {
+            try Terminal.printJSON(rounds.flatMap { $0.json })
+            return
+        }
+        guard let round = rounds.last, !watch else { return }
+        if round.dryRun {
+            if round.items.isEmpty {
+                print(round.libraryIsEmpty ? "The library has no finished takes yet: record or import some, then push." : "Every take is verified on \(location); nothing to push.")
+            }
+            for item in round.items {
+                let state = item.record.map { r in r.state == .uploading ? "resumes an upload" : "failed before: \(r.reason ?? "")" } ?? "pending"
+                print("\(Terminal.safe(item.session.name))/\(Terminal.safe(item.take.name)) [\(item.take.shortID)] \(Terminal.bytes(item.size)): \(state)")
+            }
+            if !round.items.isEmpty {
+                print("\(Terminal.counted(round.items.count, "take")) (\(Terminal.bytes(round.items.reduce(0) { $0 + $1.size }))) would go to \(location) as \(machine)/. Run without --dry-run to push.")
+            }
+            return
+        }
+        if round.items.isEmpty && !stopped {
+            print(round.libraryIsEmpty ? "The library has no finished takes yet: record or import some, then push." : "Every take is verified on \(location); nothing to push.")
+            return
+        }
+        PushDisplay.summarize(round)
+    }
+}
+
+/// One pass over the library: what was pending, how each push ended, what retention deleted.
+struct PushRound {
+    var items: [TakePusher.Item]
+    var outcomes: [(TakePusher.Item, TakePusher.Outcome)]
+    var deleted: [Take]
+    var dryRun: Bool
+    /// Whether the takes looked at were none at all (not: all verified already).
+    var libraryIsEmpty = false
+
+    struct Entry: Encodable {
+        var session: String
+        var sessionID: String
+        var take: String
+        var takeID: String
+        var key: String?
+        var result: String
+        var size: Int64
+        var sha256: String?
+        var checked: String?
+        var reason: String?
+    }
+
+    var json: [Entry] {
+        if dryRun {
+            return items.map { i in
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: i.record?.key,
+                      result: i.record.map { $0.state == .uploading ? "resumes" : "retry" } ?? "pending", size: i.size, reason: i.record?.reason)
+            }
+        }
+        return outcomes.map { i, o in
+            switch o {
+            case .uploaded(let d, let how):
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "uploaded", size: d.size, sha256: d.sha256, checked: how)
+            case .alreadyThere(let d, let how):
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "already-there", size: d.size, sha256: d.sha256, checked: how)
+            case .failed(let e):
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "failed", size: i.size, reason: e.message)
+            }
+        } + deleted.map { t in
+            Entry(session: "", sessionID: t.sessionID, take: t.name, takeID: t.id, key: nil, result: "deleted-locally", size: 0)
+        }
+    }
+}
