@@ -70,8 +70,10 @@ public final class FleetReader {
 
     /// Pulls `entries` (takes of one session) into the local session named `sessionName` (made
     /// when missing): each audio object is downloaded into the library, its size and SHA-256
-    /// checked against the manifest, then committed as a copy of the take. A take the session
-    /// already has a copy of (same name and SHA-256) is skipped.
+    /// checked against the manifest, then committed as a copy of the take, which the upload
+    /// ledger records as verified on this remote under the original's key (so `push` does not
+    /// send it again as a take of this machine). A take the session already has a copy of (same
+    /// name, length and start) is skipped.
     /// - Returns: the takes made.
     /// - Throws: `.corruptFile` when a download does not match its manifest (nothing of it is kept).
     public func pull(_ entries: [Entry], into sessionName: String, progress: @escaping @Sendable (Int64) -> Void) async throws -> (Session, [Take]) {
@@ -103,6 +105,9 @@ public final class FleetReader {
             let take = try await BlockingWork.detached {
                 try importer.importTake(movingFrom: temp, as: m.take, fileExtension: ext, into: session)
             }
+            // The copy is on this remote already (it came from there): push leaves it alone.
+            try UploadLedger(libraryURL: storage.rootURL, remote: remote.location)
+                .set(take.id, UploadLedger.Record(state: .verified, key: m.audio.key, digest: got))
             made.append(take)
         }
         try await store.refresh()

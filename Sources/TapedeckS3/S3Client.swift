@@ -5,6 +5,9 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Signed HTTP requests to one bucket of an S3-compatible server, over async-http-client:
 /// path-style or virtual-host addressing, TLS when the endpoint is https, SigV4 on every
@@ -50,6 +53,9 @@ final class S3Client: Sendable {
         configuration.timeout = .init(connect: .seconds(15), read: .seconds(120))
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .disallow
+        // A refused connection fails at once; this client's own retry (with back-off) decides
+        // whether to try again, so a wrong address is said in seconds, not after the timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -95,7 +101,18 @@ final class S3Client: Sendable {
     }
 
     private func unavailable(_ error: any Error) -> TapedeckError {
-        TapedeckError(.remoteUnavailable, "Could not reach the S3 server \(endpoint): \(error). Check the address (sync.s3.endpoint) and the network, then run the command again: finished work is kept, and uploads resume.")
+        TapedeckError(.remoteUnavailable, "Could not reach the S3 server \(endpoint): \(Self.reason(error)). Check the address (sync.s3.endpoint) and the network, then run the command again: finished work is kept, and uploads resume.")
+    }
+
+    /// A network failure in words: the system's for a socket error, else the client's.
+    static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        switch error as? HTTPClientError {
+        case .connectTimeout?: return "the connection timed out"
+        case .readTimeout?, .deadlineExceeded?: return "the server stopped answering"
+        case .remoteConnectionClosed?: return "the server closed the connection"
+        default: return "\(error)"
+        }
     }
 
     /// A signed GET of `key` whose body the caller reads as it arrives (downloads).

@@ -193,6 +193,10 @@ public final class S3Remote: TakeRemote {
                        started: @escaping @Sendable (String) async throws -> Void,
                        progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
         let local = try LocalFile(file)
+        // A server that ignores If-None-Match would let a PUT replace an object: look first.
+        if resuming == nil, try await head(key) != nil {
+            throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
+        }
         let limiter = options.bytesPerSecond.map { RateLimiter(bytesPerSecond: $0) }
         var pace: (@Sendable (Int) async throws -> Void)?
         if let limiter { pace = { try await limiter.pace($0) } }
