@@ -53,6 +53,13 @@ struct CLIHarness {
         self.storage = storage
     }
 
+    /// A harness whose config is the file at `configFile` (a test's own).
+    init(configFile: URL, library: URL? = nil) {
+        self.library = library ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
+        config = configFile.path
+        storage = "directory"
+    }
+
     var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TAPEDECK_") }
         if usesDefaultLibrary {

@@ -1,0 +1,171 @@
+import Foundation
+import TapedeckTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `push` and `fleet` against real S3 servers started for each test (rclone serve s3, moto):
+/// several machines' libraries, one bucket.
+@Suite("many machines end to end", .serialized)
+struct FleetEndToEndTests {
+    /// A fleet file: the null backend unpaced, the server as `sync:`, three machines.
+    static func fleetFile(_ server: S3Server, in folder: URL) throws -> URL {
+        let yaml = """
+            capture: {backend: null, null: {paced: false, signal: noise}}
+            format: {sample-rate: 48000, channels: 2, sample-format: s16}
+            encoder: {name: wav}
+            storage: {backend: directory}
+            sync:
+              backend: s3
+              s3: {endpoint: "\(server.endpoint)", bucket: \(server.bucket), prefix: fleet, path-style: true, part-size-mib: 5}
+            machines:
+              studio: {metadata: {tape: studio-a}}
+              laptop: {encoder: {name: flac}}
+              office: {metadata: {tape: office}}
+            """
+        let url = folder.appendingPathComponent("fleet.yaml")
+        try yaml.write(to: url, atomically: true, encoding: .utf8)
+        return url
+    }
+
+    static func machine(_ file: URL, _ server: S3Server, folder: URL, name: String) -> CLIHarness {
+        var cli = CLIHarness(configFile: file, library: folder.appendingPathComponent(name))
+        cli.extraEnvironment = server.credentialEnvironment
+        return cli
+    }
+
+    static func json(_ text: String) -> [[String: Any]] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String: Any]] ?? []
+    }
+
+    static func sha256(_ path: String) throws -> String {
+        let r = try CLIHarness.tool("sha256sum", [path])
+        return String(r.stdout.prefix(64))
+    }
+
+    @Test("two machines push, a third lists both and pulls a session back bit for bit", arguments: S3Server.Kind.allCases)
+    func twoMachinesAndAThird(_ kind: S3Server.Kind) throws {
+        let server = try S3Server(kind)
+        defer { server.remove() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try Self.fleetFile(server, in: folder)
+        let studio = Self.machine(file, server, folder: folder, name: "studio")
+        let laptop = Self.machine(file, server, folder: folder, name: "laptop")
+        let office = Self.machine(file, server, folder: folder, name: "office")
+
+        // A 70 s take (13 MB: three parts of 5 MiB) and a short one on the studio; one on the laptop.
+        for (cli, machine, args) in [(studio, "studio", ["--session", "Concert", "-d", "70"]), (studio, "studio", ["--session", "Concert", "-d", "2"]),
+                                     (laptop, "laptop", ["--session", "Field", "-d", "3"])] {
+            let r = try cli.run(["record", "--machine", machine] + args)
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let dry = try studio.run("push", "--machine", "studio", "--dry-run")
+        #expect(dry.status == 0 && dry.stdout.contains("2 takes") && dry.stdout.contains("would go to"), "\(dry.stdout) \(dry.stderr)")
+        for (cli, machine, count) in [(studio, "studio", 2), (laptop, "laptop", 1)] {
+            let r = try cli.run("push", "--machine", machine, "--json")
+            #expect(r.status == 0, "\(r.stderr)")
+            let results = Self.json(r.stdout)
+            #expect(results.count == count && results.allSatisfy { $0["result"] as? String == "uploaded" }, "\(r.stdout)")
+            // Nothing is sent again.
+            let again = try cli.run("push", "--machine", machine)
+            #expect(again.status == 0 && again.stdout.contains("nothing to push"), "\(again.stdout) \(again.stderr)")
+        }
+
+        let listed = try office.run("fleet", "list", "--machine", "office", "--json")
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let takes = Self.json(listed.stdout)
+        #expect(Set(takes.compactMap { $0["machine"] as? String }) == ["studio", "laptop"], "\(listed.stdout)")
+        #expect(takes.count == 3 && takes.allSatisfy { $0["audioPresent"] as? Bool == true })
+        let text = try office.run("fleet", "list", "--machine", "office")
+        #expect(text.stdout.contains("studio/Concert") && text.stdout.contains("laptop/Field"), "\(text.stdout)")
+
+        let pulled = try office.run("fleet", "pull", "--machine", "office", "studio/Concert")
+        #expect(pulled.status == 0, "\(pulled.stderr)")
+        let originals = try studio.takes().compactMap { $0["path"] as? String }.sorted { $0 < $1 }
+        let copies = try office.takes().compactMap { $0["path"] as? String }
+        #expect(copies.count == 2)
+        #expect(Set(try originals.map(Self.sha256)) == Set(try copies.map(Self.sha256)), "the pulled takes are the studio's, bit for bit")
+        #expect(Set(try office.takes().compactMap { $0["name"] as? String }) == ["Take 1", "Take 2"])
+        // Pulled once: again skips; and the copies are not pushed as the office's own.
+        let twice = try office.run("fleet", "pull", "--machine", "office", "studio/Concert")
+        #expect(twice.status == 0 && twice.stdout.contains("already in"), "\(twice.stdout) \(twice.stderr)")
+        let officePush = try office.run("push", "--machine", "office")
+        #expect(officePush.status == 0 && officePush.stdout.contains("nothing to push"), "\(officePush.stdout) \(officePush.stderr)")
+
+        let doctor = try office.run("fleet", "doctor", "--machine", "office")
+        #expect(doctor.status == 0 && doctor.stdout.contains("no problems"), "\(doctor.stdout) \(doctor.stderr)")
+        if kind == .rclone {
+            // The objects are plain files under the server's data folder: the audio is the take's.
+            let object = server.dataDirectory.appendingPathComponent(server.bucket).appendingPathComponent("fleet/studio")
+            let files = (FileManager.default.enumerator(atPath: object.path)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".wav") }
+            #expect(Set(try files.map { try Self.sha256(object.appendingPathComponent($0).path) }) == Set(try originals.map(Self.sha256)))
+        }
+    }
+
+    @Test("a take the remote holds other audio for is refused (exit 73), and nothing is overwritten")
+    func conflict() throws {
+        let server = try S3Server(.moto)
+        defer { server.remove() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try Self.fleetFile(server, in: folder)
+        let studio = Self.machine(file, server, folder: folder, name: "studio")
+        #expect(try studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        #expect(try studio.run("push", "--machine", "studio").status == 0)
+        // A copy of the library (same take ids) whose take's audio differs, pushed as the same machine.
+        let copy = Self.machine(file, server, folder: folder, name: "copy")
+        try FileManager.default.copyItem(at: studio.library, to: copy.library)
+        try? FileManager.default.removeItem(at: copy.library.appendingPathComponent("uploads.json"))
+        let path = try #require(try copy.takes().first?["path"] as? String)
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: 1000)
+        try handle.write(contentsOf: Data(repeating: 0x55, count: 64))
+        try handle.close()
+        let r = try copy.run("push", "--machine", "studio")
+        #expect(r.status == 73, "\(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("already holds other audio") && r.stderr.contains("--machine"), "\(r.stderr)")
+        let listed = Self.json(try studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
+        let original = try #require(try studio.takes().first?["path"] as? String)
+        #expect(listed.first?["sha256"] as? String == (try Self.sha256(original)), "the first push's audio stays")
+    }
+
+    @Test("no sync section, bad credentials, an unreachable server: each says what to do, with its exit status")
+    func configurationErrors() throws {
+        let cli = try CLIHarness()
+        let none = try cli.run("push")
+        #expect(none.status == 78 && none.stderr.contains("sync:") && none.stderr.contains("--set sync.backend="), "\(none.stderr)")
+        let server = try S3Server(.rclone)
+        defer { server.remove() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try Self.fleetFile(server, in: folder)
+        var studio = Self.machine(file, server, folder: folder, name: "studio")
+        #expect(try studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        studio.extraEnvironment = [:]
+        let noKeys = try studio.run("push", "--machine", "studio")
+        #expect(noKeys.status == 78 && noKeys.stderr.contains("AWS_ACCESS_KEY_ID") && noKeys.stderr.contains("credentials-file"), "\(noKeys.stderr)")
+        studio.extraEnvironment = ["AWS_ACCESS_KEY_ID": server.accessKeyID, "AWS_SECRET_ACCESS_KEY": "wrong-secret-value"]
+        let wrong = try studio.run("push", "--machine", "studio")
+        #expect(wrong.status == 78 && !wrong.stderr.contains("wrong-secret-value") && wrong.stderr.contains("credentials"), "\(wrong.stderr)")
+        // A credentials file others may read is refused; chmod 600 makes it good.
+        let credentials = folder.appendingPathComponent("credentials")
+        try "[default]\naws_access_key_id = \(server.accessKeyID)\naws_secret_access_key = \(server.secretAccessKey)\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o644)
+        studio.extraEnvironment = [:]
+        let open = try studio.run("push", "--machine", "studio", "--set", "sync.s3.credentials-file=\(credentials.path)")
+        #expect(open.status == 78 && open.stderr.contains("chmod 600"), "\(open.stderr)")
+        chmod(credentials.path, 0o600)
+        let good = try studio.run("push", "--machine", "studio", "--set", "sync.s3.credentials-file=\(credentials.path)")
+        #expect(good.status == 0, "\(good.stderr)")
+        let port = try S3Server.freePort()
+        let away = try studio.run("push", "--machine", "studio", "--set", "sync.s3.endpoint=http://127.0.0.1:\(port)", "--set", "sync.s3.credentials-file=\(credentials.path)")
+        #expect(away.status == 69 && away.stderr.contains("connection refused") && away.stderr.contains("sync.s3.endpoint"), "\(away.stderr)")
+        let list = try studio.run("fleet", "list", "--machine", "studio", "--set", "sync.s3.endpoint=http://127.0.0.1:\(port)", "--set", "sync.s3.credentials-file=\(credentials.path)")
+        #expect(list.status == 69 && list.stderr.contains("connection refused") && list.stderr.contains("sync.s3.endpoint"), "\(list.stderr)")
+    }
+}
