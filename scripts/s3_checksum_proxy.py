@@ -46,9 +46,12 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", answer.getheader("Content-Length") or "0")
         else:
             self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        try:
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on this answer (it retries or fails on its own)
         upstream.close()
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
