@@ -1,6 +1,7 @@
 import Crypto
 import Dispatch
 import Foundation
+import NIOCore
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +28,37 @@ final class LocalFile: Sendable {
         }
         self.fd = fd
         size = Int64(st.st_size)
+        identity = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                            modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
+    }
+
+    /// What tells this version of the file from another: device, inode, size and change time.
+    struct Identity: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+    }
+
+    let identity: Identity
+
+    /// `count` bytes from `offset`, read straight into a buffer to send.
+    func readBuffer(at offset: Int64, count: Int) throws -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: count)
+        var done = 0
+        while done < count {
+            let n = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count - done) { raw -> Int in
+                while true {
+                    let n = pread(fd, raw.baseAddress!, count - done, off_t(offset) + off_t(done))
+                    if n < 0 && errno == EINTR { continue }
+                    if n < 0 { throw TapedeckError.system(errno, while: "read \(url.path)") }
+                    return n
+                }
+            }
+            guard n > 0 else { throw TapedeckError(.io, "\(url.path) became shorter while it was read. Run the command again.") }
+            done += n
+        }
+        return buffer
     }
 
     deinit { close(fd) }

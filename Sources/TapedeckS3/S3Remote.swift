@@ -29,6 +29,10 @@ public final class S3Remote: TakeRemote {
     let partSize: Int
     let concurrency: Int
     let logger: Logger
+    /// The digests of what this remote sent, by key, with the version of the file they are of:
+    /// the check after an upload compares the server's answer with them instead of reading the
+    /// file again.
+    private let sent = Mutex<[String: (LocalFile.Identity, LocalFile.Digest)]>([:])
 
     /// - Throws: `.configuration` when a setting cannot work (no endpoint or bucket, a bad prefix).
     public init(settings: S3Settings, credentials: S3Credentials, context: PluginContext) throws {
@@ -169,7 +173,13 @@ public final class S3Remote: TakeRemote {
         let parts = head.etag.split(separator: "-")
         let layout: Int? = parts.count == 2 ? Int(parts[1]) : nil
         let partSize = layout.map { _ in self.partSize(for: local.size) } ?? Int(max(local.size, 1))
-        let digest = try await local.digest(partSize: partSize)
+        let digest: LocalFile.Digest
+        if let (identity, known) = sent.withLock({ $0[key.rawValue] }), identity == local.identity,
+           layout == nil || known.partMD5s.count == layout {
+            digest = known
+        } else {
+            digest = try await local.digest(partSize: partSize)
+        }
         if let metadata = head.metadataSHA256, metadata.lowercased() != digest.sha256 {
             return .differs("its recorded SHA-256 is \(metadata), the take's \(digest.sha256)")
         }
@@ -209,19 +219,22 @@ public final class S3Remote: TakeRemote {
 
     private func uploadWhole(_ local: LocalFile, key: RemoteKey, pace: (@Sendable (Int) async throws -> Void)?,
                              progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
-        let bytes = try local.read(at: 0, count: Int(local.size))
-        let sha = SHA256.hash(data: bytes)
+        let bytes = try local.readBuffer(at: 0, count: Int(local.size))
+        let (sha, md5) = bytes.withUnsafeReadableBytes { (SHA256.hash(data: $0), Insecure.MD5.hash(data: $0)) }
         let shaHex = SigV4Signer.hex(sha)
+        let md5Hex = SigV4Signer.hex(md5)
         let response = try await client.send(.PUT, key: full(key), headers: [
             ("if-none-match", "*"),
-            ("content-md5", Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
+            ("content-md5", Data(md5).base64EncodedString()),
             ("x-amz-checksum-sha256", Data(sha).base64EncodedString()),
             ("x-amz-meta-sha256", shaHex),
-        ], body: ByteBuffer(bytes: bytes), payloadHash: shaHex, pace: pace)
+        ], body: bytes, payloadHash: shaHex, pace: pace)
         if response.status == 412 || response.status == 409 {
             throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
         }
         guard (200..<300).contains(response.status) else { throw client.failure(response, "write \(key)") }
+        remember(key, local, LocalFile.Digest(sha256: shaHex, sha256Base64: Data(sha).base64EncodedString(), md5: md5Hex, partMD5s: [md5Hex],
+                                              multipartETag: ""))
         progress(local.size)
         return ContentDigest(size: local.size, sha256: shaHex)
     }
@@ -251,6 +264,7 @@ public final class S3Remote: TakeRemote {
         guard let uploadID else { throw TapedeckError(.internalError, "No upload id.") }
         let count = max(1, Int((local.size + Int64(partSize) - 1) / Int64(partSize)))
         var hasher = SHA256()
+        var wholeMD5 = Insecure.MD5()
         var etags = [String](repeating: "", count: count)
         let sent = SentBytes()
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
@@ -258,12 +272,17 @@ public final class S3Remote: TakeRemote {
             for index in 0..<count {
                 let offset = Int64(index) * Int64(partSize)
                 let length = Int(min(Int64(partSize), local.size - offset))
-                let bytes = try local.read(at: offset, count: length)
-                hasher.update(data: bytes)
-                let md5 = SigV4Signer.hex(Insecure.MD5.hash(data: bytes))
+                let bytes = try local.readBuffer(at: offset, count: length)
+                // The whole file's SHA-256 (for the manifest) and MD5 (some servers' ETag for a
+                // multipart object), computed here while the parts before this one are sent.
+                bytes.withUnsafeReadableBytes {
+                    hasher.update(bufferPointer: $0)
+                    wholeMD5.update(bufferPointer: $0)
+                }
                 let number = index + 1
-                if let there = existing[number], there.size == Int64(length), there.etag.lowercased() == md5 {
-                    etags[index] = md5
+                if let there = existing[number], there.size == Int64(length),
+                   there.etag.lowercased() == bytes.withUnsafeReadableBytes({ SigV4Signer.hex(Insecure.MD5.hash(data: $0)) }) {
+                    etags[index] = there.etag.lowercased()
                     progress(sent.add(Int64(length)))
                     continue
                 }
@@ -273,25 +292,28 @@ public final class S3Remote: TakeRemote {
                 }
                 inFlight += 1
                 group.addTask { [client, full = full(key)] in
-                    let partSHA = SigV4Signer.hex(SHA256.hash(data: bytes))
+                    // Each part carries its own MD5 and SHA-256; the server checks both.
+                    let (md5, partSHA) = bytes.withUnsafeReadableBytes { (Insecure.MD5.hash(data: $0), SigV4Signer.hex(SHA256.hash(data: $0))) }
+                    let md5Hex = SigV4Signer.hex(md5)
                     let response = try await client.send(.PUT, key: full, query: [("partNumber", String(number)), ("uploadId", uploadID)], headers: [
-                        ("content-md5", Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
-                    ], body: ByteBuffer(bytes: bytes), payloadHash: partSHA, pace: pace)
+                        ("content-md5", Data(md5).base64EncodedString()),
+                    ], body: bytes, payloadHash: partSHA, pace: pace)
                     if response.status == 404 {
                         throw TapedeckError(.remoteUnavailable, "The upload of \(key) was abandoned on the server (NoSuchUpload). Run push again to start it anew.")
                     }
                     guard response.status == 200 else { throw client.failure(response, "write part \(number) of \(key)") }
                     let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).lowercased()
-                    guard etag == md5 else {
-                        throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : etag), not the MD5 \(md5) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
+                    guard etag == md5Hex else {
+                        throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : etag), not the MD5 \(md5Hex) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
                     }
-                    progress(sent.add(Int64(bytes.count)))
+                    progress(sent.add(Int64(length)))
                     return (index, etag)
                 }
             }
             while let (done, etag) = try await group.next() { etags[done] = etag }
         }
-        let sha256 = SigV4Signer.hex(hasher.finalize())
+        let shaDigest = hasher.finalize()
+        let sha256 = SigV4Signer.hex(shaDigest)
         let document = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\"\($0.element)\"</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
         let response = try await client.send(.POST, key: full(key), query: [("uploadId", uploadID)], headers: [("if-none-match", "*")],
                                              body: ByteBuffer(string: document), limit: 1 << 20)
@@ -302,7 +324,21 @@ public final class S3Remote: TakeRemote {
         guard response.status == 200, S3XML.elements("Error", in: response.text).isEmpty else {
             throw client.failure(response, "finish uploading \(key)")
         }
+        let concatenated = etags.reduce(into: [UInt8]()) { out, hex in
+            var i = hex.startIndex
+            while i < hex.endIndex, let j = hex.index(i, offsetBy: 2, limitedBy: hex.endIndex), let byte = UInt8(hex[i..<j], radix: 16) {
+                out.append(byte)
+                i = j
+            }
+        }
+        remember(key, local, LocalFile.Digest(sha256: sha256, sha256Base64: Data(shaDigest).base64EncodedString(), md5: SigV4Signer.hex(wholeMD5.finalize()), partMD5s: etags,
+                                              multipartETag: SigV4Signer.hex(Insecure.MD5.hash(data: concatenated)) + "-\(etags.count)"))
         return ContentDigest(size: local.size, sha256: sha256)
+    }
+
+    /// Keeps the digests of what was just sent for the check that follows.
+    private func remember(_ key: RemoteKey, _ local: LocalFile, _ digest: LocalFile.Digest) {
+        sent.withLock { $0[key.rawValue] = (local.identity, digest) }
     }
 
     /// The parts of upload `uploadID` already on the server, by part number; `nil` when the
