@@ -72,8 +72,51 @@ public struct LibraryDoctor: Sendable {
         } catch let error as TapedeckError where error.code == .corruptFile && parts.contains(where: \.needsRebuild) {
             // The catalog cannot be read at all: nothing more can be examined until it is rebuilt.
         }
+        do {
+            _ = try UploadLedger(libraryURL: storage.rootURL, remote: "").allRecords()
+        } catch let error as TapedeckError {
+            var f = DoctorFinding(kind: "damaged", subject: UploadLedger.fileName, problem: error.message)
+            if repair {
+                f.attempt { "moved to " + (try storage.quarantine(UploadLedger.fileName)) + "; every take counts as pending, and the next push checks the remote before it sends anything" }
+            }
+            findings.append(f)
+        }
         return findings
     }
+
+    /// Where the library's uploads stand, per remote it was pushed to (from the upload ledger):
+    /// empty when it never was, or when the ledger cannot be read (``examine(repair:)`` reports that).
+    /// - Thread: any. Blocks briefly on disk I/O.
+    public func uploads() -> [UploadSummary] {
+        guard let all = try? UploadLedger(libraryURL: storage.rootURL, remote: "").allRecords() else { return [] }
+        let present = Set(((try? storage.sessions()) ?? []).flatMap { $0.takes.map(\.id) })
+        return all.keys.sorted().map { location in
+            let records = all[location] ?? [:]
+            let mine = records.filter { present.contains($0.key) }.map(\.value)
+            let failed = mine.filter { $0.state == .failed }.sorted { $0.updated < $1.updated }
+            return UploadSummary(remote: location, verified: mine.filter { $0.state == .verified }.count,
+                                 uploading: mine.filter { $0.state == .uploading }.count, failed: failed.count,
+                                 lastFailure: failed.last?.reason, pending: present.count - mine.count,
+                                 deletedLocally: records.filter { !present.contains($0.key) && $0.value.state == .verified }.count)
+        }
+    }
+}
+
+/// One remote's upload state as `doctor` reports it. A plain value.
+public struct UploadSummary: Sendable, Hashable, Codable {
+    public var remote: String
+    public var verified: Int
+    /// Begun and stopped: resumed by the next `push`.
+    public var uploading: Int
+    public var failed: Int
+    public var lastFailure: String?
+    /// Takes of the library never pushed to this remote (or recorded since).
+    public var pending: Int
+    /// Takes verified there and since deleted here (`sync.keep-local`, or by hand).
+    public var deletedLocally: Int
+}
+
+extension LibraryDoctor {
 
     /// Everything after the damaged parts: interrupted takes, missing and mismatched audio,
     /// strays and unknown files.

@@ -44,7 +44,8 @@ extension BundleStorage {
     /// reported as damaged instead).
     func unreferenced(_ entries: [String], in bundle: URL) -> [String] {
         guard let manifest = try? readManifest(bundle) else { return [] }
-        var known: Set<String> = [Self.manifestName, Self.libraryLockName]
+        // The upload ledger sits at the library root, which is this bundle when one is opened in place.
+        var known: Set<String> = UploadLedger.reservedNames.union([Self.manifestName, Self.libraryLockName])
         for take in manifest.takes {
             known.insert(take.file)
             if take.state == .recording, let pending = take.pendingFile { known.insert(pending) }

@@ -33,6 +33,8 @@ struct DoctorCommand: AsyncParsableCommand {
         var schema = JSONSchema.version
         var findings: [DoctorFinding]
         var repaired: Bool
+        /// Where the library's uploads stand, per remote (none when it was never pushed).
+        var uploads: [UploadSummary]
     }
 
     @MainActor
@@ -52,8 +54,9 @@ struct DoctorCommand: AsyncParsableCommand {
             findings += try await doctor.run(repair: repair)
             let storage = doctor.storage
             let problems = findings.filter { $0.kind != "rebuilt-catalog" }
+            let uploads = doctor.uploads()
             if json {
-                try Terminal.printJSON(Report(findings: findings, repaired: repair))
+                try Terminal.printJSON(Report(findings: findings, repaired: repair, uploads: uploads))
             } else {
                 for f in findings {
                     print("\(f.kind)  \(f.subject): \(f.problem)")
@@ -66,6 +69,13 @@ struct DoctorCommand: AsyncParsableCommand {
                     print("\(Terminal.counted(problems.count, "problem")) found. The catalog needs rebuilding first: run `tapedeck doctor --rebuild-catalog`, then `tapedeck doctor` again; no audio is touched.")
                 } else if !repair {
                     print("\(Terminal.counted(problems.count, "problem")) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.")
+                }
+                for u in uploads {
+                    var line = "Uploads to \(u.remote): \(u.verified) verified, \(u.pending) pending"
+                    if u.uploading > 0 { line += ", \(u.uploading) stopped midway (the next push resumes them)" }
+                    if u.failed > 0 { line += ", \(u.failed) failed (run `tapedeck push` again; the last reason: \(u.lastFailure ?? "not recorded"))" }
+                    if u.deletedLocally > 0 { line += "; \(Terminal.counted(u.deletedLocally, "take")) kept only there" }
+                    print(line + ".")
                 }
             }
             let unrepaired = problems.filter { $0.repaired == nil }

@@ -174,5 +174,35 @@ metadata:
   tape: ""
   # More iXML USER lines, as NAME=value pairs separated by commas, e.g. "MIXER=Ana, ROOM=B".
   user: ""
+
+sync:
+  # Where `tapedeck push` copies finished takes, and `tapedeck fleet` reads every machine's from.
+  # Compiled in: s3 (S3-compatible object storage). Empty: none (push and fleet say how to set one).
+  backend: ""
+  # Delete local takes whose upload is verified once they are older than this (30d, 12h, 90m).
+  # Empty: keep every take.
+  keep-local: ""
+  s3:
+    # The server, e.g. https://s3.eu-west-1.amazonaws.com or http://nas.local:3900 (https: TLS).
+    endpoint: ""
+    # The region requests are signed for (self-hosted servers usually accept us-east-1).
+    region: us-east-1
+    # The bucket takes go to; it must exist.
+    bucket: ""
+    # A folder inside the bucket (letters, digits, . _ - and /). Empty: the bucket's root.
+    prefix: ""
+    # true: http://HOST/BUCKET/KEY, as most self-hosted servers need; false: BUCKET.HOST (AWS).
+    path-style: false
+    # The environment variables holding the key pair. Credentials never go in this file.
+    access-key-env: AWS_ACCESS_KEY_ID
+    secret-key-env: AWS_SECRET_ACCESS_KEY
+    # Else an AWS-format credentials file ([default] aws_access_key_id = …), chmod 600.
+    credentials-file: ""
+    # The profile to read from credentials-file.
+    profile: default
+    # MiB per part of a multipart upload (takes larger than one part go up in parts).
+    part-size-mib: 8
+    # Parts sent at once; memory used is about (concurrency + 1) × part size.
+    concurrency: 4
 """#
 }

@@ -105,6 +105,53 @@ struct FleetEndToEndTests {
         }
     }
 
+    @Test("push --watch sends takes as they finish and stops cleanly on Ctrl-C; keep-local deletes only verified takes")
+    func watchAndRetention() throws {
+        let server = try S3Server(.rclone)
+        defer { server.remove() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try Self.fleetFile(server, in: folder)
+        let studio = Self.machine(file, server, folder: folder, name: "studio")
+        let (watcher, out, err) = try studio.start(["push", "--machine", "studio", "--watch", "--interval", "1"])
+        defer {
+            if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL) }
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
+        for i in 1...2 {
+            #expect(try studio.run("record", "--machine", "studio", "-d", "1", "--name", "w\(i)").status == 0)
+        }
+        func verified() -> Int {
+            guard let data = FileManager.default.contents(atPath: studio.library.appendingPathComponent("uploads.json").path),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  let remotes = object["remotes"] as? [String: [String: [String: Any]]] else { return 0 }
+            return remotes.values.flatMap(\.values).filter { $0["state"] as? String == "verified" }.count
+        }
+        #expect(CLIHarness.wait(timeout: 60) { verified() == 2 }, "the watcher verified both takes")
+        kill(watcher.processIdentifier, SIGINT)
+        CLIHarness.waitForExit(watcher, limit: 30)
+        #expect(watcher.terminationStatus == 0, "\((try? String(contentsOf: err, encoding: .utf8)) ?? "")")
+        let doctor = try studio.run("doctor", "--machine", "studio")
+        #expect(doctor.stdout.contains("2 verified, 0 pending"), "\(doctor.stdout)")
+
+        // keep-local: a verified take older than the age goes; a take never pushed stays.
+        #expect(try studio.run("record", "--machine", "studio", "-d", "1", "--name", "kept").status == 0)
+        Thread.sleep(forTimeInterval: 2.5)
+        let broken = try studio.run("push", "--machine", "studio", "--set", "sync.keep-local=2s",
+                                    "--set", "sync.s3.endpoint=http://127.0.0.1:\(try S3Server.freePort())")
+        #expect(broken.status == 69, "\(broken.stderr)")
+        #expect(try studio.takes().count == 3, "nothing is deleted when the remote cannot confirm")
+        let pruned = try studio.run("push", "--machine", "studio", "--set", "sync.keep-local=2s", "last")
+        #expect(pruned.status == 0, "\(pruned.stderr)")
+        #expect(pruned.stdout.contains("deleted locally"), "\(pruned.stdout)")
+        let names = Set(try studio.takes().compactMap { $0["name"] as? String })
+        #expect(names.isEmpty, "every take is verified and older than 2 s: \(names)")
+        let listed = Self.json(try studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
+        #expect(listed.count == 3, "the remote keeps every take")
+    }
+
     @Test("a take the remote holds other audio for is refused (exit 73), and nothing is overwritten")
     func conflict() throws {
         let server = try S3Server(.moto)
