@@ -28,13 +28,17 @@ import TapedeckWAV
 ///   rebuild always succeeds and leaves a catalog doctor finds nothing wrong in, holding every
 ///   entry the rebuild counted.
 ///
+/// - `remote-manifest`: a take's manifest as another machine (or anyone with write access to the
+///   bucket) left it on a remote, read as `fleet` reads it, under the key `m/s/t.json`; what it
+///   accepts encodes to a manifest that reads back the same.
+///
 /// In every target, refusing the input is a correct answer, but only with Tapedeck's own typed
 /// error (a message for the user); any other error, a broken promise, or a crash is a finding.
 /// `scripts/fuzz` runs them under libFuzzer with the address sanitizer; the unit tests replay the
 /// seeds and every input that once failed.
 public enum FuzzTargets {
     /// The targets' names, in the order `scripts/fuzz` runs them.
-    public static let names = ["wav", "flac", "opus", "manifest", "config", "catalog"]
+    public static let names = ["wav", "flac", "opus", "manifest", "config", "catalog", "remote-manifest"]
 
     /// A broken promise found by a target (reported as ``Outcome/broken(_:)``).
     struct Finding: Error, CustomStringConvertible, Sendable {
@@ -68,6 +72,7 @@ public enum FuzzTargets {
             case "manifest": read = try manifest(data)
             case "config": read = try config(data)
             case "catalog": read = try catalog(data, scratch)
+            case "remote-manifest": read = try remoteManifest(data)
             default:
                 throw TapedeckError(.invalidArgument, "There is no fuzz target \"\(name)\"; the targets are \(names.joined(separator: ", ")).")
             }
@@ -171,6 +176,25 @@ public enum FuzzTargets {
         }
         if try ManifestCodec.encode(again) != canonical {
             throw Finding("the manifest's canonical form changes when read back")
+        }
+        return true
+    }
+
+    static func remoteManifest(_ data: Data) throws -> Bool {
+        let decoded: RemoteManifest
+        do {
+            decoded = try RemoteManifest.decode(data, key: "m/s/t.json")
+        } catch let error as TapedeckError where error.code == .corruptFile {
+            return false
+        } catch {
+            throw Finding("reading a remote manifest threw \(type(of: error)) (\(error)), not a corrupt-file error")
+        }
+        let again: RemoteManifest
+        do { again = try RemoteManifest.decode(try decoded.encoded(), key: "m/s/t.json") } catch {
+            throw Finding("a remote manifest written from one read is refused: \(error)")
+        }
+        if again != decoded {
+            throw Finding("a remote manifest changes when written and read back")
         }
         return true
     }

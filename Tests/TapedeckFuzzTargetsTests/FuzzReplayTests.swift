@@ -49,6 +49,7 @@ struct FuzzReplayTests {
         "manifest": ["two-takes", "pending-take"],
         "config": ["ci.yaml", "tapedeck.yaml", "fleet.yaml"],
         "catalog": ["three-takes"],
+        "remote-manifest": ["pushed"],
     ]
 
     @Test("the promises can fail: a claim past the file's end, an untyped error and an unknown target are reported")
