@@ -224,7 +224,7 @@ extension Studio {
     public func makeRemote() throws -> any TakeRemote {
         guard let name = configuration.sync.plugin, let plugin = catalog.remotes.first(where: { $0.name == name }) else {
             throw TapedeckError(.configuration,
-                "No remote is configured. Add a sync: section to the config file (sync: {backend: s3, s3: {endpoint: …, bucket: …, path-style: true}}) or give --set sync.backend=\(catalog.remotes.map(\.name).joined(separator: "|")) with its settings; README, \"Many machines\".")
+                "No remote is configured. Add a sync: section to the config file (sync: {backend: s3, s3: {endpoint: …, bucket: …, path-style: true}}) or give --set sync.backend=\(catalog.remotes.map(\.name).joined(separator: "|")) with its settings. `tapedeck config example` shows every sync key.")
         }
         return try plugin.make(configuration.sync.settings, context(for: "sync", name))
     }

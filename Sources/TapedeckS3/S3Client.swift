@@ -68,14 +68,17 @@ final class S3Client: Sendable {
     /// - Parameters:
     ///   - payloadHash: the body's SHA-256 in hex; computed here when `nil`.
     ///   - pace: called before each 256 KiB of the body is sent (the rate limit), when given.
+    ///   - sending: called as the body is sent, with the bytes of it handed to the connection so
+    ///     far (from 0 again if the request is sent again), when given.
     func send(_ method: HTTPMethod, key: String, query: [(String, String)] = [], headers extra: [(String, String)] = [],
               body: ByteBuffer? = nil, payloadHash: String? = nil, limit: Int = 1 << 20,
-              pace: (@Sendable (Int) async throws -> Void)? = nil) async throws -> Response {
+              pace: (@Sendable (Int) async throws -> Void)? = nil, sending: (@Sendable (Int) -> Void)? = nil) async throws -> Response {
         var attempt = 0
         while true {
             attempt += 1
             do {
-                let response = try await sendOnce(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, limit: limit, pace: pace)
+                let response = try await sendOnce(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, limit: limit,
+                                                  pace: pace, sending: sending)
                 if (response.status == 500 || response.status == 503) && attempt < 4 {
                     try await Task.sleep(for: .milliseconds(250 << attempt))
                     continue
@@ -117,14 +120,15 @@ final class S3Client: Sendable {
 
     /// A signed GET of `key` whose body the caller reads as it arrives (downloads).
     func stream(_ key: String) async throws -> HTTPClientResponse {
-        let request = makeRequest(.GET, key: key, query: [], headers: [], body: nil, payloadHash: nil, pace: nil)
+        let request = makeRequest(.GET, key: key, query: [], headers: [], body: nil, payloadHash: nil, pace: nil, sending: nil)
         do { return try await http.execute(request, timeout: .hours(6), logger: logger) } catch let e as TapedeckError { throw e } catch {
             throw unavailable(error)
         }
     }
 
     private func makeRequest(_ method: HTTPMethod, key: String, query: [(String, String)], headers extra: [(String, String)],
-                             body: ByteBuffer?, payloadHash: String?, pace: (@Sendable (Int) async throws -> Void)?) -> HTTPClientRequest {
+                             body: ByteBuffer?, payloadHash: String?, pace: (@Sendable (Int) async throws -> Void)?,
+                             sending: (@Sendable (Int) -> Void)?) -> HTTPClientRequest {
         let path = bucketPath + "/" + SigV4Signer.encode(key, keepingSlash: true)
         let hash = payloadHash ?? body.map { b in b.withUnsafeReadableBytes { SigV4Signer.hex(SHA256.hash(data: $0)) } } ?? SigV4Signer.emptyPayloadHash
         var headers: [(String, String)] = [("host", host), ("x-amz-content-sha256", hash)]
@@ -136,9 +140,9 @@ final class S3Client: Sendable {
         request.method = method
         for (name, value) in signed { request.headers.replaceOrAdd(name: name, value: value) }
         if let body {
-            if let pace {
+            if pace != nil || sending != nil {
                 let chunks = Self.chunks(of: body, size: 256 * 1024)
-                request.body = .stream(PacedChunks(chunks: chunks, pace: pace), length: .known(Int64(body.readableBytes)))
+                request.body = .stream(PacedChunks(chunks: chunks, pace: pace, sending: sending), length: .known(Int64(body.readableBytes)))
             } else {
                 request.body = .bytes(body)
             }
@@ -150,8 +154,8 @@ final class S3Client: Sendable {
 
     private func sendOnce(_ method: HTTPMethod, key: String, query: [(String, String)], headers extra: [(String, String)],
                           body: ByteBuffer?, payloadHash: String?, limit: Int,
-                          pace: (@Sendable (Int) async throws -> Void)?) async throws -> Response {
-        let request = makeRequest(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, pace: pace)
+                          pace: (@Sendable (Int) async throws -> Void)?, sending: (@Sendable (Int) -> Void)?) async throws -> Response {
+        let request = makeRequest(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, pace: pace, sending: sending)
         let response = try await http.execute(request, timeout: .seconds(600), logger: logger)
         var collected = ByteBuffer()
         if method != .HEAD {
@@ -175,25 +179,34 @@ final class S3Client: Sendable {
         return out
     }
 
-    /// A body sent in chunks, each waiting for the rate limit first.
+    /// A body sent in chunks, each waiting for the rate limit first (when there is one) and
+    /// counted as it is handed over.
     struct PacedChunks: AsyncSequence, Sendable {
         typealias Element = ByteBuffer
         let chunks: [ByteBuffer]
-        let pace: @Sendable (Int) async throws -> Void
+        let pace: (@Sendable (Int) async throws -> Void)?
+        let sending: (@Sendable (Int) -> Void)?
 
         struct AsyncIterator: AsyncIteratorProtocol {
             var index = 0
+            var handed = 0
             let chunks: [ByteBuffer]
-            let pace: @Sendable (Int) async throws -> Void
+            let pace: (@Sendable (Int) async throws -> Void)?
+            let sending: (@Sendable (Int) -> Void)?
             mutating func next() async throws -> ByteBuffer? {
                 guard index < chunks.count else { return nil }
-                try await pace(chunks[index].readableBytes)
+                try await pace?(chunks[index].readableBytes)
+                handed += chunks[index].readableBytes
+                sending?(handed)
                 index += 1
                 return chunks[index - 1]
             }
         }
 
-        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: chunks, pace: pace) }
+        func makeAsyncIterator() -> AsyncIterator {
+            sending?(0)
+            return AsyncIterator(chunks: chunks, pace: pace, sending: sending)
+        }
     }
 
     /// The error an answer that is not a success stands for, from its S3 error code: credentials

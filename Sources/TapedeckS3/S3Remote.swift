@@ -228,7 +228,7 @@ public final class S3Remote: TakeRemote {
             ("content-md5", Data(md5).base64EncodedString()),
             ("x-amz-checksum-sha256", Data(sha).base64EncodedString()),
             ("x-amz-meta-sha256", shaHex),
-        ], body: bytes, payloadHash: shaHex, pace: pace)
+        ], body: bytes, payloadHash: shaHex, pace: pace, sending: { progress(Int64($0)) })
         if response.status == 412 || response.status == 409 {
             throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
         }
@@ -283,7 +283,7 @@ public final class S3Remote: TakeRemote {
                 if let there = existing[number], there.size == Int64(length),
                    there.etag.lowercased() == bytes.withUnsafeReadableBytes({ SigV4Signer.hex(Insecure.MD5.hash(data: $0)) }) {
                     etags[index] = there.etag.lowercased()
-                    progress(sent.add(Int64(length)))
+                    progress(sent.set(part: index, Int64(length)))
                     continue
                 }
                 if inFlight == concurrency, let (done, etag) = try await group.next() {
@@ -297,7 +297,7 @@ public final class S3Remote: TakeRemote {
                     let md5Hex = SigV4Signer.hex(md5)
                     let response = try await client.send(.PUT, key: full, query: [("partNumber", String(number)), ("uploadId", uploadID)], headers: [
                         ("content-md5", Data(md5).base64EncodedString()),
-                    ], body: bytes, payloadHash: partSHA, pace: pace)
+                    ], body: bytes, payloadHash: partSHA, pace: pace, sending: { progress(sent.set(part: index, Int64($0))) })
                     if response.status == 404 {
                         throw TapedeckError(.remoteUnavailable, "The upload of \(key) was abandoned on the server (NoSuchUpload). Run push again to start it anew.")
                     }
@@ -306,7 +306,7 @@ public final class S3Remote: TakeRemote {
                     guard etag == md5Hex else {
                         throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : etag), not the MD5 \(md5Hex) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
                     }
-                    progress(sent.add(Int64(length)))
+                    progress(sent.set(part: index, Int64(length)))
                     return (index, etag)
                 }
             }
@@ -387,8 +387,15 @@ public final class S3Remote: TakeRemote {
     }
 }
 
-/// A running total shared by the tasks sending parts.
+/// The bytes of each part handed to the server so far, shared by the tasks sending parts.
 final class SentBytes: Sendable {
-    private let total = Mutex<Int64>(0)
-    func add(_ n: Int64) -> Int64 { total.withLock { $0 += n; return $0 } }
+    private let parts = Mutex<(byPart: [Int: Int64], total: Int64)>(([:], 0))
+    /// Records that `bytes` of part `part` are sent; returns the total over every part.
+    func set(part: Int, _ bytes: Int64) -> Int64 {
+        parts.withLock { p in
+            p.total += bytes - (p.byPart[part] ?? 0)
+            p.byPart[part] = bytes
+            return p.total
+        }
+    }
 }

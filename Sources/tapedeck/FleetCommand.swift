@@ -18,11 +18,14 @@ struct FleetCommand: AsyncParsableCommand {
     @MainActor
     static func withRemote<T>(_ global: GlobalOptions, writing: Bool = false,
                               _ body: (Studio, FleetReader, PartialFiles) async throws -> T) async throws -> T {
-        let studio = try await global.makeStudio(loadingSessions: true, writing: writing)
+        // The remote's settings and credentials are checked before the library is opened (or made).
+        let studio = try global.makeStudioWithoutLibrary()
         let remote = try studio.makeRemote()
         let partials = PartialFiles()
-        let reader = studio.makeFleetReader(remote: remote, partials: partials)
         do {
+            if writing { ErrorAdvice.current?.writingLibrary(studio) }
+            try await studio.openLibrary(loadingSessions: true)
+            let reader = studio.makeFleetReader(remote: remote, partials: partials)
             let result = try await body(studio, reader, partials)
             await remote.shutdown()
             return result

@@ -66,12 +66,18 @@ struct PushCommand: AsyncParsableCommand {
                 }
                 options.bytesPerSecond = rate
             }
-            let studio = try await global.makeStudio(loadingSessions: true, writing: true)
+            // The remote's settings and credentials are checked before the library is opened (or made).
+            let studio = try global.makeStudioWithoutLibrary()
             let keepLocal = try studio.keepLocalSeconds()
             let remote = try studio.makeRemote()
-            let pusher = studio.makePusher(remote: remote)
+            let pusher: TakePusher
             let lock: Int32
-            do { lock = try pusher.ledger.claim(timeout: watch ? 0 : 5) } catch {
+            do {
+                ErrorAdvice.current?.writingLibrary(studio)
+                try await studio.openLibrary(loadingSessions: true)
+                pusher = studio.makePusher(remote: remote)
+                lock = try pusher.ledger.claim(timeout: watch ? 0 : 5)
+            } catch {
                 await remote.shutdown()
                 throw error
             }

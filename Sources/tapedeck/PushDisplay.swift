@@ -79,7 +79,7 @@ final class PushDisplay {
         var line = "\(Terminal.counted(verified, "take")) verified (\(Terminal.bytes(bytes)) sent)"
         if failed > 0 { line += ", \(failed) not pushed: run push again to retry" }
         let left = round.items.count - round.outcomes.count
-        if left > 0 { line += ", \(left) not tried (stopped)" }
+        if left > 0 { line += ", \(left) not finished (stopped: the next push resumes)" }
         if !round.deleted.isEmpty { line += "; \(Terminal.counted(round.deleted.count, "take")) deleted locally (sync.keep-local)" }
         print(line + ".")
     }
