@@ -50,8 +50,12 @@ public final class FleetReader {
         let sizes = Dictionary(objects.map { ($0.key, $0.size) }, uniquingKeysWith: { a, _ in a })
         var entries: [Entry] = []
         var problems: [Problem] = []
-        let manifests = objects.filter { $0.key.hasSuffix(".json") && $0.key.split(separator: "/").count == 3 }
+        let manifests = objects.filter { $0.key.hasSuffix(".json") && Self.isTakeKey($0.key) }
         for object in manifests {
+            guard object.size <= Int64(RemoteManifest.maximumBytes) else {
+                problems.append(Problem(key: object.key, reason: "The manifest is \(object.size) bytes, more than a manifest can be (\(RemoteManifest.maximumBytes)); it was not read."))
+                continue
+            }
             do {
                 let key = try RemoteKey(object.key)
                 guard let data = try await remote.get(key, limit: RemoteManifest.maximumBytes) else { continue }
@@ -66,6 +70,15 @@ public final class FleetReader {
                 < (b.manifest.machine, b.manifest.session.createdAt, b.manifest.session.id, b.manifest.take.number)
         }
         return (entries, problems, objects)
+    }
+
+    /// Whether `key` has the shape of Tapedeck's keys, `MACHINE/SESSION-ID/TAKE-ID.EXT` with
+    /// both ids UUIDs: other objects in the bucket are never Tapedeck's to judge or remove.
+    /// - Thread: any. Never blocks.
+    public nonisolated static func isTakeKey(_ key: String) -> Bool {
+        let parts = key.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, RemoteKey.isValid(key), let dot = parts[2].firstIndex(of: ".") else { return false }
+        return UUID(uuidString: String(parts[1])) != nil && UUID(uuidString: String(parts[2][..<dot])) != nil
     }
 
     /// Pulls `entries` (takes of one session) into the local session named `sessionName` (made

@@ -108,6 +108,11 @@ public final class TakePusher {
         return outcomes
     }
 
+    /// A key that holds something else: never overwritten; the likely cause and its remedy said.
+    private func conflict(_ key: RemoteKey, _ reason: String) -> TapedeckError {
+        TapedeckError(.alreadyExists, "\(key) on \(remote.location) already holds other audio: \(reason). It was left as it is. If another machine pushes under the name \(machine) too, give each machine its own: a machines: section per machine in the config file, chosen with --machine NAME.")
+    }
+
     private func keys(_ take: Take) throws -> (audio: RemoteKey, manifest: RemoteKey) {
         try RemoteManifest.keys(machine: machine, take: take)
     }
@@ -124,23 +129,38 @@ public final class TakePusher {
             (digest, how) = (d, h)
             if let token = item.record?.token { try? await remote.abandon(token, key: audioKey) }
         case .differs(let reason):
-            throw TapedeckError(.alreadyExists, "\(audioKey) on \(remote.location) already holds other audio: \(reason). It was left as it is. If two machines share the name \(machine), give each its own (--machine NAME).")
+            throw conflict(audioKey, reason)
         case .missing:
             let ledger = self.ledger
             let takeID = take.id
             let key = audioKey.rawValue
-            let uploaded = try await remote.upload(file, to: audioKey, resuming: item.record?.token, options: options, started: { token in
-                try ledger.set(takeID, UploadLedger.Record(state: .uploading, key: key, token: token))
-            }, progress: { bytes in
-                Task { @MainActor in progress(.sent(item, bytes)) }
-            })
-            guard case .matches(let d, let h) = try await remote.verify(audioKey, against: file) else {
-                throw TapedeckError(.remoteUnavailable, "\(audioKey) was sent to \(remote.location), but what the server holds now is not the take's audio. Run push again; it is sent anew.")
+            var uploaded: ContentDigest?
+            do {
+                uploaded = try await remote.upload(file, to: audioKey, resuming: item.record?.token, options: options, started: { token in
+                    try ledger.set(takeID, UploadLedger.Record(state: .uploading, key: key, token: token))
+                }, progress: { bytes in
+                    Task { @MainActor in progress(.sent(item, bytes)) }
+                })
+            } catch let error as TapedeckError where error.code == .alreadyExists {
+                // Written meanwhile: by this upload (its answer was lost and the retry found the
+                // object), or by another process. The check below tells which.
+                uploaded = nil
             }
-            guard d == uploaded else {
-                throw TapedeckError(.io, "The take's file \(file.path) changed while it was sent. Run push again.")
+            switch try await remote.verify(audioKey, against: file) {
+            case .matches(let d, let h):
+                guard uploaded == nil || d == uploaded else {
+                    throw TapedeckError(.io, "The take's file \(file.path) changed while it was sent. Run push again.")
+                }
+                (digest, how, sent) = (d, h, uploaded != nil)
+            case .differs(let reason) where uploaded == nil:
+                throw conflict(audioKey, reason)
+            case .differs(let reason):
+                // This run's own conditional write made the object: removing it replaces nobody's.
+                try? await remote.remove(audioKey)
+                throw TapedeckError(.remoteUnavailable, "\(audioKey) was sent to \(remote.location), but the server's answer does not match the take (\(reason)); the object was removed again. Run push again to send it anew.")
+            case .missing:
+                throw TapedeckError(.remoteUnavailable, "\(audioKey) was sent to \(remote.location), but the server does not list it. Run push again to send it anew.")
             }
-            (digest, how, sent) = (d, h, true)
         }
         let manifest = RemoteManifest(machine: machine, session: .init(id: item.session.id, name: item.session.name, createdAt: item.session.createdAt),
                                       take: take, audio: .init(key: audioKey.rawValue, size: digest.size, sha256: digest.sha256), uploaded: Date())
@@ -151,7 +171,7 @@ public final class TakePusher {
             }
             let there = try RemoteManifest.decode(data, key: manifestKey.rawValue)
             guard there.take.id == take.id, there.audio.sha256 == digest.sha256, there.audio.size == digest.size else {
-                throw TapedeckError(.alreadyExists, "\(manifestKey) on \(remote.location) describes other audio. It was left as it is. If two machines share the name \(machine), give each its own (--machine NAME).")
+                throw conflict(manifestKey, "it describes other audio")
             }
         }
         try ledger.set(take.id, UploadLedger.Record(state: .verified, key: audioKey.rawValue, digest: digest))
@@ -159,16 +179,20 @@ public final class TakePusher {
     }
 
     /// Deletes from the library the takes verified on this remote that began more than `age`
-    /// seconds before `now` (`sync.keep-local`), each only after the remote is asked again that it
-    /// still holds the take's manifest. - Returns: the takes deleted.
+    /// seconds before `now` (`sync.keep-local`), each only after the remote is asked again: it
+    /// must still hold the take's exact bytes (checked as after an upload) and a manifest naming
+    /// their SHA-256. A take that cannot be confirmed (the server unreachable, the object gone) is
+    /// kept and logged. - Returns: the takes deleted.
     public func applyRetention(olderThan age: TimeInterval, now: Date = Date()) async throws -> [Take] {
         let records = try ledger.records()
         var deleted: [Take] = []
         for session in store.sessions {
             for take in session.takes where take.createdAt.addingTimeInterval(age) < now && take.state != .recording {
-                guard let record = records[take.id], record.state == .verified, let digest = record.digest else { continue }
-                let (audioKey, manifestKey) = try keys(take)
-                guard audioKey.rawValue == record.key, let data = try await remote.get(manifestKey, limit: RemoteManifest.maximumBytes),
+                guard let record = records[take.id], record.state == .verified, let digest = record.digest,
+                      let (audioKey, manifestKey) = try? keys(take), audioKey.rawValue == record.key,
+                      let file = try? store.storage.audioURL(for: take) else { continue }
+                guard case .matches(let held, _)? = try? await remote.verify(audioKey, against: file), held == digest,
+                      let data = try? await remote.get(manifestKey, limit: RemoteManifest.maximumBytes),
                       let there = try? RemoteManifest.decode(data, key: manifestKey.rawValue), there.audio.sha256 == digest.sha256 else {
                     logger.warning("Kept a take whose remote copy could not be confirmed", metadata: ["take": "\(take.id)"])
                     continue

@@ -50,7 +50,9 @@ final class S3Client: Sendable {
         self.logger = logger
         signer = SigV4Signer(credentials: credentials, region: region)
         var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(15), read: .seconds(120))
+        // No deadline for a whole request (a part at --limit-rate may take long); a connection
+        // that moves nothing for 2 minutes, either way, is given up.
+        configuration.timeout = .init(connect: .seconds(15), read: .seconds(120), write: .seconds(120))
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .disallow
         // A refused connection fails at once; this client's own retry (with back-off) decides
@@ -156,7 +158,7 @@ final class S3Client: Sendable {
                           body: ByteBuffer?, payloadHash: String?, limit: Int,
                           pace: (@Sendable (Int) async throws -> Void)?, sending: (@Sendable (Int) -> Void)?) async throws -> Response {
         let request = makeRequest(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, pace: pace, sending: sending)
-        let response = try await http.execute(request, timeout: .seconds(600), logger: logger)
+        let response = try await http.execute(request, timeout: .hours(24), logger: logger)
         var collected = ByteBuffer()
         if method != .HEAD {
             for try await var chunk in response.body {

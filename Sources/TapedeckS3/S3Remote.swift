@@ -98,6 +98,8 @@ public final class S3Remote: TakeRemote {
         var etag: String
         var checksumSHA256: String?
         var metadataSHA256: String?
+        /// The part size Tapedeck stored with a multipart upload.
+        var partSize: Int?
     }
 
     func head(_ key: RemoteKey) async throws -> Head? {
@@ -107,7 +109,8 @@ public final class S3Remote: TakeRemote {
         let size = response.headers.first(name: "content-length").flatMap { Int64($0) } ?? -1
         let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
         return Head(size: size, etag: etag, checksumSHA256: response.headers.first(name: "x-amz-checksum-sha256"),
-                    metadataSHA256: response.headers.first(name: "x-amz-meta-sha256"))
+                    metadataSHA256: response.headers.first(name: "x-amz-meta-sha256"),
+                    partSize: response.headers.first(name: "x-amz-meta-part-size").flatMap { Int($0) }.flatMap { $0 > 0 && $0 <= 5 << 30 ? $0 : nil })
     }
 
     public func list(under prefix: String) async throws -> [RemoteObject] {
@@ -143,6 +146,7 @@ public final class S3Remote: TakeRemote {
         var hasher = SHA256()
         var written: Int64 = 0
         for try await chunk in response.body {
+            try Task.checkCancellation()
             try chunk.withUnsafeReadableBytes { raw in
                 hasher.update(bufferPointer: raw)
                 var offset = 0
@@ -172,7 +176,7 @@ public final class S3Remote: TakeRemote {
         }
         let parts = head.etag.split(separator: "-")
         let layout: Int? = parts.count == 2 ? Int(parts[1]) : nil
-        let partSize = layout.map { _ in self.partSize(for: local.size) } ?? Int(max(local.size, 1))
+        let partSize = layout.map { _ in head.partSize ?? self.partSize(for: local.size) } ?? Int(max(local.size, 1))
         let digest: LocalFile.Digest
         if let (identity, known) = sent.withLock({ $0[key.rawValue] }), identity == local.identity,
            layout == nil || known.partMD5s.count == layout {
@@ -189,7 +193,7 @@ public final class S3Remote: TakeRemote {
         }
         let expected = layout == nil ? digest.md5 : digest.multipartETag
         if let layout, layout != digest.partMD5s.count {
-            return .differs("it was uploaded in \(layout) parts, not in parts of \(partSize) bytes, so its ETag cannot be checked")
+            return .differs("it was uploaded in \(layout) parts, not in parts of \(partSize) bytes as this take would be, so its ETag cannot be compared (if sync.s3.part-size-mib changed since it was uploaded, set it back)")
         }
         guard head.etag.lowercased() == expected else {
             return .differs("its ETag \(head.etag) is not the MD5 \(expected) of the take's bytes")
@@ -254,7 +258,9 @@ public final class S3Remote: TakeRemote {
             logger.info("Resuming an upload", metadata: ["key": "\(key)", "parts": "\(parts.count)"])
         }
         if uploadID == nil {
-            let response = try await client.send(.POST, key: full(key), query: [("uploads", "")])
+            // The part size goes with the object: a later check rebuilds its ETag from it, whatever
+            // sync.s3.part-size-mib says by then.
+            let response = try await client.send(.POST, key: full(key), query: [("uploads", "")], headers: [("x-amz-meta-part-size", String(partSize))])
             guard response.status == 200, let id = S3XML.text("UploadId", in: response.text), !id.isEmpty else {
                 throw client.failure(response, "begin uploading \(key)")
             }
@@ -374,6 +380,8 @@ public final class S3Remote: TakeRemote {
             var query = [("uploads", ""), ("prefix", root + prefix)]
             if let markers { query += [("key-marker", markers.0), ("upload-id-marker", markers.1)] }
             let response = try await client.send(.GET, key: "", query: query, limit: 16 << 20)
+            // rclone serve s3 answers NoSuchUpload for a bucket that never had one.
+            if response.status == 404, S3XML.text("Code", in: response.text) == "NoSuchUpload" { return out }
             guard response.status == 200 else { throw client.failure(response, "list unfinished uploads") }
             for upload in S3XML.elements("Upload", in: response.text) {
                 guard let key = S3XML.text("Key", in: upload), key.hasPrefix(root), let id = S3XML.text("UploadId", in: upload) else { continue }

@@ -20,7 +20,7 @@ public struct S3Settings: SettingsGroup, Hashable {
     public static let credentialsFile = Setting<String>.path("credentials-file",
         help: "A credentials file in the AWS format ([profile] aws_access_key_id = …), readable by its owner only (chmod 600); used when the environment variables are not set.")
     public static let profile = Setting<String>("profile", default: "default", help: "The profile to read from credentials-file.")
-    public static let partSize = Setting<Int>("part-size-mib", range: 5...5120, default: 8,
+    public static let partSize = Setting<Int>("part-size-mib", range: 5...1024, default: 8,
         help: "MiB per part of a multipart upload (takes larger than one part go up in parts).")
     public static let concurrency = Setting<Int>("concurrency", range: 1...16, default: 4,
         help: "Parts sent at once; memory used is about concurrency × part size.")

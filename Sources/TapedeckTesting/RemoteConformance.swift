@@ -126,14 +126,17 @@ public enum RemoteConformance {
         let key = try c.key("resumed.wav")
         let token = Mutex<String?>(nil)
         let sentOnce = Mutex<Int64>(0)
-        // One part at a time is let through; the task is cancelled once one has gone.
+        // The upload is slowed to one part's size a second.
         let task = Task {
             try await c.remote.upload(url, to: key, resuming: nil, options: UploadOptions(bytesPerSecond: Int64(c.partSize)), started: { t in
                 token.withLock { $0 = t }
             }, progress: { n in sentOnce.withLock { $0 = max($0, n) } })
         }
+        // Two parts go at once, sharing the rate: once both are handed over, a second more lets
+        // their answers come back (the next parts wait for the rate), then the upload is stopped.
         let deadline = Date().addingTimeInterval(60)
-        while sentOnce.withLock({ $0 }) == 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while sentOnce.withLock({ $0 }) < Int64(2 * c.partSize) && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .seconds(1))
         task.cancel()
         _ = try? await task.value
         let resumeToken = try #require(token.withLock { $0 }, "a multipart upload gives its token before sending")

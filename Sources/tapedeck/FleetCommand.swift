@@ -80,6 +80,8 @@ struct FleetListCommand: AsyncParsableCommand {
 
 /// One take on the remote as `fleet list --json` prints it.
 struct FleetTakeJSON: Encodable {
+    var kind = "fleet-take"
+    var schema = JSONSchema.version
     var machine: String
     var session: String
     var sessionID: String
@@ -140,14 +142,25 @@ struct FleetPullCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "\(path): name a session as MACHINE/SESSION or a take as MACHINE/SESSION/TAKE, as `tapedeck fleet list` shows them.")
             }
             try await FleetCommand.withRemote(global, writing: true) { studio, reader, partials in
-                let stop = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in partials.stop() }
-                defer { stop.cancel() }
                 let (entries, _, _) = try await reader.entries(machine: parts[0])
                 let chosen = try Self.choose(parts, from: entries)
                 let name = sessionName ?? chosen[0].manifest.session.name
                 let show = Terminal.showsProgress
-                let (session, made) = try await reader.pull(chosen, into: name) { bytes in
-                    if show { Terminal.status("Pulling… \(Terminal.bytes(bytes))") }
+                let work = Task { @MainActor in
+                    try await reader.pull(chosen, into: name) { bytes in
+                        if show { Terminal.status("Pulling… \(Terminal.bytes(bytes))") }
+                    }
+                }
+                // A stop ends the download under way; what it wrote is removed, nothing is kept of it.
+                let stop = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
+                    partials.stop()
+                    work.cancel()
+                }
+                defer { stop.cancel() }
+                let session: Session, made: [Take]
+                do { (session, made) = try await work.value } catch is CancellationError {
+                    if show { Terminal.endStatus() }
+                    throw TapedeckError(.cancelled, "Stopped. The takes pulled before the stop are kept; run the pull again for the rest.")
                 }
                 if show { Terminal.endStatus() }
                 for take in made {
@@ -198,7 +211,9 @@ struct FleetDoctorCommand: AsyncParsableCommand {
             Audio without a manifest is an upload that has not finished (or never will). With \
             --repair, such audio and unfinished multipart uploads older than a day are removed \
             (the machine that sent them still has the take and sends it again at its next push); \
-            nothing else is changed. Exit status 0 when nothing was found, 1 when problems remain.
+            nothing else is changed. Only keys of Tapedeck's shape (MACHINE/SESSION-ID/TAKE-ID.EXT) \
+            are looked at: other objects in the bucket are left alone. Exit status 0 when nothing \
+            was found, 1 when problems remain.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -210,6 +225,8 @@ struct FleetDoctorCommand: AsyncParsableCommand {
     var json = false
 
     struct Finding: Encodable {
+        var kind = "fleet-finding"
+        var schema = JSONSchema.version
         var key: String
         var problem: String
         var repaired: Bool
@@ -229,17 +246,19 @@ struct FleetDoctorCommand: AsyncParsableCommand {
                 }
                 let committed = Set(entries.map(\.manifest.audio.key))
                 let manifests = Set(objects.map(\.key).filter { $0.hasSuffix(".json") })
-                for object in objects where !object.key.hasSuffix(".json") && !committed.contains(object.key) {
+                for object in objects where !object.key.hasSuffix(".json") && !committed.contains(object.key) && FleetReader.isTakeKey(object.key) {
                     let manifestKey = (object.key as NSString).deletingPathExtension + ".json"
                     if manifests.contains(manifestKey) { continue }  // an unreadable manifest: reported above
                     var repaired = false
-                    if repair, (object.modified ?? Date()) < dayAgo, let key = try? RemoteKey(object.key) {
+                    if repair, (object.modified ?? Date()) < dayAgo, let key = try? RemoteKey(object.key),
+                       let manifest = try? RemoteKey(manifestKey), try await remote.get(manifest, limit: RemoteManifest.maximumBytes) == nil {
+                        // Looked at again just before: a push may have committed it since the listing.
                         try await remote.remove(key)
                         repaired = true
                     }
                     findings.append(Finding(key: object.key, problem: "audio without a manifest (an upload that did not finish)", repaired: repaired))
                 }
-                for upload in try await remote.unfinishedUploads(under: "") {
+                for upload in try await remote.unfinishedUploads(under: "") where FleetReader.isTakeKey(upload.key) {
                     var repaired = false
                     if repair, (upload.started ?? Date()) < dayAgo, let key = try? RemoteKey(upload.key) {
                         try await remote.abandon(upload.token, key: key)
@@ -249,7 +268,7 @@ struct FleetDoctorCommand: AsyncParsableCommand {
                 }
                 if !json {
                     if findings.isEmpty { print("\(remote.location): \(Terminal.counted(entries.count, "take")), no problems found.") }
-                    for f in findings { print("\(f.key): \(f.problem)\(f.repaired ? " (removed)" : "")") }
+                    for f in findings { print("\(Terminal.safe(f.key)): \(Terminal.safe(f.problem))\(f.repaired ? " (removed)" : "")") }
                 }
                 return findings
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TapedeckApp
 import TapedeckAssembly
+import Synchronization
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -82,6 +83,15 @@ struct PushCommand: AsyncParsableCommand {
                 throw error
             }
             defer { close(lock) }
+            // The trap is armed before the work starts, so that no stop is missed and a trap that
+            // cannot be armed leaves nothing running.
+            let stopRequested = StopRequest()
+            let signals: SignalTrap
+            do { signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in stopRequested.stop() } } catch {
+                await remote.shutdown()
+                throw error
+            }
+            defer { signals.cancel() }
             let work = Task { @MainActor () -> [PushRound] in
                 var rounds: [PushRound] = []
                 repeat {
@@ -119,8 +129,7 @@ struct PushCommand: AsyncParsableCommand {
                 } while watch && !Task.isCancelled
                 return rounds
             }
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in work.cancel() }
-            defer { signals.cancel() }
+            stopRequested.onStop { work.cancel() }
             let rounds: [PushRound]
             do { rounds = try await work.value } catch {
                 await remote.shutdown()
@@ -193,6 +202,8 @@ struct PushRound {
     var libraryIsEmpty = false
 
     struct Entry: Encodable {
+        var kind = "push-result"
+        var schema = JSONSchema.version
         var session: String
         var sessionID: String
         var take: String
@@ -224,5 +235,29 @@ struct PushRound {
         } + deleted.map { t in
             Entry(session: "", sessionID: t.sessionID, take: t.name, takeID: t.id, key: nil, result: "deleted-locally", size: 0)
         }
+    }
+}
+
+/// A stop asked for by a signal, before or after the work it stops has begun: the action given
+/// by ``onStop(_:)`` runs once, at the stop or at once if the stop came first. Any thread.
+final class StopRequest: Sendable {
+    private let state = Mutex<(stopped: Bool, action: (@Sendable () -> Void)?)>((false, nil))
+
+    func stop() {
+        let action = state.withLock { s -> (@Sendable () -> Void)? in
+            s.stopped = true
+            defer { s.action = nil }
+            return s.action
+        }
+        action?()
+    }
+
+    func onStop(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.stopped { return true }
+            s.action = action
+            return false
+        }
+        if now { action() }
     }
 }

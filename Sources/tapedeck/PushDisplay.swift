@@ -11,6 +11,8 @@ final class PushDisplay {
     let location: String
     let count: Int
     private var index = 0
+    /// The take being sent: progress of any other (a late report of the one before) is ignored.
+    private var current: String?
     private var started = Date()
     private var lastDraw = Date.distantPast
 
@@ -26,13 +28,15 @@ final class PushDisplay {
         switch event {
         case .started(let item, let resuming):
             index += 1
+            current = item.take.id
             started = Date()
             if Terminal.showsProgress {
                 draw(item, sent: 0, note: resuming ? "resuming" : nil, force: true)
             }
         case .sent(let item, let bytes):
-            if Terminal.showsProgress { draw(item, sent: bytes, note: nil, force: false) }
+            if Terminal.showsProgress && item.take.id == current { draw(item, sent: bytes, note: nil, force: false) }
         case .finished(let item, let outcome):
+            current = nil
             if Terminal.showsProgress { Terminal.endStatus() }
             let name = "\(Terminal.safe(item.session.name))/\(Terminal.safe(item.take.name)) [\(item.take.shortID)]"
             switch outcome {
@@ -67,17 +71,19 @@ final class PushDisplay {
 
     /// One closing line: how many takes were verified, and what failed or was deleted.
     static func summarize(_ round: PushRound) {
-        var verified = 0, failed = 0
+        var verified = 0, failed = 0, refused = 0
         var bytes: Int64 = 0
         for (_, outcome) in round.outcomes {
             switch outcome {
             case .uploaded(let d, _): verified += 1; bytes += d.size
             case .alreadyThere: verified += 1
+            case .failed(let e) where e.code == .alreadyExists: refused += 1
             case .failed: failed += 1
             }
         }
         var line = "\(Terminal.counted(verified, "take")) verified (\(Terminal.bytes(bytes)) sent)"
         if failed > 0 { line += ", \(failed) not pushed: run push again to retry" }
+        if refused > 0 { line += ", \(refused) refused: the remote holds other audio under their keys (see above)" }
         let left = round.items.count - round.outcomes.count
         if left > 0 { line += ", \(left) not finished (stopped: the next push resumes)" }
         if !round.deleted.isEmpty { line += "; \(Terminal.counted(round.deleted.count, "take")) deleted locally (sync.keep-local)" }

@@ -21,7 +21,7 @@ struct S3RemoteTests {
         }
         return try S3Remote(settings: S3Settings(PluginSettings(values)),
                             credentials: S3Credentials(accessKeyID: server.accessKeyID, secretAccessKey: secret ?? server.secretAccessKey),
-                            context: PluginContext(logger: Logger(label: "test"), defaultLibraryURL: URL(fileURLWithPath: "/nonexistent"), section: "sync.s3"))
+                            context: PluginContext(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), defaultLibraryURL: URL(fileURLWithPath: "/nonexistent"), section: "sync.s3"))
     }
 
     @Test("the remote conformance suite passes on rclone serve s3 and moto", arguments: S3Server.Kind.allCases, RemoteConformance.Area.allCases)

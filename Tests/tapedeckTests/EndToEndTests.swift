@@ -284,7 +284,7 @@ struct EndToEndTests {
         #expect(names == ["capture:null", "capture:alsa", "capture:pulse", "playback:null", "playback:alsa", "playback:pulse",
                           "encoder:wav", "encoder:flac", "encoder:opus", "encoder:mp3", "encoder:vorbis", "encoder:aiff",
                           "decoder:wav", "decoder:flac", "decoder:opus", "decoder:mp3", "decoder:vorbis", "decoder:aiff",
-                          "storage:directory", "storage:bundle"])
+                          "storage:directory", "storage:bundle", "remote:s3"])
         let nullCapture = try #require(plugins.first)
         let keys = (nullCapture["settings"] as? [[String: Any]])?.compactMap { $0["configKey"] as? String } ?? []
         #expect(keys.contains("capture.null.signal"))

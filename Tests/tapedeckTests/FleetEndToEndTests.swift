@@ -29,6 +29,13 @@ struct FleetEndToEndTests {
         return url
     }
 
+    /// A temporary folder (the caller removes it) holding a fleet file for `server`.
+    static func workspace(_ server: S3Server) throws -> (folder: URL, file: URL) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return (folder, try fleetFile(server, in: folder))
+    }
+
     static func machine(_ file: URL, _ server: S3Server, folder: URL, name: String) -> CLIHarness {
         var cli = CLIHarness(configFile: file, library: folder.appendingPathComponent(name))
         cli.extraEnvironment = server.credentialEnvironment
@@ -48,10 +55,8 @@ struct FleetEndToEndTests {
     func twoMachinesAndAThird(_ kind: S3Server.Kind) throws {
         let server = try S3Server(kind)
         defer { server.remove() }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (folder, file) = try Self.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let file = try Self.fleetFile(server, in: folder)
         let studio = Self.machine(file, server, folder: folder, name: "studio")
         let laptop = Self.machine(file, server, folder: folder, name: "laptop")
         let office = Self.machine(file, server, folder: folder, name: "office")
@@ -109,10 +114,8 @@ struct FleetEndToEndTests {
     func watchAndRetention() throws {
         let server = try S3Server(.rclone)
         defer { server.remove() }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (folder, file) = try Self.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let file = try Self.fleetFile(server, in: folder)
         let studio = Self.machine(file, server, folder: folder, name: "studio")
         let (watcher, out, err) = try studio.start(["push", "--machine", "studio", "--watch", "--interval", "1"])
         defer {
@@ -152,14 +155,70 @@ struct FleetEndToEndTests {
         #expect(listed.count == 3, "the remote keeps every take")
     }
 
+    @Test("a hostile bucket: damaged and absurd manifests are reported, never trusted; doctor --repair touches only Tapedeck's own stale objects")
+    func hostileBucket() throws {
+        let server = try S3Server(.rclone)
+        defer { server.remove() }
+        let (folder, file) = try Self.workspace(server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let studio = Self.machine(file, server, folder: folder, name: "studio")
+        #expect(try studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        #expect(try studio.run("push", "--machine", "studio").status == 0)
+        // rclone serves its folder: objects are written there behind its back, as another client would.
+        let root = server.dataDirectory.appendingPathComponent(server.bucket).appendingPathComponent("fleet")
+        let manifest = try #require(FileManager.default.enumerator(atPath: root.path)?.allObjects.compactMap { $0 as? String }.first { $0.hasSuffix(".json") })
+        let good = try Data(contentsOf: root.appendingPathComponent(manifest))
+        var object = try #require(try JSONSerialization.jsonObject(with: good) as? [String: Any])
+        var take = try #require(object["take"] as? [String: Any])
+        var format = try #require(take["format"] as? [String: Any])
+        format["sampleRate"] = 0
+        take["format"] = format
+        take["state"] = "recording"
+        let evilSession = UUID().uuidString.lowercased(), evilTake = UUID().uuidString.lowercased()
+        take["id"] = evilTake
+        take["sessionID"] = evilSession
+        object["take"] = take
+        object["machine"] = "evil"
+        var session = try #require(object["session"] as? [String: Any])
+        session["id"] = evilSession
+        object["session"] = session
+        var audio = try #require(object["audio"] as? [String: Any])
+        audio["key"] = "evil/\(evilSession)/\(evilTake).wav"
+        object["audio"] = audio
+        let evil = root.appendingPathComponent("evil/\(evilSession)")
+        try FileManager.default.createDirectory(at: evil, withIntermediateDirectories: true)
+        try JSONSerialization.data(withJSONObject: object).write(to: evil.appendingPathComponent("\(evilTake).json"))
+        try Data("{\"schema\": 1, \u{1B}[2J".utf8).write(to: evil.appendingPathComponent("\(UUID().uuidString.lowercased()).json"))
+        // Stale: a Tapedeck-shaped audio object with no manifest, and someone else's file, both a day old.
+        let orphan = evil.appendingPathComponent("\(UUID().uuidString.lowercased()).wav")
+        try Data(repeating: 1, count: 1000).write(to: orphan)
+        let foreign = root.appendingPathComponent("backup.tar")
+        try Data(repeating: 2, count: 1000).write(to: foreign)
+        let old = Date().addingTimeInterval(-3 * 86_400)
+        for url in [orphan, foreign] { try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: url.path) }
+        Thread.sleep(forTimeInterval: 1.5)  // rclone's folder cache (--dir-cache-time 1s)
+
+        let list = try studio.run("fleet", "list", "--machine", "studio")
+        #expect(list.status == 0 && list.stdout.contains("studio/") && !list.stdout.contains("evil/"), "\(list.stdout) \(list.stderr)")
+        #expect(list.stderr.contains("is not a take Tapedeck pushed") && list.stderr.contains("not a Tapedeck manifest"), "\(list.stderr)")
+        #expect(!list.stderr.contains("\u{1B}"), "no escape sequence reaches the terminal")
+        let pull = try studio.run("fleet", "pull", "--machine", "studio", "evil/\(evilSession)")
+        #expect(pull.status == 66, "\(pull.stderr)")
+        let doctor = try studio.run("fleet", "doctor", "--machine", "studio")
+        #expect(doctor.status == 1 && doctor.stdout.contains(orphan.lastPathComponent) && !doctor.stdout.contains("backup.tar"), "\(doctor.stdout) \(doctor.stderr)")
+        let repair = try studio.run("fleet", "doctor", "--machine", "studio", "--repair")
+        #expect(repair.stdout.contains("(removed)"), "\(repair.stdout) \(repair.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: orphan.path), "the stale orphan audio is removed")
+        #expect(FileManager.default.fileExists(atPath: foreign.path), "another application's object is left alone")
+        #expect(try studio.run("push", "--machine", "studio").stdout.contains("nothing to push"))
+    }
+
     @Test("a take the remote holds other audio for is refused (exit 73), and nothing is overwritten")
     func conflict() throws {
         let server = try S3Server(.moto)
         defer { server.remove() }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (folder, file) = try Self.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let file = try Self.fleetFile(server, in: folder)
         let studio = Self.machine(file, server, folder: folder, name: "studio")
         #expect(try studio.run("record", "--machine", "studio", "-d", "1").status == 0)
         #expect(try studio.run("push", "--machine", "studio").status == 0)
@@ -187,10 +246,8 @@ struct FleetEndToEndTests {
         #expect(none.status == 78 && none.stderr.contains("sync:") && none.stderr.contains("--set sync.backend="), "\(none.stderr)")
         let server = try S3Server(.rclone)
         defer { server.remove() }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-fleet-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (folder, file) = try Self.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let file = try Self.fleetFile(server, in: folder)
         var studio = Self.machine(file, server, folder: folder, name: "studio")
         #expect(try studio.run("record", "--machine", "studio", "-d", "1").status == 0)
         studio.extraEnvironment = [:]

@@ -98,6 +98,7 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
         guard m.schema == currentSchema else {
             throw TapedeckError(.corruptFile, "The manifest \(key) has schema \(m.schema); this Tapedeck reads schema \(currentSchema). Update Tapedeck on this machine.")
         }
+        try checkTake(m, key: key)
         let expected = try? keys(machine: m.machine, take: m.take)
         guard m.take.sessionID == m.session.id, let expected, expected.manifest.rawValue == key,
               expected.audio.rawValue == m.audio.key, m.audio.size >= 0,
@@ -105,6 +106,32 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
             throw TapedeckError(.corruptFile, "The manifest \(key) does not match its own key (machine, session, take or audio key differ), or its SHA-256 is not 64 hex digits.")
         }
         return m
+    }
+
+    /// The take as a library may hold it: a format Tapedeck records, counts in range, a state
+    /// other than `recording` (a take being recorded is never pushed), annotations within their
+    /// limits, names without control characters.
+    private static func checkTake(_ m: RemoteManifest, key: String) throws {
+        func bad(_ what: String) -> TapedeckError {
+            TapedeckError(.corruptFile, "The manifest \(key) is not a take Tapedeck pushed: \(what).")
+        }
+        let t = m.take
+        do { try t.format.validate() } catch let e as TapedeckError { throw bad(e.message) }
+        let maxFrames: Int64 = 1 << 40
+        guard (0...maxFrames).contains(t.frames), (1...Int(Int32.max)).contains(t.number), t.clippedSamples >= 0 else {
+            throw bad("a frame count, take number or clip count is out of range")
+        }
+        guard t.state != .recording else { throw bad("its state is recording") }
+        guard t.overruns.count <= 1_000_000,
+              t.overruns.allSatisfy({ (0...maxFrames).contains($0.frame) && (0...maxFrames).contains($0.frames) }) else {
+            throw bad("its overruns are out of range")
+        }
+        do { try t.annotations.validate() } catch let e as TapedeckError { throw bad(e.message) }
+        for name in [t.name, m.session.name, t.encoding] {
+            guard !name.isEmpty, name.utf8.count <= 1024, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw bad("a name is empty, too long or holds control characters")
+            }
+        }
     }
 
     private static func reason(_ error: any Error) -> String {

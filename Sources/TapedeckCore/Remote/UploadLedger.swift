@@ -16,8 +16,10 @@ public struct UploadLedger: Sendable {
     /// The ledger's file and its lock, at the library root. Stores leave them alone.
     public static let fileName = "uploads.json"
     public static let lockName = ".uploads.lock"
+    /// Held for each change (read, change, replace), by `push`, `fleet pull` and `doctor` alike.
+    public static let writeLockName = ".uploads.write.lock"
     /// Every name the ledger keeps at a library root.
-    public static let reservedNames: Set<String> = [fileName, lockName, fileName + ".new"]
+    public static let reservedNames: Set<String> = [fileName, lockName, writeLockName, fileName + ".new"]
 
     /// One take's upload to one remote. A plain value.
     public struct Record: Sendable, Hashable, Codable {
@@ -91,25 +93,23 @@ public struct UploadLedger: Sendable {
 
     /// Records `record` for `takeID` (or removes it, given `nil`), durably, before returning.
     public func set(_ takeID: String, _ record: Record?) throws {
-        var file = try read()
-        var mine = file.remotes[remote] ?? [:]
-        mine[takeID] = record
-        file.remotes[remote] = mine.isEmpty ? nil : mine
-        try write(file)
+        try changing { file in
+            var mine = file.remotes[remote] ?? [:]
+            mine[takeID] = record
+            file.remotes[remote] = mine.isEmpty ? nil : mine
+            return true
+        }
     }
 
-    /// Removes the records of takes not in `keeping`, for every remote (`doctor --repair`).
-    /// - Returns: how many were removed.
-    public func forget(except keeping: Set<String>) throws -> Int {
-        var file = try read()
-        var removed = 0
-        for (location, records) in file.remotes {
-            let kept = records.filter { keeping.contains($0.key) }
-            removed += records.count - kept.count
-            file.remotes[location] = kept.isEmpty ? nil : kept
+    /// Runs `change` on the ledger as it is now and writes the result when `change` says so,
+    /// holding the write lock throughout, so changes by other processes are never lost.
+    private func changing(_ change: (inout File) throws -> Bool) throws {
+        let fd = try LockFile.acquire(libraryURL.appendingPathComponent(Self.writeLockName), until: Date().addingTimeInterval(30)) { _ in
+            TapedeckError(.busy, "The upload ledger in \(libraryURL.path) stayed locked for 30 s. Try again.")
         }
-        if removed > 0 { try write(file) }
-        return removed
+        defer { close(fd) }
+        var file = try read()
+        if try change(&file) { try write(file) }
     }
 
     private func read() throws -> File {
