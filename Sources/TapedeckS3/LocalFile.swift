@@ -63,26 +63,6 @@ final class LocalFile: Sendable {
 
     deinit { close(fd) }
 
-    /// `count` bytes from `offset`. - Throws: when the file is shorter than that or unreadable.
-    func read(at offset: Int64, count: Int) throws -> Data {
-        var data = Data(count: count)
-        var done = 0
-        try data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
-            while done < count {
-                let n = pread(fd, raw.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw TapedeckError.system(errno, while: "read \(url.path)")
-                }
-                guard n > 0 else {
-                    throw TapedeckError(.io, "\(url.path) became shorter while it was read. Run the command again.")
-                }
-                done += n
-            }
-        }
-        return data
-    }
-
     /// The file's digests: SHA-256 (hex and base64), MD5 (hex) and, for parts of `partSize`,
     /// each part's MD5 and the multipart ETag S3 computes from them.
     struct Digest: Sendable {
@@ -107,12 +87,12 @@ final class LocalFile: Sendable {
         var partMD5s: [String] = []
         var partsConcatenated = Data()
         var offset: Int64 = 0
-        let chunk = 4 << 20
+        let chunk = PositionalFile.maxRead
         var part = Insecure.MD5()
         var inPart = 0
         while offset < size {
             let n = Int(min(Int64(min(chunk, partSize - inPart)), size - offset))
-            let bytes = try read(at: offset, count: n)
+            let bytes = try PositionalFile(fd: fd, path: url.path, kind: "audio").read(n, at: offset)
             sha.update(data: bytes)
             md5.update(data: bytes)
             part.update(data: bytes)
