@@ -31,6 +31,12 @@ public final class WebServer {
     var doctorScan: Task<[DoctorFinding], any Error>?
     static let doctorKeepSeconds = 10.0
     private nonisolated let group = Mutex<ServiceGroup?>(nil)
+    nonisolated let connections = OpenConnections()
+    /// How long connections may stay open once a stop has finished the recording: a request
+    /// under way (a download) gets this long to end; then every connection is closed. Without a
+    /// bound, one connection a client leaves open (a half-sent request) would keep the server
+    /// running.
+    public nonisolated static let connectionGrace: Duration = .seconds(5)
 
     /// - Parameters:
     ///   - token: required when ``ServerOptions/requiresToken``; `nil` otherwise.
@@ -65,7 +71,7 @@ public final class WebServer {
         let router = makeRouter()
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: 1 << 16))),
+            server: connections.http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: 1 << 16))),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
             onServerRunning: { channel in
                 let address = channel.localAddress
@@ -76,7 +82,8 @@ public final class WebServer {
     }
 
     /// Serves until ``shutdown()``: then finishes a recording in progress as `record` does on
-    /// Ctrl-C (drained, the take finished), closes the live streams and stops listening.
+    /// Ctrl-C (drained, the take finished), closes the live streams and stops listening;
+    /// connections still open ``connectionGrace`` after that are closed.
     /// - Thread: main actor; suspends while serving.
     public func run(listening: @escaping @Sendable (String) -> Void = { _ in }) async throws {
         let app = makeApplication(listening: listening)
@@ -129,6 +136,14 @@ public final class WebServer {
         await parts.desk.finish()
         live.stop()
         exports.removeAll()
+        let connections = self.connections, logger = parts.logger
+        Task.detached {
+            try? await Task.sleep(for: Self.connectionGrace)
+            let open = connections.count
+            guard open > 0 else { return }
+            logger.notice("Closing \(open) connection(s) still open \(Self.connectionGrace) after the stop.")
+            connections.closeAll()
+        }
     }
 }
 
@@ -139,7 +154,9 @@ struct DeskService: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
-        await server.finishForShutdown()
+        // In a task of its own, so no cancellation cuts the take's finishing short.
+        let server = self.server
+        await Task { @MainActor in await server.finishForShutdown() }.value
     }
 }
 

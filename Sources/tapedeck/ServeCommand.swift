@@ -19,7 +19,7 @@ struct ServeCommand: AsyncParsableCommand {
             read it) and printed once. Scripts send it as `Authorization: Bearer TOKEN`; the server describes \
             its API at /api/openapi.yaml (OpenAPI 3.1). For TLS, put it behind a reverse proxy (see the README).
             Ctrl-C (SIGINT) or SIGTERM stops it; a recording in progress is finished first, as \
-            `tapedeck record` finishes its take. `tapedeck mark` sets a marker in its recording.
+            `tapedeck record` finishes its take, and connections still open 5 s later are closed. `tapedeck mark` sets a marker in its recording.
             """)
 
     @OptionGroup var global: GlobalOptions
