@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "TapedeckResample", targets: ["TapedeckResample"]),
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
         .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
+        .library(name: "TapedeckJACK", targets: ["TapedeckJACK"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
         .library(name: "TapedeckBundleStorage", targets: ["TapedeckBundleStorage"]),
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
@@ -46,7 +47,8 @@ let package = Package(
     traits: [
         .trait(name: "ALSA", description: "The ALSA capture and playback backend (libasound)."),
         .trait(name: "PulseAudio", description: "The PulseAudio capture and playback backend (libpulse)."),
-        .default(enabledTraits: ["ALSA", "PulseAudio"]),
+        .trait(name: "JACK", description: "The JACK capture and playback backend (libjack)."),
+        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -136,6 +138,16 @@ let package = Package(
         // header does not include PulseAudio's, so CPulse stays the one module that does.
         .target(name: "CPulseLoop", path: "Sources/Shims/CPulseLoop"),
 
+        // libjack (jackd2's, or PipeWire's libjack replacement under pw-jack).
+        .systemLibrary(
+            name: "CJACK", path: "Sources/Shims/CJACK",
+            pkgConfig: "jack",
+            providers: [.apt(["libjack-jackd2-dev"])]
+        ),
+        // The JACK client's real-time side: the process callback, the ring and its semaphore, in C
+        // so that JACK's thread runs no Swift (no allocation, no locks, no runtime calls).
+        .target(name: "CJACKStream", path: "Sources/Shims/CJACKStream"),
+
         // Backends: one plugin module each, importing only Core and its own shim.
         .target(
             name: "TapedeckNull",
@@ -161,6 +173,12 @@ let package = Package(
             name: "TapedeckPulseAudio",
             dependencies: ["TapedeckCore", .target(name: "CPulse", condition: .when(traits: ["PulseAudio"])),
                            .target(name: "CPulseLoop", condition: .when(traits: ["PulseAudio"]))],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckJACK",
+            dependencies: ["TapedeckCore", .target(name: "CJACK", condition: .when(traits: ["JACK"])),
+                           .target(name: "CJACKStream", condition: .when(traits: ["JACK"]))],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -218,6 +236,7 @@ let package = Package(
                 "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
+                .target(name: "TapedeckJACK", condition: .when(traits: ["JACK"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckServer", "TapedeckS3",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -289,6 +308,11 @@ let package = Package(
         .testTarget(
             name: "TapedeckPulseAudioTests",
             dependencies: ["TapedeckPulseAudio", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TapedeckJACKTests",
+            dependencies: ["TapedeckJACK", "TapedeckTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

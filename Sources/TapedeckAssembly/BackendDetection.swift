@@ -3,9 +3,11 @@ public import Logging
 public import TapedeckCore
 
 /// Chooses the capture and playback backends on a machine whose configuration names none, as
-/// `arecord` and `parecord` need no configuration: the running sound server (PulseAudio, or
-/// PipeWire's PulseAudio server) when one answers, else ALSA's `default` device. Never the null
-/// backend: that would "record" a test tone.
+/// `arecord` and `parecord` need no configuration: a running JACK server when one answers (a
+/// studio machine runs one on purpose, and PulseAudio's clients then usually reach the card
+/// through it or not at all), else the running sound server (PulseAudio, or PipeWire's
+/// PulseAudio server), else ALSA's `default` device. Never the null backend: that would
+/// "record" a test tone.
 ///
 /// A plain value; ``choose(for:)`` runs on any thread and blocks while it asks the server (a
 /// local socket: milliseconds, bounded by the backend's own connect timeout).
@@ -13,7 +15,7 @@ public struct BackendDetection: Sendable {
     /// The backends tried, in order. Each but the last is taken only when it answers (it lists
     /// its devices); the last one compiled in is taken without asking, so that opening it says
     /// what is wrong with the machine's audio.
-    public static let order = ["pulse", "alsa"]
+    public static let order = ["jack", "pulse", "alsa"]
 
     public var catalog: PluginCatalog
     public var context: PluginContext

@@ -15,6 +15,9 @@ import TapedeckS3
 #if PulseAudio
 import TapedeckPulseAudio
 #endif
+#if JACK
+import TapedeckJACK
+#endif
 
 /// The plugins a build of Tapedeck can assemble, by role. A plain value: a program (or a test)
 /// that wants other plugins builds its own.
@@ -39,8 +42,8 @@ public struct PluginCatalog: Sendable {
 
     /// Every plugin compiled into this build.
     public static let builtIn = PluginCatalog(
-        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture),
-        playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback),
+        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture) + jack.map(\.capture),
+        playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback) + jack.map(\.playback),
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder, SndfileFormatsPlugin.mp3, SndfileFormatsPlugin.vorbis,
                    SndfileFormatsPlugin.aiff],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder] + SndfileFormatsPlugin.decoders,
@@ -58,13 +61,16 @@ public struct PluginCatalog: Sendable {
         #if PulseAudio
         names.append(PulsePlugin.library)
         #endif
+        #if JACK
+        names.append(JACKPlugin.library)
+        #endif
         return names
     }
 
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
-    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio"]
+    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK"]
     /// The Debian package each optional backend builds against.
-    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev"]
+    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev"]
 
     private static var alsa: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if ALSA
@@ -77,6 +83,14 @@ public struct PluginCatalog: Sendable {
     private static var pulse: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if PulseAudio
         [(PulsePlugin.capture, PulsePlugin.playback)]
+        #else
+        []
+        #endif
+    }
+
+    private static var jack: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
+        #if JACK
+        [(JACKPlugin.capture, JACKPlugin.playback)]
         #else
         []
         #endif

@@ -3,7 +3,22 @@
 /// conformance suite as generated, for the author to replace with the real audio API.
 enum DeviceTemplates {
     static func capture(_ n: ScaffoldName) -> [GeneratedFile] {
-        [
+        [captureSource(n), plugin(n, roles: [.capture]), tests(n, roles: [.capture])]
+    }
+
+    static func playback(_ n: ScaffoldName) -> [GeneratedFile] {
+        [playbackSource(n), plugin(n, roles: [.playback]), tests(n, roles: [.playback])]
+    }
+
+    /// Capture and playback in one module (a sound server or an audio API does both): one
+    /// plugin file with both descriptors, one test file with both conformance suites.
+    static func device(_ n: ScaffoldName) -> [GeneratedFile] {
+        [captureSource(n), playbackSource(n), plugin(n, roles: [.capture, .playback]), tests(n, roles: [.capture, .playback])]
+    }
+
+    enum Role { case capture, playback }
+
+    static func captureSource(_ n: ScaffoldName) -> GeneratedFile {
             GeneratedFile(path: "Sources/Tapedeck\(n.type)/\(n.type)Capture.swift", contents: """
                 public import TapedeckCore
                 import Foundation
@@ -73,29 +88,10 @@ enum DeviceTemplates {
                     }
                 }
 
-                """),
-            plugin(n, role: "capture", type: "CapturePlugin", make: "\(n.type)CaptureBackend()", summary: "Capture (generated template: silence at a sound card's pace; replace with the real audio API)."),
-            GeneratedFile(path: "Tests/Tapedeck\(n.type)Tests/\(n.type)ConformanceTests.swift", contents: """
-                import Foundation
-                import TapedeckCore
-                import TapedeckTesting
-                import Tapedeck\(n.type)
-                import Testing
-
-                @Suite("\(n.type) capture conformance")
-                struct \(n.type)ConformanceTests {
-                    @Test("the shared capture suite passes")
-                    func capture() async throws {
-                        try await BackendConformance.capture(\(n.type)CaptureBackend(), format: AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16), frames: 9_600)
-                    }
-                }
-
-                """),
-        ]
+                """)
     }
 
-    static func playback(_ n: ScaffoldName) -> [GeneratedFile] {
-        [
+    static func playbackSource(_ n: ScaffoldName) -> GeneratedFile {
             GeneratedFile(path: "Sources/Tapedeck\(n.type)/\(n.type)Playback.swift", contents: """
                 public import TapedeckCore
                 import Foundation
@@ -159,38 +155,72 @@ enum DeviceTemplates {
                     }
                 }
 
-                """),
-            plugin(n, role: "playback", type: "PlaybackPlugin", make: "\(n.type)PlaybackBackend()", summary: "Playback (generated template: discards audio at a sound card's pace; replace with the real audio API)."),
-            GeneratedFile(path: "Tests/Tapedeck\(n.type)Tests/\(n.type)ConformanceTests.swift", contents: """
-                import Foundation
-                import TapedeckCore
-                import TapedeckTesting
-                import Tapedeck\(n.type)
-                import Testing
-
-                @Suite("\(n.type) playback conformance")
-                struct \(n.type)ConformanceTests {
-                    @Test("the shared playback suite passes")
-                    func playback() async throws {
-                        try await BackendConformance.playback(\(n.type)PlaybackBackend(), format: AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16), frames: 9_600)
-                    }
-                }
-
-                """),
-        ]
+                """)
     }
 
-    static func plugin(_ n: ScaffoldName, role: String, type: String, make: String, summary: String) -> GeneratedFile {
-        GeneratedFile(path: "Sources/Tapedeck\(n.type)/\(n.type)Plugin.swift", contents: """
+    static func plugin(_ n: ScaffoldName, roles: [Role]) -> GeneratedFile {
+        let entries = roles.map { role in
+            switch role {
+            case .capture:
+                return """
+                        /// `capture.backend: \(n.config)`. - Thread: `make` runs on any thread and does not block.
+                        public static let capture = CapturePlugin(
+                            name: "\(n.config)",
+                            summary: "Capture (generated template: silence at a sound card's pace; replace with the real audio API).",
+                            make: { _ in \(n.type)CaptureBackend() })
+                    """
+            case .playback:
+                return """
+                        /// `playback.backend: \(n.config)`. - Thread: `make` runs on any thread and does not block.
+                        public static let playback = PlaybackPlugin(
+                            name: "\(n.config)",
+                            summary: "Playback (generated template: discards audio at a sound card's pace; replace with the real audio API).",
+                            make: { _ in \(n.type)PlaybackBackend() })
+                    """
+            }
+        }
+        let backends = roles.map { $0 == .capture ? "capture.backend: \(n.config)" : "playback.backend: \(n.config)" }
+        return GeneratedFile(path: "Sources/Tapedeck\(n.type)/\(n.type)Plugin.swift", contents: """
             public import TapedeckCore
 
-            /// The \(n.type) backend's plugin descriptor (`\(role).backend: \(n.config)`).
+            /// The \(n.type) backend's plugin descriptors (`\(backends.joined(separator: "`, `"))`).
             public enum \(n.type)Plugin {
-                /// `\(role).backend: \(n.config)`. - Thread: `make` runs on any thread and does not block.
-                public static let \(role) = \(type)(
-                    name: "\(n.config)",
-                    summary: "\(summary)",
-                    make: { _ in \(make) })
+            \(entries.joined(separator: "\n\n"))
+            }
+
+            """)
+    }
+
+    static func tests(_ n: ScaffoldName, roles: [Role]) -> GeneratedFile {
+        let cases = roles.map { role in
+            switch role {
+            case .capture:
+                return """
+                        @Test("the shared capture suite passes")
+                        func capture() async throws {
+                            try await BackendConformance.capture(\(n.type)CaptureBackend(), format: AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16), frames: 9_600)
+                        }
+                    """
+            case .playback:
+                return """
+                        @Test("the shared playback suite passes")
+                        func playback() async throws {
+                            try await BackendConformance.playback(\(n.type)PlaybackBackend(), format: AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16), frames: 9_600)
+                        }
+                    """
+            }
+        }
+        let title = roles.map { $0 == .capture ? "capture" : "playback" }.joined(separator: " and ")
+        return GeneratedFile(path: "Tests/Tapedeck\(n.type)Tests/\(n.type)ConformanceTests.swift", contents: """
+            import Foundation
+            import TapedeckCore
+            import TapedeckTesting
+            import Tapedeck\(n.type)
+            import Testing
+
+            @Suite("\(n.type) \(title) conformance")
+            struct \(n.type)ConformanceTests {
+            \(cases.joined(separator: "\n\n"))
             }
 
             """)

@@ -3,6 +3,8 @@ public import Foundation
 /// The kinds of backend `scaffold-backend` can start.
 public enum BackendKind: String, Sendable, CaseIterable {
     case encoder, capture, playback, storage
+    /// Capture and playback in one module.
+    case device
 }
 
 /// A new backend's name in the forms the templates need: `Opus` (types, module `TapedeckOpus`)
@@ -49,6 +51,7 @@ public enum Scaffold {
         case .encoder: EncoderTemplate.files(name)
         case .capture: DeviceTemplates.capture(name)
         case .playback: DeviceTemplates.playback(name)
+        case .device: DeviceTemplates.device(name)
         case .storage: try StorageTemplate.files(name, packageRoot: packageRoot)
         }
     }
@@ -65,6 +68,7 @@ public enum Scaffold {
         case .encoder: ["encoders: \(name.type)Plugin.encoder, decoders: \(name.type)Plugin.decoder  (and `import \(module)`; add \"\(module)\" to TapedeckAssembly's dependencies)"]
         case .capture: ["capture: \(name.type)Plugin.capture"]
         case .playback: ["playback: \(name.type)Plugin.playback"]
+        case .device: ["capture: \(name.type)Plugin.capture", "playback: \(name.type)Plugin.playback"]
         case .storage: ["storage: \(name.type)StoragePlugin.storage"]
         }
         return (package, catalog)

@@ -3,7 +3,7 @@ import TapedeckScaffold
 
 // The tool behind `swift package scaffold-backend`: the plugin passes the package directory and
 // the user's arguments; this does the work, so that the plugin itself stays thin.
-//   tapedeck-scaffold --package-dir DIR --kind encoder|capture|playback|storage --name Name
+//   tapedeck-scaffold --package-dir DIR --kind encoder|capture|playback|device|storage --name Name
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("scaffold-backend: \(message)\n".utf8))
@@ -15,7 +15,7 @@ var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let key = args.removeFirst()
     guard key.hasPrefix("--"), !args.isEmpty else {
-        fail("usage: swift package --allow-writing-to-package-directory scaffold-backend --kind encoder|capture|playback|storage --name Name")
+        fail("usage: swift package --allow-writing-to-package-directory scaffold-backend --kind encoder|capture|playback|device|storage --name Name")
     }
     options[String(key.dropFirst(2))] = args.removeFirst()
 }

@@ -52,7 +52,7 @@ struct ConfigInitCommand: AsyncParsableCommand {
             let studio = try? global.makeStudioWithoutLibrary(detecting: [.capture, .playback])
             var found: [String] = []
             if let studio {
-                for name in ["pulse", "alsa"] {
+                for name in BackendDetection.order {
                     guard let devices = try? studio.devices(ofBackend: name), !devices.isEmpty else { continue }
                     var merged: [String: AudioDevice] = [:]
                     for d in devices {

@@ -20,9 +20,10 @@ enum ReferenceConfig {
 # in, with its settings; `tapedeck devices` lists the device names each audio backend accepts.
 
 capture:
-  # The capture plugin: alsa, pulse or null (a test signal, no sound card needed). Unset,
-  # `tapedeck record` uses the sound server's default source when a server answers, else
-  # ALSA's default device; never null. `tapedeck config show` says which it chose.
+  # The capture plugin: alsa, pulse, jack or null (a test signal, no sound card needed). Unset,
+  # `tapedeck record` uses a running JACK server, else the sound server's default source when a
+  # server answers, else ALSA's default device; never null. `tapedeck config show` says which
+  # it chose.
   # backend: pulse
   # Frames per device read (16 to 65536): larger costs less CPU; smaller makes the meter and a
   # stop more prompt (8192 frames at 48 kHz is 171 ms; arecord's default period is 125 ms).
@@ -78,10 +79,23 @@ capture:
     # more CPU; larger lets a stop come up to one fragment late (the recorder acts on a stop
     # between fragments). Nothing up to the stop is lost either way.
     fragment-ms: 250
+  # Settings of the JACK backend (libjack). JACK records at the server's rate only: set
+  # format.sample-rate to it (`tapedeck devices --backend jack` shows it).
+  jack:
+    # Empty: the default server ($JACK_DEFAULT_SERVER, else "default"). Else the name it was
+    # started with (jackd -n NAME).
+    server: ""
+    client-name: tapedeck
+    # The ports to record from, one per channel in order. Empty: the physical capture ports
+    # (system:capture_1…). Else a client's name (system), port names separated by commas, or a
+    # regular expression ("system:capture_[12]"); one port feeds every channel. none: connect
+    # nothing (connect tapedeck:in_1… with qjackctl, jack_connect or pw-link).
+    device: ""
 
 playback:
-  # The playback plugin: alsa, pulse or null. Unset, `tapedeck play` uses the sound server's
-  # default sink when a server answers, else ALSA's default device.
+  # The playback plugin: alsa, pulse, jack or null. Unset, `tapedeck play` uses a running JACK
+  # server, else the sound server's default sink when a server answers, else ALSA's default
+  # device.
   # backend: pulse
   # Frames per device write; a device that buffers four of them (alsa.periods) holds 200 ms
   # at 48 kHz, which does not run dry under load.
@@ -99,6 +113,11 @@ playback:
     stream-name: Tapedeck playback
     # Target latency in milliseconds (200: no gaps when the machine is busy).
     fragment-ms: 200
+  jack:
+    server: ""
+    client-name: tapedeck
+    # Empty: the physical playback ports (system:playback_1…); else as capture.jack.device.
+    device: ""
 
 format:
   # Frames per second, 8000 to 192000.

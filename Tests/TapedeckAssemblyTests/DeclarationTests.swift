@@ -147,7 +147,7 @@ struct DeclarationTests {
         let own: [String: Set<String>] = [
             "TapedeckNull": ["null"], "TapedeckWAV": ["wav"], "TapedeckFLAC": ["flac"], "TapedeckOpus": ["opus"],
             "TapedeckALSA": ["alsa", "pulse"], // the ALSA `pulse` PCM is an ALSA device name
-            "TapedeckPulseAudio": ["pulse", "pulseaudio"], "TapedeckDirectoryStorage": ["directory"],
+            "TapedeckPulseAudio": ["pulse", "pulseaudio"], "TapedeckJACK": ["jack"], "TapedeckDirectoryStorage": ["directory"],
             "TapedeckBundleStorage": ["bundle"], "TapedeckSndfileFormats": ["mp3", "vorbis", "aiff"],
         ]
         // The composition root and the view name backends by design; the test kit's PulseAudio

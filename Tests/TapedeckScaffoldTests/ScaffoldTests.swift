@@ -69,6 +69,19 @@ struct ScaffoldTests {
         #expect(Scaffold.registration(kind: .capture, name: try ScaffoldName("Jack")).catalog == ["capture: JackPlugin.capture"])
     }
 
+    @Test("a device scaffold puts capture and playback in one module: one plugin with both, one test file with both suites")
+    func captureAndPlayback() throws {
+        let root = try packageDir()
+        let files = try Scaffold.write(kind: .device, name: try ScaffoldName("Sndio"), into: root)
+        #expect(files == ["Sources/TapedeckSndio/SndioCapture.swift", "Sources/TapedeckSndio/SndioPlayback.swift",
+                          "Sources/TapedeckSndio/SndioPlugin.swift", "Tests/TapedeckSndioTests/SndioConformanceTests.swift"])
+        let plugin = try String(contentsOf: root.appendingPathComponent(files[2]), encoding: .utf8)
+        #expect(plugin.contains("public static let capture = CapturePlugin(") && plugin.contains("public static let playback = PlaybackPlugin("))
+        let tests = try String(contentsOf: root.appendingPathComponent(files[3]), encoding: .utf8)
+        #expect(tests.contains("BackendConformance.capture(SndioCaptureBackend()") && tests.contains("BackendConformance.playback(SndioPlaybackBackend()"))
+        #expect(Scaffold.registration(kind: .device, name: try ScaffoldName("Sndio")).catalog == ["capture: SndioPlugin.capture", "playback: SndioPlugin.playback"])
+    }
+
     @Test("a storage scaffold is the package's template store, renamed, at most 400 lines, with the storage conformance suite per area")
     func storage() throws {
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,0 +1,116 @@
+#if JACK
+import CJACK
+import CJACKStream
+import Foundation
+import Logging
+import TapedeckCore
+
+/// One JACK client with one port per channel, activated and connected: what a capture or a
+/// playback stream drives. Owned by the device thread that opened it.
+///
+/// JACK's process thread (real time) only copies between the ports and the ring, counts and
+/// posts a semaphore (`CJACKStream`); the device thread converts samples and waits on that
+/// semaphore, so no audio is handled on JACK's thread beyond a copy, and nothing is allocated there.
+final class JACKClient {
+    let handle: OpaquePointer
+    let settings: JACKSettings
+    let sampleRate: Int
+    let bufferFrames: Int
+    let ringFrames: Int
+    let channels: Int
+    /// The ports connected to each channel, in order.
+    let connections: [[String]]
+    let name: String
+
+    /// Opens the client, checks the rate, activates it and connects the ports.
+    /// - Thread: the device thread. Blocks for a few round trips to the server.
+    /// - Throws: `.deviceUnavailable` (no server, no such port) or `.unsupportedFormat` (another
+    ///   rate than the server's; JACK does not convert rates).
+    init(settings: JACKSettings, format: AudioFormat, ringFrames: Int) throws {
+        var status: Int32 = 0
+        let direction = settings.role == .capture ? Int32(TAPEDECK_JACK_CAPTURE) : Int32(TAPEDECK_JACK_PLAYBACK)
+        guard let handle = tapedeck_jack_stream_open(settings.server.isEmpty ? nil : settings.server, settings.clientName,
+                                                     direction, Int32(format.channels), UInt32(ringFrames), &status) else {
+            if status == 0 {
+                throw TapedeckError(.deviceUnavailable, "Could not register \(format.channels) JACK ports with \(settings.serverLabel). Check the server's port limit (jackd -p) and try again.")
+            }
+            throw JACKPorts.openError(status, settings: settings)
+        }
+        var ready = false
+        defer { if !ready { tapedeck_jack_stream_close(handle) } }
+        self.handle = handle
+        self.settings = settings
+        self.sampleRate = Int(tapedeck_jack_stream_sample_rate(handle))
+        self.bufferFrames = Int(tapedeck_jack_stream_buffer_size(handle))
+        self.ringFrames = ringFrames
+        self.channels = format.channels
+        self.name = String(cString: tapedeck_jack_stream_client_name(handle))
+        guard sampleRate == format.sampleRate else {
+            let fix = settings.role == .capture
+                ? "Record at its rate: -r \(sampleRate) (or format.sample-rate: \(sampleRate))."
+                : "Export the take at its rate (tapedeck export --rate \(sampleRate)) and play that, or play through a backend that converts rates (`tapedeck backends` lists them)."
+            throw TapedeckError(.unsupportedFormat, "\(settings.serverLabel.capitalizedFirst) runs at \(sampleRate) Hz and JACK does not convert rates; this is \(format.sampleRate) Hz. \(fix)")
+        }
+        guard tapedeck_jack_stream_activate(handle) == 0 else {
+            throw TapedeckError(.deviceUnavailable, "\(settings.serverLabel.capitalizedFirst) refused to activate the client \(name). Check the server's log, and that it runs.")
+        }
+        let client = OpaquePointer(tapedeck_jack_stream_client(handle))!
+        let ports = try JACKPorts.resolve(settings, client: client, ownClient: name)
+        let assigned = try JACKPorts.assign(ports, channels: format.channels, settings: settings)
+        for (channel, others) in assigned.enumerated() {
+            for other in others {
+                let result = tapedeck_jack_stream_connect(handle, Int32(channel), other)
+                guard result == 0 || result == EEXIST else {
+                    throw TapedeckError(.deviceUnavailable, "Could not connect \(other) with \(String(cString: tapedeck_jack_stream_port_name(handle, Int32(channel)))) (JACK error \(result)). Check that the port still exists (jack_lsp).")
+                }
+            }
+        }
+        connections = assigned
+        ready = true
+    }
+
+    func portName(_ channel: Int) -> String {
+        String(cString: tapedeck_jack_stream_port_name(handle, Int32(channel)))
+    }
+
+    /// Nanoseconds of one JACK cycle.
+    var cycleNanos: UInt64 { UInt64(bufferFrames) * 1_000_000_000 / UInt64(sampleRate) }
+
+    var isShutDown: Bool { tapedeck_jack_stream_is_shut_down(handle) != 0 }
+    var xruns: Int { Int(tapedeck_jack_stream_xruns(handle)) }
+    var cycles: UInt64 { tapedeck_jack_stream_cycles(handle) }
+
+    /// The error for a server that shut the client down.
+    func lostError(_ doing: String) -> TapedeckError {
+        let reason = String(cString: tapedeck_jack_stream_shutdown_reason(handle))
+        return TapedeckError(.deviceLost,
+            "\(settings.serverLabel.capitalizedFirst) went away while \(doing) (\(reason.isEmpty ? "it stopped, or dropped the client" : reason)). Start it again and retry.")
+    }
+
+    /// How the connections read in a log line.
+    var connectionSummary: String {
+        if connections.allSatisfy(\.isEmpty) { return "no ports (connect \(portName(0))… yourself)" }
+        return connections.enumerated().map { "\($0.element.joined(separator: "+"))→\(portName($0.offset))" }.joined(separator: ", ")
+    }
+
+    /// Sleeps until `frames` frames are available, the server shuts the client down, or
+    /// `nanoseconds` pass. - Returns: false on timeout.
+    func wait(frames: Int, nanoseconds: UInt64) -> Bool {
+        tapedeck_jack_stream_wait(handle, UInt32(clamping: frames), nanoseconds) == 0
+    }
+
+    var available: Int { Int(tapedeck_jack_stream_available(handle)) }
+
+    /// Deactivates and closes the client. - Thread: the device thread. Never blocks for long.
+    func close() {
+        tapedeck_jack_stream_close(handle)
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+func jackNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+#endif
