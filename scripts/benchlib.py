@@ -23,14 +23,16 @@ def run_together(work, jobs, interrupt_after=None):
     """Starts every job at once. A job is a dict with "cmd" (argv), "watch" (a folder whose first
     file past 1 KiB marks the first frame) and optionally "env" and "interrupt" (True: send SIGINT
     after interrupt_after seconds). Returns one dict per job with cpu (s), rss (KiB), first (s or
-    None), wall (s), rc (exit status), stdout (text) and interrupted_at (s from its start)."""
+    None), wall (s), rc (exit status), stdout (text), the end of stderr and interrupted_at (s from
+    its start)."""
     runs = []
     for i, job in enumerate(jobs):
         out = open(os.path.join(work, f"job{len(runs)}-{time.monotonic_ns()}.out"), "w+")
+        err = open(out.name + ".err", "w+")
         env = dict(os.environ, **job.get("env", {}))
-        runs.append({"job": job, "out": out, "start": time.monotonic(), "first": None, "done": False,
+        runs.append({"job": job, "out": out, "err": err, "start": time.monotonic(), "first": None, "done": False,
                      "interrupted_at": None,
-                     "p": subprocess.Popen(job["cmd"], stdout=out, stderr=subprocess.DEVNULL, env=env,
+                     "p": subprocess.Popen(job["cmd"], stdout=out, stderr=err, env=env,
                                            preexec_fn=default_stop_signals)})
     while not all(r["done"] for r in runs):
         now = time.monotonic()
@@ -43,6 +45,8 @@ def run_together(work, jobs, interrupt_after=None):
                          rss=usage.ru_maxrss, rc=os.waitstatus_to_exitcode(status))
                 r["out"].seek(0)
                 r["stdout"] = r["out"].read()
+                r["err"].seek(0)
+                r["stderr"] = r["err"].read()[-2000:]
                 continue
             if (r["job"].get("interrupt") and r["interrupted_at"] is None
                     and now - r["start"] >= interrupt_after):
@@ -58,7 +62,7 @@ def run_together(work, jobs, interrupt_after=None):
                         pass
         waiting = any(r["first"] is None and not r["done"] for r in runs)
         time.sleep(0.001 if waiting else 0.01)
-    return [{k: r[k] for k in ("cpu", "rss", "first", "wall", "rc", "stdout", "interrupted_at")} for r in runs]
+    return [{k: r[k] for k in ("cpu", "rss", "first", "wall", "rc", "stdout", "stderr", "interrupted_at")} for r in runs]
 
 
 def median(values):

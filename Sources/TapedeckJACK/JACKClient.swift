@@ -27,6 +27,13 @@ final class JACKClient {
     /// - Throws: `.deviceUnavailable` (no server, no such port) or `.unsupportedFormat` (another
     ///   rate than the server's; JACK does not convert rates).
     init(settings: JACKSettings, format: AudioFormat, ringFrames: Int) throws {
+        // jackd2 names a client's socket after the client, in the server's folder: a client named
+        // like its server takes the server's socket away when it closes, and the server can no
+        // longer be reached (measured with jackd2 1.9.21).
+        let serverName = settings.server.isEmpty ? (ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default") : settings.server
+        guard settings.clientName != serverName else {
+            throw TapedeckError(.configuration, "\(settings.clientNameKey) is \"\(settings.clientName)\", the name of the JACK server itself; a client of that name would cut the server off when it closes. Choose another name (the default is tapedeck).")
+        }
         var status: Int32 = 0
         let direction = settings.role == .capture ? Int32(TAPEDECK_JACK_CAPTURE) : Int32(TAPEDECK_JACK_PLAYBACK)
         guard let handle = tapedeck_jack_stream_open(settings.server.isEmpty ? nil : settings.server, settings.clientName,

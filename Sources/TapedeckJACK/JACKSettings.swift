@@ -48,6 +48,7 @@ struct JACKSettings: Sendable, Hashable {
     /// Where a message names the setting: `capture.jack.device` or, from a flag, `-D/--device`.
     var deviceKey = "device"
     var serverKey = "server"
+    var clientNameKey = "client-name"
 
     /// The server as a message names it.
     var serverLabel: String { server.isEmpty ? "the default JACK server" : "the JACK server \"\(server)\"" }
@@ -57,6 +58,7 @@ struct JACKSettings: Sendable, Hashable {
         var copy = self
         copy.deviceKey = context.key(JACKKeys.device(role))
         copy.serverKey = context.key(JACKKeys.server)
+        copy.clientNameKey = context.key(JACKKeys.clientName)
         return copy
     }
 }

@@ -66,6 +66,18 @@ extension JACKTests {
         }
     }
 
+    @Test func aClientNamedLikeTheServerIsRefusedAndTheServerStaysReachable() async throws {
+        try await JACKTestSupport.withServer { server in
+            let backend = try JACKTestSupport.capture(server, client: server.name)
+            let error = try #require(throws: TapedeckError.self) {
+                _ = try backend.openCaptureStream(format: JACKTestSupport.format, options: CaptureOptions(periodFrames: 1024))
+            }
+            #expect(error.code == .configuration)
+            #expect(error.message.contains("capture.jack.client-name"), "\(error.message)")
+            #expect(try JACKTestSupport.capture(server).devices().contains { $0.name == "system" })
+        }
+    }
+
     @Test func aPortThatMatchesNothingIsNamedWithThePortsThereAre() async throws {
         try await JACKTestSupport.withServer { server in
             let backend = try JACKTestSupport.capture(server, device: "mixer:out_9")
