@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 // A stretch of audio JACK never delivered (the ring was full, or the server skipped cycles):
 // `frames` frames missing before the frame at ring position `position`.
@@ -226,28 +225,11 @@ int tapedeck_jack_last_error(char *buffer, int size) {
     return n;
 }
 
-// Whether jackd's socket for `server` exists (jackd2 makes /dev/shm/jack_NAME_UID_0).
-static bool server_socket_exists(const char *server) {
-    const char *name = (server && *server) ? server : getenv("JACK_DEFAULT_SERVER");
-    if (!name || !*name) name = "default";
-    char path[512];
-    snprintf(path, sizeof path, "/dev/shm/jack_%s_%d_0", name, (int)getuid());
-    return access(path, F_OK) == 0;
-}
-
 static jack_client_t *open_client(const char *server, const char *client_name, jack_status_t *status) {
     tapedeck_jack_quiet();
     jack_options_t options = JackNoStartServer;
-    // jackd2 refuses a client now and then while another process's client is being opened
-    // (measured: tapedeck and jack_capture started together), saying only that it failed to
-    // reach the server. When the server's socket is there, that is tried again, for up to half a
-    // second; with no server, the first refusal is the answer (no delay for detection).
-    for (int attempt = 0;; attempt++) {
-        jack_client_t *client = (server && *server) ? jack_client_open(client_name, options | JackServerName, status, server)
-                                                    : jack_client_open(client_name, options, status);
-        if (client || !(*status & (JackServerFailed | JackServerError | JackInitFailure)) || attempt >= 10 || !server_socket_exists(server)) return client;
-        usleep(50000);
-    }
+    if (server && *server) return jack_client_open(client_name, options | JackServerName, status, server);
+    return jack_client_open(client_name, options, status);
 }
 
 void *tapedeck_jack_client_open(const char *server, const char *client_name, int *status) {
