@@ -2,13 +2,11 @@
 
     python3 scripts/bench-jack.py WORK TAPEDECK SECONDS STOP_SECONDS ROUNDS
 """
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import fmt, median, run_together  # noqa: E402
+from benchlib import fmt, median, new_folder, run_together, soxi, tapedeck_report  # noqa: E402
 
 work, td = sys.argv[1], sys.argv[2]
 seconds, stop_after, rounds = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -18,7 +16,6 @@ server = os.environ["JACK_DEFAULT_SERVER"]
 def tapedeck(name, library, duration=True):
     cmd = [td, "record", "--config", "Configuration/ci.yaml", "--set", "capture.backend=jack",
            "--set", f"capture.jack.server={server}", "--set", "capture.jack.device=jack_simple_client",
-           
            "--set", "format.sample-format=s24", "--set", "format.sample-rate=48000", "--set", "format.channels=2",
            "--name", name, "--json"] + (["--duration", f"{seconds}s"] if duration else [])
     return {"cmd": cmd, "watch": library, "env": {"TAPEDECK_STORAGE_DIRECTORY_PATH": library}}
@@ -31,20 +28,10 @@ def jack_capture(folder, duration=True):
 
 
 def folder(name):
-    path = os.path.join(work, name)
-    os.makedirs(path)
-    return path
+    return new_folder(work, name)
 
 
-def report(job):
-    try:
-        return json.loads(job["stdout"])
-    except ValueError:
-        sys.exit(f"tapedeck record did not print its JSON report (exit {job['rc']}):\n{job['stdout']}{job['stderr']}")
-
-
-def soxi(path):
-    return float(subprocess.run(["soxi", "-D", path], capture_output=True, text=True, check=True).stdout)
+report = tapedeck_report
 
 
 cases = {"wav": [], "stop": []}

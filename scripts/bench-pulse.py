@@ -4,13 +4,11 @@
 
 Each KEY=VALUE becomes --set KEY=VALUE on every tapedeck recording.
 """
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import fmt, median, run_together  # noqa: E402
+from benchlib import fmt, median, new_folder, run_together, soxi, tapedeck_report  # noqa: E402
 
 work, td = sys.argv[1], sys.argv[2]
 seconds, stop_after, rounds = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -29,20 +27,10 @@ def tapedeck(name, library, *extra, duration=True):
 
 
 def folder(name):
-    path = os.path.join(work, name)
-    os.makedirs(path)
-    return path
+    return new_folder(work, name)
 
 
-def report(job):
-    try:
-        return json.loads(job["stdout"])
-    except ValueError:
-        sys.exit(f"tapedeck record did not print its JSON report (exit {job['rc']}):\n{job['stdout']}")
-
-
-def soxi(path):
-    return float(subprocess.run(["soxi", "-D", path], capture_output=True, text=True, check=True).stdout)
+report = tapedeck_report
 
 
 cases = {"wav": [], "flac": [], "stop": []}

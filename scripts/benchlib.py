@@ -1,10 +1,12 @@
 """Shared by the recording benchmarks (bench-alsa, bench-pulse): start several recorders at the
 same moment and measure each one's CPU (user+sys from its rusage, which Linux keeps to the
 nanosecond of run time), peak RSS, time to the first captured frame, and wall time."""
+import json
 import os
 import signal
 import statistics
 import subprocess
+import sys
 import time
 
 from reliabilitylib import default_stop_signals
@@ -72,3 +74,23 @@ def median(values):
 
 def fmt(x, unit="s", digits=3):
     return "n/a" if x is None else f"{x:.{digits}f} {unit}"
+
+
+def new_folder(work, name):
+    """A new folder WORK/NAME."""
+    path = os.path.join(work, name)
+    os.makedirs(path)
+    return path
+
+
+def tapedeck_report(job):
+    """The JSON report a `tapedeck record --json` job printed; exits naming what went wrong when none."""
+    try:
+        return json.loads(job["stdout"])
+    except ValueError:
+        sys.exit(f"tapedeck record did not print its JSON report (exit {job['rc']}):\n{job['stdout']}{job.get('stderr', '')}")
+
+
+def soxi(path):
+    """An audio file's duration in seconds, as sox reads it."""
+    return float(subprocess.run(["soxi", "-D", path], capture_output=True, text=True, check=True).stdout)
