@@ -84,7 +84,7 @@ enum JACKPorts {
                 continue
             }
             let isClientName = !item.contains(":") && item.allSatisfy { $0.isLetter || $0.isNumber || "-_ .".contains($0) }
-            let pattern = isClientName ? "^" + NSRegularEscape.escape(item) + ":" : item
+            let pattern = isClientName ? "^" + escapedPattern(item) + ":" : item
             let matched = names(client, pattern: pattern, flags: wanted).filter { !$0.hasPrefix(ownClient + ":") }
             guard !matched.isEmpty else {
                 let available = names(client, pattern: nil, flags: wanted).filter { !$0.hasPrefix(ownClient + ":") }
@@ -109,6 +109,16 @@ enum JACKPorts {
         return ports.prefix(channels).map { [$0] }
     }
 
+    /// `text` matched literally in a POSIX extended regular expression (JACK's port patterns).
+    static func escapedPattern(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            if "\\^$.|?*+()[]{}".contains(c) { out.append("\\") }
+            out.append(c)
+        }
+        return out
+    }
+
     /// What a failed `jack_client_open` means, and what to do.
     static func openError(_ status: Int32, settings: JACKSettings) -> TapedeckError {
         var detail = [CChar](repeating: 0, count: 512)
@@ -116,26 +126,16 @@ enum JACKPorts {
         let said = String(decoding: detail.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let bits = UInt32(bitPattern: status)
         if bits & JackServerFailed.rawValue != 0 || bits & JackServerError.rawValue != 0 {
+            // libjack's own last words here are about its shared memory ("Init not done for -1"):
+            // nothing a user can act on, so they are left out.
             return TapedeckError(.deviceUnavailable,
-                "\(settings.serverLabel.capitalizedFirst) is not running\(said.isEmpty ? "" : " (libjack: \(said))"). Start it (jackd, qjackctl, or PipeWire's JACK server through pw-jack), name another with \(settings.serverKey), or choose another \(settings.role == .capture ? "capture" : "playback") backend (`tapedeck backends` lists them).")
+                "\(settings.serverLabel.capitalizedFirst) is not running. Start it (jackd, qjackctl, or PipeWire's JACK server through pw-jack), name another with \(settings.serverKey), or choose another \(settings.role == .capture ? "capture" : "playback") backend (`tapedeck backends` lists them).")
         }
         if bits & JackVersionError.rawValue != 0 {
             return TapedeckError(.deviceUnavailable, "\(settings.serverLabel.capitalizedFirst) speaks another version of the JACK protocol than this libjack. Install matching JACK packages.")
         }
         return TapedeckError(.deviceUnavailable,
             "Could not become a client of \(settings.serverLabel) (JACK status 0x\(String(bits, radix: 16))\(said.isEmpty ? "" : ": \(said)")). Check that the server runs (jack_lsp lists its ports).")
-    }
-}
-
-/// Escapes a string for a POSIX extended regular expression (JACK's port patterns).
-enum NSRegularEscape {
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            if "\\^$.|?*+()[]{}".contains(c) { out.append("\\") }
-            out.append(c)
-        }
-        return out
     }
 }
 

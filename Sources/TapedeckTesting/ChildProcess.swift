@@ -52,4 +52,20 @@ public enum ChildProcess {
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return (code, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
+
+    /// Sends `signal` to `pid` and reaps it; SIGKILL after 3 s if it is still there.
+    /// - Thread: any. Blocks until the process is gone.
+    public static func terminate(_ pid: pid_t, _ signal: Int32) {
+        _ = kill(pid, signal)
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline {
+            var status: Int32 = 0
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid || r < 0 { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        _ = kill(pid, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+    }
 }

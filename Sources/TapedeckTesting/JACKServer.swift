@@ -88,7 +88,7 @@ public final class JACKServer: Sendable {
     /// Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its log; the next server
     /// may start. Call it once, also after ``kill()``.
     public func stop() {
-        Self.terminate(pid, SIGTERM)
+        ChildProcess.terminate(pid, SIGTERM)
         removeLeftovers()
         try? FileManager.default.removeItem(at: logFile)
         if stopped.withLock({ let was = $0; $0 = true; return !was }) { Self.release() }
@@ -96,7 +96,7 @@ public final class JACKServer: Sendable {
 
     /// Kills the server at once (SIGKILL), as a crash would.
     public func kill() {
-        Self.terminate(pid, SIGKILL)
+        ChildProcess.terminate(pid, SIGKILL)
         removeLeftovers()
     }
 
@@ -123,20 +123,6 @@ public final class JACKServer: Sendable {
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: shm.path)) ?? [] where entry.contains(name) {
             try? FileManager.default.removeItem(at: shm.appendingPathComponent(entry))
         }
-    }
-
-    private static func terminate(_ pid: pid_t, _ signal: Int32) {
-        _ = Glibc.kill(pid, signal)
-        let deadline = Date().addingTimeInterval(3)
-        while Date() < deadline {
-            var status: Int32 = 0
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid || r < 0 { return }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        _ = Glibc.kill(pid, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
     }
 
     deinit {

@@ -98,7 +98,7 @@ public final class PulseAudioDaemon: Sendable {
             if !running(pid) { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        terminate(pid, SIGKILL)
+        ChildProcess.terminate(pid, SIGKILL)
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         throw DaemonError("The private PulseAudio daemon did not start. Its log:\n\(output)")
     }
@@ -139,31 +139,17 @@ public final class PulseAudioDaemon: Sendable {
     /// Stops the daemon by its process id (SIGTERM, then SIGKILL after 3 s) and removes its folder.
     /// - Thread: any. Blocks until the process is gone.
     public func stop() {
-        if let keeperPID { Self.terminate(keeperPID, SIGTERM) }
-        Self.terminate(pid, SIGTERM)
+        if let keeperPID { ChildProcess.terminate(keeperPID, SIGTERM) }
+        ChildProcess.terminate(pid, SIGTERM)
         try? FileManager.default.removeItem(at: runtimeDirectory)
     }
 
     /// Kills the daemon at once (SIGKILL), as a crash would; the folder stays for inspection.
     /// - Thread: any. Blocks until the process is gone.
     public func kill() {
-        Self.terminate(pid, SIGKILL)
+        ChildProcess.terminate(pid, SIGKILL)
         // The silence player loses its server too; reap it.
-        if let keeperPID { Self.terminate(keeperPID, SIGKILL) }
-    }
-
-    private static func terminate(_ pid: pid_t, _ signal: Int32) {
-        _ = Glibc.kill(pid, signal)
-        let deadline = Date().addingTimeInterval(3)
-        while Date() < deadline {
-            var status: Int32 = 0
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid || r < 0 { return }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        _ = Glibc.kill(pid, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
+        if let keeperPID { ChildProcess.terminate(keeperPID, SIGKILL) }
     }
 
     deinit {
