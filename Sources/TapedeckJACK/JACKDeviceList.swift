@@ -3,9 +3,11 @@ import CJACK
 import CJACKStream
 import TapedeckCore
 
-/// `tapedeck devices` for JACK: one entry per client that has audio ports of the direction
-/// (`system`, another program), with its ports, the server's rate and buffer size; the client
-/// with physical ports is the default. Runs on the calling thread; a few round trips.
+/// `tapedeck devices` for JACK: one entry per client with audio ports (`system`, another
+/// program), with its capture ports (outputs: what it records from) and playback ports (inputs),
+/// the server's rate and buffer size; the client with physical ports is the default. The same
+/// entry for both directions, since the same name is what `device` takes for either. Runs on the
+/// calling thread; a few round trips.
 enum JACKDeviceList {
     static func list(settings: JACKSettings) throws -> [AudioDevice] {
         var status: Int32 = 0
@@ -15,28 +17,28 @@ enum JACKDeviceList {
         let client = OpaquePointer(raw)
         defer { jack_client_close(client) }
         let own = String(cString: jack_get_client_name(client))
-        let rate = jack_get_sample_rate(client)
-        let buffer = jack_get_buffer_size(client)
-        let wanted = JACKPorts.flags(settings.role)
-        let physical = Set(JACKPorts.names(client, pattern: nil, flags: wanted | UInt(JackPortIsPhysical.rawValue)))
+        let physical = Set(JACKPorts.names(client, pattern: nil, flags: UInt(JackPortIsPhysical.rawValue)))
         var order: [String] = []
-        var ports: [String: [String]] = [:]
-        for port in JACKPorts.names(client, pattern: nil, flags: wanted) {
-            guard let colon = port.firstIndex(of: ":") else { continue }
-            let owner = String(port[..<colon])
-            guard owner != own else { continue }
-            if ports[owner] == nil { order.append(owner) }
-            ports[owner, default: []].append(port)
+        var ports: [String: (capture: [String], playback: [String])] = [:]
+        for role in [JACKSettings.Role.capture, .playback] {
+            for port in JACKPorts.names(client, pattern: nil, flags: JACKPorts.flags(role)) {
+                guard let colon = port.firstIndex(of: ":"), String(port[..<colon]) != own else { continue }
+                let owner = String(port[..<colon])
+                if ports[owner] == nil { order.append(owner) }
+                if role == .capture { ports[owner, default: ([], [])].capture.append(port) } else { ports[owner, default: ([], [])].playback.append(port) }
+            }
         }
-        let capture = settings.role == .capture
+        let facts = ["sample-rate": "\(jack_get_sample_rate(client))", "buffer-frames": "\(jack_get_buffer_size(client))"]
         return order.map { owner in
-            let list = ports[owner]!
-            let isPhysical = list.contains { physical.contains($0) }
-            return AudioDevice(
-                name: owner,
-                description: "\(owner): \(list.count) \(capture ? "capture" : "playback") port\(list.count == 1 ? "" : "s")\(isPhysical ? " (physical)" : "")",
-                canCapture: capture, canPlay: !capture, isDefault: isPhysical,
-                details: ["ports": list.joined(separator: ", "), "sample-rate": "\(rate)", "buffer-frames": "\(buffer)"])
+            let (capture, playback) = ports[owner]!
+            let isPhysical = (capture + playback).contains { physical.contains($0) }
+            let counts = [capture.isEmpty ? nil : "\(capture.count) capture", playback.isEmpty ? nil : "\(playback.count) playback"]
+                .compactMap { $0 }.joined(separator: ", ")
+            var details = facts
+            if !capture.isEmpty { details["capture-ports"] = capture.joined(separator: ", ") }
+            if !playback.isEmpty { details["playback-ports"] = playback.joined(separator: ", ") }
+            return AudioDevice(name: owner, description: "\(owner): \(counts) port(s)\(isPhysical ? ", physical" : "")",
+                               canCapture: !capture.isEmpty, canPlay: !playback.isEmpty, isDefault: isPhysical, details: details)
         }
     }
 }
