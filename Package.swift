@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "TapedeckALSA", targets: ["TapedeckALSA"]),
         .library(name: "TapedeckPulseAudio", targets: ["TapedeckPulseAudio"]),
         .library(name: "TapedeckJACK", targets: ["TapedeckJACK"]),
+        .library(name: "TapedeckPipeWire", targets: ["TapedeckPipeWire"]),
         .library(name: "TapedeckDirectoryStorage", targets: ["TapedeckDirectoryStorage"]),
         .library(name: "TapedeckBundleStorage", targets: ["TapedeckBundleStorage"]),
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
@@ -48,7 +49,8 @@ let package = Package(
         .trait(name: "ALSA", description: "The ALSA capture and playback backend (libasound)."),
         .trait(name: "PulseAudio", description: "The PulseAudio capture and playback backend (libpulse)."),
         .trait(name: "JACK", description: "The JACK capture and playback backend (libjack)."),
-        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK"]),
+        .trait(name: "PipeWire", description: "The PipeWire capture and playback backend (libpipewire-0.3)."),
+        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -148,6 +150,17 @@ let package = Package(
         // so that JACK's thread runs no Swift (no allocation, no locks, no runtime calls).
         .target(name: "CJACKStream", path: "Sources/Shims/CJACKStream"),
 
+        // libpipewire-0.3: a connection, its registry and one stream on a loop the device thread
+        // iterates itself. C, and the one module that includes PipeWire's headers (its Swift
+        // module imports only this header). No pkg-config target: libpipewire's flags include
+        // -D_REENTRANT, which SwiftPM refuses with a warning; the header folders are fixed on
+        // Debian and Ubuntu.
+        .target(
+            name: "CPipeWireStream", path: "Sources/Shims/CPipeWireStream",
+            cSettings: [.unsafeFlags(["-I/usr/include/pipewire-0.3", "-I/usr/include/spa-0.2"])],
+            linkerSettings: [.linkedLibrary("pipewire-0.3")]
+        ),
+
         // Backends: one plugin module each, importing only Core and its own shim.
         .target(
             name: "TapedeckNull",
@@ -179,6 +192,11 @@ let package = Package(
             name: "TapedeckJACK",
             dependencies: ["TapedeckCore", .target(name: "CJACK", condition: .when(traits: ["JACK"])),
                            .target(name: "CJACKStream", condition: .when(traits: ["JACK"]))],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TapedeckPipeWire",
+            dependencies: ["TapedeckCore", .target(name: "CPipeWireStream", condition: .when(traits: ["PipeWire"]))],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -237,6 +255,7 @@ let package = Package(
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 .target(name: "TapedeckJACK", condition: .when(traits: ["JACK"])),
+                .target(name: "TapedeckPipeWire", condition: .when(traits: ["PipeWire"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckServer", "TapedeckS3",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -313,6 +332,11 @@ let package = Package(
         .testTarget(
             name: "TapedeckJACKTests",
             dependencies: ["TapedeckJACK", "TapedeckTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TapedeckPipeWireTests",
+            dependencies: ["TapedeckPipeWire", "TapedeckTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -15,7 +15,7 @@ public struct BackendDetection: Sendable {
     /// The backends tried, in order. Each but the last is taken only when it answers (it lists
     /// its devices); the last one compiled in is taken without asking, so that opening it says
     /// what is wrong with the machine's audio.
-    public static let order = ["jack", "pulse", "alsa"]
+    public static let order = ["jack", "pipewire", "pulse", "alsa"]
 
     public var catalog: PluginCatalog
     public var context: PluginContext

@@ -18,6 +18,9 @@ import TapedeckPulseAudio
 #if JACK
 import TapedeckJACK
 #endif
+#if PipeWire
+import TapedeckPipeWire
+#endif
 
 /// The plugins a build of Tapedeck can assemble, by role. A plain value: a program (or a test)
 /// that wants other plugins builds its own.
@@ -42,8 +45,8 @@ public struct PluginCatalog: Sendable {
 
     /// Every plugin compiled into this build.
     public static let builtIn = PluginCatalog(
-        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture) + jack.map(\.capture),
-        playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback) + jack.map(\.playback),
+        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture) + jack.map(\.capture) + pipewire.map(\.capture),
+        playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback) + jack.map(\.playback) + pipewire.map(\.playback),
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder, SndfileFormatsPlugin.mp3, SndfileFormatsPlugin.vorbis,
                    SndfileFormatsPlugin.aiff],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder] + SndfileFormatsPlugin.decoders,
@@ -64,13 +67,16 @@ public struct PluginCatalog: Sendable {
         #if JACK
         names.append(JACKPlugin.library)
         #endif
+        #if PipeWire
+        names.append(PipeWirePlugin.library)
+        #endif
         return names
     }
 
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
-    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK"]
+    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK", "pipewire": "PipeWire"]
     /// The Debian package each optional backend builds against.
-    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev"]
+    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev", "pipewire": "libpipewire-0.3-dev"]
 
     private static var alsa: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if ALSA
@@ -91,6 +97,14 @@ public struct PluginCatalog: Sendable {
     private static var jack: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if JACK
         [(JACKPlugin.capture, JACKPlugin.playback)]
+        #else
+        []
+        #endif
+    }
+
+    private static var pipewire: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
+        #if PipeWire
+        [(PipeWirePlugin.capture, PipeWirePlugin.playback)]
         #else
         []
         #endif

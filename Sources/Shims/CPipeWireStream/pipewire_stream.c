@@ -1,0 +1,655 @@
+#include "tapedeck_pipewire.h"
+
+#if __has_include(<pipewire/pipewire.h>)
+#include <pipewire/pipewire.h>
+#include <pipewire/extensions/metadata.h>
+#include <spa/param/audio/format-utils.h>
+#include <spa/utils/json.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+// A stretch of audio PipeWire never delivered: `frames` frames missing before the frame at ring
+// position `position`.
+typedef struct {
+    uint64_t position;
+    uint64_t frames;
+} hole;
+
+#define HOLE_SLOTS 64
+#define MAX_NODES 512
+#define MAX_PORTS 2048
+
+typedef struct {
+    uint32_t id;
+    struct pw_properties *props;
+} node_entry;
+
+struct tapedeck_pw {
+    struct pw_loop *loop;
+    struct pw_context *context;
+    struct pw_core *core;
+    struct spa_hook core_listener;
+    struct pw_registry *registry;
+    struct spa_hook registry_listener;
+    struct pw_metadata *metadata;
+    struct spa_hook metadata_listener;
+
+    int pending_seq;
+    bool synced;
+    bool collecting;      // nodes are recorded only while connecting (no allocation later)
+    node_entry nodes[MAX_NODES];
+    int node_count;
+    node_entry ports[MAX_PORTS];
+    int port_count;
+    char default_source[256];
+    char default_sink[256];
+
+    bool lost;
+    char lost_reason[512];
+
+    // The stream.
+    struct pw_stream *stream;
+    struct spa_hook stream_listener;
+    int direction;
+    uint32_t target_id;
+    char target_label[256];
+    enum pw_stream_state state;
+    char stream_error[256];
+    bool connected_once;
+    uint32_t rate, channels, graph_rate, quantum;
+
+    // The ring (interleaved floats), written and read on this thread only.
+    float *data;
+    uint64_t capacity;
+    uint64_t write_pos, read_pos;
+
+    hole holes[HOLE_SLOTS];
+    uint32_t hole_write, hole_read;
+    uint64_t unplaced_lost;
+
+    bool started, finishing, flushed, drained;
+    uint64_t cycles;
+    uint64_t lost_frames;
+    uint64_t underrun_frames;
+
+    // The graph clock against what the stream delivered or played, in stream frames.
+    bool have_base;
+    double base;
+    uint64_t last_ticks;
+    uint32_t last_rate_denom;
+    int64_t last_now;
+    uint64_t delivered;       // capture: frames into the ring since start, holes included
+    uint64_t queued_total;    // playback: frames handed to PipeWire since start
+    uint64_t underrun_reported;
+};
+
+static int64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void set_lost(tapedeck_pw *c, const char *reason) {
+    if (c->lost) return;
+    c->lost = true;
+    snprintf(c->lost_reason, sizeof c->lost_reason, "%s", reason);
+}
+
+// ---- core and registry ------------------------------------------------------------------
+
+static void on_core_done(void *data, uint32_t id, int seq) {
+    tapedeck_pw *c = data;
+    if (id == PW_ID_CORE && seq == c->pending_seq) c->synced = true;
+}
+
+static void on_core_error(void *data, uint32_t id, int seq, int res, const char *message) {
+    (void)seq;
+    tapedeck_pw *c = data;
+    if (id == PW_ID_CORE) {
+        char reason[512];
+        if (res == -EPIPE) snprintf(reason, sizeof reason, "the PipeWire daemon closed the connection");
+        else snprintf(reason, sizeof reason, "%s", message ? message : strerror(-res));
+        set_lost(c, reason);
+    }
+}
+
+static const struct pw_core_events core_events = {
+    PW_VERSION_CORE_EVENTS,
+    .done = on_core_done,
+    .error = on_core_error,
+};
+
+static void store_default(char *into, size_t size, const char *value) {
+    into[0] = 0;
+    if (value == NULL) return;
+    struct spa_json it[2];
+    char key[64];
+    spa_json_init(&it[0], value, strlen(value));
+    if (spa_json_enter_object(&it[0], &it[1]) <= 0) return;
+    while (spa_json_get_string(&it[1], key, sizeof key) > 0) {
+        if (strcmp(key, "name") == 0) {
+            if (spa_json_get_string(&it[1], into, (int)size) <= 0) into[0] = 0;
+            return;
+        }
+        const char *skip;
+        if (spa_json_next(&it[1], &skip) <= 0) return;
+    }
+}
+
+static int on_metadata_property(void *data, uint32_t subject, const char *key, const char *type, const char *value) {
+    (void)type;
+    tapedeck_pw *c = data;
+    if (subject != PW_ID_CORE || key == NULL) return 0;
+    if (strcmp(key, "default.audio.source") == 0) store_default(c->default_source, sizeof c->default_source, value);
+    else if (strcmp(key, "default.audio.sink") == 0) store_default(c->default_sink, sizeof c->default_sink, value);
+    return 0;
+}
+
+static const struct pw_metadata_events metadata_events = {
+    PW_VERSION_METADATA_EVENTS,
+    .property = on_metadata_property,
+};
+
+static void on_global(void *data, uint32_t id, uint32_t permissions, const char *type, uint32_t version,
+                      const struct spa_dict *props) {
+    (void)permissions; (void)version;
+    tapedeck_pw *c = data;
+    if (!c->collecting || props == NULL) return;
+    if (strcmp(type, PW_TYPE_INTERFACE_Node) == 0) {
+        const char *media_class = spa_dict_lookup(props, PW_KEY_MEDIA_CLASS);
+        if (media_class == NULL || strncmp(media_class, "Audio/", 6) != 0 || c->node_count >= MAX_NODES) return;
+        c->nodes[c->node_count].id = id;
+        c->nodes[c->node_count].props = pw_properties_new_dict(props);
+        c->node_count++;
+    } else if (strcmp(type, PW_TYPE_INTERFACE_Port) == 0) {
+        if (c->port_count >= MAX_PORTS || spa_dict_lookup(props, PW_KEY_NODE_ID) == NULL) return;
+        c->ports[c->port_count].id = id;
+        c->ports[c->port_count].props = pw_properties_new_dict(props);
+        c->port_count++;
+    } else if (strcmp(type, PW_TYPE_INTERFACE_Metadata) == 0 && c->metadata == NULL) {
+        const char *name = spa_dict_lookup(props, PW_KEY_METADATA_NAME);
+        if (name == NULL || strcmp(name, "default") != 0) return;
+        c->metadata = pw_registry_bind(c->registry, id, PW_TYPE_INTERFACE_Metadata, PW_VERSION_METADATA, 0);
+        if (c->metadata != NULL)
+            pw_metadata_add_listener(c->metadata, &c->metadata_listener, &metadata_events, c);
+    }
+}
+
+static void on_global_remove(void *data, uint32_t id) {
+    tapedeck_pw *c = data;
+    if (c->stream != NULL && id == c->target_id) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "the node %s was removed", c->target_label);
+        set_lost(c, reason);
+    }
+}
+
+static const struct pw_registry_events registry_events = {
+    PW_VERSION_REGISTRY_EVENTS,
+    .global = on_global,
+    .global_remove = on_global_remove,
+};
+
+static bool roundtrip(tapedeck_pw *c, int timeout_ms) {
+    c->synced = false;
+    c->pending_seq = pw_core_sync(c->core, PW_ID_CORE, 0);
+    int64_t deadline = monotonic_ns() + (int64_t)timeout_ms * 1000000;
+    while (!c->synced && !c->lost) {
+        int64_t left = (deadline - monotonic_ns()) / 1000000;
+        if (left <= 0) return false;
+        pw_loop_iterate(c->loop, (int)left);
+    }
+    return c->synced;
+}
+
+tapedeck_pw *tapedeck_pw_connect(const char *remote, int timeout_ms, int *error) {
+    static bool initialized = false;
+    if (!initialized) {
+        initialized = true;
+        pw_init(NULL, NULL);
+        // PipeWire logs to stderr; Tapedeck says what went wrong itself. PIPEWIRE_DEBUG still works.
+        if (getenv("PIPEWIRE_DEBUG") == NULL) pw_log_set_level(SPA_LOG_LEVEL_NONE);
+    }
+    tapedeck_pw *c = calloc(1, sizeof *c);
+    if (c == NULL) { *error = -ENOMEM; return NULL; }
+    c->target_id = SPA_ID_INVALID;
+    c->collecting = true;
+    c->loop = pw_loop_new(NULL);
+    if (c->loop == NULL) { *error = -errno; free(c); return NULL; }
+    pw_loop_enter(c->loop);
+    c->context = pw_context_new(c->loop, NULL, 0);
+    if (c->context == NULL) { *error = -errno; tapedeck_pw_disconnect(c); return NULL; }
+    struct pw_properties *props = pw_properties_new(PW_KEY_APP_NAME, "Tapedeck", NULL);
+    if (remote != NULL && remote[0] != 0) pw_properties_set(props, PW_KEY_REMOTE_NAME, remote);
+    c->core = pw_context_connect(c->context, props, 0);
+    if (c->core == NULL) { *error = errno ? -errno : -ECONNREFUSED; tapedeck_pw_disconnect(c); return NULL; }
+    pw_core_add_listener(c->core, &c->core_listener, &core_events, c);
+    c->registry = pw_core_get_registry(c->core, PW_VERSION_REGISTRY, 0);
+    pw_registry_add_listener(c->registry, &c->registry_listener, &registry_events, c);
+    // One round trip brings the globals (and binds the metadata), a second its properties.
+    if (!roundtrip(c, timeout_ms) || !roundtrip(c, timeout_ms)) {
+        *error = c->lost ? -EPIPE : -ETIMEDOUT;
+        tapedeck_pw_disconnect(c);
+        return NULL;
+    }
+    c->collecting = false;
+    *error = 0;
+    return c;
+}
+
+int tapedeck_pw_iterate(tapedeck_pw *c, int timeout_ms) {
+    return pw_loop_iterate(c->loop, timeout_ms);
+}
+
+int tapedeck_pw_node_count(const tapedeck_pw *c) { return c->node_count; }
+uint32_t tapedeck_pw_node_id(const tapedeck_pw *c, int i) { return c->nodes[i].id; }
+const char *tapedeck_pw_node_property(const tapedeck_pw *c, int i, const char *key) {
+    return pw_properties_get(c->nodes[i].props, key);
+}
+int tapedeck_pw_port_count(const tapedeck_pw *c) { return c->port_count; }
+const char *tapedeck_pw_port_property(const tapedeck_pw *c, int i, const char *key) {
+    return pw_properties_get(c->ports[i].props, key);
+}
+const char *tapedeck_pw_default_node(const tapedeck_pw *c, int direction) {
+    return direction == TAPEDECK_PW_CAPTURE ? c->default_source : c->default_sink;
+}
+int tapedeck_pw_is_lost(const tapedeck_pw *c) { return c->lost; }
+const char *tapedeck_pw_lost_reason(const tapedeck_pw *c) { return c->lost_reason; }
+const char *tapedeck_pw_library_version(void) { return pw_get_library_version(); }
+
+// ---- the stream ---------------------------------------------------------------------------
+
+static uint64_t ring_used(const tapedeck_pw *c) { return c->write_pos - c->read_pos; }
+
+static void push_hole(tapedeck_pw *c, uint64_t frames) {
+    c->lost_frames += frames;
+    if (c->hole_write - c->hole_read >= HOLE_SLOTS) { c->unplaced_lost += frames; return; }
+    if (c->hole_write != c->hole_read) {
+        hole *last = &c->holes[(c->hole_write - 1) % HOLE_SLOTS];
+        if (last->position == c->write_pos) { last->frames += frames; return; }
+    }
+    c->holes[c->hole_write % HOLE_SLOTS] = (hole){ c->write_pos, frames };
+    c->hole_write++;
+}
+
+// The graph clock now, in stream frames; false before the graph ran.
+static bool clock_frames(tapedeck_pw *c, const struct pw_time *t, double *frames) {
+    if (t->rate.denom == 0 || t->rate.num == 0 || c->rate == 0) return false;
+    c->graph_rate = t->rate.denom / t->rate.num;
+    *frames = (double)t->ticks * (double)t->rate.num * (double)c->rate / (double)t->rate.denom;
+    return true;
+}
+
+// Whether the clock jumped in a way time did not (another driver took over): then the graph's
+// position says nothing about what was lost, and the comparison starts again.
+static bool clock_discontinuous(tapedeck_pw *c, const struct pw_time *t) {
+    bool jump = false;
+    if (c->last_rate_denom != 0) {
+        if (t->rate.denom != c->last_rate_denom || t->ticks < c->last_ticks) jump = true;
+        else {
+            double ticks_s = (double)(t->ticks - c->last_ticks) * t->rate.num / t->rate.denom;
+            double now_s = (double)(t->now - c->last_now) / 1e9;
+            if (ticks_s - now_s > 0.5 || now_s - ticks_s > 0.5) jump = true;
+        }
+    }
+    c->last_rate_denom = t->rate.denom;
+    c->last_ticks = t->ticks;
+    c->last_now = t->now;
+    return jump;
+}
+
+static double tolerance(const tapedeck_pw *c) { return 2.0 * c->quantum + c->rate / 100.0; }
+
+static void capture_process(tapedeck_pw *c) {
+    struct pw_time t;
+    memset(&t, 0, sizeof t);
+    pw_stream_get_time_n(c->stream, &t, sizeof t);
+    struct pw_buffer *b;
+    uint32_t stride = c->channels * sizeof(float);
+    uint32_t last = 0;
+    bool any = false;
+    while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) {
+        struct spa_data *d = &b->buffer->datas[0];
+        if (d->data != NULL && d->chunk != NULL && stride > 0) {
+            uint32_t offset = SPA_MIN(d->chunk->offset, d->maxsize);
+            uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - offset);
+            uint32_t frames = size / stride;
+            if (frames > 0) {
+                last = frames;
+                any = true;
+                if (c->started) {
+                    const float *from = SPA_PTROFF(d->data, offset, const float);
+                    uint64_t room = c->capacity - ring_used(c);
+                    uint32_t n = frames <= room ? frames : (uint32_t)room;
+                    for (uint32_t i = 0; i < n; i++) {
+                        uint64_t at = (c->write_pos + i) % c->capacity;
+                        memcpy(c->data + at * c->channels, from + (size_t)i * c->channels, stride);
+                    }
+                    c->write_pos += n;
+                    c->delivered += n;
+                    if (n < frames) { push_hole(c, frames - n); c->delivered += frames - n; }
+                }
+            }
+        }
+        pw_stream_queue_buffer(c->stream, b);
+    }
+    if (!any) return;
+    c->cycles++;
+    c->quantum = last;
+    if (!c->started) return;
+    double now;
+    if (!clock_frames(c, &t, &now)) return;
+    if (clock_discontinuous(c, &t) || !c->have_base) {
+        c->have_base = true;
+        c->base = now + last - (double)c->delivered;
+        return;
+    }
+    // What the graph produced since the start, against what arrived: a deficit beyond the
+    // jitter of a cycle or two is audio PipeWire dropped while this thread was away.
+    double deficit = (now + last - c->base) - (double)c->delivered;
+    if (deficit > tolerance(c)) {
+        uint64_t missing = (uint64_t)deficit;
+        push_hole(c, missing);
+        c->delivered += missing;
+    }
+}
+
+// Hands the ring's audio to PipeWire's free buffers. Returns whether anything was handed over.
+static void playback_fill(tapedeck_pw *c) {
+    if (c->stream == NULL || c->flushed) return;
+    uint32_t stride = c->channels * sizeof(float);
+    while (ring_used(c) > 0 || (c->finishing && !c->flushed)) {
+        if (ring_used(c) == 0) {
+            pw_stream_flush(c->stream, true);
+            c->flushed = true;
+            break;
+        }
+        struct pw_buffer *b = pw_stream_dequeue_buffer(c->stream);
+        if (b == NULL) break;
+        struct spa_data *d = &b->buffer->datas[0];
+        if (d->data == NULL) { pw_stream_queue_buffer(c->stream, b); break; }
+        uint32_t frames = d->maxsize / stride;
+        if (b->requested > 0 && b->requested < frames) frames = (uint32_t)b->requested;
+        uint64_t used = ring_used(c);
+        if (frames > used) frames = (uint32_t)used;
+        float *to = d->data;
+        for (uint32_t i = 0; i < frames; i++) {
+            uint64_t at = (c->read_pos + i) % c->capacity;
+            memcpy(to + (size_t)i * c->channels, c->data + at * c->channels, stride);
+        }
+        c->read_pos += frames;
+        d->chunk->offset = 0;
+        d->chunk->stride = (int32_t)stride;
+        d->chunk->size = frames * stride;
+        b->size = frames;
+        c->queued_total += frames;
+        pw_stream_queue_buffer(c->stream, b);
+    }
+}
+
+static void playback_process(tapedeck_pw *c) {
+    c->cycles++;
+    struct pw_time t;
+    memset(&t, 0, sizeof t);
+    pw_stream_get_time_n(c->stream, &t, sizeof t);
+    if (c->started && !c->finishing) {
+        double now;
+        uint64_t played = c->queued_total - SPA_MIN(t.queued, c->queued_total);
+        if (clock_frames(c, &t, &now)) {
+            if (clock_discontinuous(c, &t) || !c->have_base) {
+                c->have_base = true;
+                c->base = now - (double)played;
+            } else {
+                // The graph went on while none of the stream's audio was there to play.
+                double lag = (now - c->base) - (double)played;
+                if (lag > (double)c->underrun_reported + tolerance(c)) {
+                    c->underrun_frames += (uint64_t)lag - c->underrun_reported;
+                    c->underrun_reported = (uint64_t)lag;
+                }
+            }
+        }
+    }
+    playback_fill(c);
+}
+
+static void on_process(void *data) {
+    tapedeck_pw *c = data;
+    if (c->direction == TAPEDECK_PW_CAPTURE) capture_process(c);
+    else playback_process(c);
+}
+
+static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
+    (void)old;
+    tapedeck_pw *c = data;
+    c->state = state;
+    if (state == PW_STREAM_STATE_STREAMING || state == PW_STREAM_STATE_PAUSED) c->connected_once = true;
+    if (state == PW_STREAM_STATE_ERROR) {
+        snprintf(c->stream_error, sizeof c->stream_error, "%s", error ? error : "stream error");
+        if (c->connected_once) set_lost(c, c->stream_error);
+    } else if (state == PW_STREAM_STATE_UNCONNECTED && c->connected_once) {
+        set_lost(c, "the stream was disconnected");
+    }
+}
+
+static void on_param_changed(void *data, uint32_t id, const struct spa_pod *param) {
+    tapedeck_pw *c = data;
+    if (id != SPA_PARAM_Format || param == NULL) return;
+    struct spa_audio_info_raw info;
+    memset(&info, 0, sizeof info);
+    uint32_t media_type, media_subtype;
+    if (spa_format_parse(param, &media_type, &media_subtype) < 0) return;
+    if (media_type != SPA_MEDIA_TYPE_audio || media_subtype != SPA_MEDIA_SUBTYPE_raw) return;
+    if (spa_format_audio_raw_parse(param, &info) < 0) return;
+    if (info.format != SPA_AUDIO_FORMAT_F32 || info.channels != c->channels) {
+        snprintf(c->stream_error, sizeof c->stream_error, "PipeWire offered another format than float %u-channel audio", c->channels);
+        set_lost(c, c->stream_error);
+        return;
+    }
+    c->rate = info.rate;
+}
+
+static void on_drained(void *data) {
+    tapedeck_pw *c = data;
+    c->drained = true;
+}
+
+static const struct pw_stream_events stream_events = {
+    PW_VERSION_STREAM_EVENTS,
+    .state_changed = on_state_changed,
+    .param_changed = on_param_changed,
+    .process = on_process,
+    .drained = on_drained,
+};
+
+static const uint32_t speaker_channels[18] = {
+    SPA_AUDIO_CHANNEL_FL, SPA_AUDIO_CHANNEL_FR, SPA_AUDIO_CHANNEL_FC, SPA_AUDIO_CHANNEL_LFE,
+    SPA_AUDIO_CHANNEL_RL, SPA_AUDIO_CHANNEL_RR, SPA_AUDIO_CHANNEL_FLC, SPA_AUDIO_CHANNEL_FRC,
+    SPA_AUDIO_CHANNEL_RC, SPA_AUDIO_CHANNEL_SL, SPA_AUDIO_CHANNEL_SR, SPA_AUDIO_CHANNEL_TC,
+    SPA_AUDIO_CHANNEL_TFL, SPA_AUDIO_CHANNEL_TFC, SPA_AUDIO_CHANNEL_TFR, SPA_AUDIO_CHANNEL_TRL,
+    SPA_AUDIO_CHANNEL_TRC, SPA_AUDIO_CHANNEL_TRR,
+};
+
+int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name, const char *description,
+                            const char *target_serial, uint32_t target_id, int capture_sink,
+                            uint32_t rate, uint32_t channels, const int32_t *positions, uint32_t ring_frames) {
+    if (c->stream != NULL || channels == 0 || channels > SPA_AUDIO_MAX_CHANNELS) return -EINVAL;
+    c->direction = direction;
+    c->channels = channels;
+    c->rate = rate;
+    c->target_id = target_id;
+    snprintf(c->target_label, sizeof c->target_label, "%s", description ? description : "");
+    c->capacity = ring_frames;
+    c->data = calloc((size_t)ring_frames * channels, sizeof(float));
+    if (c->data == NULL) return -ENOMEM;
+    mlock(c->data, (size_t)ring_frames * channels * sizeof(float));
+
+    struct pw_properties *props = pw_properties_new(
+        PW_KEY_MEDIA_TYPE, "Audio",
+        PW_KEY_MEDIA_CATEGORY, direction == TAPEDECK_PW_CAPTURE ? "Capture" : "Playback",
+        PW_KEY_MEDIA_ROLE, "Production",
+        PW_KEY_APP_NAME, "Tapedeck",
+        PW_KEY_NODE_NAME, node_name,
+        NULL);
+    if (target_serial != NULL && target_serial[0] != 0) pw_properties_set(props, PW_KEY_TARGET_OBJECT, target_serial);
+    if (capture_sink) pw_properties_set(props, PW_KEY_STREAM_CAPTURE_SINK, "true");
+    c->stream = pw_stream_new(c->core, node_name, props);
+    if (c->stream == NULL) return errno ? -errno : -ENOMEM;
+    pw_stream_add_listener(c->stream, &c->stream_listener, &stream_events, c);
+
+    struct spa_audio_info_raw info;
+    memset(&info, 0, sizeof info);
+    info.format = SPA_AUDIO_FORMAT_F32;
+    info.rate = rate;
+    info.channels = channels;
+    bool positioned = positions != NULL;
+    for (uint32_t i = 0; i < channels && positioned; i++) {
+        int32_t p = positions[i];
+        if (p < 0 || p >= 18) positioned = false;
+        else info.position[i] = speaker_channels[p];
+    }
+    if (!positioned) {
+        for (uint32_t i = 0; i < channels; i++) info.position[i] = SPA_AUDIO_CHANNEL_AUX0 + i;
+    }
+    uint8_t buffer[1024];
+    struct spa_pod_builder builder = SPA_POD_BUILDER_INIT(buffer, sizeof buffer);
+    const struct spa_pod *params[1];
+    params[0] = spa_format_audio_raw_build(&builder, SPA_PARAM_EnumFormat, &info);
+    int r = pw_stream_connect(c->stream,
+                              direction == TAPEDECK_PW_CAPTURE ? PW_DIRECTION_INPUT : PW_DIRECTION_OUTPUT,
+                              PW_ID_ANY,
+                              PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS | PW_STREAM_FLAG_DONT_RECONNECT,
+                              params, 1);
+    return r < 0 ? r : 0;
+}
+
+int tapedeck_pw_stream_state(const tapedeck_pw *c) { return c->stream ? (int)c->state : 0; }
+const char *tapedeck_pw_stream_error(const tapedeck_pw *c) { return c->stream_error; }
+uint32_t tapedeck_pw_stream_rate(const tapedeck_pw *c) { return c->rate; }
+uint32_t tapedeck_pw_stream_channels(const tapedeck_pw *c) { return c->channels; }
+uint32_t tapedeck_pw_graph_rate(const tapedeck_pw *c) { return c->graph_rate; }
+uint32_t tapedeck_pw_stream_quantum(const tapedeck_pw *c) { return c->quantum; }
+
+void tapedeck_pw_stream_start(tapedeck_pw *c) {
+    if (c->stream == NULL || c->started) return;
+    if (c->direction == TAPEDECK_PW_CAPTURE) {
+        struct pw_buffer *b;
+        while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) pw_stream_queue_buffer(c->stream, b);
+    }
+    c->started = true;
+    c->have_base = false;
+    c->last_rate_denom = 0;
+}
+
+uint32_t tapedeck_pw_stream_available(const tapedeck_pw *c) {
+    uint64_t used = ring_used(c);
+    if (c->direction == TAPEDECK_PW_CAPTURE) return (uint32_t)SPA_MIN(used, (uint64_t)UINT32_MAX);
+    return (uint32_t)(c->capacity - used);
+}
+
+uint32_t tapedeck_pw_stream_read(tapedeck_pw *c, float *destination, uint32_t max_frames, uint64_t *lost_before) {
+    *lost_before = 0;
+    uint64_t available = ring_used(c);
+    if (c->hole_read != c->hole_write) {
+        hole *h = &c->holes[c->hole_read % HOLE_SLOTS];
+        if (h->position == c->read_pos) {
+            *lost_before = h->frames;
+            c->hole_read++;
+            if (c->hole_read != c->hole_write) {
+                hole *next = &c->holes[c->hole_read % HOLE_SLOTS];
+                available = SPA_MIN(available, next->position - c->read_pos);
+            }
+        } else {
+            available = SPA_MIN(available, h->position - c->read_pos);
+        }
+    }
+    if (c->unplaced_lost > 0) { *lost_before += c->unplaced_lost; c->unplaced_lost = 0; }
+    uint32_t n = (uint32_t)SPA_MIN((uint64_t)max_frames, available);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t at = (c->read_pos + i) % c->capacity;
+        memcpy(destination + (size_t)i * c->channels, c->data + at * c->channels, c->channels * sizeof(float));
+    }
+    c->read_pos += n;
+    return n;
+}
+
+uint32_t tapedeck_pw_stream_write(tapedeck_pw *c, const float *source, uint32_t frames) {
+    uint64_t room = c->capacity - ring_used(c);
+    uint32_t n = (uint32_t)SPA_MIN((uint64_t)frames, room);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t at = (c->write_pos + i) % c->capacity;
+        memcpy(c->data + at * c->channels, source + (size_t)i * c->channels, c->channels * sizeof(float));
+    }
+    c->write_pos += n;
+    playback_fill(c);
+    return n;
+}
+
+void tapedeck_pw_stream_finish(tapedeck_pw *c) {
+    if (c->stream == NULL || c->finishing) return;
+    c->started = true;
+    c->finishing = true;
+    playback_fill(c);
+}
+
+int tapedeck_pw_stream_drained(const tapedeck_pw *c) { return c->drained; }
+uint64_t tapedeck_pw_stream_cycles(const tapedeck_pw *c) { return c->cycles; }
+uint64_t tapedeck_pw_stream_lost_frames(const tapedeck_pw *c) { return c->lost_frames; }
+uint64_t tapedeck_pw_stream_underrun_frames(const tapedeck_pw *c) { return c->underrun_frames; }
+uint64_t tapedeck_pw_stream_frames_done(const tapedeck_pw *c) { return c->delivered; }
+
+uint64_t tapedeck_pw_stream_frames_elapsed(const tapedeck_pw *c) {
+    if (c->stream == NULL || !c->have_base) return c->delivered;
+    struct pw_time t;
+    memset(&t, 0, sizeof t);
+    pw_stream_get_time_n(c->stream, &t, sizeof t);
+    if (t.rate.denom == 0 || t.rate.num == 0) return c->delivered;
+    double now = (double)t.ticks * t.rate.num * c->rate / t.rate.denom;
+    // The clock moved on since that report (it is updated once a cycle).
+    now += (double)(monotonic_ns() - t.now) * c->rate / 1e9;
+    double elapsed = now - c->base;
+    return elapsed > 0 ? (uint64_t)elapsed : 0;
+}
+
+void tapedeck_pw_disconnect(tapedeck_pw *c) {
+    if (c == NULL) return;
+    if (c->stream != NULL) {
+        spa_hook_remove(&c->stream_listener);
+        pw_stream_destroy(c->stream);
+        c->stream = NULL;
+    }
+    if (c->metadata != NULL) {
+        spa_hook_remove(&c->metadata_listener);
+        pw_proxy_destroy((struct pw_proxy *)c->metadata);
+    }
+    if (c->registry != NULL) {
+        spa_hook_remove(&c->registry_listener);
+        pw_proxy_destroy((struct pw_proxy *)c->registry);
+    }
+    if (c->core != NULL) {
+        spa_hook_remove(&c->core_listener);
+        pw_core_disconnect(c->core);
+    }
+    if (c->context != NULL) pw_context_destroy(c->context);
+    if (c->loop != NULL) {
+        pw_loop_leave(c->loop);
+        pw_loop_destroy(c->loop);
+    }
+    for (int i = 0; i < c->node_count; i++) pw_properties_free(c->nodes[i].props);
+    for (int i = 0; i < c->port_count; i++) pw_properties_free(c->ports[i].props);
+    if (c->data != NULL) {
+        munlock(c->data, (size_t)c->capacity * c->channels * sizeof(float));
+        free(c->data);
+    }
+    free(c);
+}
+
+#endif
+#ifndef PW_TYPE_INTERFACE_Node
+#error "libpipewire-0.3-dev is not installed (apt-get install libpipewire-0.3-dev), or build without the PipeWire trait."
+#endif

@@ -1,0 +1,42 @@
+#if PipeWire
+import Foundation
+import Logging
+import TapedeckCore
+import TapedeckPipeWire
+import TapedeckTesting
+
+/// Backends pointed at a private PipeWire (``PipeWireDaemon``), and running tests against one.
+enum PipeWireTestSupport {
+    static let format = AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16)
+    static let logger = Logger(label: "pipewire-tests")
+
+    static func context(section: String) -> PluginContext {
+        PluginContext(logger: logger, defaultLibraryURL: URL(fileURLWithPath: NSTemporaryDirectory()), section: section)
+    }
+
+    static func capture(_ daemon: PipeWireDaemon, device: String = "", node: String = "tapedeck") throws -> any CaptureBackend {
+        let settings = try PluginSettings.resolving(PipeWirePlugin.capture.settings,
+                                                    overrides: ["remote": daemon.socket, "device": device, "node-name": node],
+                                                    section: "capture.pipewire")
+        return try PipeWirePlugin.capture.make(settings, context(section: "capture.pipewire"))
+    }
+
+    static func playback(_ daemon: PipeWireDaemon, device: String = "", node: String = "tapedeck") throws -> any PlaybackBackend {
+        let settings = try PluginSettings.resolving(PipeWirePlugin.playback.settings,
+                                                    overrides: ["remote": daemon.socket, "device": device, "node-name": node],
+                                                    section: "playback.pipewire")
+        return try PipeWirePlugin.playback.make(settings, context(section: "playback.pipewire"))
+    }
+
+    /// Runs `body` against a fresh private PipeWire, always stopped afterwards.
+    static func withDaemon<T>(_ body: (PipeWireDaemon) async throws -> T) async throws -> T {
+        let daemon = try PipeWireDaemon.start()
+        defer { daemon.stop() }
+        return try await body(daemon)
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+#endif
