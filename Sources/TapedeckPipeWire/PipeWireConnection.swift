@@ -58,7 +58,7 @@ final class PipeWireConnection {
         for i in 0..<tapedeck_pw_node_count(handle) {
             func property(_ key: String) -> String? { tapedeck_pw_node_property(handle, i, key).map { String(cString: $0) } }
             var properties: [String: String] = [:]
-            for key in ["audio.rate", "device.api", "node.nick", "api.alsa.path", "factory.name"] {
+            for key in ["audio.rate", "device.api", "node.nick", "factory.name"] {
                 properties[key] = property(key)
             }
             let name = property("node.name") ?? ""

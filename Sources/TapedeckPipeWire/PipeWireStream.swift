@@ -46,7 +46,9 @@ final class PipeWireLink {
         let deadline = pipeWireNow() + Self.linkNanos
         while true {
             let state = tapedeck_pw_stream_state(connection.handle)
-            if state == 3 { break }  // PW_STREAM_STATE_STREAMING
+            // Streaming and linked: an unlinked stream runs too (on a fallback driver, its audio
+            // going nowhere) until the session manager links it.
+            if state == 3 && tapedeck_pw_stream_links(connection.handle) > 0 { break }  // PW_STREAM_STATE_STREAMING
             if connection.isLost {
                 throw TapedeckError(.deviceUnavailable, "PipeWire's stream for \(node.label) ended while opening (\(connection.lostReason)). Check the node and the daemon (pw-cli ls Node), then retry.")
             }

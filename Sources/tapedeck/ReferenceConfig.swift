@@ -20,10 +20,10 @@ enum ReferenceConfig {
 # in, with its settings; `tapedeck devices` lists the device names each audio backend accepts.
 
 capture:
-  # The capture plugin: alsa, pulse, jack or null (a test signal, no sound card needed). Unset,
-  # `tapedeck record` uses a running JACK server, else the sound server's default source when a
-  # server answers, else ALSA's default device; never null. `tapedeck config show` says which
-  # it chose.
+  # The capture plugin: alsa, pulse, jack, pipewire or null (a test signal, no sound card
+  # needed). Unset, `tapedeck record` uses a running JACK server, else a running PipeWire, else
+  # the PulseAudio server's default source when one answers, else ALSA's default device; never
+  # null. `tapedeck config show` says which it chose.
   # backend: pulse
   # Frames per device read (16 to 65536): larger costs less CPU; smaller makes the meter and a
   # stop more prompt (8192 frames at 48 kHz is 171 ms; arecord's default period is 125 ms).
@@ -91,11 +91,23 @@ capture:
     # regular expression ("system:capture_[12]"); one port feeds every channel. none: connect
     # nothing (connect tapedeck:in_1… with qjackctl, jack_connect or pw-link).
     device: ""
+  # Settings of the PipeWire backend (libpipewire). PipeWire converts rate, sample format and
+  # channel positions, so any format records.
+  pipewire:
+    # Empty: the default daemon ($PIPEWIRE_REMOTE, else pipewire-0 in $XDG_RUNTIME_DIR). Else a
+    # socket name or path.
+    remote: ""
+    # The stream's name in the graph (pw-top, pw-link and qpwgraph show it).
+    node-name: tapedeck
+    # The node to record from, by node.name or object.serial as `pw-record --target` takes it
+    # (`tapedeck devices --backend pipewire` lists them). Empty: the default source. A sink
+    # records what it plays.
+    device: ""
 
 playback:
-  # The playback plugin: alsa, pulse, jack or null. Unset, `tapedeck play` uses a running JACK
-  # server, else the sound server's default sink when a server answers, else ALSA's default
-  # device.
+  # The playback plugin: alsa, pulse, jack, pipewire or null. Unset, `tapedeck play` uses a
+  # running JACK server, else a running PipeWire, else the PulseAudio server's default sink when
+  # one answers, else ALSA's default device.
   # backend: pulse
   # Frames per device write; a device that buffers four of them (alsa.periods) holds 200 ms
   # at 48 kHz, which does not run dry under load.
@@ -117,6 +129,11 @@ playback:
     server: ""
     client-name: tapedeck
     # Empty: the physical playback ports (system:playback_1…); else as capture.jack.device.
+    device: ""
+  pipewire:
+    remote: ""
+    node-name: tapedeck
+    # Empty: the default sink; else a node.name or object.serial.
     device: ""
 
 format:

@@ -147,7 +147,9 @@ struct DeclarationTests {
         let own: [String: Set<String>] = [
             "TapedeckNull": ["null"], "TapedeckWAV": ["wav"], "TapedeckFLAC": ["flac"], "TapedeckOpus": ["opus"],
             "TapedeckALSA": ["alsa", "pulse"], // the ALSA `pulse` PCM is an ALSA device name
-            "TapedeckPulseAudio": ["pulse", "pulseaudio"], "TapedeckJACK": ["jack"], "TapedeckDirectoryStorage": ["directory"],
+            "TapedeckPulseAudio": ["pulse", "pulseaudio", "pipewire"], // PipeWire-Pulse is a PulseAudio server
+            "TapedeckJACK": ["jack", "pipewire"], // PipeWire's JACK server is one JACK client can use
+            "TapedeckPipeWire": ["pipewire"], "TapedeckDirectoryStorage": ["directory"],
             "TapedeckBundleStorage": ["bundle"], "TapedeckSndfileFormats": ["mp3", "vorbis", "aiff"],
         ]
         // The composition root and the view name backends by design; the test kit's PulseAudio

@@ -8,6 +8,7 @@ import TapedeckTesting
 /// The PipeWire backend against a private PipeWire with WirePlumber and null nodes: the shared
 /// conformance suites, sample formats and layouts, devices, and the failures a user meets (no
 /// daemon, no such node, a node of the wrong kind).
+extension PipeWireTests {
 @Suite struct PipeWireBackendTests {
     @Test func captureConformance() async throws {
         try await PipeWireTestSupport.withDaemon { daemon in
@@ -104,5 +105,6 @@ import TapedeckTesting
             #expect(refused.message.contains("Audio/Source/Virtual") && refused.message.contains(daemon.sinkName), "\(refused.message)")
         }
     }
+}
 }
 #endif

@@ -8,6 +8,7 @@ import TapedeckTesting
 /// Real audio through a private PipeWire: playback to a null sink → capture of what it plays
 /// (bit-exact), a drained stop, a device thread that falls behind, the node removed and the
 /// daemon killed.
+extension PipeWireTests {
 @Suite struct PipeWireLoopbackTests {
     @Test func noisePlayedToASinkIsRecordedBitExactFromIt() async throws {
         try await PipeWireTestSupport.withDaemon { daemon in
@@ -17,6 +18,7 @@ import TapedeckTesting
                                            settings: RecordingSettings(format: format, periodFrames: 1024), logger: PipeWireTestSupport.logger)
             _ = try await recorder.open()
             let recording = Task { try await recorder.record { MemoryTakeWriter(sink: sink, format: $0) } }
+            while recorder.takeProgress().frames == 0 { try await Task.sleep(for: .milliseconds(10)) }
             let player = PlaybackEngine(backend: try PipeWireTestSupport.playback(daemon, device: daemon.sinkName, node: "tdplay"),
                                         periodFrames: 1024, logger: PipeWireTestSupport.logger)
             let signal = StereoSignal.noise(seconds: 3)
@@ -26,6 +28,8 @@ import TapedeckTesting
             let result = try await recording.value
             #expect(result.end == .stopped)
             #expect(played.frames == 144_000)
+            // The player kept the graph fed: no silence in the middle of the signal.
+            #expect(played.underrunFrames < 4_800, "\(played.underrunFrames) frames of underrun")
             print("round trip: \(result.frames) frames recorded, \(result.overruns.count) overrun(s); \(played.underrunFrames) frames of player underrun")
             // 16-bit samples survive PipeWire's floats unchanged: every frame recorded that is not
             // silence continues a run of the signal's frames exactly, and nearly all of it came back.
@@ -158,5 +162,6 @@ import TapedeckTesting
             }
         }
     }
+}
 }
 #endif

@@ -4,6 +4,12 @@ import Logging
 import TapedeckCore
 import TapedeckPipeWire
 import TapedeckTesting
+import Testing
+
+/// Every PipeWire test, one at a time: each starts a bus, a daemon and a session manager and
+/// waits for them (blocking), and several at once on a 2-core machine starve the test's own
+/// tasks (a recorder that starts reading after the audio it should hear is over).
+@Suite(.serialized) enum PipeWireTests {}
 
 /// Backends pointed at a private PipeWire (``PipeWireDaemon``), and running tests against one.
 enum PipeWireTestSupport {

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 // A stretch of audio PipeWire never delivered: `frames` frames missing before the frame at ring
 // position `position`.
@@ -24,6 +27,7 @@ typedef struct {
 #define HOLE_SLOTS 64
 #define MAX_NODES 512
 #define MAX_PORTS 2048
+#define MAX_LINKS 64
 
 typedef struct {
     uint32_t id;
@@ -62,6 +66,8 @@ struct tapedeck_pw {
     enum pw_stream_state state;
     char stream_error[256];
     bool connected_once;
+    uint32_t links[MAX_LINKS];
+    int link_count;
     uint32_t rate, channels, graph_rate, quantum;
 
     // The ring (interleaved floats), written and read on this thread only.
@@ -160,7 +166,19 @@ static void on_global(void *data, uint32_t id, uint32_t permissions, const char 
                       const struct spa_dict *props) {
     (void)permissions; (void)version;
     tapedeck_pw *c = data;
-    if (!c->collecting || props == NULL) return;
+    if (props == NULL) return;
+    if (c->stream != NULL && strcmp(type, PW_TYPE_INTERFACE_Link) == 0) {
+        // A link of the stream's node (the session manager linking it to the target).
+        uint32_t node = pw_stream_get_node_id(c->stream);
+        const char *in = spa_dict_lookup(props, PW_KEY_LINK_INPUT_NODE);
+        const char *out = spa_dict_lookup(props, PW_KEY_LINK_OUTPUT_NODE);
+        if (node == SPA_ID_INVALID || (!(in && (uint32_t)atoi(in) == node) && !(out && (uint32_t)atoi(out) == node))) return;
+        for (int i = 0; i < MAX_LINKS; i++) {
+            if (c->links[i] == SPA_ID_INVALID) { c->links[i] = id; c->link_count++; break; }
+        }
+        return;
+    }
+    if (!c->collecting) return;
     if (strcmp(type, PW_TYPE_INTERFACE_Node) == 0) {
         const char *media_class = spa_dict_lookup(props, PW_KEY_MEDIA_CLASS);
         if (media_class == NULL || strncmp(media_class, "Audio/", 6) != 0 || c->node_count >= MAX_NODES) return;
@@ -183,6 +201,9 @@ static void on_global(void *data, uint32_t id, uint32_t permissions, const char 
 
 static void on_global_remove(void *data, uint32_t id) {
     tapedeck_pw *c = data;
+    for (int i = 0; i < MAX_LINKS; i++) {
+        if (c->links[i] == id) { c->links[i] = SPA_ID_INVALID; c->link_count--; }
+    }
     if (c->stream != NULL && id == c->target_id) {
         char reason[512];
         snprintf(reason, sizeof reason, "the node %s was removed", c->target_label);
@@ -208,6 +229,32 @@ static bool roundtrip(tapedeck_pw *c, int timeout_ms) {
     return c->synced;
 }
 
+// Connects to the daemon's socket `remote`: a path, or a name in $PIPEWIRE_RUNTIME_DIR, else
+// $XDG_RUNTIME_DIR, as libpipewire looks for it. Returns the descriptor or a negative errno.
+static int connect_socket(const char *remote) {
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    int length;
+    if (remote[0] == '/') {
+        length = snprintf(address.sun_path, sizeof address.sun_path, "%s", remote);
+    } else {
+        const char *dir = getenv("PIPEWIRE_RUNTIME_DIR");
+        if (dir == NULL || dir[0] == 0) dir = getenv("XDG_RUNTIME_DIR");
+        if (dir == NULL || dir[0] == 0) return -EHOSTDOWN;
+        length = snprintf(address.sun_path, sizeof address.sun_path, "%s/%s", dir, remote);
+    }
+    if (length < 0 || (size_t)length >= sizeof address.sun_path) return -ENAMETOOLONG;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -errno;
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
 tapedeck_pw *tapedeck_pw_connect(const char *remote, int timeout_ms, int *error) {
     static bool initialized = false;
     if (!initialized) {
@@ -220,14 +267,23 @@ tapedeck_pw *tapedeck_pw_connect(const char *remote, int timeout_ms, int *error)
     if (c == NULL) { *error = -ENOMEM; return NULL; }
     c->target_id = SPA_ID_INVALID;
     c->collecting = true;
+    for (int i = 0; i < MAX_LINKS; i++) c->links[i] = SPA_ID_INVALID;
     c->loop = pw_loop_new(NULL);
     if (c->loop == NULL) { *error = -errno; free(c); return NULL; }
     pw_loop_enter(c->loop);
     c->context = pw_context_new(c->loop, NULL, 0);
     if (c->context == NULL) { *error = -errno; tapedeck_pw_disconnect(c); return NULL; }
     struct pw_properties *props = pw_properties_new(PW_KEY_APP_NAME, "Tapedeck", NULL);
-    if (remote != NULL && remote[0] != 0) pw_properties_set(props, PW_KEY_REMOTE_NAME, remote);
-    c->core = pw_context_connect(c->context, props, 0);
+    if (remote != NULL && remote[0] != 0) {
+        // A remote Tapedeck is told to use wins over $PIPEWIRE_REMOTE (which libpipewire would
+        // prefer to remote.name): connect the socket here and hand it over.
+        int fd = connect_socket(remote);
+        if (fd < 0) { *error = fd; pw_properties_free(props); tapedeck_pw_disconnect(c); return NULL; }
+        c->core = pw_context_connect_fd(c->context, fd, props, 0);
+        if (c->core == NULL) close(fd);
+    } else {
+        c->core = pw_context_connect(c->context, props, 0);
+    }
     if (c->core == NULL) { *error = errno ? -errno : -ECONNREFUSED; tapedeck_pw_disconnect(c); return NULL; }
     pw_core_add_listener(c->core, &c->core_listener, &core_events, c);
     c->registry = pw_core_get_registry(c->core, PW_VERSION_REGISTRY, 0);
@@ -374,8 +430,15 @@ static void playback_fill(tapedeck_pw *c) {
         if (b == NULL) break;
         struct spa_data *d = &b->buffer->datas[0];
         if (d->data == NULL) { pw_stream_queue_buffer(c->stream, b); break; }
+        // PipeWire keeps what a cycle does not take for the next one, and calls back only about
+        // once a cycle for its few buffers: each buffer carries at least 50 ms (more than the
+        // `requested` rest of one cycle), so the graph never waits for this thread.
         uint32_t frames = d->maxsize / stride;
-        if (b->requested > 0 && b->requested < frames) frames = (uint32_t)b->requested;
+        uint32_t wanted = SPA_MAX((uint32_t)b->requested, c->rate / 20);
+        if (wanted < frames) frames = wanted;
+        // A buffer counts as played only once all of it is: the comparison with the clock
+        // allows for one buffer.
+        c->quantum = SPA_MAX(c->quantum, frames);
         uint64_t used = ring_used(c);
         if (frames > used) frames = (uint32_t)used;
         float *to = d->data;
@@ -528,6 +591,7 @@ int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name
     return r < 0 ? r : 0;
 }
 
+int tapedeck_pw_stream_links(const tapedeck_pw *c) { return c->link_count; }
 int tapedeck_pw_stream_state(const tapedeck_pw *c) { return c->stream ? (int)c->state : 0; }
 const char *tapedeck_pw_stream_error(const tapedeck_pw *c) { return c->stream_error; }
 uint32_t tapedeck_pw_stream_rate(const tapedeck_pw *c) { return c->rate; }

@@ -50,6 +50,8 @@ int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name
 /// and its error text ("" when none).
 int tapedeck_pw_stream_state(const tapedeck_pw *c);
 const char *tapedeck_pw_stream_error(const tapedeck_pw *c);
+/// The links of the stream's node the registry announced (made by the session manager).
+int tapedeck_pw_stream_links(const tapedeck_pw *c);
 /// The negotiated format (0 until negotiated): rate, channels, and the graph clock's rate.
 uint32_t tapedeck_pw_stream_rate(const tapedeck_pw *c);
 uint32_t tapedeck_pw_stream_channels(const tapedeck_pw *c);
