@@ -7,6 +7,7 @@
 #include <spa/utils/json.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,12 @@ static bool roundtrip(tapedeck_pw *c, int timeout_ms) {
     return c->synced;
 }
 
+static void initialize(void) {
+    pw_init(NULL, NULL);
+    // PipeWire logs to stderr; Tapedeck says what went wrong itself. PIPEWIRE_DEBUG still works.
+    if (getenv("PIPEWIRE_DEBUG") == NULL) pw_log_set_level(SPA_LOG_LEVEL_NONE);
+}
+
 // Connects to the daemon's socket `remote`: a path, or a name in $PIPEWIRE_RUNTIME_DIR, else
 // $XDG_RUNTIME_DIR, as libpipewire looks for it. Returns the descriptor or a negative errno.
 static int connect_socket(const char *remote) {
@@ -256,13 +263,8 @@ static int connect_socket(const char *remote) {
 }
 
 tapedeck_pw *tapedeck_pw_connect(const char *remote, int timeout_ms, int *error) {
-    static bool initialized = false;
-    if (!initialized) {
-        initialized = true;
-        pw_init(NULL, NULL);
-        // PipeWire logs to stderr; Tapedeck says what went wrong itself. PIPEWIRE_DEBUG still works.
-        if (getenv("PIPEWIRE_DEBUG") == NULL) pw_log_set_level(SPA_LOG_LEVEL_NONE);
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, initialize);
     tapedeck_pw *c = calloc(1, sizeof *c);
     if (c == NULL) { *error = -ENOMEM; return NULL; }
     c->target_id = SPA_ID_INVALID;
