@@ -92,8 +92,14 @@ final class PipeWireConnection {
         if errno == ETIMEDOUT {
             return TapedeckError(.deviceUnavailable, "\(settings.daemonLabel.capitalizedFirst) at \(socketPath(settings)) did not answer within \(timeoutMilliseconds / 1000) s. Check that it is not stopped or hung (pw-cli info 0), or \(other).")
         }
+        let why = switch errno {
+        case ENOENT, EHOSTDOWN: "no socket there"
+        case ECONNREFUSED: "nothing listens on the socket"
+        case EACCES, EPERM: "this user may not open the socket: it belongs to another user's session"
+        default: String(cString: strerror(errno))
+        }
         return TapedeckError(.deviceUnavailable,
-            "No PipeWire daemon answers at \(socketPath(settings)) (\(String(cString: strerror(errno)))). Start it (systemctl --user start pipewire wireplumber), name another with \(settings.remoteKey), or \(other).")
+            "No PipeWire daemon answers at \(socketPath(settings)) (\(why)). Start it (systemctl --user start pipewire wireplumber), name another with \(settings.remoteKey), or \(other).")
     }
 
     /// The node `settings.device` names: by object.serial (digits) or node.name; the default
