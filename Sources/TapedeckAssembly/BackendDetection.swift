@@ -42,7 +42,8 @@ public struct BackendDetection: Sendable {
         return nil
     }
 
-    /// Whether backend `name` can list its devices with its default settings.
+    /// Whether backend `name` lists at least one device for the role with its default settings
+    /// (a server with nothing to record from, such as a PipeWire running for video only, does not count).
     private func answers(_ name: String, role: PluginRole) -> Bool {
         var context = self.context
         context.section = role.rawValue + "." + name
@@ -50,14 +51,13 @@ public struct BackendDetection: Sendable {
             switch role {
             case .capture:
                 guard let plugin = catalog.capture.first(where: { $0.name == name }) else { return false }
-                _ = try plugin.make(try PluginSettings.resolving(plugin.settings), context).devices()
+                return try plugin.make(try PluginSettings.resolving(plugin.settings), context).devices().contains { $0.canCapture }
             case .playback:
                 guard let plugin = catalog.playback.first(where: { $0.name == name }) else { return false }
-                _ = try plugin.make(try PluginSettings.resolving(plugin.settings), context).devices()
+                return try plugin.make(try PluginSettings.resolving(plugin.settings), context).devices().contains { $0.canPlay }
             default:
                 return false
             }
-            return true
         } catch {
             return false
         }

@@ -58,7 +58,9 @@ final class PipeWireConnection {
         for i in 0..<tapedeck_pw_node_count(handle) {
             func property(_ key: String) -> String? { tapedeck_pw_node_property(handle, i, key).map { String(cString: $0) } }
             var properties: [String: String] = [:]
-            for key in ["audio.rate", "device.api", "node.nick", "factory.name"] {
+            // The registry announces a node with a few keys only (node.name, node.description,
+            // node.nick, media.class, object.serial…); its format is not among them.
+            for key in ["node.nick"] {
                 properties[key] = property(key)
             }
             let name = property("node.name") ?? ""
@@ -70,8 +72,9 @@ final class PipeWireConnection {
         for i in 0..<tapedeck_pw_port_count(handle) {
             func property(_ key: String) -> String? { tapedeck_pw_port_property(handle, i, key).map { String(cString: $0) } }
             guard let node = property("node.id").flatMap(UInt32.init), let index = nodes.firstIndex(where: { $0.id == node }) else { continue }
-            let position = property("audio.channel") ?? "AUX\(nodes[index].outputs.count)"
-            if property("port.direction") == "in" { nodes[index].inputs.append(position) } else { nodes[index].outputs.append(position) }
+            let input = property("port.direction") == "in"
+            let position = property("audio.channel") ?? "AUX\(input ? nodes[index].inputs.count : nodes[index].outputs.count)"
+            if input { nodes[index].inputs.append(position) } else { nodes[index].outputs.append(position) }
         }
         self.nodes = nodes
         defaultSource = String(cString: tapedeck_pw_default_node(handle, Int32(TAPEDECK_PW_CAPTURE)))
@@ -83,8 +86,11 @@ final class PipeWireConnection {
         let environment = ProcessInfo.processInfo.environment
         let name = settings.remote.isEmpty ? (environment["PIPEWIRE_REMOTE"].flatMap { $0.isEmpty ? nil : $0 } ?? "pipewire-0") : settings.remote
         if name.hasPrefix("/") { return name }
-        guard let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty else { return "$XDG_RUNTIME_DIR/\(name) (XDG_RUNTIME_DIR is not set)" }
-        return runtime + "/" + name
+        // Where libpipewire looks: $PIPEWIRE_RUNTIME_DIR, else $XDG_RUNTIME_DIR.
+        for key in ["PIPEWIRE_RUNTIME_DIR", "XDG_RUNTIME_DIR"] {
+            if let folder = environment[key], !folder.isEmpty { return folder + "/" + name }
+        }
+        return "$XDG_RUNTIME_DIR/\(name) (XDG_RUNTIME_DIR is not set: log in through a session, or set it)"
     }
 
     static func connectError(_ errno: Int32, settings: PipeWireSettings) -> TapedeckError {
@@ -94,6 +100,7 @@ final class PipeWireConnection {
         }
         let why = switch errno {
         case ENOENT, EHOSTDOWN: "no socket there"
+        case EPIPE: "it closed the connection at once"
         case ECONNREFUSED: "nothing listens on the socket"
         case EACCES, EPERM: "this user may not open the socket: it belongs to another user's session"
         default: String(cString: strerror(errno))

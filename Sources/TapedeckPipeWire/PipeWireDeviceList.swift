@@ -18,8 +18,7 @@ enum PipeWireDeviceList {
                 details["channels"] = "\(positions.count)"
                 details["positions"] = positions.joined(separator: " ")
             }
-            if let rate = node.properties["audio.rate"] { details["sample-rate"] = rate }
-            if let api = node.properties["device.api"] { details["api"] = api }
+            if let nick = node.properties["node.nick"], nick != node.name, nick != node.description { details["nick"] = nick }
             let monitor = settings.role == .capture && node.isSink
             if monitor { details["records"] = "what the sink plays (its monitor)" }
             return AudioDevice(name: node.name, description: node.description + (monitor ? " (what it plays)" : ""),

@@ -36,7 +36,7 @@ final class PipeWireLink {
         let positions: [Int32]? = speakers.count == format.channels ? speakers.map { Int32($0.rawValue) } : nil
         let direction = settings.role == .capture ? Int32(TAPEDECK_PW_CAPTURE) : Int32(TAPEDECK_PW_PLAYBACK)
         let result = positions.withOptionalBuffer { positions in
-            tapedeck_pw_stream_open(connection.handle, direction, settings.nodeName, node.label, node.serial, node.id,
+            tapedeck_pw_stream_open(connection.handle, direction, settings.nodeName, node.label, node.serial.isEmpty ? node.name : node.serial, node.id,
                                     settings.role == .capture && node.isSink ? 1 : 0,
                                     UInt32(format.sampleRate), UInt32(format.channels), positions, UInt32(ringFrames))
         }
@@ -54,6 +54,9 @@ final class PipeWireLink {
             }
             if state == -1 {
                 throw TapedeckError(.deviceUnavailable, "PipeWire refused the stream for \(node.label): \(String(cString: tapedeck_pw_stream_error(connection.handle))). Try another format (-r, -c) or node (\(settings.deviceKey)).")
+            }
+            if pipeWireNow() > deadline, tapedeck_pw_stream_links(connection.handle) > 0 {
+                throw TapedeckError(.deviceUnavailable, "PipeWire linked Tapedeck's stream to \(node.label), but the graph did not start it within \(Self.linkNanos / 1_000_000_000) s. Check the node with pw-top (suspended, or driven by a stalled device), then retry.")
             }
             if pipeWireNow() > deadline {
                 throw TapedeckError(.deviceUnavailable, "PipeWire did not link Tapedeck's stream to \(node.label) within \(Self.linkNanos / 1_000_000_000) s. A session manager links streams: check that WirePlumber runs (systemctl --user status wireplumber), and that the node is not busy in exclusive use.")

@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,6 +66,15 @@ public final class PipeWireDaemon: Sendable {
         // WirePlumber's state (default nodes chosen before) lives under XDG_STATE_HOME.
         environment["XDG_STATE_HOME"] = runtime.appendingPathComponent("state").path
         environment["XDG_CONFIG_HOME"] = runtime.appendingPathComponent("config").path
+        // WirePlumber's own configuration, read after the system's: no sound cards, cameras or
+        // Bluetooth devices of the machine in the test's graph (only the null nodes).
+        let wireplumber = runtime.appendingPathComponent("config/wireplumber")
+        for (folder, file, text) in [("main.lua.d", "60-tapedeck-test.lua", "alsa_monitor.enabled = false\nv4l2_monitor.enabled = false\nlibcamera_monitor.enabled = false\n"),
+                                     ("bluetooth.lua.d", "60-tapedeck-test.lua", "bluez_monitor.enabled = false\n")] {
+            let dir = wireplumber.appendingPathComponent(folder)
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            try text.write(to: dir.appendingPathComponent(file), atomically: true, encoding: .utf8)
+        }
         var pids: [pid_t] = []
         func fail(_ what: String) -> PipeWireDaemonError {
             let logs = ["dbus", "pipewire", "wireplumber"].map { log in
@@ -138,24 +148,41 @@ public final class PipeWireDaemon: Sendable {
 
     /// Whether `pipewire` is still alive.
     public var isRunning: Bool {
-        var status: Int32 = 0
-        return waitpid(pids[1], &status, WNOHANG) == 0
+        reaped.withLock { reaped in
+            if reaped.contains(pids[1]) { return false }
+            var status: Int32 = 0
+            if waitpid(pids[1], &status, WNOHANG) == 0 { return true }
+            reaped.insert(pids[1])
+            return false
+        }
     }
 
     /// Kills `pipewire` at once (SIGKILL), as a crash would. Call ``stop()`` afterwards.
     public func kill() {
-        ChildProcess.terminate(pids[1], SIGKILL)
+        reaped.withLock { reaped in
+            guard !reaped.contains(pids[1]) else { return }
+            ChildProcess.terminate(pids[1], SIGKILL)
+            reaped.insert(pids[1])
+        }
     }
 
-    /// Stops the session manager, the daemon and the bus and removes the runtime folder.
+    /// Stops the session manager, the daemon and the bus and removes the runtime folder. A
+    /// process already reaped is not signalled again (its id may belong to another by now).
     public func stop() {
-        for pid in pids.reversed() { ChildProcess.terminate(pid, SIGTERM) }
+        reaped.withLock { reaped in
+            for pid in pids.reversed() where !reaped.contains(pid) {
+                ChildProcess.terminate(pid, SIGTERM)
+                reaped.insert(pid)
+            }
+        }
         try? FileManager.default.removeItem(at: runtimeDirectory)
     }
+
+    private let reaped = Mutex<Set<pid_t>>([])
 }
 
 /// A private PipeWire that could not be started, with its logs.
 public struct PipeWireDaemonError: Error, CustomStringConvertible {
     public var description: String
-    init(_ d: String) { description = d }
+    public init(_ d: String) { description = d }
 }

@@ -18,7 +18,7 @@ extension PipeWireTests {
                                            settings: RecordingSettings(format: format, periodFrames: 1024), logger: PipeWireTestSupport.logger)
             _ = try await recorder.open()
             let recording = Task { try await recorder.record { MemoryTakeWriter(sink: sink, format: $0) } }
-            while recorder.takeProgress().frames == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            try await PipeWireTestSupport.waitUntil("the recorder never started") { recorder.takeProgress().frames > 0 }
             let player = PlaybackEngine(backend: try PipeWireTestSupport.playback(daemon, device: daemon.sinkName, node: "tdplay"),
                                         periodFrames: 1024, logger: PipeWireTestSupport.logger)
             let signal = StereoSignal.noise(seconds: 3)
@@ -96,7 +96,7 @@ extension PipeWireTests {
                                          settings: RecordingSettings(format: format, periodFrames: 1024), logger: PipeWireTestSupport.logger)
             _ = try await engine.open()
             let remover = Task {
-                while engine.takeProgress().frames < 24_000 { try await Task.sleep(for: .milliseconds(10)) }
+                try await PipeWireTestSupport.waitUntil("no audio arrived") { engine.takeProgress().frames >= 24_000 }
                 let id = try #require(try daemon.nodeID(daemon.sourceName))
                 try daemon.cli(["destroy", "\(id)"])
                 return ContinuousClock.now
@@ -121,7 +121,7 @@ extension PipeWireTests {
                                          settings: RecordingSettings(format: format, periodFrames: 1024), logger: PipeWireTestSupport.logger)
             _ = try await engine.open()
             let killer = Task {
-                while engine.takeProgress().frames < 48_000 { try await Task.sleep(for: .milliseconds(10)) }
+                try await PipeWireTestSupport.waitUntil("no audio arrived") { engine.takeProgress().frames >= 48_000 }
                 let before = engine.takeProgress().frames
                 let killedAt = ContinuousClock.now
                 daemon.kill()
@@ -149,7 +149,7 @@ extension PipeWireTests {
             let tone = StereoSignal.sine(frequency: 440, level: 0.3, seconds: 8)
             let killer = Task {
                 // Once audio is being played, however loaded the machine is.
-                while player.playedFrames < 48_000 { try await Task.sleep(for: .milliseconds(10)) }
+                try await PipeWireTestSupport.waitUntil("no audio was played") { player.playedFrames >= 48_000 }
                 daemon.kill()
                 return player.playedFrames
             }

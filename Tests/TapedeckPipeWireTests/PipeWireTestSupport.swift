@@ -9,7 +9,7 @@ import Testing
 /// Every PipeWire test, one at a time: each starts a bus, a daemon and a session manager and
 /// waits for them (blocking), and several at once on a 2-core machine starve the test's own
 /// tasks (a recorder that starts reading after the audio it should hear is over).
-@Suite(.serialized) enum PipeWireTests {}
+@Suite(.serialized, .timeLimit(.minutes(2))) enum PipeWireTests {}
 
 /// Backends pointed at a private PipeWire (``PipeWireDaemon``), and running tests against one.
 enum PipeWireTestSupport {
@@ -39,6 +39,15 @@ enum PipeWireTestSupport {
         let daemon = try PipeWireDaemon.start()
         defer { daemon.stop() }
         return try await body(daemon)
+    }
+
+    /// Waits (polling) until `condition` holds, for at most `seconds`. - Throws: on timeout.
+    static func waitUntil(seconds: Double = 20, _ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw PipeWireDaemonError(what) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -17,6 +17,12 @@ struct JACKEndToEndTests {
         return cli
     }
 
+    /// Whether a recording ended well: exit 0, or 3 when its only flaw is cycles the test server
+    /// skipped (`jackd --no-realtime` on a loaded machine); those are filled, the length stays exact.
+    func recorded(_ r: CLIHarness.Result) -> Bool {
+        r.status == 0 || (r.status == 3 && r.stderr.contains("xrun(s) reported by the server"))
+    }
+
     func flags(_ server: JACKServer, capture device: String = "", playback: String = "") -> [String] {
         ["--set", "capture.backend=jack", "--set", "capture.jack.server=\(server.name)", "--set", "capture.jack.device=\(device)",
          "--set", "playback.backend=jack", "--set", "playback.jack.server=\(server.name)", "--set", "playback.jack.device=\(playback)"]
@@ -28,7 +34,7 @@ struct JACKEndToEndTests {
         defer { server.stop() }
         let cli = try harness(server)
         let r = try cli.run(["record", "--duration", "1s", "--json"] + flags(server))
-        #expect(r.status == 0, "\(r.stderr)")
+        #expect(recorded(r), "\(r.stderr)")
         #expect(r.stdout.contains("\"frames\" : 48000"), "\(r.stdout)")
         let played = try cli.run(["play", "last"] + flags(server))
         #expect(played.status == 0, "\(played.stderr)")
@@ -50,7 +56,7 @@ struct JACKEndToEndTests {
             ((try? CLIHarness.tool("jack_lsp", ["-s", server.name]))?.stdout.contains("tdplay:out_2")) == true
         }, "the player's ports never appeared: \((try? String(contentsOf: playerErr, encoding: .utf8)) ?? "")")
         let r = try cli.run(["record", "-d", "1", "--session", "Copy"] + flags(server, capture: "tdplay"))
-        #expect(r.status == 0, "\(r.stderr)")
+        #expect(recorded(r), "\(r.stderr)")
         let copy = try #require(try cli.takes().last?["path"] as? String)
         let check = try CLIHarness.tool("python3", ["-c", """
             import sys, wave
@@ -151,7 +157,7 @@ struct JACKEndToEndTests {
         var cli = try harness(server)
         cli.withoutConfig = true
         let r = try cli.run(["record", "-d", "1", "--json"])
-        #expect(r.status == 0, "\(r.stderr)")
+        #expect(recorded(r), "\(r.stderr)")
         #expect(r.stdout.contains("\"frames\" : 48000"), "\(r.stdout)")
         let show = try cli.run(["config", "show"])
         #expect(show.stdout.contains("capture: jack") && show.stdout.contains("playback: jack"), "\(show.stdout)")

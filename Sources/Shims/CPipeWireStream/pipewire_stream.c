@@ -121,7 +121,7 @@ static void on_core_error(void *data, uint32_t id, int seq, int res, const char 
     if (id == PW_ID_CORE) {
         char reason[512];
         if (res == -EPIPE) snprintf(reason, sizeof reason, "the PipeWire daemon closed the connection");
-        else snprintf(reason, sizeof reason, "%s", message ? message : strerror(-res));
+        else snprintf(reason, sizeof reason, "the PipeWire daemon closed the connection: %s", message ? message : strerror(-res));
         set_lost(c, reason);
     }
 }
@@ -173,7 +173,10 @@ static void on_global(void *data, uint32_t id, uint32_t permissions, const char 
         uint32_t node = pw_stream_get_node_id(c->stream);
         const char *in = spa_dict_lookup(props, PW_KEY_LINK_INPUT_NODE);
         const char *out = spa_dict_lookup(props, PW_KEY_LINK_OUTPUT_NODE);
-        if (node == SPA_ID_INVALID || (!(in && (uint32_t)atoi(in) == node) && !(out && (uint32_t)atoi(out) == node))) return;
+        if (node == SPA_ID_INVALID || in == NULL || out == NULL) return;
+        uint32_t input = (uint32_t)strtoul(in, NULL, 10), output = (uint32_t)strtoul(out, NULL, 10);
+        uint32_t other = input == node ? output : output == node ? input : SPA_ID_INVALID;
+        if (other == SPA_ID_INVALID || (c->target_id != SPA_ID_INVALID && other != c->target_id)) return;
         for (int i = 0; i < MAX_LINKS; i++) {
             if (c->links[i] == SPA_ID_INVALID) { c->links[i] = id; c->link_count++; break; }
         }
@@ -218,10 +221,9 @@ static const struct pw_registry_events registry_events = {
     .global_remove = on_global_remove,
 };
 
-static bool roundtrip(tapedeck_pw *c, int timeout_ms) {
+static bool roundtrip(tapedeck_pw *c, int64_t deadline) {
     c->synced = false;
     c->pending_seq = pw_core_sync(c->core, PW_ID_CORE, 0);
-    int64_t deadline = monotonic_ns() + (int64_t)timeout_ms * 1000000;
     while (!c->synced && !c->lost) {
         int64_t left = (deadline - monotonic_ns()) / 1000000;
         if (left <= 0) return false;
@@ -291,7 +293,8 @@ tapedeck_pw *tapedeck_pw_connect(const char *remote, int timeout_ms, int *error)
     c->registry = pw_core_get_registry(c->core, PW_VERSION_REGISTRY, 0);
     pw_registry_add_listener(c->registry, &c->registry_listener, &registry_events, c);
     // One round trip brings the globals (and binds the metadata), a second its properties.
-    if (!roundtrip(c, timeout_ms) || !roundtrip(c, timeout_ms)) {
+    int64_t deadline = monotonic_ns() + (int64_t)timeout_ms * 1000000;
+    if (!roundtrip(c, deadline) || !roundtrip(c, deadline)) {
         *error = c->lost ? -EPIPE : -ETIMEDOUT;
         tapedeck_pw_disconnect(c);
         return NULL;
@@ -364,58 +367,65 @@ static bool clock_discontinuous(tapedeck_pw *c, const struct pw_time *t) {
 
 static double tolerance(const tapedeck_pw *c) { return 2.0 * c->quantum + c->rate / 100.0; }
 
+// Copies one buffer into the ring (when started) and gives it back. Returns its frames.
+static uint32_t capture_buffer(tapedeck_pw *c, struct pw_buffer *b) {
+    uint32_t stride = c->channels * sizeof(float);
+    uint32_t frames = 0;
+    struct spa_data *d = &b->buffer->datas[0];
+    if (d->data != NULL && d->chunk != NULL && stride > 0) {
+        uint32_t offset = SPA_MIN(d->chunk->offset, d->maxsize);
+        uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - offset);
+        frames = size / stride;
+        if (frames > 0 && c->started) {
+            const float *from = SPA_PTROFF(d->data, offset, const float);
+            uint64_t room = c->capacity - ring_used(c);
+            uint32_t n = frames <= room ? frames : (uint32_t)room;
+            for (uint32_t i = 0; i < n; i++) {
+                uint64_t at = (c->write_pos + i) % c->capacity;
+                memcpy(c->data + at * c->channels, from + (size_t)i * c->channels, stride);
+            }
+            c->write_pos += n;
+            c->delivered += n;
+            if (n < frames) { push_hole(c, frames - n); c->delivered += frames - n; }
+        }
+    }
+    pw_stream_queue_buffer(c->stream, b);
+    return frames;
+}
+
 static void capture_process(tapedeck_pw *c) {
     struct pw_time t;
     memset(&t, 0, sizeof t);
     pw_stream_get_time_n(c->stream, &t, sizeof t);
-    struct pw_buffer *b;
-    uint32_t stride = c->channels * sizeof(float);
-    uint32_t last = 0;
-    bool any = false;
+    if (t.rate.denom != 0 && t.rate.num != 0) c->graph_rate = t.rate.denom / t.rate.num;
+    // The clock is that of the newest buffer (an input stream's clock moves when a buffer
+    // arrives): the older ones are copied first, then the clock is compared with what arrived
+    // before the newest, so a gap is placed before the first audio after it.
+    struct pw_buffer *b, *newest = NULL;
     while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) {
-        struct spa_data *d = &b->buffer->datas[0];
-        if (d->data != NULL && d->chunk != NULL && stride > 0) {
-            uint32_t offset = SPA_MIN(d->chunk->offset, d->maxsize);
-            uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - offset);
-            uint32_t frames = size / stride;
-            if (frames > 0) {
-                last = frames;
-                any = true;
-                if (c->started) {
-                    const float *from = SPA_PTROFF(d->data, offset, const float);
-                    uint64_t room = c->capacity - ring_used(c);
-                    uint32_t n = frames <= room ? frames : (uint32_t)room;
-                    for (uint32_t i = 0; i < n; i++) {
-                        uint64_t at = (c->write_pos + i) % c->capacity;
-                        memcpy(c->data + at * c->channels, from + (size_t)i * c->channels, stride);
-                    }
-                    c->write_pos += n;
-                    c->delivered += n;
-                    if (n < frames) { push_hole(c, frames - n); c->delivered += frames - n; }
-                }
+        if (newest != NULL) capture_buffer(c, newest);
+        newest = b;
+    }
+    if (newest == NULL) return;
+    c->cycles++;
+    double now;
+    if (c->started && clock_frames(c, &t, &now)) {
+        if (clock_discontinuous(c, &t) || !c->have_base) {
+            c->have_base = true;
+            c->base = now - (double)c->delivered;
+        } else {
+            // What the graph produced since the start, against what arrived: a deficit beyond
+            // the jitter of a cycle or two is audio PipeWire dropped while this thread was away.
+            double deficit = (now - c->base) - (double)c->delivered;
+            if (deficit > tolerance(c)) {
+                uint64_t missing = (uint64_t)deficit;
+                push_hole(c, missing);
+                c->delivered += missing;
             }
         }
-        pw_stream_queue_buffer(c->stream, b);
     }
-    if (!any) return;
-    c->cycles++;
-    c->quantum = last;
-    if (!c->started) return;
-    double now;
-    if (!clock_frames(c, &t, &now)) return;
-    if (clock_discontinuous(c, &t) || !c->have_base) {
-        c->have_base = true;
-        c->base = now + last - (double)c->delivered;
-        return;
-    }
-    // What the graph produced since the start, against what arrived: a deficit beyond the
-    // jitter of a cycle or two is audio PipeWire dropped while this thread was away.
-    double deficit = (now + last - c->base) - (double)c->delivered;
-    if (deficit > tolerance(c)) {
-        uint64_t missing = (uint64_t)deficit;
-        push_hole(c, missing);
-        c->delivered += missing;
-    }
+    uint32_t frames = capture_buffer(c, newest);
+    if (frames > 0) c->quantum = frames;
 }
 
 // Hands the ring's audio to PipeWire's free buffers. Returns whether anything was handed over.
@@ -463,6 +473,7 @@ static void playback_process(tapedeck_pw *c) {
     struct pw_time t;
     memset(&t, 0, sizeof t);
     pw_stream_get_time_n(c->stream, &t, sizeof t);
+    if (t.rate.denom != 0 && t.rate.num != 0) c->graph_rate = t.rate.denom / t.rate.num;
     if (c->started && !c->finishing) {
         double now;
         uint64_t played = c->queued_total - SPA_MIN(t.queued, c->queued_total);
@@ -470,6 +481,7 @@ static void playback_process(tapedeck_pw *c) {
             if (clock_discontinuous(c, &t) || !c->have_base) {
                 c->have_base = true;
                 c->base = now - (double)played;
+                c->underrun_reported = 0;
             } else {
                 // The graph went on while none of the stream's audio was there to play.
                 double lag = (now - c->base) - (double)played;
@@ -518,7 +530,6 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     }
     c->rate = info.rate;
 }
-
 static void on_drained(void *data) {
     tapedeck_pw *c = data;
     c->drained = true;
@@ -583,13 +594,16 @@ int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name
     }
     uint8_t buffer[1024];
     struct spa_pod_builder builder = SPA_POD_BUILDER_INIT(buffer, sizeof buffer);
+    // (A Buffers param asking for more than the adapter's 2 buffers changed nothing in 0.3.65:
+    // a device thread late by more than about two cycles loses audio, counted as a hole.)
     const struct spa_pod *params[1];
-    params[0] = spa_format_audio_raw_build(&builder, SPA_PARAM_EnumFormat, &info);
+    uint32_t n_params = 0;
+    params[n_params++] = spa_format_audio_raw_build(&builder, SPA_PARAM_EnumFormat, &info);
     int r = pw_stream_connect(c->stream,
                               direction == TAPEDECK_PW_CAPTURE ? PW_DIRECTION_INPUT : PW_DIRECTION_OUTPUT,
                               PW_ID_ANY,
                               PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS | PW_STREAM_FLAG_DONT_RECONNECT,
-                              params, 1);
+                              params, n_params);
     return r < 0 ? r : 0;
 }
 
@@ -715,7 +729,4 @@ void tapedeck_pw_disconnect(tapedeck_pw *c) {
     free(c);
 }
 
-#endif
-#ifndef PW_TYPE_INTERFACE_Node
-#error "libpipewire-0.3-dev is not installed (apt-get install libpipewire-0.3-dev), or build without the PipeWire trait."
 #endif
