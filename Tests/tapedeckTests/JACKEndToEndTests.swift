@@ -96,12 +96,14 @@ struct JACKEndToEndTests {
         let server = try JACKServer.start()
         defer { server.stop() }
         let cli = try harness(server)
-        let (p, out, _) = try cli.start(["record", "--json"] + flags(server))
+        let (p, out, err) = try cli.start(["record", "--json"] + flags(server))
         #expect(cli.waitForPendingFile())
         Thread.sleep(forTimeInterval: 2)
         kill(p.processIdentifier, SIGINT)
         CLIHarness.waitForExit(p)
-        #expect(p.terminationStatus == 0)
+        let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        // 0, or 3 when the only flaw is cycles the not-real-time test server skipped (filled).
+        #expect(p.terminationStatus == 0 || (p.terminationStatus == 3 && stderr.contains("xrun(s) reported by the server")), "\(stderr)")
         let (_, seconds, wall) = try CLIHarness.stoppedRecording(out)
         // One JACK cycle (5 ms) and scheduling.
         #expect(abs(seconds - wall) <= 0.050, "recorded \(seconds) s over \(wall) s")
