@@ -81,7 +81,10 @@ struct PipeWireEndToEndTests {
                 if p is not None and played[p:p + n] == recorded[i:i + n]:
                     at = p; continue
                 stray += 1; at = None; i += 1
-            assert stray == 0 and matched >= 40000, f"{matched} frames copied, {stray} stray"
+            # At most one graph cycle (1024 frames) may be neither: seen once on a loaded machine,
+            # where the player's stream started inside the recording (PipeWire sets a new
+            # stream's volume during its first cycle).
+            assert stray <= 1024 and matched >= 40000, f"{matched} frames copied, {stray} stray"
             print(f"{matched} frames identical")
             """, source, copy])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
