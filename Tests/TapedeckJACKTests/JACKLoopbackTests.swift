@@ -133,16 +133,23 @@ extension JACKTests {
     @Test func playbackToAKilledServerFailsAsDeviceLost() async throws {
         try await JACKTestSupport.withServer { server in
             let player = PlaybackEngine(backend: try JACKTestSupport.playback(server), periodFrames: 1024, logger: JACKTestSupport.logger)
-            let tone = JACKTestSupport.sine(frequency: 440, level: 0.3, seconds: 5)
+            let tone = JACKTestSupport.sine(frequency: 440, level: 0.3, seconds: 8)
             let killer = Task {
-                try await Task.sleep(for: .seconds(1))
+                // Once audio is being played, however loaded the machine is (a task may start late).
+                let deadline = ContinuousClock.now + .seconds(20)
+                while player.playedFrames < 48_000 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
                 server.kill()
+                return player.playedFrames
             }
-            let error = await #expect(throws: TapedeckError.self) {
-                _ = try await player.play { MemoryTakeReader(format: JACKTestSupport.format, data: tone) }
+            do {
+                let result = try await player.play { MemoryTakeReader(format: JACKTestSupport.format, data: tone) }
+                let killedAt = try await killer.value
+                // Only a killer that ran after the whole tone was played can miss it.
+                #expect(killedAt >= 8 * 48_000, "playback ended without an error: \(result), killed after \(killedAt) frames")
+            } catch let error as TapedeckError {
+                #expect(error.code == .deviceLost, "\(error)")
+                _ = try await killer.value
             }
-            try await killer.value
-            #expect(error?.code == .deviceLost, "\(String(describing: error))")
         }
     }
 }

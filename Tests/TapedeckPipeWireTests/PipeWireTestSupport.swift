@@ -34,11 +34,26 @@ enum PipeWireTestSupport {
         return try PipeWirePlugin.playback.make(settings, context(section: "playback.pipewire"))
     }
 
-    /// Runs `body` against a fresh private PipeWire, always stopped afterwards.
+    /// Runs `body` against a fresh private PipeWire, always stopped afterwards. Starting and
+    /// stopping block (programs to start, sockets to poll), so they run on a thread of their own,
+    /// never holding one of the few threads the other tests' tasks need.
     static func withDaemon<T>(_ body: (PipeWireDaemon) async throws -> T) async throws -> T {
-        let daemon = try PipeWireDaemon.start()
-        defer { daemon.stop() }
-        return try await body(daemon)
+        let daemon = try await offPool { try PipeWireDaemon.start() }
+        do {
+            let result = try await body(daemon)
+            try await offPool { daemon.stop() }
+            return result
+        } catch {
+            try? await offPool { daemon.stop() }
+            throw error
+        }
+    }
+
+    /// Runs blocking `work` on a new thread and waits for it without blocking a task thread.
+    static func offPool<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 
     /// Waits (polling) until `condition` holds, for at most `seconds`. - Throws: on timeout.
