@@ -1,5 +1,6 @@
 #if JACK
 import CJACKStream
+import Dispatch
 import Logging
 public import TapedeckCore
 
@@ -96,7 +97,7 @@ final class JACKCaptureStream: CaptureStream {
         }
         let want = min(maxFrames, stagingFrames)
         var lastCycles = client.cycles
-        var idleSince = jackNow()
+        var idleSince = DispatchTime.now().uptimeNanoseconds
         while true {
             if client.available >= want { break }
             if client.isShutDown {
@@ -105,7 +106,7 @@ final class JACKCaptureStream: CaptureStream {
             }
             if !client.wait(frames: want, nanoseconds: 500_000_000) {
                 let cycles = client.cycles
-                let now = jackNow()
+                let now = DispatchTime.now().uptimeNanoseconds
                 if cycles != lastCycles {
                     lastCycles = cycles
                     idleSince = now
@@ -143,7 +144,7 @@ final class JACKCaptureStream: CaptureStream {
             let done = Int64(tapedeck_jack_stream_frames_done(client.handle))
             let elapsed = done == 0 ? 0 : Int64(Int32(bitPattern: now &- first))
             drainTarget = max(elapsed, delivered + Int64(client.available))
-            drainDeadline = jackNow() + 2 * client.cycleNanos + 100_000_000
+            drainDeadline = DispatchTime.now().uptimeNanoseconds + 2 * client.cycleNanos + 100_000_000
         }
         let target = drainTarget!
         while delivered < target {
@@ -158,7 +159,7 @@ final class JACKCaptureStream: CaptureStream {
                 }
                 return read
             }
-            let now = jackNow()
+            let now = DispatchTime.now().uptimeNanoseconds
             guard now < drainDeadline, !client.isShutDown else { break }
             _ = client.wait(frames: 1, nanoseconds: drainDeadline - now)
         }

@@ -113,11 +113,4 @@ final class JACKClient {
         tapedeck_jack_stream_close(handle)
     }
 }
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-func jackNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
 #endif

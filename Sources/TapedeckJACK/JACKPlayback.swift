@@ -98,10 +98,10 @@ final class JACKPlaybackStream: PlaybackStream {
     }
 
     private func waitForRoom(_ frames: Int) throws {
-        let deadline = jackNow() + JACKCaptureStream.stallNanos
+        let deadline = DispatchTime.now().uptimeNanoseconds + JACKCaptureStream.stallNanos
         while client.available < frames {
             if client.isShutDown { throw client.lostError("playing") }
-            if !client.wait(frames: frames, nanoseconds: 500_000_000) && jackNow() > deadline {
+            if !client.wait(frames: frames, nanoseconds: 500_000_000) && DispatchTime.now().uptimeNanoseconds > deadline {
                 throw TapedeckError(.deviceLost, "\(client.settings.serverLabel.capitalizedFirst) ran no cycle for \(JACKCaptureStream.stallNanos / 1_000_000_000) s (stopped in a debugger, or hung). Restart it and play again.")
             }
         }
@@ -120,8 +120,8 @@ final class JACKPlaybackStream: PlaybackStream {
         tapedeck_jack_stream_finish(client.handle)
         try waitForRoom(client.ringFrames)
         let cycles = client.cycles
-        let deadline = jackNow() + 4 * client.cycleNanos + 200_000_000
-        while client.cycles < cycles + 2 && jackNow() < deadline {
+        let deadline = DispatchTime.now().uptimeNanoseconds + 4 * client.cycleNanos + 200_000_000
+        while client.cycles < cycles + 2 && DispatchTime.now().uptimeNanoseconds < deadline {
             if client.isShutDown { throw client.lostError("playing") }
             usleep(useconds_t(max(1_000, client.cycleNanos / 2_000)))
         }

@@ -1,5 +1,6 @@
 #if PipeWire
 import CPipeWireStream
+import Dispatch
 import Logging
 public import TapedeckCore
 
@@ -90,7 +91,7 @@ final class PipeWireCaptureStream: CaptureStream {
         }
         let want = min(maxFrames, stagingFrames)
         var lastCycles = link.cycles
-        var idleSince = pipeWireNow()
+        var idleSince = DispatchTime.now().uptimeNanoseconds
         while link.available < want {
             if link.isLost {
                 if link.available > 0 { break }
@@ -100,8 +101,8 @@ final class PipeWireCaptureStream: CaptureStream {
             let cycles = link.cycles
             if cycles != lastCycles {
                 lastCycles = cycles
-                idleSince = pipeWireNow()
-            } else if pipeWireNow() - idleSince > PipeWireLink.stallNanos {
+                idleSince = DispatchTime.now().uptimeNanoseconds
+            } else if DispatchTime.now().uptimeNanoseconds - idleSince > PipeWireLink.stallNanos {
                 if link.available > 0 { break }
                 throw link.stallError("recording")
             }
@@ -131,7 +132,7 @@ final class PipeWireCaptureStream: CaptureStream {
             link.connection.iterate(milliseconds: 0)
             let elapsed = Int64(tapedeck_pw_stream_frames_elapsed(link.handle))
             drainTarget = max(elapsed, delivered + Int64(link.available))
-            drainDeadline = pipeWireNow() + 2 * link.cycleNanos + 100_000_000
+            drainDeadline = DispatchTime.now().uptimeNanoseconds + 2 * link.cycleNanos + 100_000_000
         }
         let target = drainTarget!
         while delivered < target {
@@ -145,7 +146,7 @@ final class PipeWireCaptureStream: CaptureStream {
                 }
                 return read
             }
-            let now = pipeWireNow()
+            let now = DispatchTime.now().uptimeNanoseconds
             guard now < drainDeadline, !link.isLost else { break }
             link.connection.iterate(milliseconds: Int32(max(1, (drainDeadline - now) / 1_000_000)))
         }

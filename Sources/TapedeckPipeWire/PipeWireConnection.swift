@@ -96,7 +96,7 @@ final class PipeWireConnection {
     static func connectError(_ errno: Int32, settings: PipeWireSettings) -> TapedeckError {
         let other = "choose another \(settings.direction) backend (`tapedeck backends` lists them)"
         if errno == ETIMEDOUT {
-            return TapedeckError(.deviceUnavailable, "\(settings.daemonLabel.capitalizedFirst) at \(socketPath(settings)) did not answer within \(timeoutMilliseconds / 1000) s. Check that it is not stopped or hung (pw-cli info 0), or \(other).")
+            return TapedeckError(.deviceUnavailable, "\(settings.daemonSubject) at \(socketPath(settings)) did not answer within \(timeoutMilliseconds / 1000) s. Check that it is not stopped or hung (pw-cli info 0), or \(other).")
         }
         let why = switch errno {
         case ENOENT, EHOSTDOWN: "no socket there"
@@ -118,7 +118,7 @@ final class PipeWireConnection {
         if wanted.isEmpty {
             wanted = role == .capture ? defaultSource : defaultSink
             guard !wanted.isEmpty else {
-                throw TapedeckError(.deviceUnavailable, "\(settings.daemonLabel.capitalizedFirst) names no default \(role == .capture ? "source" : "sink") (a session manager such as WirePlumber sets one). Name a node with \(settings.deviceKey)\(alternatives(role)).")
+                throw TapedeckError(.deviceUnavailable, "\(settings.daemonSubject) names no default \(role == .capture ? "source" : "sink") (a session manager such as WirePlumber sets one). Name a node with \(settings.deviceKey)\(alternatives(role)).")
             }
         }
         let found = wanted.allSatisfy(\.isNumber) ? nodes.first { $0.serial == wanted } ?? nodes.first { $0.name == wanted }
@@ -154,16 +154,5 @@ final class PipeWireConnection {
     }
 
     deinit { close() }
-}
-
-extension String {
-    var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-func pipeWireNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 #endif

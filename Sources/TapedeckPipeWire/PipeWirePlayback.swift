@@ -98,15 +98,15 @@ final class PipeWirePlaybackStream: PlaybackStream {
     /// Runs PipeWire's loop until `done` holds, throwing when the stream is lost or stalls.
     private func runLoop(until done: () -> Bool) throws {
         var lastCycles = link.cycles
-        var idleSince = pipeWireNow()
+        var idleSince = DispatchTime.now().uptimeNanoseconds
         while !done() {
             if link.isLost { throw link.lostError("playing") }
             link.connection.iterate(milliseconds: 100)
             let cycles = link.cycles
             if cycles != lastCycles {
                 lastCycles = cycles
-                idleSince = pipeWireNow()
-            } else if pipeWireNow() - idleSince > PipeWireLink.stallNanos {
+                idleSince = DispatchTime.now().uptimeNanoseconds
+            } else if DispatchTime.now().uptimeNanoseconds - idleSince > PipeWireLink.stallNanos {
                 throw link.stallError("playing")
             }
         }
@@ -121,8 +121,8 @@ final class PipeWirePlaybackStream: PlaybackStream {
         guard !closed else { return }
         tapedeck_pw_stream_finish(link.handle)
         try runLoop(until: { tapedeck_pw_stream_drained(self.link.handle) != 0 })
-        let settle = pipeWireNow() + link.cycleNanos
-        while pipeWireNow() < settle, !link.isLost {
+        let settle = DispatchTime.now().uptimeNanoseconds + link.cycleNanos
+        while DispatchTime.now().uptimeNanoseconds < settle, !link.isLost {
             link.connection.iterate(milliseconds: Int32(max(1, link.cycleNanos / 1_000_000)))
         }
     }

@@ -52,6 +52,8 @@ struct PipeWireSettings: Sendable, Hashable {
 
     /// The daemon as a message names it.
     var daemonLabel: String { remote.isEmpty ? "the PipeWire daemon" : "the PipeWire daemon \"\(remote)\"" }
+    /// The same at the start of a sentence.
+    var daemonSubject: String { "T" + daemonLabel.dropFirst() }
     var direction: String { role == .capture ? "capture" : "playback" }
 
     /// The settings with the keys a message should name, from the plugin context.

@@ -43,7 +43,7 @@ final class PipeWireLink {
         guard result == 0 else {
             throw TapedeckError(.deviceUnavailable, "Could not open a PipeWire stream for \(node.label): \(String(cString: strerror(-result))). Check the daemon's log (journalctl --user -u pipewire).")
         }
-        let deadline = pipeWireNow() + Self.linkNanos
+        let deadline = DispatchTime.now().uptimeNanoseconds + Self.linkNanos
         while true {
             let state = tapedeck_pw_stream_state(connection.handle)
             // Streaming and linked: an unlinked stream runs too (on a fallback driver, its audio
@@ -55,10 +55,10 @@ final class PipeWireLink {
             if state == -1 {
                 throw TapedeckError(.deviceUnavailable, "PipeWire refused the stream for \(node.label): \(String(cString: tapedeck_pw_stream_error(connection.handle))). Try another format (-r, -c) or node (\(settings.deviceKey)).")
             }
-            if pipeWireNow() > deadline, tapedeck_pw_stream_links(connection.handle) > 0 {
+            if DispatchTime.now().uptimeNanoseconds > deadline, tapedeck_pw_stream_links(connection.handle) > 0 {
                 throw TapedeckError(.deviceUnavailable, "PipeWire linked Tapedeck's stream to \(node.label), but the graph did not start it within \(Self.linkNanos / 1_000_000_000) s. Check the node with pw-top (suspended, or driven by a stalled device), then retry.")
             }
-            if pipeWireNow() > deadline {
+            if DispatchTime.now().uptimeNanoseconds > deadline {
                 throw TapedeckError(.deviceUnavailable, "PipeWire did not link Tapedeck's stream to \(node.label) within \(Self.linkNanos / 1_000_000_000) s. A session manager links streams: check that WirePlumber runs (systemctl --user status wireplumber), and that the node is not busy in exclusive use.")
             }
             connection.iterate(milliseconds: 50)
@@ -71,7 +71,8 @@ final class PipeWireLink {
     var available: Int { Int(tapedeck_pw_stream_available(handle)) }
     /// Nanoseconds of one graph cycle as the stream last saw it (a 1024-frame quantum until then).
     var cycleNanos: UInt64 {
-        let quantum = UInt64(max(1, tapedeck_pw_stream_quantum(handle) == 0 ? 1024 : tapedeck_pw_stream_quantum(handle)))
+        let seen = UInt64(tapedeck_pw_stream_quantum(handle))
+        let quantum = seen == 0 ? 1024 : seen
         return quantum * 1_000_000_000 / UInt64(format.sampleRate)
     }
 

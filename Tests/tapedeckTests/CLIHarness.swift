@@ -170,6 +170,41 @@ struct CLIHarness {
     }
 
     /// Runs a tool (sox, python3, …) and returns its status and output.
+    /// Checks with python's wave module that WAV `recorded` holds WAV `played` unchanged: every
+    /// recorded frame that is not silence continues a run of the played frames exactly (silence
+    /// is what a cycle a loaded server skipped leaves; the runs go on after it), at least
+    /// `atLeast` frames were copied, and at most `stray` frames are neither. Status 0 when so.
+    static func copiedRuns(played: String, recorded: String, atLeast: Int, stray allowed: Int = 0) throws -> Result {
+        try tool("python3", ["-c", """
+            import sys, wave
+            def frames(p):
+                w = wave.open(p, "rb")
+                data = w.readframes(w.getnframes())
+                size = w.getsampwidth() * w.getnchannels()
+                return [data[i:i + size] for i in range(0, len(data), size)]
+            played, recorded = frames(sys.argv[1]), frames(sys.argv[2])
+            silent = bytes(len(played[0]))
+            first = {}
+            for i, f in enumerate(played):
+                first.setdefault(f, i)
+            matched = stray = i = 0
+            at = None
+            while i < len(recorded):
+                f = recorded[i]
+                if f == silent:
+                    at = None; i += 1; continue
+                if at is not None and at < len(played) and played[at] == f:
+                    matched += 1; at += 1; i += 1; continue
+                n = min(8, len(recorded) - i)
+                p = first.get(f)
+                if p is not None and played[p:p + n] == recorded[i:i + n]:
+                    at = p; continue
+                stray += 1; at = None; i += 1
+            assert stray <= int(sys.argv[4]) and matched >= int(sys.argv[3]), f"{matched} frames copied, {stray} stray"
+            print(f"{matched} frames identical")
+            """, played, recorded, "\(atLeast)", "\(allowed)"])
+    }
+
     static func tool(_ name: String, _ args: [String]) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -610,8 +610,6 @@ int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name
 int tapedeck_pw_stream_links(const tapedeck_pw *c) { return c->link_count; }
 int tapedeck_pw_stream_state(const tapedeck_pw *c) { return c->stream ? (int)c->state : 0; }
 const char *tapedeck_pw_stream_error(const tapedeck_pw *c) { return c->stream_error; }
-uint32_t tapedeck_pw_stream_rate(const tapedeck_pw *c) { return c->rate; }
-uint32_t tapedeck_pw_stream_channels(const tapedeck_pw *c) { return c->channels; }
 uint32_t tapedeck_pw_graph_rate(const tapedeck_pw *c) { return c->graph_rate; }
 uint32_t tapedeck_pw_stream_quantum(const tapedeck_pw *c) { return c->quantum; }
 
@@ -681,7 +679,6 @@ int tapedeck_pw_stream_drained(const tapedeck_pw *c) { return c->drained; }
 uint64_t tapedeck_pw_stream_cycles(const tapedeck_pw *c) { return c->cycles; }
 uint64_t tapedeck_pw_stream_lost_frames(const tapedeck_pw *c) { return c->lost_frames; }
 uint64_t tapedeck_pw_stream_underrun_frames(const tapedeck_pw *c) { return c->underrun_frames; }
-uint64_t tapedeck_pw_stream_frames_done(const tapedeck_pw *c) { return c->delivered; }
 
 uint64_t tapedeck_pw_stream_frames_elapsed(const tapedeck_pw *c) {
     if (c->stream == NULL || !c->have_base) return c->delivered;

@@ -52,9 +52,7 @@ int tapedeck_pw_stream_state(const tapedeck_pw *c);
 const char *tapedeck_pw_stream_error(const tapedeck_pw *c);
 /// The links of the stream's node the registry announced (made by the session manager).
 int tapedeck_pw_stream_links(const tapedeck_pw *c);
-/// The negotiated format (0 until negotiated): rate, channels, and the graph clock's rate.
-uint32_t tapedeck_pw_stream_rate(const tapedeck_pw *c);
-uint32_t tapedeck_pw_stream_channels(const tapedeck_pw *c);
+/// The graph clock's rate (0 until the stream's first cycle).
 uint32_t tapedeck_pw_graph_rate(const tapedeck_pw *c);
 /// Frames the last process cycle carried (the graph's quantum as the stream sees it).
 uint32_t tapedeck_pw_stream_quantum(const tapedeck_pw *c);
@@ -79,9 +77,7 @@ int tapedeck_pw_stream_drained(const tapedeck_pw *c);
 uint64_t tapedeck_pw_stream_cycles(const tapedeck_pw *c);
 uint64_t tapedeck_pw_stream_lost_frames(const tapedeck_pw *c);
 uint64_t tapedeck_pw_stream_underrun_frames(const tapedeck_pw *c);
-/// Capture: frames delivered into the ring since start, holes included; and the frames the graph
-/// clock says have passed since then (what a stop drains up to).
-uint64_t tapedeck_pw_stream_frames_done(const tapedeck_pw *c);
+/// Capture: the frames the graph clock says have passed since start (what a stop drains up to).
 uint64_t tapedeck_pw_stream_frames_elapsed(const tapedeck_pw *c);
 
 /// Destroys the stream (if any), disconnects and frees everything.
