@@ -127,7 +127,7 @@ final class PipeWireConnection {
             throw TapedeckError(.deviceUnavailable, "No PipeWire node \"\(wanted)\" (\(settings.deviceKey)) on \(settings.daemonLabel)\(alternatives(role)).")
         }
         guard node.allows(role) else {
-            throw TapedeckError(.deviceUnavailable, "The PipeWire node \(node.label) is a \(node.mediaClass) node: nothing to \(role == .capture ? "record from" : "play to"). Name another with \(settings.deviceKey)\(alternatives(role)).")
+            throw TapedeckError(.deviceUnavailable, "The PipeWire node \(node.label) is a node of class \(node.mediaClass): nothing to \(role == .capture ? "record from" : "play to"). Name another with \(settings.deviceKey)\(alternatives(role)).")
         }
         return node
     }
