@@ -1,61 +1,7 @@
 public import Observation
 public import TapedeckCore
 public import Logging
-public import Foundation
-
-/// How long to record.
-public enum RecordingLength: Sendable, Hashable {
-    /// Exactly this many frames.
-    case frames(Int64)
-    /// This many seconds, converted to frames at the rate the device negotiated.
-    case seconds(Double)
-
-    func frames(at rate: Int) -> Int64 {
-        switch self {
-        case .frames(let n): n
-        case .seconds(let s): Int64((s * Double(rate)).rounded())
-        }
-    }
-}
-
-/// What a finished recording produced, for the final report.
-public struct RecordingReport: Sendable, Hashable {
-    /// The take recorded (the last one of a split run).
-    public var take: Take
-    /// A split run's id, and its takes before ``take`` in run order (empty without splitting).
-    public var runID: String? = nil
-    public var earlierTakes: [Take] = []
-    public var session: Session
-    public var fileURL: URL
-    public var end: RecordingEnd
-    public var wallSeconds: Double
-    /// A sentence on how the recording ended, e.g. why it was interrupted.
-    public var summary: String
-    /// Where the silence alarm went off (``RunPlan/silenceAlarm``).
-    public var silences: [SilenceEvent] = []
-    /// The device's absences (``RunPlan/resume``).
-    public var events: [RunEvent] = []
-}
-
-/// A run that waited for sound (VOX) or a trigger (armed) and ended before either came: no
-/// take was made. Not a failure of the recorder; the command reports it and exits 0.
-public struct NothingRecorded: Error, Sendable {
-    public var session: Session
-    public var end: RecordingEnd
-    public var wallSeconds: Double
-    public var silences: [SilenceEvent]
-    /// A sentence saying why there is no take.
-    public var summary: String
-}
-
-/// A recording whose audio is safe in its pending file but whose take could not be finished in
-/// storage (the folder cannot be written, the catalog failed): the next command that opens the
-/// library recovers it. Carries the report so far (the take still `recording`, the pending file's
-/// URL) and the error, whose message says all that.
-public struct UnfinishedRecording: Error, Sendable {
-    public var report: RecordingReport
-    public var error: TapedeckError
-}
+import Foundation
 
 /// Records takes: opens the capture device, commits the take's row, runs the
 /// ``RecordingEngine`` and finishes the take in storage.
@@ -179,19 +125,7 @@ public final class TakeRecorder {
         var first: PendingTake?
         if !plan.startsIdle {
             do {
-                first = try await store.perform {
-                    var pending = try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
-                                                        fileExtension: encoder.fileExtension, startDate: Date())
-                    if let runID {
-                        do {
-                            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))
-                        } catch {
-                            _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
-                            throw error
-                        }
-                    }
-                    return pending
-                }
+                first = try await beginFirstTake(in: session, named: takeName, format: negotiated, runID: runID)
             } catch {
                 engine.close()
                 throw error
@@ -211,13 +145,7 @@ public final class TakeRecorder {
         if let first {
             logger.debug("Take \(first.take.id) committed in state recording in session \(session.id); audio goes to \(first.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
         }
-        let folder = first?.fileURL.deletingLastPathComponent() ?? storage.rootURL
-        let watch = settings.warnFreeMinutes > 0
-            ? FreeSpace(path: folder.path, warnBelowBytes: Int64(settings.warnFreeMinutes * 60 * Double(negotiated.bytesPerSecond)))
-            : nil
-        if let watch, let free = FreeSpace.available(at: watch.path), free < watch.warnBelowBytes {
-            logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: negotiated, path: watch.path))")
-        }
+        let watch = freeSpaceWatch(folder: first?.fileURL.deletingLastPathComponent() ?? storage.rootURL, format: negotiated)
         target = first.map { RecordingTarget(take: "\(session.name)/\($0.take.name)", fileURL: $0.fileURL) }
             ?? RecordingTarget(take: session.name, fileURL: storage.rootURL.appendingPathComponent(" "), waiting: true)
         phase = .recording
@@ -235,41 +163,17 @@ public final class TakeRecorder {
             }
             result = try await engine.record(watching: watch, plan: plan, sequence: sequence, firstFileURL: first?.fileURL, makeWriter: makeWriter)
         } catch {
-            // No audio was written: remove the row (and any empty file) so nothing half-made remains.
-            if let first {
-                _ = try? await store.perform {
-                    try? FileManager.default.removeItem(at: first.fileURL)
-                    return try storage.completeRecovery(of: first.take, repaired: nil)
-                }
-            }
-            try? await store.refreshIfLoaded()
+            await discardUnwrittenTake(first)
             throw error
         }
         phase = .finishing
         apply(engine.takeProgress())
-        let (state, outcomeSummary) = Self.outcome(result.end)
-        var summary = outcomeSummary
-        if let problems = sequence?.problems, !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
-        if !result.events.isEmpty {
-            let total = result.events.reduce(0) { $0 + $1.seconds }
-            summary += " The device was lost \(result.events.count == 1 ? "once" : "\(result.events.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
-        }
-        if !result.silences.isEmpty {
-            summary += " The input was silent \(result.silences.count == 1 ? "once" : "\(result.silences.count) times") for \(RunText.seconds(plan.silenceAlarm?.seconds ?? 0)) or more: check the microphone."
-        }
-        var earlier = sequence?.finishedTakes ?? []
+        let state = Self.outcome(result.end).0
+        let summary = Self.summary(of: result, plan: plan, problems: sequence?.problems ?? [])
+        let earlier = sequence?.finishedTakes ?? []
         guard result.takeOpenAtEnd else {
             // The run ended waiting: every take it made is finished already.
-            try await store.refreshIfLoaded()
-            phase = .finished
-            self.engine = nil
-            guard let last = earlier.popLast() else {
-                throw NothingRecorded(session: session, end: result.end, wallSeconds: result.wallSeconds, silences: result.silences,
-                    summary: plan.armed ? "The trigger never came, so no take was made." : "No sound reached \(RunText.decibels(plan.vox?.thresholdDB ?? 0)), so no take was made.")
-            }
-            frames = last.frames
-            return RecordingReport(take: last, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: last),
-                                   end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+            return try await reportOfWaitingRun(result, plan: plan, runID: runID, finished: earlier, session: session, summary: summary)
         }
         // The run's last take is the one to finish here (the first, without splitting).
         guard let pending = sequence?.pending(index: result.takeIndex) ?? first else {
@@ -293,22 +197,127 @@ public final class TakeRecorder {
                 try storage.finishTake(pending, frames: finalFrames, state: finalState, overruns: overruns)
             }
         } catch {
-            let reason = (error as? TapedeckError) ?? TapedeckError(.io, "\(error)")
-            var unfinished = pending.take
-            unfinished.frames = finalFrames
-            unfinished.overruns = overruns
-            let seconds = unfinished.format.seconds(forFrames: finalFrames)
-            let message = "\(reason.message) The recording itself is safe: \(String(format: "%.1f", seconds)) s in \(lastURL.path). "
-                + "The next tapedeck command that opens the library recovers it as take \"\(unfinished.name)\" (or run `tapedeck doctor --repair` once the cause is fixed)."
-            phase = .finished
-            self.engine = nil
-            throw UnfinishedRecording(
-                report: RecordingReport(take: unfinished, runID: runID, earlierTakes: earlier, session: session, fileURL: lastURL,
-                                        end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences, events: result.events),
-                error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
+            throw unfinishedRecording(error, pending: pending, result: result, runID: runID, earlier: earlier, session: session)
         }
-        let markers = result.markers
         let notes = result.takeIndex <= 1 ? firstNotes : sequence?.notes(for: result.takeIndex)
+        take = await storeNotes(on: take, result: result, notes: notes, runID: runID)
+        try await store.refreshIfLoaded()
+        phase = .finished
+        self.engine = nil
+        return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+    }
+
+    /// Commits the first take's row (linked to the run as its take 1 when there is one); a take
+    /// whose run link cannot be stored is recovered away again.
+    /// - Thread: main actor; suspends while storage works on its queue.
+    private func beginFirstTake(in session: Session, named takeName: String?, format negotiated: AudioFormat,
+                                runID: String?) async throws -> PendingTake {
+        let storage = store.storage
+        let encoder = self.encoder
+        return try await store.perform {
+            var pending = try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
+                                                fileExtension: encoder.fileExtension, startDate: Date())
+            if let runID {
+                do {
+                    pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))
+                } catch {
+                    _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
+                    throw error
+                }
+            }
+            return pending
+        }
+    }
+
+    /// The free-space watch of a recording into `folder` (``RecordingSettings/warnFreeMinutes``;
+    /// `nil` when off), warning at once when the disk is low already. - Thread: main actor.
+    private func freeSpaceWatch(folder: URL, format negotiated: AudioFormat) -> FreeSpace? {
+        let watch = settings.warnFreeMinutes > 0
+            ? FreeSpace(path: folder.path, warnBelowBytes: Int64(settings.warnFreeMinutes * 60 * Double(negotiated.bytesPerSecond)))
+            : nil
+        if let watch, let free = FreeSpace.available(at: watch.path), free < watch.warnBelowBytes {
+            logger.warning("\(FreeSpace.lowSpaceMessage(free: free, format: negotiated, path: watch.path))")
+        }
+        return watch
+    }
+
+    /// Removes the row of a take no audio was written to (and any empty file), so nothing
+    /// half-made remains. - Thread: main actor; suspends while storage works.
+    private func discardUnwrittenTake(_ first: PendingTake?) async {
+        let storage = store.storage
+        if let first {
+            _ = try? await store.perform {
+                try? FileManager.default.removeItem(at: first.fileURL)
+                return try storage.completeRecovery(of: first.take, repaired: nil)
+            }
+        }
+        try? await store.refreshIfLoaded()
+    }
+
+    /// The report's sentence on how a run ended: the outcome, the problems finishing earlier
+    /// takes, the device's absences and the silence alarms. - Thread: main actor. Never blocks.
+    private static func summary(of result: RecordingResult, plan: RunPlan, problems: [String]) -> String {
+        var summary = outcome(result.end).1
+        if !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
+        if !result.events.isEmpty {
+            let total = result.events.reduce(0) { $0 + $1.seconds }
+            summary += " The device was lost \(result.events.count == 1 ? "once" : "\(result.events.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
+        }
+        if !result.silences.isEmpty {
+            summary += " The input was silent \(result.silences.count == 1 ? "once" : "\(result.silences.count) times") for \(RunText.seconds(plan.silenceAlarm?.seconds ?? 0)) or more: check the microphone."
+        }
+        return summary
+    }
+
+    /// The report of a run that ended waiting, every take it made finished already: its last
+    /// take, or ``NothingRecorded`` when it made none. - Thread: main actor; suspends.
+    private func reportOfWaitingRun(_ result: RecordingResult, plan: RunPlan, runID: String?, finished: [Take], session: Session,
+                                    summary: String) async throws -> RecordingReport {
+        var earlier = finished
+        try await store.refreshIfLoaded()
+        phase = .finished
+        self.engine = nil
+        guard let last = earlier.popLast() else {
+            throw NothingRecorded(session: session, end: result.end, wallSeconds: result.wallSeconds, silences: result.silences,
+                summary: plan.armed ? "The trigger never came, so no take was made." : "No sound reached \(RunText.decibels(plan.vox?.thresholdDB ?? 0)), so no take was made.")
+        }
+        frames = last.frames
+        return RecordingReport(take: last, runID: runID, earlierTakes: earlier, session: session, fileURL: try store.storage.audioURL(for: last),
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+    }
+
+    /// The error of a take whose audio is safe but which storage could not finish: its message
+    /// says where the audio is and that the next open recovers it. - Thread: main actor.
+    private func unfinishedRecording(_ error: any Error, pending: PendingTake, result: RecordingResult, runID: String?,
+                                     earlier: [Take], session: Session) -> UnfinishedRecording {
+        let lastURL = pending.fileURL
+        let (finalFrames, overruns) = (result.frames, result.overruns)
+        let reason = (error as? TapedeckError) ?? TapedeckError(.io, "\(error)")
+        var unfinished = pending.take
+        unfinished.frames = finalFrames
+        unfinished.overruns = overruns
+        let seconds = unfinished.format.seconds(forFrames: finalFrames)
+        let message = "\(reason.message) The recording itself is safe: \(String(format: "%.1f", seconds)) s in \(lastURL.path). "
+            + "The next tapedeck command that opens the library recovers it as take \"\(unfinished.name)\" (or run `tapedeck doctor --repair` once the cause is fixed)."
+        phase = .finished
+        self.engine = nil
+        return UnfinishedRecording(
+            report: RecordingReport(take: unfinished, runID: runID, earlierTakes: earlier, session: session, fileURL: lastURL,
+                                    end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences, events: result.events),
+            error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
+    }
+
+    /// Stores what the finished take's recording learnt: its clip count, markers, loudness,
+    /// first frame's time and run link as notes on it, its waveform overview, and its markers in
+    /// the file. The take is final already, so a failure here is logged, never a lost take.
+    /// - Thread: main actor; suspends while storage works.
+    private func storeNotes(on finishedTake: Take, result: RecordingResult, notes: WriterNotes?, runID: String?) async -> Take {
+        var take = finishedTake
+        let storage = store.storage
+        let encoder = self.encoder
+        let clipped = result.clippedSamples
+        let markers = result.markers
         let loudness = notes?.loudness
         let began = notes?.began
         if clipped > 0 || runID != nil || !markers.isEmpty || loudness != nil || began != nil {
@@ -341,11 +350,7 @@ public final class TakeRecorder {
             let (written, logger) = (take, self.logger)
             _ = try? await store.perform { TakeFacts.writeMarkers(of: written, to: url, with: encoder, logger: logger) }
         }
-        try await store.refreshIfLoaded()
-        phase = .finished
-        self.engine = nil
-        return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
-                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+        return take
     }
 
     /// Makes the first take's writer on the writer thread, measured when there is an analyzer.
@@ -515,51 +520,5 @@ public final class TakeRecorder {
         peaks = progress.peaks
         overrunCount = progress.overrunCount
         clippedSamples = progress.clippedSamples
-    }
-}
-
-/// Where a recording goes: the take (`SESSION/TAKE`; `nil` for a file outside the library) and
-/// the file.
-public struct RecordingTarget: Sendable, Hashable {
-    public var take: String?
-    public var fileURL: URL
-    /// A run waiting for sound or a trigger: ``take`` is the session's name, and no file exists yet.
-    public var waiting = false
-}
-
-/// Where `record -o` writes: a plain file outside the library, or a stream (stdout).
-public enum RecordingOutput: Sendable, Hashable {
-    case file(URL)
-    /// A file descriptor that cannot seek; never closed by the recorder.
-    case stream(Int32)
-}
-
-/// What a recording to a file or stream produced (``TakeRecorder/record(to:name:duration:)``).
-public struct OutputRecordingReport: Sendable, Hashable {
-    public var output: RecordingOutput
-    public var format: AudioFormat
-    public var encoding: String
-    public var frames: Int64
-    /// As a take in the library would be: complete, interrupted or truncated.
-    public var state: TakeState
-    public var overruns: [OverrunEvent]
-    public var clippedSamples: Int64
-    public var end: RecordingEnd
-    public var wallSeconds: Double
-    public var summary: String
-
-    /// Length in seconds.
-    public var seconds: Double { format.seconds(forFrames: frames) }
-}
-
-/// How a run's settings read in messages: `3 s`, `2.5 s`, `-40 dBFS`. Plain functions; any
-/// thread, never block.
-public enum RunText {
-    public static func seconds(_ s: Double) -> String {
-        s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s)
-    }
-
-    public static func decibels(_ db: Double) -> String {
-        db == db.rounded() ? "\(Int(db)) dBFS" : String(format: "%.1f dBFS", db)
     }
 }
