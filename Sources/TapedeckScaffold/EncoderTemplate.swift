@@ -37,7 +37,14 @@ enum EncoderTemplate {
         """
     }
 
+    /// The encoder module's main file: the codec, its header, and its writer and reader types.
     static func encoder(_ n: ScaffoldName) -> String {
+        encoderCodec(n) + "\n" + encoderHeader + "\n" + encoderWriter + "\n" + encoderReader
+    }
+
+    /// The encoder file's imports and the codec's properties and methods (up to its header
+    /// functions), ending with a line break.
+    static func encoderCodec(_ n: ScaffoldName) -> String {
         """
         public import Foundation
         public import TapedeckCore
@@ -107,6 +114,11 @@ enum EncoderTemplate {
                 return Reader(handle: handle, format: format, frameCount: (size - Int64(Self.headerSize)) / Int64(format.bytesPerFrame))
             }
 
+        """
+    }
+
+    /// The codec's header functions (the same for every name), ending with a line break.
+    static let encoderHeader = """
             static func header(_ format: AudioFormat) -> [UInt8] {
                 var bytes = magic
                 withUnsafeBytes(of: UInt32(format.sampleRate).littleEndian) { bytes += $0 }
@@ -140,6 +152,10 @@ enum EncoderTemplate {
                 return (format, size)
             }
 
+        """
+
+    /// The codec's `Writer` type (the same for every name), ending with a line break.
+    static let encoderWriter = """
             final class Writer: TakeWriter {
                 let fd: Int32
                 let format: AudioFormat
@@ -202,6 +218,11 @@ enum EncoderTemplate {
                 }
             }
 
+        """
+
+    /// The codec's `Reader` type and the codec's closing brace (the same for every name),
+    /// ending with a line break.
+    static let encoderReader = """
             final class Reader: TakeReader {
                 let handle: FileHandle
                 let format: AudioFormat
@@ -224,7 +245,6 @@ enum EncoderTemplate {
         }
 
         """
-    }
 
     static func tests(_ n: ScaffoldName) -> String {
         """
