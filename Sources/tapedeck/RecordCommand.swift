@@ -204,20 +204,7 @@ struct RecordCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            if duration != nil && positionalDuration != nil {
-                throw TapedeckError(.invalidArgument, "Give the duration once: -d \(duration ?? "") or \(positionalDuration ?? ""), not both.")
-            }
-            var seconds = try duration.map { try DurationText.seconds($0, flag: "-d/--duration") }
-                ?? positionalDuration.map { text in
-                    do { return try DurationText.seconds(text, flag: "DURATION") } catch {
-                        throw TapedeckError(.invalidArgument, "\"\(text)\" is not a duration. Record for a time with -d, e.g. `tapedeck record -d 5s`; name the take with --name.")
-                    }
-                }
-            if let until {
-                // --until and -d: whichever comes first.
-                let left = try Self.secondsUntil(until)
-                seconds = min(seconds ?? left, left)
-            }
+            let seconds = try recordingSeconds()
             var plan = try runPlan()
             // The trap is armed before the config is read and the library opened, so a stop
             // that arrives while the command starts is a stop request too, not the default
@@ -241,24 +228,8 @@ struct RecordCommand: AsyncParsableCommand {
             if output == nil { ErrorAdvice.current?.on(.alreadyExists, say: "Choose another name with --name.") }
             ErrorAdvice.current?.on(.unsupportedFormat,
                 say: "Record another format with -r RATE, -c CHANNELS or -f FORMAT, or choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
-            if let seconds, (seconds * Double(studio.configuration.format.sampleRate)).rounded() < 1 {
-                throw TapedeckError(.invalidArgument, "-d/--duration \(duration ?? positionalDuration ?? ""): shorter than one frame at \(studio.configuration.format.sampleRate) Hz. Record for longer.")
-            }
             let toStdout = output == "-"
-            if toStdout && json {
-                throw TapedeckError(.invalidArgument, "-o - writes the audio to stdout, so --json has nowhere to go. Leave out one of them.")
-            }
-            if toStdout && Terminal.stdoutIsTerminal {
-                throw TapedeckError(.invalidArgument, "-o - writes audio to stdout, which is a terminal. Pipe it into a program or redirect it to a file.")
-            }
-            if output != nil && session != nil {
-                throw TapedeckError(.invalidArgument, "-o records outside the library, so --session does not apply. Leave out one of them.")
-            }
-            let fileURL = output.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) }
-            let chosen = fileURL.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() } }
-            if let fileURL, chosen == nil {
-                throw TapedeckError(.invalidArgument, "-o \(fileURL.path): no encoder writes .\(fileURL.pathExtension) files. End the name in .\(studio.encoders.map(\.fileExtension).joined(separator: ", .")).")
-            }
+            let (fileURL, chosen) = try checkedOutput(seconds: seconds, studio: studio)
             let recorder = try studio.makeRecorder(encoder: chosen)
             // capture.resume in the config does what --resume does (not for -o: one file).
             if output == nil && recorder.settings.resume { plan.resume = true }
@@ -269,21 +240,11 @@ struct RecordCommand: AsyncParsableCommand {
             // Without a meter on screen nothing watches the progress: it is not refreshed while
             // recording (fewer wake-ups). Levels are still measured, for the clip count.
             if !showMeter { recorder.settings.progressInterval = nil }
-            let c = studio.configuration
-            let device = c.capture.settings.values["device"]?.description ?? ""
-            let source = "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
+            let source = Self.source(of: studio.configuration)
             let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan) } : nil
             // Keys on a terminal: `m` sets a marker, Enter triggers an armed run. The terminal's
             // mode is restored when the command ends.
-            let keys = Terminal.stdinIsTerminal && !toStdout ? TerminalKeys { key in
-                Task { @MainActor in
-                    switch key {
-                    case UInt8(ascii: "m"), UInt8(ascii: "M"): recorder.mark()
-                    case UInt8(ascii: "\n"), UInt8(ascii: "\r"): stops.trigger()
-                    default: break
-                    }
-                }
-            } : nil
+            let keys = Terminal.stdinIsTerminal && !toStdout ? Self.terminalKeys(recorder: recorder, stops: stops) : nil
             defer { keys?.restore() }
             let length = seconds.map(RecordingLength.seconds)
             if output != nil {
@@ -306,56 +267,142 @@ struct RecordCommand: AsyncParsableCommand {
                 }
             } catch let nothing as NothingRecorded {
                 // A run that waited and ended before its trigger: no take, not a failure.
-                if json {
-                    try Terminal.printJSON(RecordReportJSON(take: nil, run: nil, takes: [], end: Self.endName(nothing.end),
-                                                            message: nothing.summary, wallSeconds: nothing.wallSeconds,
-                                                            exitStatus: ExitStatus.ok))
-                } else {
-                    print(nothing.summary)
-                }
+                try Self.reportNothingRecorded(nothing, json: json)
                 return
             } catch let unfinished as UnfinishedRecording {
                 // The audio is safe but the take is not finished: the report still goes out.
-                if json {
-                    let r = unfinished.report
-                    let last = TakeJSON(r.take, session: r.session, url: r.fileURL)
-                    try Terminal.printJSON(RecordReportJSON(
-                        take: last, run: r.runID, takes: Self.runTakes(r, last: last, storage: storage), end: "unfinished", message: r.summary,
-                        wallSeconds: r.wallSeconds, exitStatus: ExitStatus.code(for: unfinished.error)))
-                }
+                try Self.reportUnfinished(unfinished, json: json, storage: storage)
                 throw unfinished.error
             }
-            let status = Self.exitStatus(report)
-            if json {
-                let last = TakeJSON(report.take, session: report.session, url: report.fileURL)
-                try Terminal.printJSON(RecordReportJSON(
-                    take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
-                    end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status,
-                    silences: report.silences.map { SilenceJSON($0, format: report.take.format) },
-                    events: report.events.map { RunEventJSON($0, format: report.take.format) }))
-            } else {
-                for t in report.earlierTakes + [report.take] {
-                    let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
-                    print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)\(t.run?.ended.map { " (\($0.rawValue))" } ?? "")")
-                    print("  \(path)")
-                    if let l = t.loudness { print("  Loudness: \(Terminal.loudness(l, seconds: t.seconds))") }
-                    if t.clippedSamples > 0 {
-                        print("  Clipped: \(Terminal.counted(Int(t.clippedSamples), "sample")) at full scale. Lower the input gain.")
-                    }
-                    if !t.overruns.isEmpty {
-                        print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
-                    }
-                }
-                if let run = report.runID {
-                    let all = report.earlierTakes + [report.take]
-                    print("Run \(NameRules.shortID(of: run)): \(Terminal.counted(all.count, "take")), \(Terminal.clock(all.reduce(0) { $0 + $1.seconds })) in all.")
+            try Self.finish(report, json: json, storage: storage)
+        }
+    }
+
+    /// How long to record in seconds, from `-d`, the positional duration and `--until`
+    /// (whichever comes first); `nil` to record until stopped.
+    func recordingSeconds() throws -> Double? {
+        if duration != nil && positionalDuration != nil {
+            throw TapedeckError(.invalidArgument, "Give the duration once: -d \(duration ?? "") or \(positionalDuration ?? ""), not both.")
+        }
+        var seconds = try duration.map { try DurationText.seconds($0, flag: "-d/--duration") }
+            ?? positionalDuration.map { text in
+                do { return try DurationText.seconds(text, flag: "DURATION") } catch {
+                    throw TapedeckError(.invalidArgument, "\"\(text)\" is not a duration. Record for a time with -d, e.g. `tapedeck record -d 5s`; name the take with --name.")
                 }
             }
-            if status != ExitStatus.ok {
-                let overruns = (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count }
-                Terminal.printError(report.summary + (overruns == 0 ? "" : " The \(report.runID == nil ? "take" : "run") has \(Terminal.counted(overruns, "overrun"))."))
-                throw ExitCode(status)
+        if let until {
+            // --until and -d: whichever comes first.
+            let left = try Self.secondsUntil(until)
+            seconds = min(seconds ?? left, left)
+        }
+        return seconds
+    }
+
+    /// The length and `-o` checked against the other flags and the configured format: the file
+    /// `-o` names (`nil` for stdout or without `-o`) and the encoder its extension picks.
+    @MainActor
+    func checkedOutput(seconds: Double?, studio: Studio) throws -> (fileURL: URL?, encoder: (any AudioEncoder)?) {
+        if let seconds, (seconds * Double(studio.configuration.format.sampleRate)).rounded() < 1 {
+            throw TapedeckError(.invalidArgument, "-d/--duration \(duration ?? positionalDuration ?? ""): shorter than one frame at \(studio.configuration.format.sampleRate) Hz. Record for longer.")
+        }
+        let toStdout = output == "-"
+        if toStdout && json {
+            throw TapedeckError(.invalidArgument, "-o - writes the audio to stdout, so --json has nowhere to go. Leave out one of them.")
+        }
+        if toStdout && Terminal.stdoutIsTerminal {
+            throw TapedeckError(.invalidArgument, "-o - writes audio to stdout, which is a terminal. Pipe it into a program or redirect it to a file.")
+        }
+        if output != nil && session != nil {
+            throw TapedeckError(.invalidArgument, "-o records outside the library, so --session does not apply. Leave out one of them.")
+        }
+        let fileURL = output.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) }
+        let chosen = fileURL.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() } }
+        if let fileURL, chosen == nil {
+            throw TapedeckError(.invalidArgument, "-o \(fileURL.path): no encoder writes .\(fileURL.pathExtension) files. End the name in .\(studio.encoders.map(\.fileExtension).joined(separator: ", .")).")
+        }
+        return (fileURL, chosen)
+    }
+
+    /// The capture device as the banner names it, e.g. "hw:1 (alsa, detected)".
+    static func source(of c: TapedeckConfiguration) -> String {
+        let device = c.capture.settings.values["device"]?.description ?? ""
+        return "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
+    }
+
+    /// The terminal's keys while recording: `m` sets a marker, Enter triggers an armed run;
+    /// `nil` when the terminal cannot be read key by key.
+    @MainActor
+    static func terminalKeys(recorder: TakeRecorder, stops: StopRelay) -> TerminalKeys? {
+        TerminalKeys { key in
+            Task { @MainActor in
+                switch key {
+                case UInt8(ascii: "m"), UInt8(ascii: "M"): recorder.mark()
+                case UInt8(ascii: "\n"), UInt8(ascii: "\r"): stops.trigger()
+                default: break
+                }
             }
+        }
+    }
+
+    /// The report of a run that waited and ended before its trigger: no take, not a failure.
+    @MainActor
+    static func reportNothingRecorded(_ nothing: NothingRecorded, json: Bool) throws {
+        if json {
+            try Terminal.printJSON(RecordReportJSON(take: nil, run: nil, takes: [], end: Self.endName(nothing.end),
+                                                    message: nothing.summary, wallSeconds: nothing.wallSeconds,
+                                                    exitStatus: ExitStatus.ok))
+        } else {
+            print(nothing.summary)
+        }
+    }
+
+    /// The JSON report of a recording whose audio is safe but whose take is not finished (with
+    /// `--json`; the caller then throws its error).
+    @MainActor
+    static func reportUnfinished(_ unfinished: UnfinishedRecording, json: Bool, storage: any TakeStorage) throws {
+        if json {
+            let r = unfinished.report
+            let last = TakeJSON(r.take, session: r.session, url: r.fileURL)
+            try Terminal.printJSON(RecordReportJSON(
+                take: last, run: r.runID, takes: Self.runTakes(r, last: last, storage: storage), end: "unfinished", message: r.summary,
+                wallSeconds: r.wallSeconds, exitStatus: ExitStatus.code(for: unfinished.error)))
+        }
+    }
+
+    /// The report of a recording into the library: every take of the run, as JSON or in lines;
+    /// throws the exit status when it is not 0.
+    @MainActor
+    static func finish(_ report: RecordingReport, json: Bool, storage: any TakeStorage) throws {
+        let status = Self.exitStatus(report)
+        if json {
+            let last = TakeJSON(report.take, session: report.session, url: report.fileURL)
+            try Terminal.printJSON(RecordReportJSON(
+                take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
+                end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status,
+                silences: report.silences.map { SilenceJSON($0, format: report.take.format) },
+                events: report.events.map { RunEventJSON($0, format: report.take.format) }))
+        } else {
+            for t in report.earlierTakes + [report.take] {
+                let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
+                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)\(t.run?.ended.map { " (\($0.rawValue))" } ?? "")")
+                print("  \(path)")
+                if let l = t.loudness { print("  Loudness: \(Terminal.loudness(l, seconds: t.seconds))") }
+                if t.clippedSamples > 0 {
+                    print("  Clipped: \(Terminal.counted(Int(t.clippedSamples), "sample")) at full scale. Lower the input gain.")
+                }
+                if !t.overruns.isEmpty {
+                    print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
+                }
+            }
+            if let run = report.runID {
+                let all = report.earlierTakes + [report.take]
+                print("Run \(NameRules.shortID(of: run)): \(Terminal.counted(all.count, "take")), \(Terminal.clock(all.reduce(0) { $0 + $1.seconds })) in all.")
+            }
+        }
+        if status != ExitStatus.ok {
+            let overruns = (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count }
+            Terminal.printError(report.summary + (overruns == 0 ? "" : " The \(report.runID == nil ? "take" : "run") has \(Terminal.counted(overruns, "overrun"))."))
+            throw ExitCode(status)
         }
     }
 
@@ -512,53 +559,5 @@ struct RecordCommand: AsyncParsableCommand {
             Terminal.status(Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
                                                overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head))
         }
-    }
-}
-
-/// Carries a stop request from the signal trap to the recorder, which may not exist yet when the
-/// signal arrives.
-/// - Thread: main actor only; never blocks.
-@MainActor
-final class StopRelay {
-    private var recorder: TakeRecorder?
-    private(set) var isRequested = false
-    /// Runs at the first request (the meter says "Stopping…").
-    var onRequest: (() -> Void)?
-
-    /// Stops the recorder, or remembers the request until ``attach(_:)``.
-    func request() {
-        if !isRequested { onRequest?() }
-        isRequested = true
-        recorder?.stop()
-    }
-
-    /// Hands later stop requests to `recorder`; returns whether one has already arrived. A
-    /// trigger that came before is handed on now.
-    func attach(_ recorder: TakeRecorder) -> Bool {
-        self.recorder = recorder
-        if triggered { recorder.trigger() }
-        return isRequested
-    }
-
-    private(set) var triggered = false
-
-    /// Where `tapedeck mark` finds this recorder (``RecorderRegistry``), and how far its labels
-    /// were read.
-    var registration: URL?
-    private var labelsRead: UInt64 = 0
-
-    /// Sets a marker (SIGUSR1): one per label `tapedeck mark` left, or one without a label;
-    /// nothing before a recorder is attached.
-    func mark() {
-        guard let recorder else { return }
-        let labels = registration.map { RecorderRegistry.newLabels(for: $0, from: &labelsRead) } ?? []
-        if labels.isEmpty { recorder.mark() }
-        for label in labels { recorder.mark(label: label) }
-    }
-
-    /// Triggers the recorder's armed run (SIGUSR2, Enter), or remembers it until ``attach(_:)``.
-    func trigger() {
-        triggered = true
-        recorder?.trigger()
     }
 }
