@@ -253,70 +253,13 @@ struct ExportJob {
                 unlink(temp.path)
             }
         }
-        var frames: Int64 = 0
-        var hash = ContentHash()
-        let selfVerifying = writer.verifiesOutput
-        func put(_ block: UnsafeRawPointer, _ n: Int) throws {
-            guard n > 0 else { return }
-            try writer.write(block, frames: n)
-            if !selfVerifying { hash.add(block, count: n * outFormat.bytesPerFrame) }
-            frames += Int64(n)
-        }
-        let chunk = 8192
-        let input = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
-        defer { input.deallocate() }
+        var output = ExportOutput(writer: writer, format: outFormat)
         if plan.changesAudio || plan.dither != .none {
-            // Through floats: gain, rate, then dithered back to integers (or written as floats).
-            let channels = reader.format.channels
-            let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * channels)
-            defer { floats.deallocate() }
-            let toFloat = SampleConverter(from: reader.format, to: .f32)
-            let converter = try plan.resample.map { try $0.makeConverter(from: reader.format.sampleRate, to: outFormat.sampleRate, channels: channels) }
-            let capacity = converter == nil ? chunk : Int((Double(chunk) * Double(outFormat.sampleRate) / Double(reader.format.sampleRate)).rounded(.up)) + 1024
-            let resampled = converter.map { _ in UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels) }
-            defer { resampled?.deallocate() }
-            let quantizer = outFormat.sampleFormat.isFloat ? nil
-                : Quantizer(sampleFormat: outFormat.sampleFormat, channels: channels, sampleRate: outFormat.sampleRate, dither: plan.dither)
-            let output = UnsafeMutableRawPointer.allocate(byteCount: capacity * outFormat.bytesPerFrame, alignment: 16)
-            defer { output.deallocate() }
-            let gain = Float(pow(10, plan.gainDB / 20))
-            func emit(_ samples: UnsafePointer<Float>, _ n: Int) throws {
-                if let quantizer {
-                    quantizer.quantize(samples, frames: n, into: output)
-                    try put(output, n)
-                } else {
-                    try put(UnsafeRawPointer(samples), n)
-                }
-            }
-            while true {
-                try partials.checkStopped()
-                let n = try reader.read(into: input, maxFrames: chunk)
-                if n == 0 { break }
-                toFloat.convert(input, into: UnsafeMutableRawPointer(floats), frames: n)
-                if gain != 1 { for i in 0..<(n * channels) { floats[i] *= gain } }
-                if let converter, let resampled {
-                    try emit(resampled, try converter.process(floats, frames: n, into: resampled, capacity: capacity))
-                } else {
-                    try emit(floats, n)
-                }
-                progress.add(n)
-            }
-            if let converter, let resampled {
-                while case let n = try converter.process(nil, frames: 0, into: resampled, capacity: capacity), n > 0 { try emit(resampled, n) }
-            }
+            try copyThroughFloats(from: reader, to: &output, plan: plan)
         } else {
-            let converter = outFormat.sampleFormat == reader.format.sampleFormat ? nil : SampleConverter(from: reader.format, to: outFormat.sampleFormat)
-            let output = converter.map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk * outFormat.bytesPerFrame, alignment: 16) }
-            defer { output?.deallocate() }
-            while true {
-                try partials.checkStopped()
-                let n = try reader.read(into: input, maxFrames: chunk)
-                if n == 0 { break }
-                if let converter, let output { converter.convert(input, into: output, frames: n) }
-                try put(converter != nil ? UnsafeRawPointer(output!) : UnsafeRawPointer(input), n)
-                progress.add(n)
-            }
+            try copyConverting(from: reader, to: &output)
         }
+        let (frames, hash) = (output.frames, output.hash)
         try LoudnessScanner.checkLength(item.take, read: Int64(progress.framesDone), rate: reader.format.sampleRate, at: sourceURL)
         let written = try writer.finish()
         finished = true
@@ -355,6 +298,97 @@ struct ExportJob {
             sampleRate: outFormat.sampleRate, gain: (plan.gainDB * 100).rounded() / 100, dither: plan.dither.rawValue,
             resampler: plan.resample?.name, integratedLoudness: metadata.loudness?.integrated.map { ($0 * 100).rounded() / 100 },
             truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note)
+    }
+
+    /// Where an export's frames go: its writer, in the output's format, and the count and
+    /// content hash of what was written (the hash only when the writer does not verify its own
+    /// output, for ``verifyByDecoding(_:frames:format:hash:)``).
+    private struct ExportOutput {
+        let writer: any TakeWriter
+        let format: AudioFormat
+        let selfVerifying: Bool
+        var frames: Int64 = 0
+        var hash = ContentHash()
+
+        init(writer: any TakeWriter, format: AudioFormat) {
+            self.writer = writer
+            self.format = format
+            self.selfVerifying = writer.verifiesOutput
+        }
+
+        /// Writes `n` frames in ``format``. - Blocks: disk I/O.
+        mutating func put(_ block: UnsafeRawPointer, _ n: Int) throws {
+            guard n > 0 else { return }
+            try writer.write(block, frames: n)
+            if !selfVerifying { hash.add(block, count: n * format.bytesPerFrame) }
+            frames += Int64(n)
+        }
+    }
+
+    /// Copies the take through floats: gain, rate, then dithered back to integers (or written
+    /// as floats). - Blocks: decodes, converts and encodes it all.
+    private func copyThroughFloats(from reader: any TakeReader, to out: inout ExportOutput, plan: FinishingPlan) throws {
+        let outFormat = out.format
+        let chunk = 8192
+        let input = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { input.deallocate() }
+        let channels = reader.format.channels
+        let floats = UnsafeMutablePointer<Float>.allocate(capacity: chunk * channels)
+        defer { floats.deallocate() }
+        let toFloat = SampleConverter(from: reader.format, to: .f32)
+        let converter = try plan.resample.map { try $0.makeConverter(from: reader.format.sampleRate, to: outFormat.sampleRate, channels: channels) }
+        let capacity = converter == nil ? chunk : Int((Double(chunk) * Double(outFormat.sampleRate) / Double(reader.format.sampleRate)).rounded(.up)) + 1024
+        let resampled = converter.map { _ in UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels) }
+        defer { resampled?.deallocate() }
+        let quantizer = outFormat.sampleFormat.isFloat ? nil
+            : Quantizer(sampleFormat: outFormat.sampleFormat, channels: channels, sampleRate: outFormat.sampleRate, dither: plan.dither)
+        let output = UnsafeMutableRawPointer.allocate(byteCount: capacity * outFormat.bytesPerFrame, alignment: 16)
+        defer { output.deallocate() }
+        let gain = Float(pow(10, plan.gainDB / 20))
+        func emit(_ samples: UnsafePointer<Float>, _ n: Int) throws {
+            if let quantizer {
+                quantizer.quantize(samples, frames: n, into: output)
+                try out.put(output, n)
+            } else {
+                try out.put(UnsafeRawPointer(samples), n)
+            }
+        }
+        while true {
+            try partials.checkStopped()
+            let n = try reader.read(into: input, maxFrames: chunk)
+            if n == 0 { break }
+            toFloat.convert(input, into: UnsafeMutableRawPointer(floats), frames: n)
+            if gain != 1 { for i in 0..<(n * channels) { floats[i] *= gain } }
+            if let converter, let resampled {
+                try emit(resampled, try converter.process(floats, frames: n, into: resampled, capacity: capacity))
+            } else {
+                try emit(floats, n)
+            }
+            progress.add(n)
+        }
+        if let converter, let resampled {
+            while case let n = try converter.process(nil, frames: 0, into: resampled, capacity: capacity), n > 0 { try emit(resampled, n) }
+        }
+    }
+
+    /// Copies the take's frames as they are, converted to the output's sample format when it
+    /// differs. - Blocks: decodes and encodes it all.
+    private func copyConverting(from reader: any TakeReader, to out: inout ExportOutput) throws {
+        let outFormat = out.format
+        let chunk = 8192
+        let input = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { input.deallocate() }
+        let converter = outFormat.sampleFormat == reader.format.sampleFormat ? nil : SampleConverter(from: reader.format, to: outFormat.sampleFormat)
+        let output = converter.map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk * outFormat.bytesPerFrame, alignment: 16) }
+        defer { output?.deallocate() }
+        while true {
+            try partials.checkStopped()
+            let n = try reader.read(into: input, maxFrames: chunk)
+            if n == 0 { break }
+            if let converter, let output { converter.convert(input, into: output, frames: n) }
+            try out.put(converter != nil ? UnsafeRawPointer(output!) : UnsafeRawPointer(input), n)
+            progress.add(n)
+        }
     }
 
     /// Decodes the written file with the decoder for the encoder's format and compares its frame
