@@ -89,12 +89,7 @@ struct ExportCommand: AsyncParsableCommand {
             }
             var conversion = sampleFormat?.sampleFormat
             let finishing = try finishingOptions()
-            var extraTags: [String: String] = [:]
-            for pair in tag {
-                guard let eq = pair.firstIndex(of: "=") else { throw TapedeckError(.invalidArgument, "--tag \(pair): expected KEY=VALUE, e.g. --tag ARTIST=Ann.") }
-                let value = String(pair[pair.index(after: eq)...])
-                extraTags[try TakeAnnotations.validateTag(String(pair[..<eq]), value)] = value
-            }
+            let extraTags = try exportTags()
             // A stop (Ctrl-C, SIGTERM, SIGHUP) ends the exports in flight at their next block
             // (each removes its temporary file, as for any failure) and exits 130; the files
             // already in place stay.
@@ -128,20 +123,7 @@ struct ExportCommand: AsyncParsableCommand {
             let formatName = format?.name ?? byExtension ?? "flac"
             ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with -o DIR.")
             ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert the samples with --sample-format.")
-            var items: [ExportItem] = []
-            if let session {
-                guard case .session(let s) = try studio.store.resolve(session) else {
-                    throw TapedeckError(.invalidArgument, "\"\(session)\" is a take; give it without --session.")
-                }
-                items += s.takes.map { ExportItem(take: $0, session: s) }
-                if s.takes.isEmpty { throw TapedeckError(.notFound, "Session \"\(s.name)\" has no takes to export.") }
-            }
-            for reference in takes {
-                guard case .take(let t, let s) = try studio.store.resolve(reference) else {
-                    throw TapedeckError(.invalidArgument, "\"\(reference)\" is a session. Export a whole session with --session \"\(reference)\".")
-                }
-                items.append(ExportItem(take: t, session: s))
-            }
+            var items = try exportItems(in: studio.store)
             if (toStdout || fileOutput != nil) && items.count != 1 {
                 throw TapedeckError(.invalidArgument, "-o \(output ?? ""): \(items.count) takes need a folder. Give -o a folder, e.g. -o exports.")
             }
@@ -179,41 +161,88 @@ struct ExportCommand: AsyncParsableCommand {
             bar?.cancel()
             if showProgress { Terminal.endStatus() }
             if partials.isStopped {
-                // What was finished before the stop is kept: say which.
-                let kept = zip(items, results).compactMap { item, result -> ExportResultJSON? in
-                    guard case .success(let r) = result, !toStdout else { return nil }
-                    return ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)")
-                }
-                if json { try Terminal.printJSON(kept) } else {
-                    for k in kept { if let r = k.report { print(Self.summary(r, take: k.take)) } }
-                }
-                let done = results.filter { if case .success = $0 { true } else { false } }.count
-                throw TapedeckError(.cancelled, "Stopped. \(done == 0 ? "Nothing was exported" : Terminal.counted(done, "file") + " exported before the stop " + (done == 1 ? "is" : "are") + " kept"); the unfinished ones were removed.")
+                throw try Self.reportStopped(items: items, results: results, toStdout: toStdout, json: json)
             }
-
-            var firstError: TapedeckError?
-            var reports: [ExportResultJSON] = []
-            for (item, result) in zip(items, results) {
-                switch result {
-                case .success(let r):
-                    if toStdout {
-                        try Self.copyToStandardOutput(URL(fileURLWithPath: r.output))
-                        continue
-                    }
-                    reports.append(ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)"))
-                    if !json {
-                        print(Self.summary(r, take: "\(item.session.name)/\(item.take.name)"))
-                        if let note = r.note { Terminal.printError("warning: \(item.session.name)/\(item.take.name): \(note)") }
-                    }
-                case .failure(let e):
-                    firstError = firstError ?? e
-                    reports.append(ExportResultJSON(report: nil, error: e.message, take: "\(item.session.name)/\(item.take.name)"))
-                    Terminal.printError("\(item.session.name)/\(item.take.name): \(ErrorAdvice.message(for: e))")
-                }
-            }
-            if json { try Terminal.printJSON(reports) }
-            if let firstError { throw ExitCode(ExitStatus.code(for: firstError)) }
+            try Self.report(items: items, results: results, toStdout: toStdout, json: json)
         }
+    }
+
+    /// `--tag KEY=VALUE` as the tags of the exported files.
+    /// - Throws: `.invalidArgument` for a pair without `=` or a tag storage refuses.
+    func exportTags() throws -> [String: String] {
+        var extraTags: [String: String] = [:]
+        for pair in tag {
+            guard let eq = pair.firstIndex(of: "=") else { throw TapedeckError(.invalidArgument, "--tag \(pair): expected KEY=VALUE, e.g. --tag ARTIST=Ann.") }
+            let value = String(pair[pair.index(after: eq)...])
+            extraTags[try TakeAnnotations.validateTag(String(pair[..<eq]), value)] = value
+        }
+        return extraTags
+    }
+
+    /// The takes to export, in order: every take of `--session`, then each take named.
+    /// - Thread: main actor; blocks as ``SessionStore/resolve(_:)`` does.
+    @MainActor
+    func exportItems(in store: SessionStore) throws -> [ExportItem] {
+        var items: [ExportItem] = []
+        if let session {
+            guard case .session(let s) = try store.resolve(session) else {
+                throw TapedeckError(.invalidArgument, "\"\(session)\" is a take; give it without --session.")
+            }
+            items += s.takes.map { ExportItem(take: $0, session: s) }
+            if s.takes.isEmpty { throw TapedeckError(.notFound, "Session \"\(s.name)\" has no takes to export.") }
+        }
+        for reference in takes {
+            guard case .take(let t, let s) = try store.resolve(reference) else {
+                throw TapedeckError(.invalidArgument, "\"\(reference)\" is a session. Export a whole session with --session \"\(reference)\".")
+            }
+            items.append(ExportItem(take: t, session: s))
+        }
+        return items
+    }
+
+    /// After a stop: says which files were finished before it (they are kept) and returns the
+    /// error the command ends with.
+    @MainActor
+    static func reportStopped(items: [ExportItem], results: [Result<ExportReport, TapedeckError>], toStdout: Bool,
+                              json: Bool) throws -> TapedeckError {
+        // What was finished before the stop is kept: say which.
+        let kept = zip(items, results).compactMap { item, result -> ExportResultJSON? in
+            guard case .success(let r) = result, !toStdout else { return nil }
+            return ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)")
+        }
+        if json { try Terminal.printJSON(kept) } else {
+            for k in kept { if let r = k.report { print(Self.summary(r, take: k.take)) } }
+        }
+        let done = results.filter { if case .success = $0 { true } else { false } }.count
+        return TapedeckError(.cancelled, "Stopped. \(done == 0 ? "Nothing was exported" : Terminal.counted(done, "file") + " exported before the stop " + (done == 1 ? "is" : "are") + " kept"); the unfinished ones were removed.")
+    }
+
+    /// Reports every export: the file copied to stdout (`-o -`), or a line (or JSON) per take,
+    /// and each failure on stderr; throws the first failure's exit status.
+    @MainActor
+    static func report(items: [ExportItem], results: [Result<ExportReport, TapedeckError>], toStdout: Bool, json: Bool) throws {
+        var firstError: TapedeckError?
+        var reports: [ExportResultJSON] = []
+        for (item, result) in zip(items, results) {
+            switch result {
+            case .success(let r):
+                if toStdout {
+                    try Self.copyToStandardOutput(URL(fileURLWithPath: r.output))
+                    continue
+                }
+                reports.append(ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)"))
+                if !json {
+                    print(Self.summary(r, take: "\(item.session.name)/\(item.take.name)"))
+                    if let note = r.note { Terminal.printError("warning: \(item.session.name)/\(item.take.name): \(note)") }
+                }
+            case .failure(let e):
+                firstError = firstError ?? e
+                reports.append(ExportResultJSON(report: nil, error: e.message, take: "\(item.session.name)/\(item.take.name)"))
+                Terminal.printError("\(item.session.name)/\(item.take.name): \(ErrorAdvice.message(for: e))")
+            }
+        }
+        if json { try Terminal.printJSON(reports) }
+        if let firstError { throw ExitCode(ExitStatus.code(for: firstError)) }
     }
 
     /// `--loudness`, `--true-peak`, `--normalize-peak`, `--rate` and `--dither` as one value.
