@@ -1,0 +1,322 @@
+import Hummingbird
+import HTTPTypes
+import NIOCore
+import TapedeckApp
+import TapedeckCore
+import Foundation
+
+// The JSON API's routes (docs/openapi.yaml), one controller per concern, registered under `/api`
+// by ``WebServer/addAPI(to:)``. Each controller is a value holding the server; its handlers run
+// on the main actor (the library and recorder live there) unless they say otherwise, and never
+// block it: files are read and pictures drawn off the main actor.
+
+/// `/api/health`, `/api/openapi.yaml`, `/api/state` and `/api/doctor`.
+struct SystemController: Sendable {
+    typealias Context = ServerContext
+    let server: WebServer
+
+    /// - Thread: main actor.
+    @MainActor var endpoints: RouteCollection<Context> {
+        RouteCollection(context: Context.self)
+            .get("health", use: self.health)
+            .get("openapi.yaml", use: self.openAPI)
+            .get("state", use: self.state)
+            .get("doctor", use: self.doctor)
+    }
+
+    /// `GET /api/health`. - Thread: main actor. Never blocks.
+    @MainActor func health(_ request: Request, context: Context) async throws -> Response {
+        try WebServer.json(WebServer.Health(version: server.parts.version, tokenRequired: server.token != nil))
+    }
+
+    /// `GET /api/openapi.yaml`: the API's contract. - Thread: any. Never blocks.
+    func openAPI(_ request: Request, context: Context) async throws -> Response {
+        Response(status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+    }
+
+    /// `GET /api/state`: what the recorder is doing. - Thread: main actor. Never blocks.
+    @MainActor func state(_ request: Request, context: Context) async throws -> Response {
+        try WebServer.json(server.live.snapshot())
+    }
+
+    /// `GET /api/doctor`: what `tapedeck doctor` finds. - Thread: main actor; suspends while the
+    /// library is examined off it.
+    @MainActor func doctor(_ request: Request, context: Context) async throws -> Response {
+        try WebServer.json(WebServer.Findings(findings: try await server.doctorFindings()))
+    }
+}
+
+/// `/api/record`, `/api/stop`, `/api/split` and `/api/markers`: the recording.
+struct RecordingController: Sendable {
+    typealias Context = ServerContext
+    let server: WebServer
+
+    /// - Thread: main actor.
+    @MainActor var endpoints: RouteCollection<Context> {
+        RouteCollection(context: Context.self)
+            .post("record", use: self.record)
+            .post("stop", use: self.stop)
+            .post("split", use: self.split)
+            .post("markers", use: self.mark)
+    }
+
+    /// `POST /api/record`: starts a recording. - Thread: main actor. Never blocks.
+    @MainActor func record(_ request: Request, context: Context) async throws -> Response {
+        let body = try await WebServer.decode(WebServer.RecordRequest.self, request, context: context, keys: ["session", "take"],
+                                              example: #"{"session": "Rehearsal", "take": "Verse"}"#)
+        func blankIsNil(_ s: String?) -> String? {
+            let t = s?.trimmingCharacters(in: .whitespaces)
+            return t?.isEmpty == false ? t : nil
+        }
+        // A run that the page's Split can cut into takes whose frames, together, are what the
+        // device delivered (as `record --split` makes them).
+        var plan = RunPlan()
+        plan.splitOnRequest = true
+        do {
+            try server.parts.desk.start(session: blankIsNil(body.session), take: blankIsNil(body.take), plan: plan)
+        } catch let e as TapedeckError { throw APIError(e) }
+        return try WebServer.json(server.live.snapshot(), status: .accepted)
+    }
+
+    /// `POST /api/stop`: stops the recording. - Thread: main actor. Never blocks.
+    @MainActor func stop(_ request: Request, context: Context) async throws -> Response {
+        guard server.parts.desk.isRecording else {
+            throw APIError(.conflict, "not-recording", "Nothing is recording, so there is nothing to stop.")
+        }
+        server.parts.desk.stop()
+        return try WebServer.json(server.live.snapshot(), status: .accepted)
+    }
+
+    /// `POST /api/split`: ends the take and begins the next. - Thread: main actor. Never blocks.
+    @MainActor func split(_ request: Request, context: Context) async throws -> Response {
+        do { try server.parts.desk.split() } catch let e as TapedeckError {
+            throw APIError(.conflict, "not-recording", e.message)
+        }
+        return try WebServer.json(server.live.snapshot(), status: .accepted)
+    }
+
+    /// `POST /api/markers`: sets a marker. - Thread: main actor. Never blocks.
+    @MainActor func mark(_ request: Request, context: Context) async throws -> Response {
+        let body = try await WebServer.decode(WebServer.MarkRequest.self, request, context: context, keys: ["label"], example: #"{"label": "chorus"}"#)
+        let label = body.label ?? ""
+        guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.contains("\n") else {
+            throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes.")
+        }
+        do { try server.parts.desk.mark(label: label) } catch let e as TapedeckError {
+            throw APIError(.conflict, "not-recording", e.message)
+        }
+        return try WebServer.json(server.live.snapshot(), status: .accepted)
+    }
+}
+
+/// `/api/sessions` and `/api/sessions/{id}`.
+struct SessionsController: Sendable {
+    typealias Context = ServerContext
+    let server: WebServer
+
+    /// - Thread: main actor.
+    @MainActor var endpoints: RouteCollection<Context> {
+        RouteCollection(context: Context.self)
+            .get("sessions", use: self.list)
+            .get("sessions/:id", use: self.get)
+            .patch("sessions/:id", use: self.rename)
+            .delete("sessions/:id", use: self.delete)
+    }
+
+    /// `GET /api/sessions`: a page of sessions, newest first. - Thread: main actor; suspends
+    /// while the library is read.
+    @MainActor func list(_ request: Request, context: Context) async throws -> Response {
+        let (offset, limit) = try WebServer.paging(request)
+        let all = try await server.library.sessions()
+        let newest = all.reversed().dropFirst(offset).prefix(limit)
+        return try WebServer.json(WebServer.SessionPage(total: all.count, offset: offset, sessions: newest.map {
+            WebServer.SessionSummary(id: $0.id, shortID: $0.shortID, name: $0.name, createdAt: $0.createdAt, takeCount: $0.takes.count,
+                                     seconds: $0.takes.reduce(0) { $0 + $1.seconds })
+        }))
+    }
+
+    /// `GET /api/sessions/{id}`: a session and a page of its takes. - Thread: main actor;
+    /// suspends while the library is read.
+    @MainActor func get(_ request: Request, context: Context) async throws -> Response {
+        let s = try await server.library.session(context.parameters.require("id"))
+        let (offset, limit) = try WebServer.paging(request)
+        let storage = server.parts.store.storage
+        let files = storage.audioFiles(of: s)
+        return try WebServer.json(WebServer.SessionTakes(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt, total: s.takes.count,
+                                                         offset: offset, takes: s.takes.dropFirst(offset).prefix(limit).map {
+                                                             TakeJSON($0, session: s, file: files[$0.id])
+                                                         }))
+    }
+
+    /// `PATCH /api/sessions/{id}`: renames a session. - Thread: main actor; suspends while the
+    /// library changes.
+    @MainActor func rename(_ request: Request, context: Context) async throws -> Response {
+        let s = try await server.library.session(context.parameters.require("id"))
+        let body = try await WebServer.decode(WebServer.SessionChange.self, request, context: context, keys: ["name"], example: #"{"name": "New name"}"#)
+        try await server.library.change { try await server.parts.store.rename(.session(s), to: body.name) }
+        let renamed = try await server.library.session(s.id)
+        return try WebServer.json(WebServer.SessionSummary(id: renamed.id, shortID: renamed.shortID, name: renamed.name, createdAt: renamed.createdAt,
+                                                           takeCount: renamed.takes.count, seconds: renamed.takes.reduce(0) { $0 + $1.seconds }))
+    }
+
+    /// `DELETE /api/sessions/{id}`: deletes a session and its takes. - Thread: main actor;
+    /// suspends while the library changes.
+    @MainActor func delete(_ request: Request, context: Context) async throws -> Response {
+        let s = try await server.library.session(context.parameters.require("id"))
+        if s.takes.contains(where: { $0.state == .recording }) {
+            throw APIError(.conflict, "busy", "Session \"\(s.name)\" has a take being recorded. Stop the recording first.")
+        }
+        try await server.library.change { try await server.parts.store.delete(.session(s)) }
+        for t in s.takes { server.parts.waveforms.forget(t.id) }
+        return Response(status: .noContent)
+    }
+}
+
+/// `/api/takes/{id}`, its audio, its download and its waveform.
+struct TakesController: Sendable {
+    typealias Context = ServerContext
+    let server: WebServer
+
+    /// - Thread: main actor.
+    @MainActor var endpoints: RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+            .get("takes/:id", use: self.get)
+            .patch("takes/:id", use: self.change)
+            .delete("takes/:id", use: self.delete)
+        for method in [HTTPRequest.Method.get, .head] {
+            routes.on("takes/:id/audio", method: method, use: self.audio)
+            routes.on("takes/:id/download", method: method, use: self.download)
+        }
+        return routes
+            .get("takes/:id/waveform", use: self.waveform)
+            .get("takes/:id/waveform.png", use: self.waveformPicture)
+    }
+
+    /// `GET /api/takes/{id}`. - Thread: main actor; suspends while the library is read.
+    @MainActor func get(_ request: Request, context: Context) async throws -> Response {
+        let (t, s) = try await server.library.take(context.parameters.require("id"))
+        return try WebServer.json(TakeJSON(t, session: s, url: try? server.parts.store.storage.audioURL(for: t)))
+    }
+
+    /// `PATCH /api/takes/{id}`: renames a take and/or changes its notes. - Thread: main actor;
+    /// suspends while the library changes.
+    @MainActor func change(_ request: Request, context: Context) async throws -> Response {
+        var (t, s) = try await server.library.take(context.parameters.require("id"))
+        let body = try await WebServer.decode(WebServer.TakeChange.self, request, context: context, keys: ["name", "notes"],
+                                              example: #"{"name": "Verse 2", "notes": "keeper"}"#)
+        guard body.name != nil || body.notes != nil else {
+            throw APIError(.badRequest, "invalid-argument", #"Say what to change: {"name": "…"} and/or {"notes": "…"}."#)
+        }
+        if let name = body.name, name != t.name {
+            try await server.library.change { try await server.parts.store.rename(.take(t, in: s), to: name) }
+            (t, s) = try await server.library.take(t.id)
+        }
+        if let notes = body.notes, notes != t.notes {
+            var annotations = t.annotations
+            annotations.notes = notes
+            let current = t
+            t = try await server.library.change { try await server.parts.store.annotate(current, annotations) }
+        }
+        return try WebServer.json(TakeJSON(t, session: s, url: try? server.parts.store.storage.audioURL(for: t)))
+    }
+
+    /// `DELETE /api/takes/{id}`. - Thread: main actor; suspends while the library changes.
+    @MainActor func delete(_ request: Request, context: Context) async throws -> Response {
+        let (t, s) = try await server.library.take(context.parameters.require("id"))
+        guard t.state != .recording else {
+            throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Stop the recording first.")
+        }
+        try await server.library.change { try await server.parts.store.delete(.take(t, in: s)) }
+        server.parts.waveforms.forget(t.id)
+        return Response(status: .noContent)
+    }
+
+    /// `GET`/`HEAD /api/takes/{id}/audio`: the take's file, for playing. - Thread: main actor;
+    /// the file is read as the response is written.
+    @MainActor func audio(_ request: Request, context: Context) async throws -> Response {
+        let (t, _) = try await server.library.take(context.parameters.require("id"))
+        return try FileResponse.make(try server.audioURL(t), mediaType: server.mediaType(t.encoding), request: request, head: request.method == .head)
+    }
+
+    /// `GET`/`HEAD /api/takes/{id}/download`: the take's file as an attachment named as an
+    /// export would be. - Thread: main actor; the file is read as the response is written.
+    @MainActor func download(_ request: Request, context: Context) async throws -> Response {
+        let (t, s) = try await server.library.take(context.parameters.require("id"))
+        let url = try server.audioURL(t)
+        let name = ExportItem(take: t, session: s).fileName(extension: url.pathExtension)
+        return try FileResponse.make(url, mediaType: server.mediaType(t.encoding), request: request, download: name, head: request.method == .head)
+    }
+
+    /// `GET /api/takes/{id}/waveform`: the overview as JSON or audiowaveform's `.dat`.
+    /// - Thread: main actor; suspends while peaks are read or decoded off it.
+    @MainActor func waveform(_ request: Request, context: Context) async throws -> Response {
+        let (t, _) = try await server.library.take(context.parameters.require("id"))
+        let format = request.uri.queryParameters.get("format") ?? "json"
+        guard format == "json" || format == "dat" else {
+            throw APIError(.badRequest, "invalid-argument", "format=\(format.prefix(32)): give json (the default) or dat (audiowaveform's binary peaks).")
+        }
+        let peaks = try await server.peaks(of: t)
+        if format == "dat" {
+            return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=60"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: peaks.datFile)))
+        }
+        return try WebServer.json(WebServer.WaveformJSON(takeID: t.id, sampleRate: peaks.sampleRate, framesPerPoint: peaks.framesPerPoint,
+                                                         min: peaks.minimums, max: peaks.maximums))
+    }
+
+    /// `GET /api/takes/{id}/waveform.png`: the overview drawn. - Thread: main actor; suspends
+    /// while it is drawn off it.
+    @MainActor func waveformPicture(_ request: Request, context: Context) async throws -> Response {
+        let (t, _) = try await server.library.take(context.parameters.require("id"))
+        let image = WaveformImage(width: try WebServer.number(request, "width", in: WebServer.pictureWidths, fallback: 1200),
+                                  height: try WebServer.number(request, "height", in: WebServer.pictureHeights, fallback: 240))
+        let peaks = try await server.peaks(of: t)
+        let png = try await OffMain.run(on: OffMain.decoding) { try image.png(of: peaks) }
+        return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=60"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: png)))
+    }
+}
+
+/// `/api/takes/{id}/exports` and `/api/exports/{id}`: export jobs and their files.
+struct ExportsController: Sendable {
+    typealias Context = ServerContext
+    let server: WebServer
+
+    /// - Thread: main actor.
+    @MainActor var endpoints: RouteCollection<Context> {
+        RouteCollection(context: Context.self)
+            .post("takes/:id/exports", use: self.create)
+            .get("exports/:id", use: self.get)
+            .get("exports/:id/file", use: self.file)
+    }
+
+    /// `POST /api/takes/{id}/exports`: starts exporting a take. - Thread: main actor; the export
+    /// runs off it.
+    @MainActor func create(_ request: Request, context: Context) async throws -> Response {
+        let (t, s) = try await server.library.take(context.parameters.require("id"))
+        guard t.state != .recording else {
+            throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Export it when the recording has stopped.")
+        }
+        let body = try await WebServer.decode(WebServer.ExportRequest.self, request, context: context, keys: ["format"], example: #"{"format": "…"}"#)
+        let job = try server.exports.start(take: t, session: s, format: body.format ?? server.parts.defaultExportFormat)
+        return try WebServer.json(server.status(job), status: .accepted)
+    }
+
+    /// `GET /api/exports/{id}`: an export's state. - Thread: main actor. Never blocks.
+    @MainActor func get(_ request: Request, context: Context) async throws -> Response {
+        guard let job = server.exports.job(try context.parameters.require("id")) else {
+            throw APIError(.notFound, "not-found", "No export has that id (exports are kept for \(Int(ExportJobs.keepSeconds / 60)) minutes after they finish).")
+        }
+        return try WebServer.json(server.status(job))
+    }
+
+    /// `GET /api/exports/{id}/file`: a finished export's file. - Thread: main actor; the file is
+    /// read as the response is written.
+    @MainActor func file(_ request: Request, context: Context) async throws -> Response {
+        guard let job = server.exports.job(try context.parameters.require("id")), let file = job.file, let name = job.downloadName else {
+            throw APIError(.notFound, "not-found", "No finished export has that id. Ask for its state with GET /api/exports/{id}.")
+        }
+        return try FileResponse.make(file, mediaType: server.mediaType(job.format), request: request, download: name)
+    }
+}
