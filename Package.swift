@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "TapedeckApp", targets: ["TapedeckApp"]),
         .library(name: "TapedeckServer", targets: ["TapedeckServer"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
+        .library(name: "TapedeckServerAssembly", targets: ["TapedeckServerAssembly"]),
         .library(name: "TapedeckS3", targets: ["TapedeckS3"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
@@ -239,7 +240,7 @@ let package = Package(
         .testTarget(
             name: "TapedeckServerTests",
             dependencies: [
-                "TapedeckServer", "TapedeckAssembly", "TapedeckTesting",
+                "TapedeckServer", "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -256,10 +257,17 @@ let package = Package(
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 .target(name: "TapedeckJACK", condition: .when(traits: ["JACK"])),
                 .target(name: "TapedeckPipeWire", condition: .when(traits: ["PipeWire"])),
-                "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckServer", "TapedeckS3",
+                "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckS3",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The composition root's part for `tapedeck serve` (the web server over a Studio): apart,
+        // so that only the command line and the server's tests link Hummingbird.
+        .target(
+            name: "TapedeckServerAssembly",
+            dependencies: ["TapedeckAssembly", "TapedeckServer", "TapedeckApp", "TapedeckCore"],
             swiftSettings: swiftSettings
         ),
 
@@ -280,7 +288,7 @@ let package = Package(
         .executableTarget(
             name: "tapedeck",
             dependencies: [
-                "TapedeckAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals",
+                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

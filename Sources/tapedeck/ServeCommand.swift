@@ -4,6 +4,7 @@ import TapedeckAssembly
 import TapedeckApp
 import TapedeckCore
 import TapedeckServer
+import TapedeckServerAssembly
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -9,6 +9,7 @@ import NIOCore
 import Testing
 import TapedeckApp
 import TapedeckAssembly
+import TapedeckServerAssembly
 import TapedeckCore
 @testable import TapedeckServer
 

@@ -1,16 +1,14 @@
 public import Foundation
-public import TapedeckApp
+import TapedeckApp
+public import TapedeckAssembly
 import TapedeckCore
 public import TapedeckServer
 
-/// The parts of the graph `tapedeck serve` and `tapedeck waveform` need.
+/// `tapedeck serve`'s part of the composition root: the web server over a ``Studio``. A module of
+/// its own so that the web and HTTP stack (Hummingbird, its WebSocket module, the service
+/// lifecycle) is linked only by what serves the page: the command line and the server's tests,
+/// not the composition root's other users (the fuzz targets among them).
 extension Studio {
-    /// Waveform overviews, kept in the user's cache folder (``UserPaths/waveformFolder``).
-    /// - Thread: main actor. Never blocks.
-    public func makeWaveforms() -> TakeWaveforms {
-        TakeWaveforms(folder: paths.waveformFolder, decoders: decoders)
-    }
-
     /// The web server over this studio's store and a recording desk whose recorders are made
     /// here (``makeRecorder(encoder:)``).
     /// - Parameters:
@@ -34,20 +32,4 @@ extension Studio {
             version: TapedeckVersion.string, logger: logger)
         return WebServer(parts: parts, options: options, token: token, exportFolder: exportFolder)
     }
-
-    /// The doctor of the configured store (`tapedeck doctor`, the server's findings).
-    /// - Throws: `.configuration` for a store that cannot be examined, saying which can.
-    /// - Thread: main actor. Never blocks.
-    public func makeDoctor() throws -> LibraryDoctor {
-        guard let storage = store.storage as? any LibraryMaintenance else {
-            let configured = configuration.storage.plugin ?? "configured"
-            let others = catalog.storage.map(\.name).filter { $0 != configured }.joined(separator: ", ")
-            throw TapedeckError(.configuration, "The \(configured) storage backend cannot be examined by doctor. Examine a library of another store instead (\(others): --set storage.backend=NAME).")
-        }
-        return LibraryDoctor(storage: storage, encoders: encoders, decoders: decoders)
-    }
-
-    /// Where `tapedeck serve` keeps its token unless `--token-file` says otherwise.
-    /// - Thread: any. Never blocks.
-    public nonisolated var defaultServeTokenFile: URL { paths.serveTokenFile }
 }
