@@ -11,8 +11,10 @@ import Glibc
 
 /// Signed HTTP requests to one bucket of an S3-compatible server, over async-http-client:
 /// path-style or virtual-host addressing, TLS when the endpoint is https, SigV4 on every
-/// request, and a retry with back-off for what a retry can cure (connection failures, 500,
-/// 503). Every method is async, runs on any task and never blocks a thread.
+/// request, and a retry for what a retry can cure (429, 5xx but 501, connection failures and
+/// timeouts; never a cancellation) with exponential back-off, full jitter and `Retry-After`
+/// honoured (``S3RetryPolicy``). Every method is async, runs on any task and never blocks a
+/// thread: the waits between attempts are `Task.sleep`, the I/O is NIO's event loops'.
 final class S3Client: Sendable {
     /// One answer: its status, headers and (for requests that read it) body.
     struct Response: Sendable {
@@ -34,9 +36,13 @@ final class S3Client: Sendable {
     /// The endpoint as written, for messages.
     let endpoint: String
     let logger: Logger
+    /// When a request is sent again, and after how long.
+    let retry: S3RetryPolicy
 
     /// - Throws: `.configuration` when the endpoint is not an http(s) URL with a host.
-    init(endpoint: String, bucket: String, region: String, pathStyle: Bool, credentials: S3Credentials, logger: Logger, endpointKey: String) throws {
+    /// - Thread: any. Does not block (no connection is made here).
+    init(endpoint: String, bucket: String, region: String, pathStyle: Bool, credentials: S3Credentials, logger: Logger, endpointKey: String,
+         retry: S3RetryPolicy = .standard) throws {
         guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let hostName = url.host, !hostName.isEmpty, url.path.isEmpty || url.path == "/", url.query == nil else {
             throw TapedeckError(.configuration, "\(endpointKey): \"\(endpoint)\" is not a server address. Write it as http://HOST:PORT or https://HOST (no bucket or path).")
@@ -48,6 +54,7 @@ final class S3Client: Sendable {
         self.bucket = bucket
         self.endpoint = endpoint
         self.logger = logger
+        self.retry = retry
         signer = SigV4Signer(credentials: credentials, region: region)
         var configuration = HTTPClient.Configuration()
         // No deadline for a whole request (a part at --limit-rate may take long); a connection
@@ -55,54 +62,76 @@ final class S3Client: Sendable {
         configuration.timeout = .init(connect: .seconds(15), read: .seconds(120), write: .seconds(120))
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .disallow
-        // A refused connection fails at once; this client's own retry (with back-off) decides
+        // A refused connection fails at once; this client's own retry (S3RetryPolicy) decides
         // whether to try again, so a wrong address is said in seconds, not after the timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
+    /// - Thread: any task. Suspends until the client's connections are closed.
     func shutdown() async {
         try? await http.shutdown()
     }
 
     /// Sends one signed request for `key` (a path under the bucket; empty for the bucket) and
-    /// returns the answer, its body read up to `limit` bytes. Statuses are the caller's to judge.
+    /// returns the answer, its body read up to `limit` bytes. Statuses are the caller's to judge,
+    /// after the retries: an answer the policy retries (429, 5xx but 501) is returned only when
+    /// the attempts are used up.
     /// - Parameters:
-    ///   - payloadHash: the body's SHA-256 in hex; computed here when `nil`.
+    ///   - payloadHash: the body's SHA-256 in hex; computed here when `nil` (for small bodies:
+    ///     it is hashed on the calling task).
     ///   - pace: called before each 256 KiB of the body is sent (the rate limit), when given.
     ///   - sending: called as the body is sent, with the bytes of it handed to the connection so
     ///     far (from 0 again if the request is sent again), when given.
+    /// - Throws: `CancellationError` when the task is cancelled (never retried); `.remoteUnavailable`
+    ///   when the server cannot be reached after the attempts; a `TapedeckError` from `pace` as it is.
+    /// - Thread: any task. Never blocks: it suspends while the request is under way and between
+    ///   attempts.
     func send(_ method: HTTPMethod, key: String, query: [(String, String)] = [], headers extra: [(String, String)] = [],
               body: ByteBuffer? = nil, payloadHash: String? = nil, limit: Int = 1 << 20,
               pace: (@Sendable (Int) async throws -> Void)? = nil, sending: (@Sendable (Int) -> Void)? = nil) async throws -> Response {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                let response = try await sendOnce(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, limit: limit,
-                                                  pace: pace, sending: sending)
-                if (response.status == 500 || response.status == 503) && attempt < 4 {
-                    try await Task.sleep(for: .milliseconds(250 << attempt))
-                    continue
-                }
-                return response
-            } catch let error as TapedeckError {
-                throw error
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                // Connection refused and other channel errors come from NIO itself.
-                let retryable = (error as? HTTPClientError).map(Self.isRetryable) ?? true
-                guard retryable && attempt < 4 else { throw unavailable(error) }
-                logger.debug("S3 request failed, trying again", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
-                try await Task.sleep(for: .milliseconds(250 << attempt))
-            }
+        try await withRetries(method, key, status: { $0.status }, headers: { $0.headers }) {
+            try await sendOnce(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, limit: limit,
+                               pace: pace, sending: sending)
         }
     }
 
-    private static func isRetryable(_ error: HTTPClientError) -> Bool {
-        error == .remoteConnectionClosed || error == .readTimeout || error == .connectTimeout || error == .deadlineExceeded
-            || error == .writeTimeout || error == .cancelled || error == .getConnectionFromPoolTimeout
+    /// Runs `once` (one attempt of `method` on `key`) again while the policy says so: after an
+    /// answer whose status it retries, or an error it retries, waiting the policy's time first.
+    /// Each retry is logged at debug. `discard` lets go of an answer that is not returned.
+    /// - Throws: `CancellationError` once the task is cancelled, whatever the attempt ended with.
+    /// - Thread: any task; never blocks.
+    private func withRetries<Answer>(_ method: HTTPMethod, _ key: String, status: (Answer) -> Int, headers: (Answer) -> HTTPHeaders,
+                                     discard: (Answer) async -> Void = { _ in }, _ once: () async throws -> Answer) async throws -> Answer {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let wait: Duration
+            do {
+                let answer = try await once()
+                let code = status(answer)
+                let retryAfter = headers(answer).first(name: "retry-after")
+                guard let delay = retry.delay(afterAttempt: attempt, status: code, retryAfter: retryAfter) else { return answer }
+                await discard(answer)
+                try Task.checkCancellation()
+                logger.debug("S3 server answered \(code), trying again", metadata: [
+                    "request": "\(method.rawValue) \(key)", "attempt": "\(attempt)", "retry-after": "\(retryAfter ?? "-")", "wait": "\(delay)",
+                ])
+                wait = delay
+            } catch let error as TapedeckError {
+                throw error
+            } catch {
+                // A cancelled task ends here, whatever the cancellation surfaced as (CancellationError,
+                // HTTPClientError.cancelled, a closed channel): it is never sent again.
+                if Task.isCancelled || S3RetryPolicy.isCancellation(error) { throw CancellationError() }
+                guard let delay = retry.delay(afterAttempt: attempt, error: error) else { throw unavailable(error) }
+                logger.debug("S3 request failed, trying again", metadata: [
+                    "request": "\(method.rawValue) \(key)", "error": "\(error)", "attempt": "\(attempt)", "wait": "\(delay)",
+                ])
+                wait = delay
+            }
+            try await Task.sleep(for: wait)
+        }
     }
 
     private func unavailable(_ error: any Error) -> TapedeckError {
@@ -120,11 +149,15 @@ final class S3Client: Sendable {
         }
     }
 
-    /// A signed GET of `key` whose body the caller reads as it arrives (downloads).
+    /// A signed GET of `key` whose body the caller reads as it arrives (downloads). Retried like
+    /// ``send(_:key:query:headers:body:payloadHash:limit:pace:sending:)`` until an answer starts;
+    /// a body that breaks off later is the caller's to handle.
+    /// - Thread: any task; never blocks.
     func stream(_ key: String) async throws -> HTTPClientResponse {
-        let request = makeRequest(.GET, key: key, query: [], headers: [], body: nil, payloadHash: nil, pace: nil, sending: nil)
-        do { return try await http.execute(request, timeout: .hours(6), logger: logger) } catch let e as TapedeckError { throw e } catch {
-            throw unavailable(error)
+        try await withRetries(.GET, key, status: { Int($0.status.code) }, headers: { $0.headers },
+                              discard: { response in _ = try? await response.body.collect(upTo: 65536) }) {
+            let request = makeRequest(.GET, key: key, query: [], headers: [], body: nil, payloadHash: nil, pace: nil, sending: nil)
+            return try await http.execute(request, timeout: .hours(6), logger: logger)
         }
     }
 

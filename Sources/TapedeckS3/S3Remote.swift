@@ -12,14 +12,16 @@ import Glibc
 /// Takes on S3-compatible object storage: a file up to one part goes up in one `PUT`, larger
 /// ones as a multipart upload whose parts (each with its MD5 and SHA-256, both checked by the
 /// server) are read in order and sent a few at a time, memory bounded by concurrency × part
-/// size. An interrupted upload resumes from `ListParts`, keeping the parts whose ETag is the MD5
+/// size; each part is read and hashed off Swift's cooperative pool (``LocalFile``), and every
+/// request is retried as ``S3RetryPolicy`` says. An interrupted upload resumes from `ListParts`, keeping the parts whose ETag is the MD5
 /// of the file's bytes there. Every write is conditional (`If-None-Match: *`) where the server
 /// honours it, after a `HEAD` where it may not. Verification compares the size and the
 /// server's checksum: `x-amz-checksum-sha256` when the server keeps one, else the ETag (the
 /// MD5, or the MD5 of the parts' MD5s) computed from the file again.
 ///
-/// Every member is async, runs on any task and never blocks a thread for long (file reads are
-/// at most one part).
+/// Every member is async, runs on any task and never blocks a thread of the cooperative pool:
+/// file reads and hashing run on a dispatch queue, network I/O on NIO's event loops. (A download
+/// writes each chunk it receives with `write(2)` on the task, a short call into the page cache.)
 public final class S3Remote: TakeRemote {
     public let name = "s3"
     public let location: String
@@ -223,21 +225,20 @@ public final class S3Remote: TakeRemote {
 
     private func uploadWhole(_ local: LocalFile, key: RemoteKey, pace: (@Sendable (Int) async throws -> Void)?,
                              progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
-        let bytes = try local.readBuffer(at: 0, count: Int(local.size))
-        let (sha, md5) = bytes.withUnsafeReadableBytes { (SHA256.hash(data: $0), Insecure.MD5.hash(data: $0)) }
-        let shaHex = SigV4Signer.hex(sha)
-        let md5Hex = SigV4Signer.hex(md5)
+        let part = try await local.readPart(at: 0, count: Int(local.size))
+        let shaHex = part.sha256Hex
+        let md5Hex = part.md5Hex
         let response = try await client.send(.PUT, key: full(key), headers: [
             ("if-none-match", "*"),
-            ("content-md5", Data(md5).base64EncodedString()),
-            ("x-amz-checksum-sha256", Data(sha).base64EncodedString()),
+            ("content-md5", part.md5.base64EncodedString()),
+            ("x-amz-checksum-sha256", part.sha256.base64EncodedString()),
             ("x-amz-meta-sha256", shaHex),
-        ], body: bytes, payloadHash: shaHex, pace: pace, sending: { progress(Int64($0)) })
+        ], body: part.bytes, payloadHash: shaHex, pace: pace, sending: { progress(Int64($0)) })
         if response.status == 412 || response.status == 409 {
             throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
         }
         guard (200..<300).contains(response.status) else { throw client.failure(response, "write \(key)") }
-        remember(key, local, LocalFile.Digest(sha256: shaHex, sha256Base64: Data(sha).base64EncodedString(), md5: md5Hex, partMD5s: [md5Hex],
+        remember(key, local, LocalFile.Digest(sha256: shaHex, sha256Base64: part.sha256.base64EncodedString(), md5: md5Hex, partMD5s: [md5Hex],
                                               multipartETag: ""))
         progress(local.size)
         return ContentDigest(size: local.size, sha256: shaHex)
@@ -269,8 +270,7 @@ public final class S3Remote: TakeRemote {
         }
         guard let uploadID else { throw TapedeckError(.internalError, "No upload id.") }
         let count = max(1, Int((local.size + Int64(partSize) - 1) / Int64(partSize)))
-        var hasher = SHA256()
-        var wholeMD5 = Insecure.MD5()
+        let whole = LocalFile.RunningDigest()
         var etags = [String](repeating: "", count: count)
         let sent = SentBytes()
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
@@ -278,16 +278,13 @@ public final class S3Remote: TakeRemote {
             for index in 0..<count {
                 let offset = Int64(index) * Int64(partSize)
                 let length = Int(min(Int64(partSize), local.size - offset))
-                let bytes = try local.readBuffer(at: offset, count: length)
-                // The whole file's SHA-256 (for the manifest) and MD5 (some servers' ETag for a
-                // multipart object), computed here while the parts before this one are sent.
-                bytes.withUnsafeReadableBytes {
-                    hasher.update(bufferPointer: $0)
-                    wholeMD5.update(bufferPointer: $0)
-                }
+                // Read and hashed off the cooperative pool while the parts before this one are sent;
+                // fed in order to the whole file's SHA-256 (for the manifest) and MD5 (some
+                // servers' ETag for a multipart object). At most `concurrency` parts are in flight
+                // and one more is read, so memory stays bounded.
+                let part = try await local.readPart(at: offset, count: length, feeding: whole)
                 let number = index + 1
-                if let there = existing[number], there.size == Int64(length),
-                   there.etag.lowercased() == bytes.withUnsafeReadableBytes({ SigV4Signer.hex(Insecure.MD5.hash(data: $0)) }) {
+                if let there = existing[number], there.size == Int64(length), there.etag.lowercased() == part.md5Hex {
                     etags[index] = there.etag.lowercased()
                     progress(sent.set(part: index, Int64(length)))
                     continue
@@ -299,11 +296,10 @@ public final class S3Remote: TakeRemote {
                 inFlight += 1
                 group.addTask { [client, full = full(key)] in
                     // Each part carries its own MD5 and SHA-256; the server checks both.
-                    let (md5, partSHA) = bytes.withUnsafeReadableBytes { (Insecure.MD5.hash(data: $0), SigV4Signer.hex(SHA256.hash(data: $0))) }
-                    let md5Hex = SigV4Signer.hex(md5)
+                    let md5Hex = part.md5Hex
                     let response = try await client.send(.PUT, key: full, query: [("partNumber", String(number)), ("uploadId", uploadID)], headers: [
-                        ("content-md5", Data(md5).base64EncodedString()),
-                    ], body: bytes, payloadHash: partSHA, pace: pace, sending: { progress(sent.set(part: index, Int64($0))) })
+                        ("content-md5", part.md5.base64EncodedString()),
+                    ], body: part.bytes, payloadHash: part.sha256Hex, pace: pace, sending: { progress(sent.set(part: index, Int64($0))) })
                     if response.status == 404 {
                         throw TapedeckError(.remoteUnavailable, "The upload of \(key) was abandoned on the server (NoSuchUpload). Run push again to start it anew.")
                     }
@@ -318,7 +314,7 @@ public final class S3Remote: TakeRemote {
             }
             while let (done, etag) = try await group.next() { etags[done] = etag }
         }
-        let shaDigest = hasher.finalize()
+        let (shaDigest, md5Digest) = whole.finalize()
         let sha256 = SigV4Signer.hex(shaDigest)
         let document = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\"\($0.element)\"</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
         let response = try await client.send(.POST, key: full(key), query: [("uploadId", uploadID)], headers: [("if-none-match", "*")],
@@ -337,7 +333,7 @@ public final class S3Remote: TakeRemote {
                 i = j
             }
         }
-        remember(key, local, LocalFile.Digest(sha256: sha256, sha256Base64: Data(shaDigest).base64EncodedString(), md5: SigV4Signer.hex(wholeMD5.finalize()), partMD5s: etags,
+        remember(key, local, LocalFile.Digest(sha256: sha256, sha256Base64: Data(shaDigest).base64EncodedString(), md5: SigV4Signer.hex(md5Digest), partMD5s: etags,
                                               multipartETag: SigV4Signer.hex(Insecure.MD5.hash(data: concatenated)) + "-\(etags.count)"))
         return ContentDigest(size: local.size, sha256: sha256)
     }
