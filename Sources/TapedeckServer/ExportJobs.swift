@@ -56,10 +56,7 @@ final class ExportJobs {
         let id = UUID().uuidString.lowercased()
         let jobFolder = folder.appendingPathComponent(id)
         try FileManager.default.createDirectory(at: jobFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var conversion: SampleFormat?
-        if take.format.sampleFormat.isFloat, (try? encoder.validate(AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: .f32))) == nil {
-            conversion = .s24
-        }
+        let conversion = ExportPolicy.sampleFormat(for: [take], encoder: encoder)
         let exporter = parts.makeExporter()
         jobs[id] = Job(id: id, takeID: take.id, format: format, state: "running", exporter: exporter)
         Task {
