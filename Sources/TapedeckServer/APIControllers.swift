@@ -9,6 +9,12 @@ import Foundation
 // by ``WebServer/addAPI(to:)``. Each controller is a value holding the server; its handlers run
 // on the main actor (the library and recorder live there) unless they say otherwise, and never
 // block it: files are read and pictures drawn off the main actor.
+//
+// Handlers read bodies with `request.decode(as:context:)` and return values the request
+// context's encoder writes (ServerContext, APICoding.swift); every failure they throw becomes a
+// response in one place, ``APIErrorMiddleware``. A handler that answers 202 returns an
+// `EditedResponse`, which is not `Sendable`: it hands it over (`sending`) from the main actor,
+// so its route calls it from a closure rather than naming it.
 
 /// `/api/health`, `/api/openapi.yaml`, `/api/state` and `/api/doctor`.
 struct SystemController: Sendable {
@@ -25,8 +31,8 @@ struct SystemController: Sendable {
     }
 
     /// `GET /api/health`. - Thread: main actor. Never blocks.
-    @MainActor func health(_ request: Request, context: Context) async throws -> Response {
-        try WebServer.json(WebServer.Health(version: server.parts.version, tokenRequired: server.token != nil))
+    @MainActor func health(_ request: Request, context: Context) async throws -> WebServer.Health {
+        WebServer.Health(version: server.parts.version, tokenRequired: server.token != nil)
     }
 
     /// `GET /api/openapi.yaml`: the API's contract. - Thread: any. Never blocks.
@@ -36,14 +42,14 @@ struct SystemController: Sendable {
     }
 
     /// `GET /api/state`: what the recorder is doing. - Thread: main actor. Never blocks.
-    @MainActor func state(_ request: Request, context: Context) async throws -> Response {
-        try WebServer.json(server.live.snapshot())
+    @MainActor func state(_ request: Request, context: Context) async throws -> LiveSnapshot {
+        server.live.snapshot()
     }
 
     /// `GET /api/doctor`: what `tapedeck doctor` finds. - Thread: main actor; suspends while the
     /// library is examined off it.
-    @MainActor func doctor(_ request: Request, context: Context) async throws -> Response {
-        try WebServer.json(WebServer.Findings(findings: try await server.doctorFindings()))
+    @MainActor func doctor(_ request: Request, context: Context) async throws -> WebServer.Findings {
+        WebServer.Findings(findings: try await server.doctorFindings())
     }
 }
 
@@ -55,16 +61,15 @@ struct RecordingController: Sendable {
     /// - Thread: main actor.
     @MainActor var endpoints: RouteCollection<Context> {
         RouteCollection(context: Context.self)
-            .post("record", use: self.record)
-            .post("stop", use: self.stop)
-            .post("split", use: self.split)
-            .post("markers", use: self.mark)
+            .post("record") { try await self.record($0, context: $1) }
+            .post("stop") { try await self.stop($0, context: $1) }
+            .post("split") { try await self.split($0, context: $1) }
+            .post("markers") { try await self.mark($0, context: $1) }
     }
 
     /// `POST /api/record`: starts a recording. - Thread: main actor. Never blocks.
-    @MainActor func record(_ request: Request, context: Context) async throws -> Response {
-        let body = try await WebServer.decode(WebServer.RecordRequest.self, request, context: context, keys: ["session", "take"],
-                                              example: #"{"session": "Rehearsal", "take": "Verse"}"#)
+    @MainActor func record(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
+        let body = try await request.decode(as: WebServer.RecordRequest.self, context: context)
         func blankIsNil(_ s: String?) -> String? {
             let t = s?.trimmingCharacters(in: .whitespaces)
             return t?.isEmpty == false ? t : nil
@@ -73,32 +78,33 @@ struct RecordingController: Sendable {
         // device delivered (as `record --split` makes them).
         var plan = RunPlan()
         plan.splitOnRequest = true
-        do {
-            try server.parts.desk.start(session: blankIsNil(body.session), take: blankIsNil(body.take), plan: plan)
-        } catch let e as TapedeckError { throw APIError(e) }
-        return try WebServer.json(server.live.snapshot(), status: .accepted)
+        try server.parts.desk.start(session: blankIsNil(body.session), take: blankIsNil(body.take), plan: plan)
+        return EditedResponse(status: .accepted, response: server.live.snapshot())
     }
 
     /// `POST /api/stop`: stops the recording. - Thread: main actor. Never blocks.
-    @MainActor func stop(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func stop(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
         guard server.parts.desk.isRecording else {
             throw APIError(.conflict, "not-recording", "Nothing is recording, so there is nothing to stop.")
         }
         server.parts.desk.stop()
-        return try WebServer.json(server.live.snapshot(), status: .accepted)
+        return EditedResponse(status: .accepted, response: server.live.snapshot())
     }
 
-    /// `POST /api/split`: ends the take and begins the next. - Thread: main actor. Never blocks.
-    @MainActor func split(_ request: Request, context: Context) async throws -> Response {
+    /// `POST /api/split`: ends the take and begins the next; with nothing recording, 409
+    /// `not-recording` (not the 404 the desk's `.notFound` stands for). - Thread: main actor.
+    /// Never blocks.
+    @MainActor func split(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
         do { try server.parts.desk.split() } catch let e as TapedeckError {
             throw APIError(.conflict, "not-recording", e.message)
         }
-        return try WebServer.json(server.live.snapshot(), status: .accepted)
+        return EditedResponse(status: .accepted, response: server.live.snapshot())
     }
 
-    /// `POST /api/markers`: sets a marker. - Thread: main actor. Never blocks.
-    @MainActor func mark(_ request: Request, context: Context) async throws -> Response {
-        let body = try await WebServer.decode(WebServer.MarkRequest.self, request, context: context, keys: ["label"], example: #"{"label": "chorus"}"#)
+    /// `POST /api/markers`: sets a marker; with nothing recording, 409 `not-recording` (as for
+    /// split). - Thread: main actor. Never blocks.
+    @MainActor func mark(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
+        let body = try await request.decode(as: WebServer.MarkRequest.self, context: context)
         let label = body.label ?? ""
         guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.contains("\n") else {
             throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes.")
@@ -106,7 +112,7 @@ struct RecordingController: Sendable {
         do { try server.parts.desk.mark(label: label) } catch let e as TapedeckError {
             throw APIError(.conflict, "not-recording", e.message)
         }
-        return try WebServer.json(server.live.snapshot(), status: .accepted)
+        return EditedResponse(status: .accepted, response: server.live.snapshot())
     }
 }
 
@@ -126,50 +132,45 @@ struct SessionsController: Sendable {
 
     /// `GET /api/sessions`: a page of sessions, newest first. - Thread: main actor; suspends
     /// while the library is read.
-    @MainActor func list(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func list(_ request: Request, context: Context) async throws -> WebServer.SessionPage {
         let (offset, limit) = try WebServer.paging(request)
         let all = try await server.library.sessions()
         let newest = all.reversed().dropFirst(offset).prefix(limit)
-        return try WebServer.json(WebServer.SessionPage(total: all.count, offset: offset, sessions: newest.map {
-            WebServer.SessionSummary(id: $0.id, shortID: $0.shortID, name: $0.name, createdAt: $0.createdAt, takeCount: $0.takes.count,
-                                     seconds: $0.takes.reduce(0) { $0 + $1.seconds })
-        }))
+        return WebServer.SessionPage(total: all.count, offset: offset, sessions: newest.map(WebServer.SessionSummary.init))
     }
 
     /// `GET /api/sessions/{id}`: a session and a page of its takes. - Thread: main actor;
     /// suspends while the library is read.
-    @MainActor func get(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func get(_ request: Request, context: Context) async throws -> WebServer.SessionTakes {
         let s = try await server.library.session(context.parameters.require("id"))
         let (offset, limit) = try WebServer.paging(request)
         let storage = server.parts.store.storage
         let files = storage.audioFiles(of: s)
-        return try WebServer.json(WebServer.SessionTakes(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt, total: s.takes.count,
-                                                         offset: offset, takes: s.takes.dropFirst(offset).prefix(limit).map {
-                                                             TakeJSON($0, session: s, file: files[$0.id])
-                                                         }))
+        return WebServer.SessionTakes(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt, total: s.takes.count, offset: offset,
+                                      takes: s.takes.dropFirst(offset).prefix(limit).map {
+                                          WebServer.TakeBody(take: $0, session: s, file: .known(files[$0.id]))
+                                      })
     }
 
     /// `PATCH /api/sessions/{id}`: renames a session. - Thread: main actor; suspends while the
     /// library changes.
-    @MainActor func rename(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func rename(_ request: Request, context: Context) async throws -> WebServer.SessionSummary {
         let s = try await server.library.session(context.parameters.require("id"))
-        let body = try await WebServer.decode(WebServer.SessionChange.self, request, context: context, keys: ["name"], example: #"{"name": "New name"}"#)
+        let body = try await request.decode(as: WebServer.SessionChange.self, context: context)
         try await server.library.change { try await server.parts.store.rename(.session(s), to: body.name) }
-        let renamed = try await server.library.session(s.id)
-        return try WebServer.json(WebServer.SessionSummary(id: renamed.id, shortID: renamed.shortID, name: renamed.name, createdAt: renamed.createdAt,
-                                                           takeCount: renamed.takes.count, seconds: renamed.takes.reduce(0) { $0 + $1.seconds }))
+        return WebServer.SessionSummary(try await server.library.session(s.id))
     }
 
     /// `DELETE /api/sessions/{id}`: deletes a session and its takes. - Thread: main actor;
     /// suspends while the library changes.
-    @MainActor func delete(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func delete(_ request: Request, context: Context) async throws -> HTTPResponse.Status {
         let s = try await server.library.session(context.parameters.require("id"))
         if s.takes.contains(where: { $0.state == .recording }) {
             throw APIError(.conflict, "busy", "Session \"\(s.name)\" has a take being recorded. Stop the recording first.")
         }
         try await server.library.change { try await server.parts.store.delete(.session(s)) }
         for t in s.takes { server.parts.waveforms.forget(t.id) }
-        return Response(status: .noContent)
+        return .noContent
     }
 }
 
@@ -194,17 +195,16 @@ struct TakesController: Sendable {
     }
 
     /// `GET /api/takes/{id}`. - Thread: main actor; suspends while the library is read.
-    @MainActor func get(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func get(_ request: Request, context: Context) async throws -> WebServer.TakeBody {
         let (t, s) = try await server.library.take(context.parameters.require("id"))
-        return try WebServer.json(TakeJSON(t, session: s, url: try? server.parts.store.storage.audioURL(for: t)))
+        return WebServer.TakeBody(take: t, session: s, file: .at(try? server.parts.store.storage.audioURL(for: t)))
     }
 
     /// `PATCH /api/takes/{id}`: renames a take and/or changes its notes. - Thread: main actor;
     /// suspends while the library changes.
-    @MainActor func change(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func change(_ request: Request, context: Context) async throws -> WebServer.TakeBody {
         var (t, s) = try await server.library.take(context.parameters.require("id"))
-        let body = try await WebServer.decode(WebServer.TakeChange.self, request, context: context, keys: ["name", "notes"],
-                                              example: #"{"name": "Verse 2", "notes": "keeper"}"#)
+        let body = try await request.decode(as: WebServer.TakeChange.self, context: context)
         guard body.name != nil || body.notes != nil else {
             throw APIError(.badRequest, "invalid-argument", #"Say what to change: {"name": "…"} and/or {"notes": "…"}."#)
         }
@@ -218,18 +218,18 @@ struct TakesController: Sendable {
             let current = t
             t = try await server.library.change { try await server.parts.store.annotate(current, annotations) }
         }
-        return try WebServer.json(TakeJSON(t, session: s, url: try? server.parts.store.storage.audioURL(for: t)))
+        return WebServer.TakeBody(take: t, session: s, file: .at(try? server.parts.store.storage.audioURL(for: t)))
     }
 
     /// `DELETE /api/takes/{id}`. - Thread: main actor; suspends while the library changes.
-    @MainActor func delete(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func delete(_ request: Request, context: Context) async throws -> HTTPResponse.Status {
         let (t, s) = try await server.library.take(context.parameters.require("id"))
         guard t.state != .recording else {
             throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Stop the recording first.")
         }
         try await server.library.change { try await server.parts.store.delete(.take(t, in: s)) }
         server.parts.waveforms.forget(t.id)
-        return Response(status: .noContent)
+        return .noContent
     }
 
     /// `GET`/`HEAD /api/takes/{id}/audio`: the take's file, for playing. - Thread: main actor;
@@ -261,8 +261,8 @@ struct TakesController: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=60"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: peaks.datFile)))
         }
-        return try WebServer.json(WebServer.WaveformJSON(takeID: t.id, sampleRate: peaks.sampleRate, framesPerPoint: peaks.framesPerPoint,
-                                                         min: peaks.minimums, max: peaks.maximums))
+        return try WebServer.WaveformJSON(takeID: t.id, sampleRate: peaks.sampleRate, framesPerPoint: peaks.framesPerPoint,
+                                          min: peaks.minimums, max: peaks.maximums).response(from: request, context: context)
     }
 
     /// `GET /api/takes/{id}/waveform.png`: the overview drawn. - Thread: main actor; suspends
@@ -286,29 +286,29 @@ struct ExportsController: Sendable {
     /// - Thread: main actor.
     @MainActor var endpoints: RouteCollection<Context> {
         RouteCollection(context: Context.self)
-            .post("takes/:id/exports", use: self.create)
+            .post("takes/:id/exports") { try await self.create($0, context: $1) }
             .get("exports/:id", use: self.get)
             .get("exports/:id/file", use: self.file)
     }
 
     /// `POST /api/takes/{id}/exports`: starts exporting a take. - Thread: main actor; the export
     /// runs off it.
-    @MainActor func create(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func create(_ request: Request, context: Context) async throws -> sending EditedResponse<WebServer.ExportStatus> {
         let (t, s) = try await server.library.take(context.parameters.require("id"))
         guard t.state != .recording else {
             throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Export it when the recording has stopped.")
         }
-        let body = try await WebServer.decode(WebServer.ExportRequest.self, request, context: context, keys: ["format"], example: #"{"format": "…"}"#)
+        let body = try await request.decode(as: WebServer.ExportRequest.self, context: context)
         let job = try server.exports.start(take: t, session: s, format: body.format ?? server.parts.defaultExportFormat)
-        return try WebServer.json(server.status(job), status: .accepted)
+        return EditedResponse(status: .accepted, response: server.status(job))
     }
 
     /// `GET /api/exports/{id}`: an export's state. - Thread: main actor. Never blocks.
-    @MainActor func get(_ request: Request, context: Context) async throws -> Response {
+    @MainActor func get(_ request: Request, context: Context) async throws -> WebServer.ExportStatus {
         guard let job = server.exports.job(try context.parameters.require("id")) else {
             throw APIError(.notFound, "not-found", "No export has that id (exports are kept for \(Int(ExportJobs.keepSeconds / 60)) minutes after they finish).")
         }
-        return try WebServer.json(server.status(job))
+        return server.status(job)
     }
 
     /// `GET /api/exports/{id}/file`: a finished export's file. - Thread: main actor; the file is

@@ -8,15 +8,20 @@ import Foundation
 /// when the server stops. Runs on the main actor; exports run on their own threads.
 @MainActor
 final class ExportJobs {
+    /// Where an export is (docs/openapi.yaml, `Export.state`). A plain value; any thread.
+    enum State: String, Codable, Sendable {
+        case running, done, failed
+    }
+
     struct Job: Sendable {
         var id: String
         var takeID: String
         var format: String
-        var state: String  // running, done, failed
+        var state: State
         var exporter: TakeExporter?
         /// Done so far, 0…1.
         @MainActor var progress: Double {
-            if state == "done" { return 1 }
+            if state == .done { return 1 }
             guard let p = exporter?.jobs.first?.progress, p.totalFrames > 0 else { return 0 }
             return min(1, Double(p.framesDone) / Double(p.totalFrames))
         }
@@ -48,36 +53,32 @@ final class ExportJobs {
         guard parts.exportFormats.contains(format) else {
             throw APIError(.badRequest, "invalid-argument", "Unknown export format \"\(format)\". Formats in this build: \(parts.exportFormats.joined(separator: ", ")).")
         }
-        guard jobs.values.filter({ $0.state == "running" }).count < Self.maxRunning else {
+        guard jobs.values.filter({ $0.state == .running }).count < Self.maxRunning else {
             throw APIError(.conflict, "busy", "\(Self.maxRunning) exports are running already. Wait for one to finish.")
         }
-        let encoder: any AudioEncoder
-        do { encoder = try parts.makeEncoder(format) } catch let e as TapedeckError { throw APIError(e) }
+        let encoder = try parts.makeEncoder(format)
         let id = UUID().uuidString.lowercased()
         let jobFolder = folder.appendingPathComponent(id)
         try FileManager.default.createDirectory(at: jobFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var conversion: SampleFormat?
-        if take.format.sampleFormat.isFloat, (try? encoder.validate(AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: .f32))) == nil {
-            conversion = .s24
-        }
+        let conversion = ExportPolicy.sampleFormat(for: [take], encoder: encoder)
         let exporter = parts.makeExporter()
-        jobs[id] = Job(id: id, takeID: take.id, format: format, state: "running", exporter: exporter)
+        jobs[id] = Job(id: id, takeID: take.id, format: format, state: .running, exporter: exporter)
         Task {
             let result = await exporter.export([ExportItem(take: take, session: session)], with: encoder, to: jobFolder,
                                                force: false, sampleFormat: conversion).first
             switch result {
             case .success(let report):
-                self.jobs[id]?.state = "done"
+                self.jobs[id]?.state = .done
                 self.jobs[id]?.report = report
                 self.jobs[id]?.file = URL(fileURLWithPath: report.output)
                 self.jobs[id]?.downloadName = URL(fileURLWithPath: report.output).lastPathComponent
             case .failure(let e):
-                self.jobs[id]?.state = "failed"
+                self.jobs[id]?.state = .failed
                 self.jobs[id]?.file = nil
                 self.jobs[id]?.error = e.message
                 try? FileManager.default.removeItem(at: jobFolder)
             case nil:
-                self.jobs[id]?.state = "failed"
+                self.jobs[id]?.state = .failed
                 self.jobs[id]?.error = "The export did not run."
             }
             self.jobs[id]?.finishedAt = Date()

@@ -70,15 +70,10 @@ final class LibraryView {
         return all[i]
     }
 
-    /// Runs a change through the store, then indexes the result.
+    /// Runs a change through the store, then indexes the result (also when the change failed:
+    /// part of it may have been made).
     func change<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            let result = try await body()
-            reindex()
-            return result
-        } catch let e as TapedeckError {
-            reindex()
-            throw APIError(e)
-        }
+        defer { reindex() }
+        return try await body()
     }
 }

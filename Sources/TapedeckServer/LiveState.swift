@@ -4,8 +4,23 @@ import Foundation
 import Synchronization
 
 /// What the page's live view shows, sent as JSON over the live socket and events stream and
-/// returned by `GET /api/state` (docs/openapi.yaml, `State`). A plain value.
+/// returned by `GET /api/state` (docs/openapi.yaml, `State`), written the same way both times
+/// (``APIResponseEncoder``). A plain value, as are its parts; any thread.
 public struct LiveSnapshot: Codable, Sendable, Hashable {
+    /// What the recorder is doing (docs/openapi.yaml, `State.phase`).
+    public enum Phase: String, Codable, Sendable, Hashable {
+        case idle, opening, recording, finishing
+
+        /// The phase of a recorder (`nil`: none records).
+        init(_ phase: TakeRecorder.Phase?) {
+            self = switch phase {
+            case nil: .idle
+            case .idle?, .opening?: .opening
+            case .recording?: .recording
+            case .finishing?, .finished?: .finishing
+            }
+        }
+    }
     public struct Channel: Codable, Sendable, Hashable {
         /// The meter's reading and peak-hold marker in dBFS (−90…0), with the terminal meter's ballistics.
         public var level: Double
@@ -23,8 +38,7 @@ public struct LiveSnapshot: Codable, Sendable, Hashable {
         public var failed: Bool
     }
     public var kind = "state"
-    /// idle, opening, recording or finishing.
-    public var phase: String
+    public var phase: Phase
     public var recording: Bool
     /// SESSION/TAKE being recorded (the session alone while a run waits).
     public var target: String?
@@ -91,10 +105,10 @@ public final class LiveState {
             while !Task.isCancelled {
                 guard let self else { return }
                 let snapshot = self.snapshot(advancing: true)
-                if let data = try? JSONEncoder().encode(snapshot) {
+                if let data = try? APIResponseEncoder.jsonEncoder().encode(snapshot) {
                     self.listeners.publish(String(decoding: data, as: UTF8.self))
                 }
-                try? await Task.sleep(for: snapshot.recording || snapshot.phase != "idle" ? self.interval : .seconds(1))
+                try? await Task.sleep(for: snapshot.recording || snapshot.phase != .idle ? self.interval : .seconds(1))
             }
         }
     }
@@ -140,14 +154,8 @@ public final class LiveState {
             wasRecording = recording
         }
         var channels: [LiveSnapshot.Channel] = []
-        var phase = "idle"
         var format = configuredFormat
         if let recorder {
-            phase = switch recorder.phase {
-            case .idle, .opening: "opening"
-            case .recording: "recording"
-            case .finishing, .finished: "finishing"
-            }
             if let f = recorder.format { format = f }
             let peaks = recorder.peaks
             if clips.count != peaks.count { clips = Array(repeating: 0, count: peaks.count) }
@@ -158,7 +166,7 @@ public final class LiveState {
             channels = currentChannels(recorder)
         }
         sequence += 1
-        return build(recorder: recorder, channels: channels, phase: phase, format: format)
+        return build(recorder: recorder, channels: channels, format: format)
     }
 
     /// The meter as it stands, one entry per channel of the recording.
@@ -171,21 +179,13 @@ public final class LiveState {
         }
     }
 
-    private func build(recorder: TakeRecorder?, channels: [LiveSnapshot.Channel], phase explicitPhase: String? = nil,
-                       format explicitFormat: AudioFormat? = nil) -> LiveSnapshot {
+    private func build(recorder: TakeRecorder?, channels: [LiveSnapshot.Channel], format explicitFormat: AudioFormat? = nil) -> LiveSnapshot {
         let recording = recorder != nil
         let format = explicitFormat ?? recorder?.format ?? configuredFormat
-        let phase = explicitPhase ?? recorder.map { r -> String in
-            switch r.phase {
-            case .idle, .opening: "opening"
-            case .recording: "recording"
-            case .finishing, .finished: "finishing"
-            }
-        } ?? "idle"
         let free = FreeSpace.available(at: libraryPath)
         let rate = format.sampleRate
         return LiveSnapshot(
-            phase: phase, recording: recording, target: recorder?.target?.take,
+            phase: LiveSnapshot.Phase(recorder?.phase), recording: recording, target: recorder?.target?.take,
             seconds: recorder?.seconds ?? 0, frames: recorder?.frames ?? 0, sampleRate: recorder?.format?.sampleRate,
             channels: channels, clippedSamples: recorder?.clippedSamples ?? 0, overruns: recorder?.overrunCount ?? 0,
             markers: recorder?.markerCount ?? 0, takeIndex: recorder?.takeIndex ?? 1,

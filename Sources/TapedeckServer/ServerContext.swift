@@ -3,7 +3,9 @@ public import HummingbirdWebSocket
 import NIOCore
 
 /// The request context of `tapedeck serve`: Hummingbird's, the peer's address (for the login
-/// rate limit), and the WebSocket hand-off. A value made per request; any thread.
+/// rate limit), the WebSocket hand-off, and the API's JSON: bodies are read by
+/// ``APIRequestDecoder`` (`request.decode(as:context:)`) and values handlers return are written by
+/// ``APIResponseEncoder``. A value made per request; any thread. Never blocks.
 public struct ServerContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let webSocket: WebSocketHandlerReference<ServerContext>
@@ -21,4 +23,10 @@ public struct ServerContext: RequestContext, WebSocketRequestContext {
 
     /// Bodies the API accepts are small JSON objects (notes of up to 64 KiB, escaped).
     public var maxUploadSize: Int { 512 * 1024 }
+
+    /// Request bodies as the API reads them: one JSON object, unknown keys refused.
+    public var requestDecoder: APIRequestDecoder { APIRequestDecoder() }
+
+    /// Responses as the API writes them: sorted keys, ISO 8601 UTC dates, never cached.
+    public var responseEncoder: APIResponseEncoder { APIResponseEncoder() }
 }

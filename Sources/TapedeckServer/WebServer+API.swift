@@ -1,13 +1,14 @@
 import Hummingbird
-import HTTPTypes
-import NIOCore
 import TapedeckApp
 import TapedeckCore
 import Foundation
 
 /// The JSON API (docs/openapi.yaml). Every route names takes and sessions by their full id.
+///
+/// Its bodies: plain values (any thread), written by ``APIResponseEncoder`` and read by
+/// ``APIRequestDecoder`` through the request context.
 extension WebServer {
-    struct SessionSummary: Encodable {
+    struct SessionSummary: ResponseEncodable, Sendable {
         var kind = "session"
         var schema = JSONSchema.version
         var id: String
@@ -16,14 +17,20 @@ extension WebServer {
         var createdAt: Date
         var takeCount: Int
         var seconds: Double
+
+        init(_ s: Session) {
+            (id, shortID, name, createdAt) = (s.id, s.shortID, s.name, s.createdAt)
+            takeCount = s.takes.count
+            seconds = s.takes.reduce(0) { $0 + $1.seconds }
+        }
     }
-    struct SessionPage: Encodable {
+    struct SessionPage: ResponseEncodable, Sendable {
         var kind = "sessions"
         var total: Int
         var offset: Int
         var sessions: [SessionSummary]
     }
-    struct SessionTakes: Encodable {
+    struct SessionTakes: ResponseEncodable, Sendable {
         var kind = "session"
         var schema = JSONSchema.version
         var id: String
@@ -32,25 +39,68 @@ extension WebServer {
         var createdAt: Date
         var total: Int
         var offset: Int
-        var takes: [TakeJSON]
+        var takes: [TakeBody]
     }
-    struct RecordRequest: Decodable { var session: String?; var take: String? }
-    struct MarkRequest: Decodable { var label: String? }
-    struct TakeChange: Decodable { var name: String?; var notes: String? }
-    struct SessionChange: Decodable { var name: String }
-    struct ExportRequest: Decodable { var format: String? }
-    struct ExportStatus: Encodable {
+    /// A take as `tapedeck show --json` prints it (``TakeJSON``), made as it is written: the
+    /// take, its session and its file are sendable values, the JSON shape is not.
+    struct TakeBody: ResponseEncodable, Sendable {
+        enum File: Sendable {
+            /// The file's place, looked up (its size is read as the body is written).
+            case at(URL?)
+            /// Its place and size, already known (``TakeStorage/audioFiles(of:)``).
+            case known(AudioFileInfo?)
+        }
+        var take: Take
+        var session: Session
+        var file: File
+
+        func encode(to encoder: any Encoder) throws {
+            let json = switch file {
+            case .at(let url): TakeJSON(take, session: session, url: url)
+            case .known(let info): TakeJSON(take, session: session, file: info)
+            }
+            try json.encode(to: encoder)
+        }
+    }
+    struct RecordRequest: APIRequestBody {
+        var session: String?
+        var take: String?
+        static let keys: Set<String> = ["session", "take"]
+        static let example = #"{"session": "Rehearsal", "take": "Verse"}"#
+    }
+    struct MarkRequest: APIRequestBody {
+        var label: String?
+        static let keys: Set<String> = ["label"]
+        static let example = #"{"label": "chorus"}"#
+    }
+    struct TakeChange: APIRequestBody {
+        var name: String?
+        var notes: String?
+        static let keys: Set<String> = ["name", "notes"]
+        static let example = #"{"name": "Verse 2", "notes": "keeper"}"#
+    }
+    struct SessionChange: APIRequestBody {
+        var name: String
+        static let keys: Set<String> = ["name"]
+        static let example = #"{"name": "New name"}"#
+    }
+    struct ExportRequest: APIRequestBody {
+        var format: String?
+        static let keys: Set<String> = ["format"]
+        static let example = #"{"format": "…"}"#
+    }
+    struct ExportStatus: ResponseEncodable, Sendable {
         var kind = "export"
         var id: String
         var takeID: String
         var format: String
-        var state: String
+        var state: ExportJobs.State
         var progress: Double
         var error: String?
         var file: String?
         var report: ExportReport?
     }
-    struct WaveformJSON: Encodable {
+    struct WaveformJSON: ResponseEncodable, Sendable {
         var kind = "waveform"
         var takeID: String
         var sampleRate: Int
@@ -58,49 +108,15 @@ extension WebServer {
         var min: [Int16]
         var max: [Int16]
     }
-    struct Health: Encodable {
+    struct Health: ResponseEncodable, Sendable {
         var kind = "health"
         var ok = true
         var version: String
         var tokenRequired: Bool
     }
-    struct Findings: Encodable {
+    struct Findings: ResponseEncodable, Sendable {
         var kind = "doctor"
         var findings: [DoctorFinding]
-    }
-
-    nonisolated static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(date.iso8601UTC)
-        }
-        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
-    }
-
-    /// A JSON body of type `T` with only the keys `keys`; a body that is not one (or names a key
-    /// the route does not know: a typo must not quietly do something else) is refused with what
-    /// was expected.
-    nonisolated static func decode<T: Decodable>(_ type: T.Type, _ request: Request, context: ServerContext, keys: Set<String>,
-                                                 example: String) async throws -> T {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: context.maxUploadSize) } catch {
-            throw APIError(.contentTooLarge, "too-large", "The request body is larger than \(context.maxUploadSize) bytes.")
-        }
-        let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw APIError(.badRequest, "invalid-argument", "The body must be a JSON object like \(example).")
-        }
-        if let unknown = object.keys.sorted().first(where: { !keys.contains($0) }) {
-            throw APIError(.badRequest, "invalid-argument", "Unknown key \"\(unknown.prefix(64))\": this request takes \(keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")), as in \(example).")
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: data)
-        } catch {
-            throw APIError(.badRequest, "invalid-argument", "The body must be a JSON object like \(example).")
-        }
     }
 
     /// A whole-number query parameter in `range`, `fallback` when absent; anything else is refused.
@@ -135,8 +151,7 @@ extension WebServer {
     /// What doctor finds, examined at most once at a time and kept for ``doctorKeepSeconds``:
     /// examining reads every take's header, which requests must not repeat at will.
     func doctorFindings() async throws -> [DoctorFinding] {
-        let doctor: LibraryDoctor
-        do { doctor = try parts.makeDoctor() } catch let e as TapedeckError { throw APIError(e) }
+        let doctor = try parts.makeDoctor()
         if let (at, findings) = doctorCache, Date().timeIntervalSince(at) < Self.doctorKeepSeconds { return findings }
         if let running = doctorScan { return try await running.value }
         let scan = Task { try await OffMain.run(on: OffMain.decoding) { try doctor.examine(repair: false) } }
@@ -162,15 +177,13 @@ extension WebServer {
         guard take.state != .recording else {
             throw APIError(.conflict, "busy", "Take \"\(take.name)\" is being recorded; it can be played when the recording has stopped.")
         }
-        do { return try parts.store.storage.audioURL(for: take) } catch let e as TapedeckError { throw APIError(e) }
+        return try parts.store.storage.audioURL(for: take)
     }
 
     /// The take's waveform overview, from its peaks file or decoded now (off the main actor).
     func peaks(of take: Take) async throws -> WaveformPeaks {
         let url = try audioURL(take)
         let waveforms = parts.waveforms
-        do {
-            return try await OffMain.run(on: OffMain.decoding) { try waveforms.peaks(for: take, at: url) }
-        } catch let e as TapedeckError { throw APIError(e) }
+        return try await OffMain.run(on: OffMain.decoding) { try waveforms.peaks(for: take, at: url) }
     }
 }

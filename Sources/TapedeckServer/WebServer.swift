@@ -57,7 +57,9 @@ public final class WebServer {
     /// The router: pages, assets, the API and the live socket.
     public func makeRouter() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
-        router.add(middleware: SecurityHeaders())
+        router.add(middleware: ContentSecurityMiddleware<ServerContext>(contentSecurityPolicy: Self.contentSecurityPolicy))
+        router.add(middleware: FramingHeaders())
+        router.add(middleware: APIErrorMiddleware())
         router.add(middleware: AccessGuard(token: token, loopbackOnly: options.isLoopback, limiter: limiter))
         addAPI(to: router)
         addPages(to: router)
@@ -160,40 +162,28 @@ struct DeskService: Service {
     }
 }
 
-/// Headers every response carries: no framing, no sniffing, no referrer to other sites (the
-/// same-origin policy keeps the `Origin` header on the page's own form posts), and a
-/// Content-Security-Policy that lets the page load only its own script, style and media.
-struct SecurityHeaders: RouterMiddleware {
+/// What every response may load: only the page's own script, style and media (and pictures
+/// as `data:` URLs); no framing, no form posts or `<base>` elsewhere. Hummingbird's
+/// `ContentSecurityMiddleware` sends it, with `X-Content-Type-Options: nosniff`, on every
+/// response, refusals included (``APIErrorMiddleware`` runs inside it).
+extension WebServer {
+    nonisolated static let contentSecurityPolicy: ContentSecurityPolicy = [
+        .defaultSrc(.self), .imgSrc(.self, "data:"), .mediaSrc(.self), .connectSrc(.self), .styleSrc(.self), .scriptSrc(.self),
+        .frameAncestors(.none), .formAction(.self), .baseURI(.none),
+    ]
+}
+
+/// The headers every response carries that Hummingbird's `ContentSecurityMiddleware` does not
+/// set: no framing (for browsers that predate `frame-ancestors`) and no referrer to other sites
+/// (the same-origin policy keeps the `Origin` header on the page's own form posts). Refusals
+/// carry them too (``APIErrorMiddleware`` runs inside it). A plain value; any thread. Never blocks.
+struct FramingHeaders: RouterMiddleware {
     typealias Context = ServerContext
 
     func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
-        var response: Response
-        do {
-            response = try await next(request, context)
-        } catch let error as APIError {
-            response = try Self.refusal(error, request, context)
-        } catch let error as TapedeckError {
-            response = try Self.refusal(APIError(error), request, context)
-        } catch let error as any HTTPResponseError {
-            // Hummingbird's own refusals (no such route, a body too large), with these headers too.
-            let refusal = error.status == .notFound
-                ? APIError(.notFound, "not-found", request.uri.path.hasPrefix("/api/")
-                    ? "There is no \(request.method) \(request.uri.path) in the API. The server describes its API at /api/openapi.yaml."
-                    : "There is no page at \(request.uri.path).")
-                : APIError(error.status, "refused", "\(error.status.code) \(error.status.reasonPhrase).")
-            response = try Self.refusal(refusal, request, context)
-        }
-        response.headers[.xContentTypeOptions] = "nosniff"
+        var response = try await next(request, context)
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
-        response.headers[.contentSecurityPolicy] = "default-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
         return response
-    }
-
-    /// A refusal: JSON for the API, a page for a person's browser.
-    static func refusal(_ error: APIError, _ request: Request, _ context: ServerContext) throws -> Response {
-        guard !request.uri.path.hasPrefix("/api/") else { return try error.response(from: request, context: context) }
-        let body = "<h1>\(error.status.code) \(PageRenderer.escape(error.status.reasonPhrase))</h1>\n<p class=\"message\">\(PageRenderer.escape(error.message))</p>\n<p><a href=\"/\">Back to the library</a></p>"
-        return WebServer.html(PageRenderer.page(title: error.status.reasonPhrase, body: body, version: TapedeckVersion.string), status: error.status)
     }
 }

@@ -133,12 +133,8 @@ struct ExportCommand: AsyncParsableCommand {
             if let quality { overrides["quality"] = String(quality) }
             let (encoder, settings) = try studio.makeEncoder(named: formatName, overrides: overrides,
                                                              options: ["level": "--level", "bitrate": "--bitrate", "quality": "--quality"])
-            // A float take exported to a format that stores integers only: converted to s24
-            // with dither (the documented default), never refused for want of a flag.
-            if conversion == nil, items.contains(where: { $0.take.format.sampleFormat.isFloat }),
-               (try? encoder.validate(AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: .f32))) == nil {
-                conversion = .s24
-            }
+            // No --sample-format: a float take to a format that stores integers only becomes s24.
+            if conversion == nil { conversion = ExportPolicy.sampleFormat(for: items.map(\.take), encoder: encoder) }
             let temporary = toStdout ? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-export-\(UUID().uuidString)") : nil
             if let temporary { try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false) }
             defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }

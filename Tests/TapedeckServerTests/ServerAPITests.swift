@@ -69,6 +69,10 @@ struct ServerAPITests {
         ((try? json(buffer))?["error"] as? [String: Any])?["code"] as? String
     }
 
+    nonisolated static func errorMessage(_ buffer: ByteBuffer) -> String? {
+        ((try? json(buffer))?["error"] as? [String: Any])?["message"] as? String
+    }
+
     /// A moment `seconds` from now: polls wait that long for what a busy machine does slowly.
     nonisolated static func deadline(_ seconds: Int) -> ContinuousClock.Instant { .now + .seconds(seconds) }
 
@@ -261,6 +265,60 @@ struct ServerAPITests {
             let first = try #require(takes.first?["frames"] as? Int)
             #expect(runs.last?["offsetFrames"] as? Int == first)
         }
+    }
+
+    @Test("bodies are read and written in one place: unknown keys and non-objects refused word for word, JSON never cached, every response with its security headers once")
+    func coding() async throws {
+        let f = try await fixture()
+        try await serving(f) { client in
+            try await client.execute(uri: "/api/markers", method: .post, headers: Self.script, body: Self.body(#"{"lable": "x", "label": "y"}"#)) {
+                #expect($0.status == .badRequest)
+                #expect(Self.errorCode($0.body) == "invalid-argument")
+                #expect(Self.errorMessage($0.body) == #"Unknown key "lable": this request takes "label", as in {"label": "chorus"}."#)
+            }
+            try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body("[1]")) {
+                #expect($0.status == .badRequest)
+                #expect(Self.errorMessage($0.body) == #"The body must be a JSON object like {"session": "Rehearsal", "take": "Verse"}."#)
+            }
+            try await client.execute(uri: "/api/sessions/nope", method: .patch, headers: Self.script, body: Self.body("{}")) {
+                #expect($0.status == .notFound)
+            }
+            try await client.execute(uri: "/api/state", method: .get) {
+                #expect($0.headers[.contentType] == "application/json; charset=utf-8")
+                #expect($0.headers[.cacheControl] == "no-store")
+                let state = try Self.json($0.body)
+                #expect(state["phase"] as? String == "idle" && state["recording"] as? Bool == false)
+            }
+            let policy = "default-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+            for uri in ["/api/state", "/api/no-such-thing", "/", "/no-such-page", "/assets/app.js"] {
+                try await client.execute(uri: uri, method: .get) {
+                    #expect($0.headers[values: .contentSecurityPolicy] == [policy], "\(uri)")
+                    #expect($0.headers[values: .xContentTypeOptions] == ["nosniff"], "\(uri)")
+                    #expect($0.headers[values: HTTPField.Name("X-Frame-Options")!] == ["DENY"], "\(uri)")
+                    #expect($0.headers[values: HTTPField.Name("Referrer-Policy")!] == ["same-origin"], "\(uri)")
+                }
+            }
+            try await client.execute(uri: "/api/no-such-thing", method: .get) {
+                #expect($0.headers[.cacheControl] == "no-store")
+                #expect(Self.errorMessage($0.body) == "There is no GET /api/no-such-thing in the API. The server describes its API at /api/openapi.yaml.")
+            }
+        }
+    }
+
+    @Test("a float take exported to a format that holds integers only becomes 24-bit; nothing else is converted")
+    func exportPolicy() async throws {
+        let f = try await fixture()
+        await f.server.finishForShutdown()
+        let flac = try #require(f.studio.encoders.first { $0.name == "flac" })
+        let wav = try #require(f.studio.encoders.first { $0.name == "wav" })
+        func take(_ sampleFormat: SampleFormat) -> Take {
+            Take(id: "t", sessionID: "s", name: "T", number: 1, createdAt: Date(), state: .complete,
+                 format: AudioFormat(sampleRate: 48000, channels: 2, sampleFormat: sampleFormat), encoding: "wav", file: "x", frames: 1)
+        }
+        #expect(ExportPolicy.sampleFormat(for: [take(.f32)], encoder: flac) == .s24)
+        #expect(ExportPolicy.sampleFormat(for: [take(.s16), take(.f32)], encoder: flac) == .s24)
+        #expect(ExportPolicy.sampleFormat(for: [take(.s16), take(.s24)], encoder: flac) == nil)
+        #expect(ExportPolicy.sampleFormat(for: [take(.f32)], encoder: wav) == nil)
     }
 
     @Test("requests that change something must come from the page, a script header or a bearer token")
