@@ -185,8 +185,13 @@ final class SimulatedRun {
             }
             if !problems.isEmpty { return problems }
         }
-        _ = segmenter.finish()
-        if open { takes[takes.count - 1].ended = .stopped }
+        // Markers asked for past the run's end land at the end of the take open then.
+        let late = segmenter.finish()
+        check(open || late.isEmpty, "markers for a take when none was open at the end")
+        if open {
+            takes[takes.count - 1].markers += late
+            takes[takes.count - 1].ended = .stopped
+        }
         verify()
         return problems
     }
@@ -331,5 +336,11 @@ final class SimulatedRun {
         }
         let labels = takes.flatMap { $0.markers.map(\.label) }
         check(Set(labels).count == labels.count, "a marker landed twice")
+        // Every marker asked for lands in a take or is reported dropped (while the run waited),
+        // unless the run ended while it waited with it.
+        check(labels.count + dropped <= markers.count, "\(labels.count) markers landed and \(dropped) were dropped, of \(markers.count) asked for")
+        if !plan.startsIdle && !plan.resume && lostAt == nil && !takes.contains(where: { $0.ended == .deviceLost }) {
+            check(labels.count == markers.count, "\(labels.count) of \(markers.count) markers landed in a run that never waited")
+        }
     }
 }
