@@ -105,13 +105,16 @@ let package = Package(
         // Models and ports.
         .target(
             name: "TapedeckCore",
-            dependencies: [.product(name: "Logging", package: "swift-log"), "CFileSpace"],
+            dependencies: [.product(name: "Logging", package: "swift-log"), "CFileSpace", "CRingStream"],
             swiftSettings: swiftSettings
         ),
 
         // C shims.
         // fallocate(2) for take preallocation (Glibc's Swift module leaves it out).
         .target(name: "CFileSpace", path: "Sources/Shims/CFileSpace"),
+        // The ring stream's real-time half (TapedeckCore's DeviceRing): the SPSC ring, its hole
+        // queue and its eventfd, shared by every callback backend's C shim.
+        .target(name: "CRingStream", path: "Sources/Shims/CRingStream"),
         .systemLibrary(
             name: "CSndfile", path: "Sources/Shims/CSndfile",
             pkgConfig: "sndfile",
@@ -147,9 +150,9 @@ let package = Package(
             pkgConfig: "jack",
             providers: [.apt(["libjack-jackd2-dev"])]
         ),
-        // The JACK client's real-time side: the process callback, the ring and its semaphore, in C
-        // so that JACK's thread runs no Swift (no allocation, no locks, no runtime calls).
-        .target(name: "CJACKStream", path: "Sources/Shims/CJACKStream"),
+        // The JACK client and its process callback, copying through the shared ring (CRingStream),
+        // in C so that JACK's real-time thread runs no Swift (no allocation, no locks, no runtime calls).
+        .target(name: "CJACKStream", dependencies: ["CRingStream"], path: "Sources/Shims/CJACKStream"),
 
         // libpipewire-0.3: a connection, its registry and one stream on a loop the device thread
         // iterates itself. C, and the one module that includes PipeWire's headers (its Swift
@@ -157,7 +160,7 @@ let package = Package(
         // -D_REENTRANT, which SwiftPM refuses with a warning; the header folders are fixed on
         // Debian and Ubuntu.
         .target(
-            name: "CPipeWireStream", path: "Sources/Shims/CPipeWireStream",
+            name: "CPipeWireStream", dependencies: ["CRingStream"], path: "Sources/Shims/CPipeWireStream",
             cSettings: [.unsafeFlags(["-I/usr/include/pipewire-0.3", "-I/usr/include/spa-0.2"])],
             linkerSettings: [.linkedLibrary("pipewire-0.3")]
         ),

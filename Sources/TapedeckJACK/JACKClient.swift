@@ -3,21 +3,22 @@ import CJACK
 import CJACKStream
 import Foundation
 import Logging
-import TapedeckCore
+public import TapedeckCore
 
-/// One JACK client with one port per channel, activated and connected: what a capture or a
-/// playback stream drives. Owned by the device thread that opened it.
+/// One JACK client with one port per channel, activated and connected: the device of a ring
+/// stream. Owned by the device thread that opened it, which alone calls its members.
 ///
-/// JACK's process thread (real time) only copies between the ports and the ring, counts and
-/// posts a semaphore (`CJACKStream`); the device thread converts samples and waits on that
-/// semaphore, so no audio is handled on JACK's thread beyond a copy, and nothing is allocated there.
-final class JACKClient {
+/// JACK's process thread (real time) only copies between the ports and the ring (`CJACKStream`
+/// over `CRingStream`): it declares the cycles the server skipped as lost, sets the ring's clock
+/// and counts the cycle. A server shutting the client down closes the ring.
+public final class JACKClient: RingDevice {
     let handle: OpaquePointer
     let settings: JACKSettings
     let sampleRate: Int
     let bufferFrames: Int
-    let ringFrames: Int
     let channels: Int
+    let ring: DeviceRing
+    private var closed = false
     /// The ports connected to each channel, in order.
     let connections: [[String]]
     let name: String
@@ -26,7 +27,7 @@ final class JACKClient {
     /// - Thread: the device thread. Blocks for a few round trips to the server.
     /// - Throws: `.deviceUnavailable` (no server, no such port) or `.unsupportedFormat` (another
     ///   rate than the server's; JACK does not convert rates).
-    init(settings: JACKSettings, format: AudioFormat, ringFrames: Int) throws {
+    init(settings: JACKSettings, format: AudioFormat, ring: DeviceRing) throws {
         // jackd2 names a client's socket after the client, in the server's folder: a client named
         // like its server takes the server's socket away when it closes, and the server can no
         // longer be reached (measured with jackd2 1.9.21).
@@ -35,9 +36,8 @@ final class JACKClient {
             throw TapedeckError(.configuration, "\(settings.clientNameKey) is \"\(settings.clientName)\", the name of the JACK server itself; a client of that name would cut the server off when it closes. Choose another name (the default is tapedeck).")
         }
         var status: Int32 = 0
-        let direction = settings.role == .capture ? Int32(TAPEDECK_JACK_CAPTURE) : Int32(TAPEDECK_JACK_PLAYBACK)
         guard let handle = tapedeck_jack_stream_open(settings.server.isEmpty ? nil : settings.server, settings.clientName,
-                                                     direction, Int32(format.channels), UInt32(ringFrames), &status) else {
+                                                     settings.role == .capture ? 1 : 0, ring.handle, &status) else {
             if status == 0 {
                 throw TapedeckError(.deviceUnavailable, "Could not register \(format.channels) JACK ports with \(settings.serverLabel). Check the server's port limit (jackd -p) and try again.")
             }
@@ -49,8 +49,8 @@ final class JACKClient {
         self.settings = settings
         self.sampleRate = Int(tapedeck_jack_stream_sample_rate(handle))
         self.bufferFrames = Int(tapedeck_jack_stream_buffer_size(handle))
-        self.ringFrames = ringFrames
         self.channels = format.channels
+        self.ring = ring
         self.name = String(cString: tapedeck_jack_stream_client_name(handle))
         guard sampleRate == format.sampleRate else {
             let fix = settings.role == .capture
@@ -81,17 +81,19 @@ final class JACKClient {
     }
 
     /// Nanoseconds of one JACK cycle.
-    var cycleNanos: UInt64 { UInt64(bufferFrames) * 1_000_000_000 / UInt64(sampleRate) }
+    public var cycleNanos: UInt64 { UInt64(bufferFrames) * 1_000_000_000 / UInt64(sampleRate) }
 
-    var isShutDown: Bool { tapedeck_jack_stream_is_shut_down(handle) != 0 }
     var xruns: Int { Int(tapedeck_jack_stream_xruns(handle)) }
-    var cycles: UInt64 { tapedeck_jack_stream_cycles(handle) }
 
     /// The error for a server that shut the client down.
-    func lostError(_ doing: String) -> TapedeckError {
+    public func lostError(_ doing: String) -> TapedeckError {
         let reason = String(cString: tapedeck_jack_stream_shutdown_reason(handle))
         return TapedeckError(.deviceLost,
             "\(settings.serverLabel.capitalizedFirst) went away while \(doing) (\(reason.isEmpty ? "it stopped, or dropped the client" : reason)). Start it again and retry.")
+    }
+
+    public func stallError(_ doing: String) -> TapedeckError {
+        TapedeckError(.deviceLost, "\(settings.serverLabel.capitalizedFirst) ran no cycle for \(RingStreams.stallNanos / 1_000_000_000) s while \(doing) (stopped in a debugger, or hung). Restart it and retry.")
     }
 
     /// How the connections read in a log line.
@@ -100,17 +102,35 @@ final class JACKClient {
         return connections.enumerated().map { "\($0.element.joined(separator: "+"))→\(portName($0.offset))" }.joined(separator: ", ")
     }
 
-    /// Sleeps until `frames` frames are available, the server shuts the client down, or
-    /// `nanoseconds` pass. - Returns: false on timeout.
-    func wait(frames: Int, nanoseconds: UInt64) -> Bool {
-        tapedeck_jack_stream_wait(handle, UInt32(clamping: frames), nanoseconds) == 0
+    public var summary: String {
+        let ports = settings.role == .capture ? "port(s) from" : "port(s) to"
+        return "JACK \(settings.role.rawValue) on \(settings.serverLabel) as \(name): \(sampleRate) Hz, buffer \(bufferFrames) frames (\(String(format: "%.1f", Double(cycleNanos) / 1e6)) ms), \(channels) \(ports) \(connectionSummary)"
     }
 
-    var available: Int { Int(tapedeck_jack_stream_available(handle)) }
+    /// Waits for two more cycles: the last one's audio handed to the ports and on to the server's outputs.
+    public func finishPlaying() throws {
+        let cycles = ring.cycles
+        let deadline = DispatchTime.now().uptimeNanoseconds + 4 * cycleNanos + 200_000_000
+        while ring.cycles < cycles + 2 && DispatchTime.now().uptimeNanoseconds < deadline {
+            if ring.isClosed { throw lostError("playing") }
+            _ = ring.wait(frames: Int.max, nanoseconds: max(1_000_000, cycleNanos / 2))
+        }
+    }
 
-    /// Deactivates and closes the client. - Thread: the device thread. Never blocks for long.
-    func close() {
+    public func closingReport(lostFrames: UInt64) -> String? {
+        let xruns = self.xruns
+        guard xruns > 0 || lostFrames > 0 else { return nil }
+        if settings.role == .playback { return "JACK playback: \(xruns) xrun(s) reported by the server." }
+        return "JACK capture: \(xruns) xrun(s) reported by the server; \(lostFrames) frame(s) not delivered (filled with silence)."
+    }
+
+    /// Deactivates and closes the client. Never blocks for long.
+    public func close() {
+        guard !closed else { return }
+        closed = true
         tapedeck_jack_stream_close(handle)
     }
+
+    deinit { close() }
 }
 #endif

@@ -20,7 +20,7 @@ enum JACKDeviceList {
         let physical = Set(JACKPorts.names(client, pattern: nil, flags: UInt(JackPortIsPhysical.rawValue)))
         var order: [String] = []
         var ports: [String: (capture: [String], playback: [String])] = [:]
-        for role in [JACKSettings.Role.capture, .playback] {
+        for role in [DeviceRole.capture, .playback] {
             for port in JACKPorts.names(client, pattern: nil, flags: JACKPorts.flags(role)) {
                 guard let colon = port.firstIndex(of: ":"), String(port[..<colon]) != own else { continue }
                 let owner = String(port[..<colon])

@@ -8,21 +8,11 @@ public enum JACKPlugin {
     public static var library: String { "libjack " + String(cString: jack_get_version_string()) }
 
     /// `capture.backend: jack`. - Thread: `make` runs on any thread and never blocks.
-    public static let capture = CapturePlugin(
-        name: "jack",
-        summary: "Capture from a JACK server (jackd, or PipeWire's JACK server): any output ports, one per channel.",
-        settings: JACKCaptureSettings.self,
-        make: { group, context in
-            JACKCaptureBackend(settings: group.jack.in(context), logger: context.logger)
-        })
+    public static let capture = CapturePlugin.ring(JACKBackend.self, name: "jack",
+        summary: "Capture from a JACK server (jackd, or PipeWire's JACK server): any output ports, one per channel.")
 
     /// `playback.backend: jack`. - Thread: `make` runs on any thread and never blocks.
-    public static let playback = PlaybackPlugin(
-        name: "jack",
-        summary: "Play to a JACK server's input ports, one per channel.",
-        settings: JACKPlaybackSettings.self,
-        make: { group, context in
-            JACKPlaybackBackend(settings: group.jack.in(context), logger: context.logger)
-        })
+    public static let playback = PlaybackPlugin.ring(JACKBackend.self, name: "jack",
+        summary: "Play to a JACK server's input ports, one per channel.")
 }
 #endif

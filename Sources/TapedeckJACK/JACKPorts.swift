@@ -10,7 +10,7 @@ import TapedeckCore
 enum JACKPorts {
     /// Audio ports of the server that the direction connects to: outputs (sources) to record
     /// from, inputs (sinks) to play to.
-    static func flags(_ role: JACKSettings.Role) -> UInt {
+    static func flags(_ role: DeviceRole) -> UInt {
         UInt(role == .capture ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
     }
 
@@ -58,7 +58,7 @@ enum JACKPorts {
         return out
     }
 
-    /// The ports `settings.device` names, in order (see `JACKKeys.device`); empty for `none`.
+    /// The ports `settings.device` names, in order (see `JACKBackend.device`); empty for `none`.
     /// - Throws: `.deviceUnavailable` naming the setting, what matched nothing, and the ports there are.
     static func resolve(_ settings: JACKSettings, client: OpaquePointer, ownClient: String) throws -> [String] {
         let spec = settings.device.trimmingCharacters(in: .whitespaces)

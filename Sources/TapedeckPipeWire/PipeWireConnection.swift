@@ -21,7 +21,7 @@ final class PipeWireConnection {
         var outputs: [String] = []
 
         /// The positions a direction sees: a sink's inputs for playback, outputs otherwise.
-        func positions(_ role: PipeWireSettings.Role) -> [String] { role == .playback ? inputs : outputs }
+        func positions(_ role: DeviceRole) -> [String] { role == .playback ? inputs : outputs }
 
         var isSink: Bool { mediaClass.hasPrefix("Audio/Sink") }
         var isSource: Bool { mediaClass.hasPrefix("Audio/Source") }
@@ -29,7 +29,7 @@ final class PipeWireConnection {
         /// Whether a capture stream can take its audio (a sink: what it plays).
         var canCapture: Bool { isSource || isDuplex || isSink }
         var canPlay: Bool { isSink || isDuplex }
-        func allows(_ role: PipeWireSettings.Role) -> Bool { role == .capture ? canCapture : canPlay }
+        func allows(_ role: DeviceRole) -> Bool { role == .capture ? canCapture : canPlay }
         /// How a message names it: `"alsa_output.usb…" (serial 42)`.
         var label: String { "\"\(name)\" (serial \(serial))" }
     }
@@ -132,7 +132,7 @@ final class PipeWireConnection {
         return node
     }
 
-    private func alternatives(_ role: PipeWireSettings.Role) -> String {
+    private func alternatives(_ role: DeviceRole) -> String {
         let names = nodes.filter { $0.allows(role) }.map(\.name)
         return names.isEmpty ? "; it has no audio \(role == .capture ? "source" : "sink") at all" : ". Nodes there are: \(names.joined(separator: ", ")) (`tapedeck devices` lists them)"
     }

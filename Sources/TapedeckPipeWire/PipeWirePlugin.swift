@@ -8,21 +8,11 @@ public enum PipeWirePlugin {
     public static var library: String { "libpipewire " + String(cString: tapedeck_pw_library_version()) }
 
     /// `capture.backend: pipewire`. - Thread: `make` runs on any thread and never blocks.
-    public static let capture = CapturePlugin(
-        name: "pipewire",
-        summary: "Capture from a PipeWire node (a source, or what a sink plays), natively: any rate and layout, converted by PipeWire.",
-        settings: PipeWireCaptureSettings.self,
-        make: { group, context in
-            PipeWireCaptureBackend(settings: group.pipewire.in(context), logger: context.logger)
-        })
+    public static let capture = CapturePlugin.ring(PipeWireBackend.self, name: "pipewire",
+        summary: "Capture from a PipeWire node (a source, or what a sink plays), natively: any rate and layout, converted by PipeWire.")
 
     /// `playback.backend: pipewire`. - Thread: `make` runs on any thread and never blocks.
-    public static let playback = PlaybackPlugin(
-        name: "pipewire",
-        summary: "Play to a PipeWire sink natively: any rate and layout, converted by PipeWire.",
-        settings: PipeWirePlaybackSettings.self,
-        make: { group, context in
-            PipeWirePlaybackBackend(settings: group.pipewire.in(context), logger: context.logger)
-        })
+    public static let playback = PlaybackPlugin.ring(PipeWireBackend.self, name: "pipewire",
+        summary: "Play to a PipeWire sink natively: any rate and layout, converted by PipeWire.")
 }
 #endif

@@ -1,51 +1,66 @@
 #if PipeWire
+public import Logging
 public import TapedeckCore
 
-/// The settings of a PipeWire plugin section, `capture.pipewire.*` and `playback.pipewire.*`:
-/// the same keys in both, with help for the direction. Plain values; safe on any thread.
-enum PipeWireKeys {
+/// The PipeWire backend for one role (`capture.backend: pipewire` or `playback.backend:
+/// pipewire`): its settings, declared once for both sections (`capture.pipewire.*`,
+/// `playback.pipewire.*`), and what is PipeWire's own (the daemon, nodes, opening a stream); the
+/// ring stream does the rest. A value holding settings only; safe on any thread.
+public struct PipeWireBackend: RingBackend {
+    public let name = "pipewire"
+    public let role: DeviceRole
+    public let logger: Logger
+    let settings: PipeWireSettings
+
     static let remote = Setting<String>("remote",
         help: "The PipeWire daemon's socket name: empty for the default ($PIPEWIRE_REMOTE, else pipewire-0 in $XDG_RUNTIME_DIR).")
     static let nodeName = Setting<String>("node-name", default: "tapedeck",
         help: "The name Tapedeck's stream has in the graph (pw-top, pw-link, qpwgraph show it).")
 
-    static func device(_ role: PipeWireSettings.Role) -> Setting<String> {
+    static func device(_ role: DeviceRole) -> Setting<String> {
         role == .capture
             ? Setting("device", help: "The node to record from, by node.name or object.serial as `pw-record --target` takes it (`tapedeck devices` lists them): empty for the default source. A sink records what it plays (its monitor).")
             : Setting("device", help: "The node to play to, by node.name or object.serial as `pw-play --target` takes it: empty for the default sink.")
     }
 
-    static func declarations(_ role: PipeWireSettings.Role) -> [SettingDeclaration] {
+    /// - Thread: any. Never blocks.
+    public static func declarations(_ role: DeviceRole) -> [SettingDeclaration] {
         [remote.declaration, nodeName.declaration, device(role).declaration]
     }
 
-    static func read(_ settings: PluginSettings, role: PipeWireSettings.Role) -> PipeWireSettings {
-        PipeWireSettings(role: role, remote: settings[remote], nodeName: settings[nodeName], device: settings[device(role)])
+    /// - Thread: any. Never blocks.
+    public init(_ values: PluginSettings, role: DeviceRole, context: PluginContext) {
+        self.role = role
+        logger = context.logger
+        settings = PipeWireSettings(role: role, remote: values[Self.remote], nodeName: values[Self.nodeName], device: values[Self.device(role)],
+                                    deviceKey: context.key(Self.device(role)), remoteKey: context.key(Self.remote),
+                                    nodeNameKey: context.key(Self.nodeName))
+    }
+
+    /// The daemon's nodes for this role (capture: sources, duplex nodes and sinks, whose
+    /// recording is what they play; playback: sinks and duplex nodes), the default marked.
+    /// - Thread: any that may block. Blocks for two round trips to the daemon.
+    /// - Throws: `.deviceUnavailable` naming the socket when no daemon answers.
+    public func devices() throws -> [AudioDevice] {
+        try PipeWireDeviceList.list(settings: settings)
+    }
+
+    /// Opens a stream linked to the node `device` names, in `format` exactly: PipeWire converts
+    /// the node's rate, sample format and channel positions to the stream's.
+    /// - Thread: the device thread. Blocks for a few round trips and the linking (at most 5 s).
+    /// - Throws: `.deviceUnavailable` (no daemon, no such node, not linked).
+    public func open(format: AudioFormat, ring: DeviceRing) throws -> PipeWireLink {
+        try PipeWireLink(settings: settings, format: format, ring: ring)
     }
 }
 
-/// `capture.pipewire.*`, read. A plain value; safe on any thread.
-public struct PipeWireCaptureSettings: SettingsGroup {
-    public static let declarations = PipeWireKeys.declarations(.capture)
-    let pipewire: PipeWireSettings
-    public init(_ settings: PluginSettings) { pipewire = PipeWireKeys.read(settings, role: .capture) }
-}
-
-/// `playback.pipewire.*`, read. A plain value; safe on any thread.
-public struct PipeWirePlaybackSettings: SettingsGroup {
-    public static let declarations = PipeWireKeys.declarations(.playback)
-    let pipewire: PipeWireSettings
-    public init(_ settings: PluginSettings) { pipewire = PipeWireKeys.read(settings, role: .playback) }
-}
-
-/// One direction's settings, read. A plain value; safe on any thread.
+/// One role's settings, read, with the keys a message names (`capture.pipewire.device` or, from
+/// a flag, `-D/--device`). A plain value; safe on any thread.
 struct PipeWireSettings: Sendable, Hashable {
-    enum Role: Sendable { case capture, playback }
-    var role: Role
+    var role: DeviceRole
     var remote: String
     var nodeName: String
     var device: String
-    /// Where a message names the setting: `capture.pipewire.device` or, from a flag, `-D/--device`.
     var deviceKey = "device"
     var remoteKey = "remote"
     var nodeNameKey = "node-name"
@@ -54,15 +69,6 @@ struct PipeWireSettings: Sendable, Hashable {
     var daemonLabel: String { remote.isEmpty ? "the PipeWire daemon" : "the PipeWire daemon \"\(remote)\"" }
     /// The same at the start of a sentence.
     var daemonSubject: String { "T" + daemonLabel.dropFirst() }
-    var direction: String { role == .capture ? "capture" : "playback" }
-
-    /// The settings with the keys a message should name, from the plugin context.
-    func `in`(_ context: PluginContext) -> PipeWireSettings {
-        var copy = self
-        copy.deviceKey = context.key(PipeWireKeys.device(role))
-        copy.remoteKey = context.key(PipeWireKeys.remote)
-        copy.nodeNameKey = context.key(PipeWireKeys.nodeName)
-        return copy
-    }
+    var direction: String { role.rawValue }
 }
 #endif

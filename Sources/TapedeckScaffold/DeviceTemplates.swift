@@ -1,6 +1,8 @@
 /// The files of a new capture or playback module: a real, trivial device (silence in, audio
 /// discarded) paced by the monotonic clock like a sound card, which builds and passes the backend
 /// conformance suite as generated, for the author to replace with the real audio API.
+/// `--kind device` makes a callback backend over the shared ring stream instead
+/// (``RingDeviceTemplate``).
 enum DeviceTemplates {
     static func capture(_ n: ScaffoldName) -> [GeneratedFile] {
         [captureSource(n), plugin(n, roles: [.capture]), tests(n, roles: [.capture])]
@@ -10,10 +12,11 @@ enum DeviceTemplates {
         [playbackSource(n), plugin(n, roles: [.playback]), tests(n, roles: [.playback])]
     }
 
-    /// Capture and playback in one module (a sound server or an audio API does both): one
-    /// plugin file with both descriptors, one test file with both conformance suites.
+    /// Capture and playback in one module (a sound server or an audio API does both): a callback
+    /// backend over the shared ring stream (a `RingBackend` and its `RingDevice`), one plugin
+    /// file with both descriptors, one test file with both conformance suites.
     static func device(_ n: ScaffoldName) -> [GeneratedFile] {
-        [captureSource(n), playbackSource(n), plugin(n, roles: [.capture, .playback]), tests(n, roles: [.capture, .playback])]
+        RingDeviceTemplate.files(n)
     }
 
     enum Role { case capture, playback }

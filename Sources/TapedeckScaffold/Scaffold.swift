@@ -3,7 +3,8 @@ public import Foundation
 /// The kinds of backend `scaffold-backend` can start.
 public enum BackendKind: String, Sendable, CaseIterable {
     case encoder, capture, playback, storage
-    /// Capture and playback in one module.
+    /// Capture and playback in one module: a callback backend over the shared ring stream
+    /// (`RingBackend`, `RingDevice`).
     case device
 }
 

@@ -69,16 +69,20 @@ struct ScaffoldTests {
         #expect(Scaffold.registration(kind: .capture, name: try ScaffoldName("Jack")).catalog == ["capture: JackPlugin.capture"])
     }
 
-    @Test("a device scaffold puts capture and playback in one module: one plugin with both, one test file with both suites")
+    @Test("a device scaffold is a callback backend over the ring stream: one backend for both roles, its device, one plugin with both, one test file with both suites")
     func captureAndPlayback() throws {
         let root = try packageDir()
         let files = try Scaffold.write(kind: .device, name: try ScaffoldName("Sndio"), into: root)
-        #expect(files == ["Sources/TapedeckSndio/SndioCapture.swift", "Sources/TapedeckSndio/SndioPlayback.swift",
+        #expect(files == ["Sources/TapedeckSndio/SndioBackend.swift", "Sources/TapedeckSndio/SndioDevice.swift",
                           "Sources/TapedeckSndio/SndioPlugin.swift", "Tests/TapedeckSndioTests/SndioConformanceTests.swift"])
+        let backend = try String(contentsOf: root.appendingPathComponent(files[0]), encoding: .utf8)
+        #expect(backend.contains("public struct SndioBackend: RingBackend"))
+        let device = try String(contentsOf: root.appendingPathComponent(files[1]), encoding: .utf8)
+        #expect(device.contains("public final class SndioDevice: RingDevice"))
         let plugin = try String(contentsOf: root.appendingPathComponent(files[2]), encoding: .utf8)
-        #expect(plugin.contains("public static let capture = CapturePlugin(") && plugin.contains("public static let playback = PlaybackPlugin("))
+        #expect(plugin.contains("public static let capture = CapturePlugin.ring(SndioBackend.self") && plugin.contains("public static let playback = PlaybackPlugin.ring(SndioBackend.self"))
         let tests = try String(contentsOf: root.appendingPathComponent(files[3]), encoding: .utf8)
-        #expect(tests.contains("BackendConformance.capture(SndioCaptureBackend()") && tests.contains("BackendConformance.playback(SndioPlaybackBackend()"))
+        #expect(tests.contains("SndioPlugin.capture.make(") && tests.contains("BackendConformance.playback(backend"))
         #expect(Scaffold.registration(kind: .device, name: try ScaffoldName("Sndio")).catalog == ["capture: SndioPlugin.capture", "playback: SndioPlugin.playback"])
     }
 

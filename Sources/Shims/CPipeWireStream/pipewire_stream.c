@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-// A stretch of audio PipeWire never delivered: `frames` frames missing before the frame at ring
-// position `position`.
-typedef struct {
-    uint64_t position;
-    uint64_t frames;
-} hole;
-
-#define HOLE_SLOTS 64
 #define MAX_NODES 512
 #define MAX_PORTS 2048
 #define MAX_LINKS 64
@@ -58,7 +51,8 @@ struct tapedeck_pw {
     bool lost;
     char lost_reason[512];
 
-    // The stream.
+    // The stream. Its process callback runs on PipeWire's data thread (PW_STREAM_FLAG_RT_PROCESS):
+    // the fields below marked "data thread" are that thread's alone.
     struct pw_stream *stream;
     struct spa_hook stream_listener;
     int direction;
@@ -69,31 +63,18 @@ struct tapedeck_pw {
     bool connected_once;
     uint32_t links[MAX_LINKS];
     int link_count;
-    uint32_t rate, channels, graph_rate, quantum;
+    uint32_t channels;
+    _Atomic uint32_t rate, graph_rate, quantum;
+    tapedeck_ring *ring;
+    bool drained;
 
-    // The ring (interleaved floats), written and read on this thread only.
-    float *data;
-    uint64_t capacity;
-    uint64_t write_pos, read_pos;
-
-    hole holes[HOLE_SLOTS];
-    uint32_t hole_write, hole_read;
-    uint64_t unplaced_lost;
-
-    bool started, finishing, flushed, drained;
-    uint64_t cycles;
-    uint64_t lost_frames;
-    uint64_t underrun_frames;
-
-    // The graph clock against what the stream delivered or played, in stream frames.
+    // Data thread: the graph clock against what the stream delivered, in stream frames.
+    bool was_started;
     bool have_base;
     double base;
     uint64_t last_ticks;
     uint32_t last_rate_denom;
     int64_t last_now;
-    uint64_t delivered;       // capture: frames into the ring since start, holes included
-    uint64_t queued_total;    // playback: frames handed to PipeWire since start
-    uint64_t underrun_reported;
 };
 
 static int64_t monotonic_ns(void) {
@@ -106,6 +87,7 @@ static void set_lost(tapedeck_pw *c, const char *reason) {
     if (c->lost) return;
     c->lost = true;
     snprintf(c->lost_reason, sizeof c->lost_reason, "%s", reason);
+    if (c->ring != NULL) tapedeck_ring_close(c->ring);
 }
 
 // ---- core and registry ------------------------------------------------------------------
@@ -326,29 +308,16 @@ const char *tapedeck_pw_library_version(void) { return pw_get_library_version();
 
 // ---- the stream ---------------------------------------------------------------------------
 
-static uint64_t ring_used(const tapedeck_pw *c) { return c->write_pos - c->read_pos; }
-
-static void push_hole(tapedeck_pw *c, uint64_t frames) {
-    c->lost_frames += frames;
-    if (c->hole_write - c->hole_read >= HOLE_SLOTS) { c->unplaced_lost += frames; return; }
-    if (c->hole_write != c->hole_read) {
-        hole *last = &c->holes[(c->hole_write - 1) % HOLE_SLOTS];
-        if (last->position == c->write_pos) { last->frames += frames; return; }
-    }
-    c->holes[c->hole_write % HOLE_SLOTS] = (hole){ c->write_pos, frames };
-    c->hole_write++;
-}
-
-// The graph clock now, in stream frames; false before the graph ran.
+// The graph clock now, in stream frames; false before the graph ran. Data thread.
 static bool clock_frames(tapedeck_pw *c, const struct pw_time *t, double *frames) {
-    if (t->rate.denom == 0 || t->rate.num == 0 || c->rate == 0) return false;
-    c->graph_rate = t->rate.denom / t->rate.num;
-    *frames = (double)t->ticks * (double)t->rate.num * (double)c->rate / (double)t->rate.denom;
+    uint32_t rate = atomic_load_explicit(&c->rate, memory_order_relaxed);
+    if (t->rate.denom == 0 || t->rate.num == 0 || rate == 0) return false;
+    *frames = (double)t->ticks * (double)t->rate.num * (double)rate / (double)t->rate.denom;
     return true;
 }
 
 // Whether the clock jumped in a way time did not (another driver took over): then the graph's
-// position says nothing about what was lost, and the comparison starts again.
+// position says nothing about what was lost, and the comparison starts again. Data thread.
 static bool clock_discontinuous(tapedeck_pw *c, const struct pw_time *t) {
     bool jump = false;
     if (c->last_rate_denom != 0) {
@@ -365,9 +334,18 @@ static bool clock_discontinuous(tapedeck_pw *c, const struct pw_time *t) {
     return jump;
 }
 
-static double tolerance(const tapedeck_pw *c) { return 2.0 * c->quantum + c->rate / 100.0; }
+static double tolerance(const tapedeck_pw *c) {
+    return 2.0 * atomic_load_explicit(&c->quantum, memory_order_relaxed) + atomic_load_explicit(&c->rate, memory_order_relaxed) / 100.0;
+}
 
-// Copies one buffer into the ring (when started) and gives it back. Returns its frames.
+static void read_time(tapedeck_pw *c, struct pw_time *t) {
+    memset(t, 0, sizeof *t);
+    pw_stream_get_time_n(c->stream, t, sizeof *t);
+    if (t->rate.denom != 0 && t->rate.num != 0) atomic_store_explicit(&c->graph_rate, t->rate.denom / t->rate.num, memory_order_relaxed);
+}
+
+// Pushes one buffer into the ring (which discards it before start) and gives it back. Returns
+// its frames. Data thread.
 static uint32_t capture_buffer(tapedeck_pw *c, struct pw_buffer *b) {
     uint32_t stride = c->channels * sizeof(float);
     uint32_t frames = 0;
@@ -376,18 +354,7 @@ static uint32_t capture_buffer(tapedeck_pw *c, struct pw_buffer *b) {
         uint32_t offset = SPA_MIN(d->chunk->offset, d->maxsize);
         uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - offset);
         frames = size / stride;
-        if (frames > 0 && c->started) {
-            const float *from = SPA_PTROFF(d->data, offset, const float);
-            uint64_t room = c->capacity - ring_used(c);
-            uint32_t n = frames <= room ? frames : (uint32_t)room;
-            for (uint32_t i = 0; i < n; i++) {
-                uint64_t at = (c->write_pos + i) % c->capacity;
-                memcpy(c->data + at * c->channels, from + (size_t)i * c->channels, stride);
-            }
-            c->write_pos += n;
-            c->delivered += n;
-            if (n < frames) { push_hole(c, frames - n); c->delivered += frames - n; }
-        }
+        if (frames > 0) tapedeck_ring_push(c->ring, SPA_PTROFF(d->data, offset, const float), frames);
     }
     pw_stream_queue_buffer(c->stream, b);
     return frames;
@@ -395,9 +362,13 @@ static uint32_t capture_buffer(tapedeck_pw *c, struct pw_buffer *b) {
 
 static void capture_process(tapedeck_pw *c) {
     struct pw_time t;
-    memset(&t, 0, sizeof t);
-    pw_stream_get_time_n(c->stream, &t, sizeof t);
-    if (t.rate.denom != 0 && t.rate.num != 0) c->graph_rate = t.rate.denom / t.rate.num;
+    read_time(c, &t);
+    bool started = tapedeck_ring_is_started(c->ring);
+    if (started && !c->was_started) {
+        c->was_started = true;
+        c->have_base = false;
+        c->last_rate_denom = 0;
+    }
     // The clock is that of the newest buffer (an input stream's clock moves when a buffer
     // arrives): the older ones are copied first, then the clock is compared with what arrived
     // before the newest, so a gap is placed before the first audio after it.
@@ -407,92 +378,54 @@ static void capture_process(tapedeck_pw *c) {
         newest = b;
     }
     if (newest == NULL) return;
-    c->cycles++;
     double now;
-    if (c->started && clock_frames(c, &t, &now)) {
+    if (started && clock_frames(c, &t, &now)) {
+        double delivered = (double)tapedeck_ring_frames_done(c->ring);
         if (clock_discontinuous(c, &t) || !c->have_base) {
             c->have_base = true;
-            c->base = now - (double)c->delivered;
+            c->base = now - delivered;
         } else {
             // What the graph produced since the start, against what arrived: a deficit beyond
-            // the jitter of a cycle or two is audio PipeWire dropped while this thread was away.
-            double deficit = (now - c->base) - (double)c->delivered;
-            if (deficit > tolerance(c)) {
-                uint64_t missing = (uint64_t)deficit;
-                push_hole(c, missing);
-                c->delivered += missing;
-            }
+            // the jitter of a cycle or two is audio the graph never delivered (an xrun).
+            double deficit = (now - c->base) - delivered;
+            if (deficit > tolerance(c)) tapedeck_ring_lose(c->ring, (uint64_t)deficit);
         }
+        tapedeck_ring_set_clock(c->ring, (uint64_t)SPA_MAX(now - c->base, 0.0), t.now);
     }
     uint32_t frames = capture_buffer(c, newest);
-    if (frames > 0) c->quantum = frames;
+    if (frames > 0) atomic_store_explicit(&c->quantum, frames, memory_order_relaxed);
+    tapedeck_ring_cycle(c->ring);
 }
 
-// Hands the ring's audio to PipeWire's free buffers. Returns whether anything was handed over.
-static void playback_fill(tapedeck_pw *c) {
-    if (c->stream == NULL || c->flushed) return;
-    uint32_t stride = c->channels * sizeof(float);
-    while (ring_used(c) > 0 || (c->finishing && !c->flushed)) {
-        if (ring_used(c) == 0) {
-            pw_stream_flush(c->stream, true);
-            c->flushed = true;
-            break;
-        }
-        struct pw_buffer *b = pw_stream_dequeue_buffer(c->stream);
-        if (b == NULL) break;
-        struct spa_data *d = &b->buffer->datas[0];
-        if (d->data == NULL) { pw_stream_queue_buffer(c->stream, b); break; }
-        // PipeWire keeps what a cycle does not take for the next one, and calls back only about
-        // once a cycle for its few buffers: each buffer carries at least 50 ms (more than the
-        // `requested` rest of one cycle), so the graph never waits for this thread.
-        uint32_t frames = d->maxsize / stride;
-        uint32_t wanted = SPA_MAX((uint32_t)b->requested, c->rate / 20);
-        if (wanted < frames) frames = wanted;
-        // A buffer counts as played only once all of it is: the comparison with the clock
-        // allows for one buffer.
-        c->quantum = SPA_MAX(c->quantum, frames);
-        uint64_t used = ring_used(c);
-        if (frames > used) frames = (uint32_t)used;
-        float *to = d->data;
-        for (uint32_t i = 0; i < frames; i++) {
-            uint64_t at = (c->read_pos + i) % c->capacity;
-            memcpy(to + (size_t)i * c->channels, c->data + at * c->channels, stride);
-        }
-        c->read_pos += frames;
-        d->chunk->offset = 0;
-        d->chunk->stride = (int32_t)stride;
-        d->chunk->size = frames * stride;
-        b->size = frames;
-        c->queued_total += frames;
-        pw_stream_queue_buffer(c->stream, b);
-    }
-}
-
+// Fills one of PipeWire's buffers from the ring: what the graph asks for this cycle, silence
+// where the ring ran dry (counted as underrun by the ring), nothing once the last frames are out.
 static void playback_process(tapedeck_pw *c) {
-    c->cycles++;
     struct pw_time t;
-    memset(&t, 0, sizeof t);
-    pw_stream_get_time_n(c->stream, &t, sizeof t);
-    if (t.rate.denom != 0 && t.rate.num != 0) c->graph_rate = t.rate.denom / t.rate.num;
-    if (c->started && !c->finishing) {
-        double now;
-        uint64_t played = c->queued_total - SPA_MIN(t.queued, c->queued_total);
-        if (clock_frames(c, &t, &now)) {
-            if (clock_discontinuous(c, &t) || !c->have_base) {
-                c->have_base = true;
-                c->base = now - (double)played;
-                c->underrun_reported = 0;
-            } else {
-                // The graph went on while none of the stream's audio was there to play.
-                double lag = (now - c->base) - (double)played;
-                if (lag > (double)c->underrun_reported + tolerance(c)) {
-                    c->underrun_frames += (uint64_t)lag - c->underrun_reported;
-                    c->underrun_reported = (uint64_t)lag;
-                }
+    read_time(c, &t);
+    bool finishing = tapedeck_ring_is_finishing(c->ring);
+    uint32_t held = tapedeck_ring_capacity(c->ring) - tapedeck_ring_available(c->ring);
+    if (tapedeck_ring_is_started(c->ring) && !(finishing && held == 0)) {
+        struct pw_buffer *b = pw_stream_dequeue_buffer(c->stream);
+        struct spa_data *d = b != NULL ? &b->buffer->datas[0] : NULL;
+        if (d != NULL && d->data != NULL) {
+            uint32_t stride = c->channels * sizeof(float);
+            uint32_t frames = (uint32_t)b->requested;
+            if (frames == 0) frames = SPA_MAX(atomic_load_explicit(&c->quantum, memory_order_relaxed), 256u);
+            frames = SPA_MIN(frames, d->maxsize / stride);
+            uint32_t n = tapedeck_ring_pull(c->ring, d->data, frames);
+            if (n < frames && !finishing) {
+                memset(SPA_PTROFF(d->data, (size_t)n * stride, void), 0, (size_t)(frames - n) * stride);
+                n = frames;
             }
+            atomic_store_explicit(&c->quantum, frames, memory_order_relaxed);
+            d->chunk->offset = 0;
+            d->chunk->stride = (int32_t)stride;
+            d->chunk->size = n * stride;
+            b->size = n;
         }
+        if (b != NULL) pw_stream_queue_buffer(c->stream, b);
     }
-    playback_fill(c);
+    tapedeck_ring_cycle(c->ring);
 }
 
 static void on_process(void *data) {
@@ -553,17 +486,15 @@ static const uint32_t speaker_channels[18] = {
 
 int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name, const char *description,
                             const char *target_serial, uint32_t target_id, int capture_sink,
-                            uint32_t rate, uint32_t channels, const int32_t *positions, uint32_t ring_frames) {
+                            uint32_t rate, const int32_t *positions, tapedeck_ring *ring) {
+    uint32_t channels = tapedeck_ring_channels(ring);
     if (c->stream != NULL || channels == 0 || channels > SPA_AUDIO_MAX_CHANNELS) return -EINVAL;
     c->direction = direction;
     c->channels = channels;
-    c->rate = rate;
+    atomic_store(&c->rate, rate);
     c->target_id = target_id;
     snprintf(c->target_label, sizeof c->target_label, "%s", description ? description : "");
-    c->capacity = ring_frames;
-    c->data = calloc((size_t)ring_frames * channels, sizeof(float));
-    if (c->data == NULL) return -ENOMEM;
-    mlock(c->data, (size_t)ring_frames * channels * sizeof(float));
+    c->ring = ring;
 
     struct pw_properties *props = pw_properties_new(
         PW_KEY_MEDIA_TYPE, "Audio",
@@ -594,15 +525,16 @@ int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name
     }
     uint8_t buffer[1024];
     struct spa_pod_builder builder = SPA_POD_BUILDER_INIT(buffer, sizeof buffer);
-    // (A Buffers param asking for more than the adapter's 2 buffers changed nothing in 0.3.65:
-    // a device thread late by more than about two cycles loses audio, counted as a hole.)
+    // The process callback runs on PipeWire's data thread (PW_STREAM_FLAG_RT_PROCESS) and only
+    // copies through the ring: a device thread late by less than the ring loses nothing.
     const struct spa_pod *params[1];
     uint32_t n_params = 0;
     params[n_params++] = spa_format_audio_raw_build(&builder, SPA_PARAM_EnumFormat, &info);
     int r = pw_stream_connect(c->stream,
                               direction == TAPEDECK_PW_CAPTURE ? PW_DIRECTION_INPUT : PW_DIRECTION_OUTPUT,
                               PW_ID_ANY,
-                              PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS | PW_STREAM_FLAG_DONT_RECONNECT,
+                              PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS | PW_STREAM_FLAG_DONT_RECONNECT |
+                                  PW_STREAM_FLAG_RT_PROCESS,
                               params, n_params);
     return r < 0 ? r : 0;
 }
@@ -610,88 +542,15 @@ int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name
 int tapedeck_pw_stream_links(const tapedeck_pw *c) { return c->link_count; }
 int tapedeck_pw_stream_state(const tapedeck_pw *c) { return c->stream ? (int)c->state : 0; }
 const char *tapedeck_pw_stream_error(const tapedeck_pw *c) { return c->stream_error; }
-uint32_t tapedeck_pw_graph_rate(const tapedeck_pw *c) { return c->graph_rate; }
-uint32_t tapedeck_pw_stream_quantum(const tapedeck_pw *c) { return c->quantum; }
+uint32_t tapedeck_pw_graph_rate(const tapedeck_pw *c) { return atomic_load(&c->graph_rate); }
+uint32_t tapedeck_pw_stream_quantum(const tapedeck_pw *c) { return atomic_load(&c->quantum); }
+int tapedeck_pw_loop_fd(const tapedeck_pw *c) { return pw_loop_get_fd(c->loop); }
 
-void tapedeck_pw_stream_start(tapedeck_pw *c) {
-    if (c->stream == NULL || c->started) return;
-    if (c->direction == TAPEDECK_PW_CAPTURE) {
-        struct pw_buffer *b;
-        while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) pw_stream_queue_buffer(c->stream, b);
-    }
-    c->started = true;
-    c->have_base = false;
-    c->last_rate_denom = 0;
-}
-
-uint32_t tapedeck_pw_stream_available(const tapedeck_pw *c) {
-    uint64_t used = ring_used(c);
-    if (c->direction == TAPEDECK_PW_CAPTURE) return (uint32_t)SPA_MIN(used, (uint64_t)UINT32_MAX);
-    return (uint32_t)(c->capacity - used);
-}
-
-uint32_t tapedeck_pw_stream_read(tapedeck_pw *c, float *destination, uint32_t max_frames, uint64_t *lost_before) {
-    *lost_before = 0;
-    uint64_t available = ring_used(c);
-    if (c->hole_read != c->hole_write) {
-        hole *h = &c->holes[c->hole_read % HOLE_SLOTS];
-        if (h->position == c->read_pos) {
-            *lost_before = h->frames;
-            c->hole_read++;
-            if (c->hole_read != c->hole_write) {
-                hole *next = &c->holes[c->hole_read % HOLE_SLOTS];
-                available = SPA_MIN(available, next->position - c->read_pos);
-            }
-        } else {
-            available = SPA_MIN(available, h->position - c->read_pos);
-        }
-    }
-    if (c->unplaced_lost > 0) { *lost_before += c->unplaced_lost; c->unplaced_lost = 0; }
-    uint32_t n = (uint32_t)SPA_MIN((uint64_t)max_frames, available);
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t at = (c->read_pos + i) % c->capacity;
-        memcpy(destination + (size_t)i * c->channels, c->data + at * c->channels, c->channels * sizeof(float));
-    }
-    c->read_pos += n;
-    return n;
-}
-
-uint32_t tapedeck_pw_stream_write(tapedeck_pw *c, const float *source, uint32_t frames) {
-    uint64_t room = c->capacity - ring_used(c);
-    uint32_t n = (uint32_t)SPA_MIN((uint64_t)frames, room);
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t at = (c->write_pos + i) % c->capacity;
-        memcpy(c->data + at * c->channels, source + (size_t)i * c->channels, c->channels * sizeof(float));
-    }
-    c->write_pos += n;
-    playback_fill(c);
-    return n;
-}
-
-void tapedeck_pw_stream_finish(tapedeck_pw *c) {
-    if (c->stream == NULL || c->finishing) return;
-    c->started = true;
-    c->finishing = true;
-    playback_fill(c);
+void tapedeck_pw_stream_drain(tapedeck_pw *c) {
+    if (c->stream != NULL) pw_stream_flush(c->stream, true);
 }
 
 int tapedeck_pw_stream_drained(const tapedeck_pw *c) { return c->drained; }
-uint64_t tapedeck_pw_stream_cycles(const tapedeck_pw *c) { return c->cycles; }
-uint64_t tapedeck_pw_stream_lost_frames(const tapedeck_pw *c) { return c->lost_frames; }
-uint64_t tapedeck_pw_stream_underrun_frames(const tapedeck_pw *c) { return c->underrun_frames; }
-
-uint64_t tapedeck_pw_stream_frames_elapsed(const tapedeck_pw *c) {
-    if (c->stream == NULL || !c->have_base) return c->delivered;
-    struct pw_time t;
-    memset(&t, 0, sizeof t);
-    pw_stream_get_time_n(c->stream, &t, sizeof t);
-    if (t.rate.denom == 0 || t.rate.num == 0) return c->delivered;
-    double now = (double)t.ticks * t.rate.num * c->rate / t.rate.denom;
-    // The clock moved on since that report (it is updated once a cycle).
-    now += (double)(monotonic_ns() - t.now) * c->rate / 1e9;
-    double elapsed = now - c->base;
-    return elapsed > 0 ? (uint64_t)elapsed : 0;
-}
 
 void tapedeck_pw_disconnect(tapedeck_pw *c) {
     if (c == NULL) return;
@@ -719,10 +578,6 @@ void tapedeck_pw_disconnect(tapedeck_pw *c) {
     }
     for (int i = 0; i < c->node_count; i++) pw_properties_free(c->nodes[i].props);
     for (int i = 0; i < c->port_count; i++) pw_properties_free(c->ports[i].props);
-    if (c->data != NULL) {
-        munlock(c->data, (size_t)c->capacity * c->channels * sizeof(float));
-        free(c->data);
-    }
     free(c);
 }
 

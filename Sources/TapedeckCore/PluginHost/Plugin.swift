@@ -65,6 +65,16 @@ public struct PluginDescriptor<Made: Sendable>: Sendable {
         self.make = { settings, context in try make(Group(settings), context) }
     }
 
+    /// A descriptor whose factory reads `declarations` itself (a callback backend declaring its
+    /// settings once for both roles).
+    init(name: String, summary: String, declarations: [SettingDeclaration],
+         make: @escaping @Sendable (PluginSettings, PluginContext) throws -> Made) {
+        self.name = name
+        self.summary = summary
+        self.settings = declarations
+        self.make = make
+    }
+
     /// A descriptor for a plugin with no settings.
     public init(name: String, summary: String, make: @escaping @Sendable (PluginContext) throws -> Made) {
         self.init(name: name, summary: summary, settings: NoSettings.self) { _, context in try make(context) }

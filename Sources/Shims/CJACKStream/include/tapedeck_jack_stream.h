@@ -1,22 +1,23 @@
 #ifndef TAPEDECK_JACK_STREAM_H
 #define TAPEDECK_JACK_STREAM_H
 
-// A JACK client with one port per channel and a lock-free ring between JACK's process thread
-// (real time: it only copies, counts and posts a semaphore) and Tapedeck's device thread. The
-// header does not include JACK's, so the Swift module CJACK stays the one that does.
+// A JACK client with one port per channel whose process callback (JACK's real-time thread)
+// copies between the ports and a tapedeck_ring (CRingStream): it pushes or pulls, declares the
+// cycles the server skipped as lost, sets the ring's clock and counts a cycle. Nothing else runs
+// there. The header does not include JACK's, so the Swift module CJACK stays the one that does.
 
 #include <stdint.h>
+#include "tapedeck_ring.h"
 
 typedef struct tapedeck_jack_stream tapedeck_jack_stream;
 
-enum { TAPEDECK_JACK_CAPTURE = 0, TAPEDECK_JACK_PLAYBACK = 1 };
-
 /// Opens a client on `server` (NULL or "" for the default, as JACK_DEFAULT_SERVER says), never
-/// starting a server, and registers `channels` ports: `in_1`… for capture, `out_1`… for playback.
-/// The ring holds `ring_frames` frames. Not activated yet. On failure returns NULL with JACK's
-/// status bits in `*status` (0 when the failure was not JACK's: out of memory, a port refused).
-tapedeck_jack_stream *tapedeck_jack_stream_open(const char *server, const char *client_name, int direction,
-                                                int channels, uint32_t ring_frames, int *status);
+/// starting a server, and registers one port per channel of `ring`: `in_1`… when the ring is a
+/// capture ring, `out_1`… for playback. Not activated yet; the ring must outlive the client. On
+/// failure returns NULL with JACK's status bits in `*status` (0 when the failure was not JACK's:
+/// out of memory, a port refused).
+tapedeck_jack_stream *tapedeck_jack_stream_open(const char *server, const char *client_name, int capture,
+                                                tapedeck_ring *ring, int *status);
 
 /// The server's sample rate and buffer size, the client's name (JACK may have made it unique),
 /// a port's full name (`tapedeck:in_1`), and the client (a `jack_client_t *`) for port queries.
@@ -32,42 +33,13 @@ int tapedeck_jack_stream_activate(tapedeck_jack_stream *s);
 /// Returns 0, EEXIST when already connected, or JACK's error.
 int tapedeck_jack_stream_connect(tapedeck_jack_stream *s, int channel, const char *other);
 
-/// Capture: from now on the process callback fills the ring (before, it discards). Playback:
-/// from now on it plays the ring, and a ring running dry counts as an underrun.
-void tapedeck_jack_stream_start(tapedeck_jack_stream *s);
-/// Playback: the last frames are written; a ring running dry from now on is the end, not an underrun.
-void tapedeck_jack_stream_finish(tapedeck_jack_stream *s);
-
-/// Frames ready to read (capture) or room to write (playback).
-uint32_t tapedeck_jack_stream_available(const tapedeck_jack_stream *s);
-/// Capture: copies up to `max_frames` interleaved frames out of the ring, stopping before a
-/// hole; `*lost_before` gets the frames JACK never delivered just before them (ring full, or
-/// cycles the server skipped). Returns the frames copied.
-uint32_t tapedeck_jack_stream_read(tapedeck_jack_stream *s, float *destination, uint32_t max_frames, uint64_t *lost_before);
-/// Playback: copies up to `frames` interleaved frames into the ring. Returns the frames copied.
-uint32_t tapedeck_jack_stream_write(tapedeck_jack_stream *s, const float *source, uint32_t frames);
-
-/// Sleeps until the process callback has made `frames` available (see above), the server shut
-/// the client down, or `timeout_ns` passed. Returns 0 when woken, 1 on timeout.
-int tapedeck_jack_stream_wait(tapedeck_jack_stream *s, uint32_t frames, uint64_t timeout_ns);
-
-/// Process cycles run since activation; frames of silence played because the ring ran dry
-/// (playback); xruns the server reported; frames lost (capture, all holes).
-uint64_t tapedeck_jack_stream_cycles(const tapedeck_jack_stream *s);
-uint64_t tapedeck_jack_stream_underrun_frames(const tapedeck_jack_stream *s);
+/// Xruns the server reported; whether it shut the client down (stopped, killed, or it zombified
+/// the client: the ring is then closed), and why.
 uint32_t tapedeck_jack_stream_xruns(const tapedeck_jack_stream *s);
-uint64_t tapedeck_jack_stream_lost_frames(const tapedeck_jack_stream *s);
-/// The server's estimate of the current frame time, and the frame time of the first cycle after start.
-uint32_t tapedeck_jack_stream_frame_time(const tapedeck_jack_stream *s);
-uint32_t tapedeck_jack_stream_start_frame(const tapedeck_jack_stream *s);
-/// Frames delivered into the ring (capture) or played from it (playback) since start, holes included.
-uint64_t tapedeck_jack_stream_frames_done(const tapedeck_jack_stream *s);
-
-/// Whether the server shut the client down (stopped, killed, or it zombified the client), and why.
 int tapedeck_jack_stream_is_shut_down(const tapedeck_jack_stream *s);
 const char *tapedeck_jack_stream_shutdown_reason(const tapedeck_jack_stream *s);
 
-/// Deactivates and closes the client and frees everything. The stream pointer is then invalid.
+/// Deactivates and closes the client and frees it (not the ring). The pointer is then invalid.
 void tapedeck_jack_stream_close(tapedeck_jack_stream *s);
 
 /// A plain client (for listing ports), never starting a server: a `jack_client_t *`, or NULL

@@ -1,13 +1,15 @@
 #ifndef TAPEDECK_PIPEWIRE_H
 #define TAPEDECK_PIPEWIRE_H
 
-// A connection to a PipeWire daemon on a loop the calling thread iterates itself (no thread of
-// PipeWire's calls back into Tapedeck): the registry's audio nodes, the default nodes, and at
-// most one stream. Every function runs on the thread that connected; the stream's process
-// callback runs inside tapedeck_pw_iterate, on that thread, and only copies between PipeWire's
-// buffers and a ring allocated when the stream opened. The header does not include PipeWire's.
+// A connection to a PipeWire daemon on a loop the calling thread iterates itself: the registry's
+// audio nodes, the default nodes, and at most one stream. Every function runs on the thread that
+// connected, and so do the registry's and the stream's events (inside tapedeck_pw_iterate). The
+// stream's process callback alone runs on PipeWire's data thread (real time): it copies between
+// PipeWire's buffers and a tapedeck_ring (CRingStream), declares what the graph clock says never
+// arrived as lost, sets the ring's clock and counts a cycle. The header does not include PipeWire's.
 
 #include <stdint.h>
+#include "tapedeck_ring.h"
 
 typedef struct tapedeck_pw tapedeck_pw;
 
@@ -36,15 +38,16 @@ const char *tapedeck_pw_default_node(const tapedeck_pw *c, int direction);
 int tapedeck_pw_is_lost(const tapedeck_pw *c);
 const char *tapedeck_pw_lost_reason(const tapedeck_pw *c);
 
-/// Opens the stream: F32 interleaved at `rate`, `channels` channels at `positions` (Tapedeck's
-/// speaker indices: 0 = front left … 17 = top back right, as a WAVE channel mask orders them;
-/// NULL or -1 entries for channels with no position), linked by the session manager to the node
-/// with object.serial `target_serial`, whose registry id `target_id` is watched: its removal is a
-/// loss. `capture_sink` records what a sink plays. `ring_frames` frames are buffered between the
-/// process callback and the reads or writes. Returns 0 or a negative errno.
+/// Opens the stream: F32 interleaved at `rate` with the channels of `ring`, at `positions`
+/// (Tapedeck's speaker indices: 0 = front left … 17 = top back right, as a WAVE channel mask orders
+/// them; NULL or -1 entries for channels with no position), linked by the session manager to the
+/// node with object.serial `target_serial`, whose registry id `target_id` is watched: its removal
+/// is a loss (and closes the ring). `capture_sink` records what a sink plays. The process callback
+/// pushes into `ring` (capture) or pulls from it (playback) once the ring is started; the ring
+/// must outlive the stream. Returns 0 or a negative errno.
 int tapedeck_pw_stream_open(tapedeck_pw *c, int direction, const char *node_name, const char *description,
                             const char *target_serial, uint32_t target_id, int capture_sink,
-                            uint32_t rate, uint32_t channels, const int32_t *positions, uint32_t ring_frames);
+                            uint32_t rate, const int32_t *positions, tapedeck_ring *ring);
 
 /// The stream's state (pw_stream_state: -1 error, 0 unconnected, 1 connecting, 2 paused, 3 streaming)
 /// and its error text ("" when none).
@@ -56,29 +59,13 @@ int tapedeck_pw_stream_links(const tapedeck_pw *c);
 uint32_t tapedeck_pw_graph_rate(const tapedeck_pw *c);
 /// Frames the last process cycle carried (the graph's quantum as the stream sees it).
 uint32_t tapedeck_pw_stream_quantum(const tapedeck_pw *c);
+/// The loop's descriptor: readable when tapedeck_pw_iterate has events to run.
+int tapedeck_pw_loop_fd(const tapedeck_pw *c);
 
-/// Capture: discards what arrived so far; from now on audio goes into the ring. Playback: from
-/// now on a graph that plays none of the stream's audio while it has some to give counts as underrun.
-void tapedeck_pw_stream_start(tapedeck_pw *c);
-/// Frames ready to read (capture) or room to write (playback).
-uint32_t tapedeck_pw_stream_available(const tapedeck_pw *c);
-/// Capture: copies up to `max_frames` frames out of the ring, stopping before a hole;
-/// `*lost_before` gets the frames PipeWire never delivered just before them.
-uint32_t tapedeck_pw_stream_read(tapedeck_pw *c, float *destination, uint32_t max_frames, uint64_t *lost_before);
-/// Playback: copies up to `frames` frames into the ring and hands what fits to PipeWire's free buffers.
-uint32_t tapedeck_pw_stream_write(tapedeck_pw *c, const float *source, uint32_t frames);
-/// Playback: no more writes; the ring's rest is handed over and the stream drained.
-void tapedeck_pw_stream_finish(tapedeck_pw *c);
-/// Playback: whether PipeWire reported everything played (after finish).
+/// Playback, once the ring ran empty after tapedeck_ring_finish: asks PipeWire to play out what
+/// it holds; tapedeck_pw_stream_drained turns true (inside tapedeck_pw_iterate) when it did.
+void tapedeck_pw_stream_drain(tapedeck_pw *c);
 int tapedeck_pw_stream_drained(const tapedeck_pw *c);
-
-/// Process cycles seen since the stream opened; frames lost (capture holes); frames of silence
-/// the graph played for want of the stream's audio (playback); the last time (ns) the graph ran.
-uint64_t tapedeck_pw_stream_cycles(const tapedeck_pw *c);
-uint64_t tapedeck_pw_stream_lost_frames(const tapedeck_pw *c);
-uint64_t tapedeck_pw_stream_underrun_frames(const tapedeck_pw *c);
-/// Capture: the frames the graph clock says have passed since start (what a stop drains up to).
-uint64_t tapedeck_pw_stream_frames_elapsed(const tapedeck_pw *c);
 
 /// Destroys the stream (if any), disconnects and frees everything.
 void tapedeck_pw_disconnect(tapedeck_pw *c);

@@ -1,0 +1,157 @@
+import Dispatch
+import Logging
+
+/// A capture stream over any callback backend: the device's real-time callback pushes into a
+/// ``DeviceRing``; reads sleep on the ring (and on the device's own event loop, when it has one)
+/// until the frames asked for have arrived, one wake-up per read however small the device's cycle.
+///
+/// - Holes: frames the device did not deliver (cycles it skipped, a graph clock ahead of the
+///   audio, or a ring the device thread let fill: ``RingStreams/captureSeconds``) come back as
+///   ``CaptureRead/lostFramesBefore`` where they happened, so the take's timeline stays true.
+/// - The device going away (the ring closed) ends the stream with `.deviceLost` once what arrived
+///   before is delivered; so does a device that runs no cycle for ``RingStreams/stallNanos``.
+/// - Audio before the first read is discarded: the take begins when the engine starts reading.
+///
+/// Thread: the device thread that opened it, for every member.
+public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
+    public let format: AudioFormat
+    public let periodFrames: Int
+    public var isRealTime: Bool { true }
+
+    let ring: DeviceRing
+    let device: Backend.Device
+    private let logger: Logger
+    private let staging: UnsafeMutablePointer<Float>
+    private let converter: SampleConverter
+    private var closed = false
+    /// Frames delivered (holes included) and, from the first drain, the frames due up to the stop.
+    private var delivered: Int64 = 0
+    private var drainTarget: Int64?
+    private var drainDeadline: UInt64 = 0
+    /// Lost frames read but not yet reported (a hole with no frames after it yet).
+    private var pendingLost: Int64 = 0
+
+    /// Opens the device with a ring of ``RingStreams/captureSeconds``. Blocks for the opening.
+    init(backend: Backend, format: AudioFormat, periodFrames: Int) throws {
+        let period = max(16, periodFrames)
+        ring = try DeviceRing(.capture, channels: format.channels, frames: max(4 * period, RingStreams.captureSeconds * format.sampleRate))
+        device = try backend.open(format: format, ring: ring)
+        self.format = format
+        self.periodFrames = period
+        logger = backend.logger
+        staging = .allocate(capacity: period * format.channels)
+        staging.initialize(repeating: 0, count: period * format.channels)
+        converter = SampleConverter(from: format.with(sampleFormat: .f32), to: format.sampleFormat)
+        logger.info("\(device.summary); converted to \(format.sampleFormat).")
+    }
+
+    /// Delivers ``periodFrames`` frames (fewer just before a hole), sleeping until they arrived.
+    /// Blocks about one read's worth of audio; never allocates.
+    /// - Throws: `.deviceLost` as described above.
+    public func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        if !ring.isStarted { ring.start() }
+        let want = min(maxFrames, periodFrames)
+        var watch = StallWatch(ring)
+        while ring.available < want {
+            if ring.isClosed {
+                if ring.available > 0 { break }
+                throw device.lostError("recording")
+            }
+            if ring.wait(frames: want, nanoseconds: 500_000_000, otherFD: device.eventFD) == .otherFD { device.dispatchEvents() }
+            if watch.stalled() {
+                if ring.available > 0 { break }
+                throw device.stallError("recording")
+            }
+        }
+        return take(maxFrames: want, into: buffer)
+    }
+
+    /// Copies what is ready (up to a hole) and converts it into `buffer`.
+    private func take(maxFrames: Int, into buffer: UnsafeMutableRawPointer) -> CaptureRead {
+        let (frames, lost) = ring.read(into: staging, maxFrames: maxFrames)
+        pendingLost += lost
+        guard frames > 0 else { return CaptureRead(frames: 0) }
+        converter.convert(staging, into: buffer, frames: frames)
+        let reported = pendingLost
+        pendingLost = 0
+        delivered += Int64(frames) + reported
+        return CaptureRead(frames: frames, lostFramesBefore: reported)
+    }
+
+    /// Delivers the audio captured up to the stop: what is in the ring, then the cycle under way
+    /// (a callback hands a cycle's audio over at its end), up to the device clock at the first
+    /// drain; audio past that point is cut. Returns 0 frames when the take is complete.
+    /// Blocks at most two cycles and 100 ms over all calls.
+    public func drain(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
+        guard ring.isStarted, !ring.isClosed else { return CaptureRead(frames: 0) }
+        if drainTarget == nil {
+            device.dispatchEvents()
+            let elapsed = ring.framesDone == 0 ? 0 : ring.clockNow(sampleRate: format.sampleRate) ?? 0
+            drainTarget = max(elapsed, delivered + Int64(ring.available))
+            drainDeadline = DispatchTime.now().uptimeNanoseconds + 2 * device.cycleNanos + 100_000_000
+        }
+        let target = drainTarget!
+        while delivered < target {
+            let wanted = Int(min(Int64(min(maxFrames, periodFrames)), target - delivered))
+            if ring.available > 0 {
+                var read = take(maxFrames: wanted, into: buffer)
+                if delivered > target {
+                    // A hole reaching past the stop: only its part before the stop counts.
+                    let over = delivered - target
+                    read.lostFramesBefore -= min(over, read.lostFramesBefore)
+                    delivered = target
+                }
+                return read
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < drainDeadline, !ring.isClosed else { break }
+            if ring.wait(frames: 1, nanoseconds: drainDeadline - now, otherFD: device.eventFD) == .otherFD { device.dispatchEvents() }
+        }
+        return CaptureRead(frames: 0)
+    }
+
+    /// Stops the callback and closes the device. Never blocks for long.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        device.close()
+        staging.deallocate()
+        if let report = device.closingReport(lostFrames: ring.lostFrames) { logger.warning("\(report)") }
+    }
+
+    deinit { close() }
+}
+
+/// The ring streams' limits. Plain constants; any thread.
+public enum RingStreams {
+    /// How far a capture's device thread may fall behind before audio is lost: the ring holds
+    /// this many seconds (or four reads, if that is more).
+    public static let captureSeconds = 5
+    /// How long a device may run no cycle before the stream counts as lost (a server that hangs
+    /// without closing the connection).
+    public static let stallNanos: UInt64 = 5_000_000_000
+}
+
+/// Whether a device ran no cycle for ``RingStreams/stallNanos`` since the watch began or last saw one.
+struct StallWatch {
+    private let ring: DeviceRing
+    private var lastCycles: UInt64
+    private var idleSince: UInt64
+
+    init(_ ring: DeviceRing) {
+        self.ring = ring
+        lastCycles = ring.cycles
+        idleSince = DispatchTime.now().uptimeNanoseconds
+    }
+
+    mutating func stalled() -> Bool {
+        let cycles = ring.cycles
+        let now = DispatchTime.now().uptimeNanoseconds
+        if cycles != lastCycles {
+            lastCycles = cycles
+            idleSince = now
+            return false
+        }
+        return now - idleSince > RingStreams.stallNanos
+    }
+}
