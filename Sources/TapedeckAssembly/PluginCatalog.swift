@@ -65,10 +65,10 @@ public struct PluginCatalog: Sendable {
         names.append(PulsePlugin.library)
         #endif
         #if JACK
-        names.append(JACKPlugin.library)
+        names.append(JACKBackend.library)
         #endif
         #if PipeWire
-        names.append(PipeWirePlugin.library)
+        names.append(PipeWireBackend.library)
         #endif
         return names
     }
@@ -96,7 +96,7 @@ public struct PluginCatalog: Sendable {
 
     private static var jack: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if JACK
-        [(JACKPlugin.capture, JACKPlugin.playback)]
+        [(JACKBackend.capture, JACKBackend.playback)]
         #else
         []
         #endif
@@ -104,7 +104,7 @@ public struct PluginCatalog: Sendable {
 
     private static var pipewire: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if PipeWire
-        [(PipeWirePlugin.capture, PipeWirePlugin.playback)]
+        [(PipeWireBackend.capture, PipeWireBackend.playback)]
         #else
         []
         #endif

@@ -13,7 +13,7 @@ public import TapedeckCore
 /// and counts the cycle. A server shutting the client down closes the ring.
 public final class JACKClient: RingDevice {
     let handle: OpaquePointer
-    let settings: JACKSettings
+    let settings: JACKBackend
     let sampleRate: Int
     let bufferFrames: Int
     let channels: Int
@@ -27,13 +27,13 @@ public final class JACKClient: RingDevice {
     /// - Thread: the device thread. Blocks for a few round trips to the server.
     /// - Throws: `.deviceUnavailable` (no server, no such port) or `.unsupportedFormat` (another
     ///   rate than the server's; JACK does not convert rates).
-    init(settings: JACKSettings, format: AudioFormat, ring: DeviceRing) throws {
+    init(settings: JACKBackend, format: AudioFormat, ring: DeviceRing) throws {
         // jackd2 names a client's socket after the client, in the server's folder: a client named
         // like its server takes the server's socket away when it closes, and the server can no
         // longer be reached (measured with jackd2 1.9.21).
         let serverName = settings.server.isEmpty ? (ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default") : settings.server
         guard settings.clientName != serverName else {
-            throw TapedeckError(.configuration, "\(settings.clientNameKey) is \"\(settings.clientName)\", the name of the JACK server itself; a client of that name would cut the server off when it closes. Choose another name (the default is tapedeck).")
+            throw TapedeckError(.configuration, "\(settings.section.key(JACKBackend.clientName)) is \"\(settings.clientName)\", the name of the JACK server itself; a client of that name would cut the server off when it closes. Choose another name (the default is tapedeck).")
         }
         var status: Int32 = 0
         guard let handle = tapedeck_jack_stream_open(settings.server.isEmpty ? nil : settings.server, settings.clientName,
@@ -109,12 +109,7 @@ public final class JACKClient: RingDevice {
 
     /// Waits for two more cycles: the last one's audio handed to the ports and on to the server's outputs.
     public func finishPlaying() throws {
-        let cycles = ring.cycles
-        let deadline = DispatchTime.now().uptimeNanoseconds + 4 * cycleNanos + 200_000_000
-        while ring.cycles < cycles + 2 && DispatchTime.now().uptimeNanoseconds < deadline {
-            if ring.isClosed { throw lostError("playing") }
-            _ = ring.wait(frames: Int.max, nanoseconds: max(1_000_000, cycleNanos / 2))
-        }
+        guard ring.waitCycles(2, cycleNanos: cycleNanos) else { throw lostError("playing") }
     }
 
     public func closingReport(lostFrames: UInt64) -> String? {

@@ -9,7 +9,7 @@ import TapedeckCore
 /// entry for both directions, since the same name is what `device` takes for either. Runs on the
 /// calling thread; a few round trips.
 enum JACKDeviceList {
-    static func list(settings: JACKSettings) throws -> [AudioDevice] {
+    static func list(settings: JACKBackend) throws -> [AudioDevice] {
         var status: Int32 = 0
         guard let raw = tapedeck_jack_client_open(settings.server.isEmpty ? nil : settings.server, "tapedeck-devices", &status) else {
             throw JACKPorts.openError(status, settings: settings)

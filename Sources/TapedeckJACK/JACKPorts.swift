@@ -58,10 +58,10 @@ enum JACKPorts {
         return out
     }
 
-    /// The ports `settings.device` names, in order (see `JACKBackend.device`); empty for `none`.
+    /// The ports `settings.device` names, in order (see `JACKBackend.deviceHelp`); empty for `none`.
     /// - Throws: `.deviceUnavailable` naming the setting, what matched nothing, and the ports there are.
-    static func resolve(_ settings: JACKSettings, client: OpaquePointer, ownClient: String) throws -> [String] {
-        let spec = settings.device.trimmingCharacters(in: .whitespaces)
+    static func resolve(_ settings: JACKBackend, client: OpaquePointer, ownClient: String) throws -> [String] {
+        let spec = settings.section.device.trimmingCharacters(in: .whitespaces)
         let wanted = flags(settings.role)
         let direction = settings.role == .capture ? "capture" : "playback"
         if spec.lowercased() == "none" { return [] }
@@ -69,7 +69,7 @@ enum JACKPorts {
             let physical = names(client, pattern: nil, flags: wanted | UInt(JackPortIsPhysical.rawValue))
             guard !physical.isEmpty else {
                 throw TapedeckError(.deviceUnavailable,
-                    "\(settings.serverLabel.capitalizedFirst) has no physical \(direction) ports (a server started with `-d dummy` or `-d net` may have none). Name the ports with \(settings.deviceKey) (`tapedeck devices` lists them), or `none` to connect them yourself.")
+                    "\(settings.serverLabel.capitalizedFirst) has no physical \(direction) ports (a server started with `-d dummy` or `-d net` may have none). Name the ports with \(settings.section.deviceKey) (`tapedeck devices` lists them), or `none` to connect them yourself.")
             }
             return physical
         }
@@ -78,7 +78,7 @@ enum JACKPorts {
             if let port = jack_port_by_name(client, item) {
                 guard UInt(bitPattern: Int(jack_port_flags(port))) & wanted != 0 else {
                     throw TapedeckError(.deviceUnavailable,
-                        "\(settings.deviceKey): \(item) is \(settings.role == .capture ? "an input (it plays)" : "an output (it records)"); \(settings.role == .capture ? "record from an output port such as system:capture_1" : "play to an input port such as system:playback_1"). `tapedeck devices` lists them.")
+                        "\(settings.section.deviceKey): \(item) is \(settings.role == .capture ? "an input (it plays)" : "an output (it records)"); \(settings.role == .capture ? "record from an output port such as system:capture_1" : "play to an input port such as system:playback_1"). `tapedeck devices` lists them.")
                 }
                 ports.append(item)
                 continue
@@ -90,7 +90,7 @@ enum JACKPorts {
                 let available = names(client, pattern: nil, flags: wanted).filter { !$0.hasPrefix(ownClient + ":") }
                 let list = available.isEmpty ? "it has none" : "it has " + available.prefix(8).joined(separator: ", ") + (available.count > 8 ? ", …" : "")
                 throw TapedeckError(.deviceUnavailable,
-                    "\(settings.deviceKey): no \(direction) port of \(settings.serverLabel) matches \"\(item)\" (\(list)). Name one that `tapedeck devices` lists, or leave it empty for the physical ports.")
+                    "\(settings.section.deviceKey): no \(direction) port of \(settings.serverLabel) matches \"\(item)\" (\(list)). Name one that `tapedeck devices` lists, or leave it empty for the physical ports.")
             }
             ports.append(contentsOf: matched)
         }
@@ -99,12 +99,12 @@ enum JACKPorts {
 
     /// Which of `ports` feeds (or takes) each of `channels` channels.
     /// - Throws: `.unsupportedFormat` when more than one port but fewer than the channels matched.
-    static func assign(_ ports: [String], channels: Int, settings: JACKSettings) throws -> [[String]] {
+    static func assign(_ ports: [String], channels: Int, settings: JACKBackend) throws -> [[String]] {
         if ports.isEmpty { return Array(repeating: [], count: channels) }
         if ports.count == 1 { return Array(repeating: ports, count: channels) }
         guard ports.count >= channels else {
             throw TapedeckError(.unsupportedFormat,
-                "\(settings.deviceKey) gives \(ports.count) ports (\(ports.joined(separator: ", "))) for \(channels) channels. Use \(ports.count) channels (-c \(ports.count), or format.channels: \(ports.count)), or name \(channels) ports.")
+                "\(settings.section.deviceKey) gives \(ports.count) ports (\(ports.joined(separator: ", "))) for \(channels) channels. Use \(ports.count) channels (-c \(ports.count), or format.channels: \(ports.count)), or name \(channels) ports.")
         }
         return ports.prefix(channels).map { [$0] }
     }
@@ -120,7 +120,7 @@ enum JACKPorts {
     }
 
     /// What a failed `jack_client_open` means, and what to do.
-    static func openError(_ status: Int32, settings: JACKSettings) -> TapedeckError {
+    static func openError(_ status: Int32, settings: JACKBackend) -> TapedeckError {
         var detail = [CChar](repeating: 0, count: 512)
         _ = tapedeck_jack_last_error(&detail, Int32(detail.count))
         let said = String(decoding: detail.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -129,7 +129,7 @@ enum JACKPorts {
             // libjack's own last words here are about its shared memory ("Init not done for -1"):
             // nothing a user can act on, so they are left out.
             return TapedeckError(.deviceUnavailable,
-                "\(settings.serverLabel.capitalizedFirst) is not running. Start it (jackd, qjackctl, or PipeWire's JACK server through pw-jack), name another with \(settings.serverKey), or choose another \(settings.role == .capture ? "capture" : "playback") backend (`tapedeck backends` lists them).")
+                "\(settings.serverLabel.capitalizedFirst) is not running. Start it (jackd, qjackctl, or PipeWire's JACK server through pw-jack), name another with \(settings.section.key(JACKBackend.server)), or choose another \(settings.role == .capture ? "capture" : "playback") backend (`tapedeck backends` lists them).")
         }
         if bits & JackVersionError.rawValue != 0 {
             return TapedeckError(.deviceUnavailable, "\(settings.serverLabel.capitalizedFirst) speaks another version of the JACK protocol than this libjack. Install matching JACK packages.")

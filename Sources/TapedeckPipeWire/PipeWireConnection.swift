@@ -35,7 +35,7 @@ final class PipeWireConnection {
     }
 
     let handle: OpaquePointer
-    let settings: PipeWireSettings
+    let settings: PipeWireBackend
     let nodes: [Node]
     let defaultSource: String
     let defaultSink: String
@@ -47,7 +47,7 @@ final class PipeWireConnection {
     /// Connects and reads the registry's audio nodes and the default nodes.
     /// - Thread: the thread that will use the connection. Blocks for two round trips (bounded by 3 s).
     /// - Throws: `.deviceUnavailable` naming the daemon when none answers.
-    init(settings: PipeWireSettings) throws {
+    init(settings: PipeWireBackend) throws {
         var error: Int32 = 0
         guard let handle = tapedeck_pw_connect(settings.remote.isEmpty ? nil : settings.remote, Self.timeoutMilliseconds, &error) else {
             throw Self.connectError(-error, settings: settings)
@@ -82,7 +82,7 @@ final class PipeWireConnection {
     }
 
     /// Where the daemon's socket is, as a message names it.
-    static func socketPath(_ settings: PipeWireSettings) -> String {
+    static func socketPath(_ settings: PipeWireBackend) -> String {
         let environment = ProcessInfo.processInfo.environment
         let name = settings.remote.isEmpty ? (environment["PIPEWIRE_REMOTE"].flatMap { $0.isEmpty ? nil : $0 } ?? "pipewire-0") : settings.remote
         if name.hasPrefix("/") { return name }
@@ -93,8 +93,8 @@ final class PipeWireConnection {
         return "$XDG_RUNTIME_DIR/\(name) (XDG_RUNTIME_DIR is not set: log in through a session, or set it)"
     }
 
-    static func connectError(_ errno: Int32, settings: PipeWireSettings) -> TapedeckError {
-        let other = "choose another \(settings.direction) backend (`tapedeck backends` lists them)"
+    static func connectError(_ errno: Int32, settings: PipeWireBackend) -> TapedeckError {
+        let other = "choose another \(settings.role.rawValue) backend (`tapedeck backends` lists them)"
         if errno == ETIMEDOUT {
             return TapedeckError(.deviceUnavailable, "\(settings.daemonSubject) at \(socketPath(settings)) did not answer within \(timeoutMilliseconds / 1000) s. Check that it is not stopped or hung (pw-cli info 0), or \(other).")
         }
@@ -106,7 +106,7 @@ final class PipeWireConnection {
         default: String(cString: strerror(errno))
         }
         return TapedeckError(.deviceUnavailable,
-            "No PipeWire daemon answers at \(socketPath(settings)) (\(why)). Start it (systemctl --user start pipewire wireplumber), name another with \(settings.remoteKey), or \(other).")
+            "No PipeWire daemon answers at \(socketPath(settings)) (\(why)). Start it (systemctl --user start pipewire wireplumber), name another with \(settings.section.key(PipeWireBackend.remote)), or \(other).")
     }
 
     /// The node `settings.device` names: by object.serial (digits) or node.name; the default
@@ -114,20 +114,20 @@ final class PipeWireConnection {
     /// - Throws: `.deviceUnavailable` naming the nodes there are.
     func target() throws -> Node {
         let role = settings.role
-        var wanted = settings.device.trimmingCharacters(in: .whitespaces)
+        var wanted = settings.section.device.trimmingCharacters(in: .whitespaces)
         if wanted.isEmpty {
             wanted = role == .capture ? defaultSource : defaultSink
             guard !wanted.isEmpty else {
-                throw TapedeckError(.deviceUnavailable, "\(settings.daemonSubject) names no default \(role == .capture ? "source" : "sink") (a session manager such as WirePlumber sets one). Name a node with \(settings.deviceKey)\(alternatives(role)).")
+                throw TapedeckError(.deviceUnavailable, "\(settings.daemonSubject) names no default \(role == .capture ? "source" : "sink") (a session manager such as WirePlumber sets one). Name a node with \(settings.section.deviceKey)\(alternatives(role)).")
             }
         }
         let found = wanted.allSatisfy(\.isNumber) ? nodes.first { $0.serial == wanted } ?? nodes.first { $0.name == wanted }
                                                   : nodes.first { $0.name == wanted }
         guard let node = found else {
-            throw TapedeckError(.deviceUnavailable, "No PipeWire node \"\(wanted)\" (\(settings.deviceKey)) on \(settings.daemonLabel)\(alternatives(role)).")
+            throw TapedeckError(.deviceUnavailable, "No PipeWire node \"\(wanted)\" (\(settings.section.deviceKey)) on \(settings.daemonLabel)\(alternatives(role)).")
         }
         guard node.allows(role) else {
-            throw TapedeckError(.deviceUnavailable, "The PipeWire node \(node.label) is a node of class \(node.mediaClass): nothing to \(role == .capture ? "record from" : "play to"). Name another with \(settings.deviceKey)\(alternatives(role)).")
+            throw TapedeckError(.deviceUnavailable, "The PipeWire node \(node.label) is a node of class \(node.mediaClass): nothing to \(role == .capture ? "record from" : "play to"). Name another with \(settings.section.deviceKey)\(alternatives(role)).")
         }
         return node
     }

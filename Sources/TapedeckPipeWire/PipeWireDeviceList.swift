@@ -7,7 +7,7 @@ import TapedeckCore
 /// is listed for capture too: recording it records what it plays. Runs on the calling thread;
 /// two round trips.
 enum PipeWireDeviceList {
-    static func list(settings: PipeWireSettings) throws -> [AudioDevice] {
+    static func list(settings: PipeWireBackend) throws -> [AudioDevice] {
         let connection = try PipeWireConnection(settings: settings)
         defer { connection.close() }
         let defaultName = settings.role == .capture ? connection.defaultSource : connection.defaultSink

@@ -14,7 +14,7 @@ public final class PipeWireLink: RingDevice {
     let format: AudioFormat
     let ring: DeviceRing
     var handle: OpaquePointer { connection.handle }
-    var settings: PipeWireSettings { connection.settings }
+    var settings: PipeWireBackend { connection.settings }
 
     /// How long the session manager may take to link a new stream.
     static let linkNanos: UInt64 = 5_000_000_000
@@ -23,7 +23,7 @@ public final class PipeWireLink: RingDevice {
     /// channel positions; PipeWire converts from and to the node's) and waits until it runs.
     /// - Thread: the device thread. Blocks for a few round trips and the linking (at most 5 s).
     /// - Throws: `.deviceUnavailable` (no daemon, no such node, not linked).
-    init(settings: PipeWireSettings, format: AudioFormat, ring: DeviceRing) throws {
+    init(settings: PipeWireBackend, format: AudioFormat, ring: DeviceRing) throws {
         let connection = try PipeWireConnection(settings: settings)
         var ready = false
         defer { if !ready { connection.close() } }
@@ -52,7 +52,7 @@ public final class PipeWireLink: RingDevice {
                 throw TapedeckError(.deviceUnavailable, "PipeWire's stream for \(node.label) ended while opening (\(connection.lostReason)). Check the node and the daemon (pw-cli ls Node), then retry.")
             }
             if state == -1 {
-                throw TapedeckError(.deviceUnavailable, "PipeWire refused the stream for \(node.label): \(String(cString: tapedeck_pw_stream_error(connection.handle))). Try another format (-r, -c) or node (\(settings.deviceKey)).")
+                throw TapedeckError(.deviceUnavailable, "PipeWire refused the stream for \(node.label): \(String(cString: tapedeck_pw_stream_error(connection.handle))). Try another format (-r, -c) or node (\(settings.section.deviceKey)).")
             }
             if DispatchTime.now().uptimeNanoseconds > deadline, tapedeck_pw_stream_links(connection.handle) > 0 {
                 throw TapedeckError(.deviceUnavailable, "PipeWire linked Tapedeck's stream to \(node.label), but the graph did not start it within \(Self.linkNanos / 1_000_000_000) s. Check the node with pw-top (suspended, or driven by a stalled device), then retry.")

@@ -13,7 +13,6 @@ enum RingDeviceTemplate {
 
     static func backend(_ n: ScaffoldName) -> GeneratedFile {
         GeneratedFile(path: "Sources/Tapedeck\(n.type)/\(n.type)Backend.swift", contents: """
-            public import Logging
             public import TapedeckCore
 
             /// The `\(n.config)` backend for one role (`capture.backend: \(n.config)` or `playback.backend: \(n.config)`).
@@ -26,40 +25,32 @@ enum RingDeviceTemplate {
             ///
             /// Replace `devices()` and `open(format:ring:)` with the real API, and the settings with
             /// its own (a server, a client name, a buffer size); name a key in a message with
-            /// `context.key(setting)`, as `deviceKey` does.
+            /// `section.key(setting)`, as `section.deviceKey` names `device`.
             ///
             /// A value holding settings only. - Thread: any, except `open(format:ring:)` (below).
             public struct \(n.type)Backend: RingBackend {
-                public let name = "\(n.config)"
-                public let role: DeviceRole
-                public let logger: Logger
-                /// The device the `device` setting names, and its full key for messages
-                /// (`capture.\(n.config).device`, or `-D/--device` from a flag).
-                let deviceName: String
-                let deviceKey: String
-                let framesPerCycle: Int
-
-                static func device(_ role: DeviceRole) -> Setting<String> {
-                    role == .capture
-                        ? Setting("device", help: "The device to record from: empty or `default` for the default (`tapedeck devices` lists them). The generated template has only `default`.")
-                        : Setting("device", help: "The device to play to: empty or `default` for the default (`tapedeck devices` lists them). The generated template has only `default`.")
-                }
+                public static let name = "\(n.config)"
 
                 static let cycleFrames = Setting<Int>("cycle-frames", range: 16...8192, default: 256,
                     help: "Frames per cycle of the generated template's device: its callback runs every cycle-frames frames at the take's rate, like a sound card's period. Replace it with the real API's own settings.")
+                /// The settings besides `device` (which every device backend has), the same in both roles.
+                public static let settings = [cycleFrames.declaration]
 
-                /// Every setting of the role's section. - Thread: any. Never blocks.
-                public static func declarations(_ role: DeviceRole) -> [SettingDeclaration] {
-                    [device(role).declaration, cycleFrames.declaration]
-                }
+                /// What `device` takes, by role. - Thread: any. Never blocks.
+                public static let deviceHelp = (
+                    capture: "The device to record from: empty or `default` for the default (`tapedeck devices` lists them). The generated template has only `default`.",
+                    playback: "The device to play to: empty or `default` for the default (`tapedeck devices` lists them). The generated template has only `default`.")
 
-                /// The backend for one section, from its validated settings. - Thread: any. Never blocks.
-                public init(_ values: PluginSettings, role: DeviceRole, context: PluginContext) {
-                    self.role = role
-                    logger = context.logger
-                    deviceName = values[Self.device(role)]
-                    deviceKey = context.key(Self.device(role))
-                    framesPerCycle = values[Self.cycleFrames]
+                /// The section read: its role, `device` and its key for messages
+                /// (`capture.\(n.config).device`), and the backend's own values.
+                public let section: DeviceSection
+                let framesPerCycle: Int
+                var role: DeviceRole { section.role }
+
+                /// The backend for one section. - Thread: any. Never blocks.
+                public init(_ section: DeviceSection) {
+                    self.section = section
+                    framesPerCycle = section[Self.cycleFrames]
                 }
 
                 /// The devices of this role, the default marked: here one, `default`. Replace with the
@@ -76,8 +67,8 @@ enum RingDeviceTemplate {
                 /// - Throws: `.deviceUnavailable` for a device that does not exist (a real API: or is
                 ///   busy, or its server is down); `.unsupportedFormat` for a format it cannot do.
                 public func open(format: AudioFormat, ring: DeviceRing) throws -> \(n.type)Device {
-                    guard deviceName.isEmpty || deviceName == "default" else {
-                        throw TapedeckError(.deviceUnavailable, "\\(deviceKey) names \\(deviceName), which is not a \(n.type) device. `tapedeck devices` lists them; leave it empty (or `default`) for the default.")
+                    guard section.device.isEmpty || section.device == "default" else {
+                        throw TapedeckError(.deviceUnavailable, "\\(section.deviceKey) names \\(section.device), which is not a \(n.type) device. `tapedeck devices` lists them; leave it empty (or `default`) for the default.")
                     }
                     return try \(n.type)Device(role: role, format: format, cycleFrames: framesPerCycle, ring: ring)
                 }
@@ -170,12 +161,7 @@ enum RingDeviceTemplate {
             /// one's audio handed to the device (a real API with a drain of its own: use that).
             /// Blocks a few cycles. - Throws: `.deviceLost` when the device went away first.
             public func finishPlaying() throws {
-                let cycles = ring.cycles
-                let deadline = DispatchTime.now().uptimeNanoseconds + 4 * cycleNanos + 200_000_000
-                while ring.cycles < cycles + 2 && DispatchTime.now().uptimeNanoseconds < deadline {
-                    if ring.isClosed { throw lostError("playing") }
-                    _ = ring.wait(frames: Int.max, nanoseconds: max(1_000_000, cycleNanos / 2))
-                }
+                guard ring.waitCycles(2, cycleNanos: cycleNanos) else { throw lostError("playing") }
             }
 
             /// A warning for the log at close: frames the device never delivered (capture), or nil.
@@ -304,15 +290,15 @@ enum RingDeviceTemplate {
             public import TapedeckCore
 
             /// The \(n.type) backend's plugin descriptors (`capture.backend: \(n.config)`, `playback.backend: \(n.config)`):
-            /// one `\(n.type)Backend` for both roles, over the shared ring stream.
-            public enum \(n.type)Plugin {
-                /// `capture.backend: \(n.config)`. - Thread: `make` runs on any thread and never blocks.
-                public static let capture = CapturePlugin.ring(\(n.type)Backend.self, name: "\(n.config)",
-                    summary: "Capture (generated template: silence at a sound card's pace; replace with the real audio API).")
+            /// one `\(n.type)Backend` for both roles, over the shared ring stream (`RingBackend` makes
+            /// `capture` and `playback` from its name, settings and these summaries).
+            public typealias \(n.type)Plugin = \(n.type)Backend
 
-                /// `playback.backend: \(n.config)`. - Thread: `make` runs on any thread and never blocks.
-                public static let playback = PlaybackPlugin.ring(\(n.type)Backend.self, name: "\(n.config)",
-                    summary: "Playback (generated template: discards audio at a sound card's pace; replace with the real audio API).")
+            extension \(n.type)Backend {
+                /// What `tapedeck backends` says of each role.
+                public static let summaries = (
+                    capture: "Capture (generated template: silence at a sound card's pace; replace with the real audio API).",
+                    playback: "Playback (generated template: discards audio at a sound card's pace; replace with the real audio API).")
             }
 
             """)

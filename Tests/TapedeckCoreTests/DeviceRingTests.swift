@@ -148,6 +148,8 @@ struct DeviceRingTests {
                 ring.cycle()
                 if random.next() % 50 == 0 { usleep(UInt32(random.int(0...300))) }
             }
+            // The last frame publishes any hole before it, so it must fit: wait for room first.
+            while ring.capacity - ring.available < 1 { usleep(100) }
             _ = [Float(total), -Float(total)].withUnsafeBufferPointer { ring.push($0.baseAddress!, frames: 1) }
             ring.cycle()
         }
@@ -157,7 +159,8 @@ struct DeviceRingTests {
         var lostSeen: Int64 = 0
         var wrong: [String] = []
         var buffer = [Float](repeating: 0, count: 2 * 400)
-        while position <= total && wrong.isEmpty {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while position <= total && wrong.isEmpty && ContinuousClock.now < deadline {
             let want = Int(random.int(1...400))
             let (n, lost) = buffer.withUnsafeMutableBufferPointer { ring.read(into: $0.baseAddress!, maxFrames: want) }
             position += Int(lost)

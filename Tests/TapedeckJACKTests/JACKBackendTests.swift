@@ -54,8 +54,8 @@ extension JACKTests {
 
     @Test func noServerIsUnavailableAndNamed() async throws {
         try await JACKTestSupport.withServer { server in
-            let settings = try PluginSettings.resolving(JACKPlugin.capture.settings, overrides: ["server": "no-such-server"], section: "capture.jack")
-            let backend = try JACKPlugin.capture.make(settings, JACKTestSupport.context(section: "capture.jack"))
+            let settings = try PluginSettings.resolving(JACKBackend.capture.settings, overrides: ["server": "no-such-server"], section: "capture.jack")
+            let backend = try JACKBackend.capture.make(settings, JACKTestSupport.context(section: "capture.jack"))
             let error = try #require(throws: TapedeckError.self) {
                 _ = try backend.openCaptureStream(format: JACKTestSupport.format, options: CaptureOptions(periodFrames: 1024))
             }

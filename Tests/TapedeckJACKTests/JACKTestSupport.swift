@@ -20,17 +20,17 @@ enum JACKTestSupport {
     }
 
     static func capture(_ server: JACKServer, device: String = "system", client: String = "tapedeck") throws -> any CaptureBackend {
-        let settings = try PluginSettings.resolving(JACKPlugin.capture.settings,
+        let settings = try PluginSettings.resolving(JACKBackend.capture.settings,
                                                     overrides: ["server": server.name, "device": device, "client-name": client],
                                                     section: "capture.jack")
-        return try JACKPlugin.capture.make(settings, context(section: "capture.jack"))
+        return try JACKBackend.capture.make(settings, context(section: "capture.jack"))
     }
 
     static func playback(_ server: JACKServer, device: String = "system", client: String = "tapedeck") throws -> any PlaybackBackend {
-        let settings = try PluginSettings.resolving(JACKPlugin.playback.settings,
+        let settings = try PluginSettings.resolving(JACKBackend.playback.settings,
                                                     overrides: ["server": server.name, "device": device, "client-name": client],
                                                     section: "playback.jack")
-        return try JACKPlugin.playback.make(settings, context(section: "playback.jack"))
+        return try JACKBackend.playback.make(settings, context(section: "playback.jack"))
     }
 
     /// Runs `body` against a fresh private server, always stopped afterwards.

@@ -77,9 +77,9 @@ extension PipeWireTests {
     }
 
     @Test func noDaemonIsUnavailableAndTheSocketIsNamed() async throws {
-        let settings = try PluginSettings.resolving(PipeWirePlugin.capture.settings, overrides: ["remote": "/nonexistent/tapedeck-no-pipewire"],
+        let settings = try PluginSettings.resolving(PipeWireBackend.capture.settings, overrides: ["remote": "/nonexistent/tapedeck-no-pipewire"],
                                                     section: "capture.pipewire")
-        let backend = try PipeWirePlugin.capture.make(settings, PipeWireTestSupport.context(section: "capture.pipewire"))
+        let backend = try PipeWireBackend.capture.make(settings, PipeWireTestSupport.context(section: "capture.pipewire"))
         let error = try #require(throws: TapedeckError.self) {
             _ = try backend.openCaptureStream(format: PipeWireTestSupport.format, options: CaptureOptions(periodFrames: 1024))
         }

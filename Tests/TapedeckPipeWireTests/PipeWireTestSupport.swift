@@ -21,17 +21,17 @@ enum PipeWireTestSupport {
     }
 
     static func capture(_ daemon: PipeWireDaemon, device: String = "", node: String = "tapedeck") throws -> any CaptureBackend {
-        let settings = try PluginSettings.resolving(PipeWirePlugin.capture.settings,
+        let settings = try PluginSettings.resolving(PipeWireBackend.capture.settings,
                                                     overrides: ["remote": daemon.socket, "device": device, "node-name": node],
                                                     section: "capture.pipewire")
-        return try PipeWirePlugin.capture.make(settings, context(section: "capture.pipewire"))
+        return try PipeWireBackend.capture.make(settings, context(section: "capture.pipewire"))
     }
 
     static func playback(_ daemon: PipeWireDaemon, device: String = "", node: String = "tapedeck") throws -> any PlaybackBackend {
-        let settings = try PluginSettings.resolving(PipeWirePlugin.playback.settings,
+        let settings = try PluginSettings.resolving(PipeWireBackend.playback.settings,
                                                     overrides: ["remote": daemon.socket, "device": device, "node-name": node],
                                                     section: "playback.pipewire")
-        return try PipeWirePlugin.playback.make(settings, context(section: "playback.pipewire"))
+        return try PipeWireBackend.playback.make(settings, context(section: "playback.pipewire"))
     }
 
     /// Runs `body` against a fresh private PipeWire, always stopped afterwards. Starting and

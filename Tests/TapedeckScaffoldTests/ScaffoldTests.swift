@@ -80,7 +80,7 @@ struct ScaffoldTests {
         let device = try String(contentsOf: root.appendingPathComponent(files[1]), encoding: .utf8)
         #expect(device.contains("public final class SndioDevice: RingDevice"))
         let plugin = try String(contentsOf: root.appendingPathComponent(files[2]), encoding: .utf8)
-        #expect(plugin.contains("public static let capture = CapturePlugin.ring(SndioBackend.self") && plugin.contains("public static let playback = PlaybackPlugin.ring(SndioBackend.self"))
+        #expect(plugin.contains("public typealias SndioPlugin = SndioBackend") && plugin.contains("public static let summaries"))
         let tests = try String(contentsOf: root.appendingPathComponent(files[3]), encoding: .utf8)
         #expect(tests.contains("SndioPlugin.capture.make(") && tests.contains("BackendConformance.playback(backend"))
         #expect(Scaffold.registration(kind: .device, name: try ScaffoldName("Sndio")).catalog == ["capture: SndioPlugin.capture", "playback: SndioPlugin.playback"])

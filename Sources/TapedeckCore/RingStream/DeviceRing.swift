@@ -1,4 +1,5 @@
 internal import CRingStream
+import Dispatch
 
 /// The ring between a callback backend's real-time callback and Tapedeck's device thread: one
 /// single-producer single-consumer ring of interleaved float frames with a queue of holes
@@ -81,6 +82,18 @@ public final class DeviceRing: @unchecked Sendable {
         case Int32(TAPEDECK_RING_OTHER_FD): .otherFD
         default: .timeout
         }
+    }
+
+    /// Sleeps until the callback has run `count` more cycles (each about `cycleNanos`), at most
+    /// four cycles and 200 ms in all. Blocks. - Returns: false when the ring was closed first.
+    public func waitCycles(_ count: UInt64, cycleNanos: UInt64) -> Bool {
+        let target = cycles + count
+        let deadline = DispatchTime.now().uptimeNanoseconds + 4 * cycleNanos + 200_000_000
+        while cycles < target && DispatchTime.now().uptimeNanoseconds < deadline {
+            if isClosed { return false }
+            _ = tapedeck_ring_wait(handle, UInt32.max, max(1_000_000, cycleNanos / 2), -1)
+        }
+        return !isClosed
     }
 
     /// The device clock extrapolated to now: frames since the first cycle after start, at

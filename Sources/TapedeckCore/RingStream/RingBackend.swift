@@ -7,6 +7,38 @@ public enum DeviceRole: String, Sendable, Hashable {
     public var doing: String { self == .capture ? "recording" : "playing" }
 }
 
+/// One device backend section as read (`capture.jack.*`, `playback.pipewire.*`): its role, the
+/// `device` it names, its other values, and how a message names each key (`capture.jack.device`).
+/// A plain value; safe on any thread.
+public struct DeviceSection: Sendable {
+    public let role: DeviceRole
+    /// What `device` names (empty: the backend's default).
+    public let device: String
+    /// How a message names `device`.
+    public let deviceKey: String
+    public let logger: Logger
+    private let values: PluginSettings
+    private let context: PluginContext
+
+    /// The setting every device backend has, with help for `role`.
+    static func deviceSetting(_ help: String) -> Setting<String> { Setting("device", help: help) }
+
+    init(_ values: PluginSettings, role: DeviceRole, context: PluginContext) {
+        self.role = role
+        self.values = values
+        self.context = context
+        logger = context.logger
+        let setting = Self.deviceSetting("")
+        device = values[setting]
+        deviceKey = context.key(setting)
+    }
+
+    /// The value of one of the backend's own settings.
+    public subscript<Value>(_ setting: Setting<Value>) -> Value { values[setting] }
+    /// How a message names one of the backend's own settings: `capture.jack.server`.
+    public func key<Value>(_ setting: Setting<Value>) -> String { context.key(setting) }
+}
+
 /// The part of a callback backend that is its API's own, for both roles: its settings (declared
 /// once), its device list, and opening a device whose real-time callback moves audio through a
 /// ``DeviceRing``. ``RingCaptureStream`` and ``RingPlaybackStream`` do the rest: reading and
@@ -15,15 +47,17 @@ public enum DeviceRole: String, Sendable, Hashable {
 /// A value holding settings only. - Thread: any, except ``open(format:ring:)`` (below).
 public protocol RingBackend: Sendable {
     associatedtype Device: RingDevice
-    /// The settings of `capture.NAME.*` or `playback.NAME.*`, declared once; the help may say
-    /// something different for each role.
-    static func declarations(_ role: DeviceRole) -> [SettingDeclaration]
-    /// The backend for one section, from its validated settings. Never blocks.
-    init(_ settings: PluginSettings, role: DeviceRole, context: PluginContext)
     /// The config name, e.g. `jack`.
-    var name: String { get }
-    var role: DeviceRole { get }
-    var logger: Logger { get }
+    static var name: String { get }
+    /// One line each for `tapedeck backends`: what capture and playback through it do.
+    static var summaries: (capture: String, playback: String) { get }
+    /// The backend's settings besides `device`, the same in both roles, in listing order.
+    static var settings: [SettingDeclaration] { get }
+    /// What `device` takes in each role (the help of `capture.NAME.device` and `playback.NAME.device`).
+    static var deviceHelp: (capture: String, playback: String) { get }
+    /// The backend for one section. Never blocks.
+    init(_ section: DeviceSection)
+    var section: DeviceSection { get }
     /// The devices of this role. May block for round trips to the audio server.
     func devices() throws -> [AudioDevice]
     /// Opens the device in `format` (F32 samples at its rate and channels) with its callback
@@ -31,6 +65,18 @@ public protocol RingBackend: Sendable {
     /// - Thread: the device thread that will use it. Blocks for the opening.
     /// - Throws: `.deviceUnavailable` or `.unsupportedFormat`, naming what to do.
     func open(format: AudioFormat, ring: DeviceRing) throws -> Device
+}
+
+extension RingBackend {
+    /// `capture.backend: NAME`. - Thread: any; `make` never blocks.
+    public static var capture: CapturePlugin { .ring(Self.self, name: name, summary: summaries.capture) }
+    /// `playback.backend: NAME`. - Thread: any; `make` never blocks.
+    public static var playback: PlaybackPlugin { .ring(Self.self, name: name, summary: summaries.playback) }
+
+    /// Every setting of a section in `role`: the backend's own, then `device`.
+    public static func declarations(_ role: DeviceRole) -> [SettingDeclaration] {
+        settings + [DeviceSection.deviceSetting(role == .capture ? deviceHelp.capture : deviceHelp.playback).declaration]
+    }
 }
 
 /// An open callback device (a JACK client, a PipeWire stream): owned by the device thread that
@@ -66,7 +112,7 @@ extension RingDevice {
 /// A callback backend in the capture role: `capture.backend: NAME`.
 public struct RingCaptureBackend<Backend: RingBackend>: CaptureBackend {
     public let backend: Backend
-    public var name: String { backend.name }
+    public var name: String { Backend.name }
     /// - Thread: any. Never blocks.
     public init(_ backend: Backend) { self.backend = backend }
     /// - Thread: any that may block. See ``RingBackend/devices()``.
@@ -81,7 +127,7 @@ public struct RingCaptureBackend<Backend: RingBackend>: CaptureBackend {
 /// A callback backend in the playback role: `playback.backend: NAME`.
 public struct RingPlaybackBackend<Backend: RingBackend>: PlaybackBackend {
     public let backend: Backend
-    public var name: String { backend.name }
+    public var name: String { Backend.name }
     /// - Thread: any. Never blocks.
     public init(_ backend: Backend) { self.backend = backend }
     /// - Thread: any that may block. See ``RingBackend/devices()``.
@@ -97,7 +143,7 @@ extension PluginDescriptor where Made == any CaptureBackend {
     /// capture role. - Thread: any; `make` never blocks.
     public static func ring<Backend: RingBackend>(_ backend: Backend.Type, name: String, summary: String) -> Self {
         Self(name: name, summary: summary, declarations: Backend.declarations(.capture)) { settings, context in
-            RingCaptureBackend(Backend(settings, role: .capture, context: context))
+            RingCaptureBackend(Backend(DeviceSection(settings, role: .capture, context: context)))
         }
     }
 }
@@ -106,7 +152,7 @@ extension PluginDescriptor where Made == any PlaybackBackend {
     /// The playback descriptor of a callback backend. - Thread: any; `make` never blocks.
     public static func ring<Backend: RingBackend>(_ backend: Backend.Type, name: String, summary: String) -> Self {
         Self(name: name, summary: summary, declarations: Backend.declarations(.playback)) { settings, context in
-            RingPlaybackBackend(Backend(settings, role: .playback, context: context))
+            RingPlaybackBackend(Backend(DeviceSection(settings, role: .playback, context: context)))
         }
     }
 }

@@ -38,7 +38,7 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
         device = try backend.open(format: format, ring: ring)
         self.format = format
         self.periodFrames = period
-        logger = backend.logger
+        logger = backend.section.logger
         staging = .allocate(capacity: period * format.channels)
         staging.initialize(repeating: 0, count: period * format.channels)
         converter = SampleConverter(from: format.with(sampleFormat: .f32), to: format.sampleFormat)
