@@ -278,8 +278,8 @@ final class RunWriter {
                 try beginOrSplit(action)
             case .mark(let marker):
                 current?.markers.append(marker)
-            case .dropMarkers:
-                logger.warning("A marker set while the run waited, before the audio its take begins with, was not kept.")
+            case .dropMarkers(let count):
+                logger.warning("\(count == 1 ? "A marker" : "\(count) markers") set while the run waited, before the audio the next take begins with, \(count == 1 ? "was" : "were") not kept. Set markers while a take records (`tapedeck mark`, or the m key where the recording runs).")
             case .silenceAlarm(let since, let frames):
                 silences.append(SilenceEvent(offset: since, frames: frames, date: Date()))
                 let threshold = plan.silenceAlarm.map { String(format: "%.0f", $0.thresholdDB) } ?? ""
