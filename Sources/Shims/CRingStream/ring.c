@@ -116,6 +116,28 @@ uint32_t tapedeck_ring_available(const tapedeck_ring *r) {
     return a > UINT32_MAX ? UINT32_MAX : (uint32_t)a;
 }
 
+// Copies `n` interleaved frames into the ring from frame position `pos` on, across its end.
+static void copy_in(tapedeck_ring *r, uint64_t pos, const float *from, uint64_t n) {
+    size_t ch = r->channels;
+    for (uint64_t i = 0; i < n;) {
+        uint64_t at = (pos + i) % r->capacity;
+        uint64_t run = r->capacity - at < n - i ? r->capacity - at : n - i;
+        memcpy(r->data + at * ch, from + i * ch, run * ch * sizeof(float));
+        i += run;
+    }
+}
+
+// Copies `n` interleaved frames out of the ring from frame position `pos` on, across its end.
+static void copy_out(const tapedeck_ring *r, uint64_t pos, float *to, uint64_t n) {
+    size_t ch = r->channels;
+    for (uint64_t i = 0; i < n;) {
+        uint64_t at = (pos + i) % r->capacity;
+        uint64_t run = r->capacity - at < n - i ? r->capacity - at : n - i;
+        memcpy(to + i * ch, r->data + at * ch, run * ch * sizeof(float));
+        i += run;
+    }
+}
+
 // ---- the callback side ------------------------------------------------------------------
 
 void tapedeck_ring_lose(tapedeck_ring *r, uint64_t frames) {
@@ -161,14 +183,7 @@ uint32_t tapedeck_ring_push(tapedeck_ring *r, const float *interleaved, uint32_t
     uint64_t w = 0;
     if (!atomic_load_explicit(&r->started, memory_order_acquire)) return 0;
     uint32_t n = push_room(r, frames, &w);
-    size_t ch = r->channels;
-    for (uint32_t i = 0; i < n;) {
-        uint64_t at = (w + i) % r->capacity;
-        uint64_t run = r->capacity - at;
-        if (run > n - i) run = n - i;
-        memcpy(r->data + at * ch, interleaved + (size_t)i * ch, run * ch * sizeof(float));
-        i += (uint32_t)run;
-    }
+    copy_in(r, w, interleaved, n);
     pushed(r, w, n, frames);
     return n;
 }
@@ -207,14 +222,7 @@ static void pulled(tapedeck_ring *r, uint64_t rd, uint32_t n) {
 uint32_t tapedeck_ring_pull(tapedeck_ring *r, float *interleaved, uint32_t frames) {
     uint64_t rd = 0;
     uint32_t n = pull_count(r, frames, &rd);
-    size_t ch = r->channels;
-    for (uint32_t i = 0; i < n;) {
-        uint64_t at = (rd + i) % r->capacity;
-        uint64_t run = r->capacity - at;
-        if (run > n - i) run = n - i;
-        memcpy(interleaved + (size_t)i * ch, r->data + at * ch, run * ch * sizeof(float));
-        i += (uint32_t)run;
-    }
+    copy_out(r, rd, interleaved, n);
     if (n > 0) pulled(r, rd, n);
     return n;
 }
@@ -273,14 +281,7 @@ uint32_t tapedeck_ring_read(tapedeck_ring *r, float *destination, uint32_t max_f
     if (hr != hw && r->holes[hr % HOLE_SLOTS].position < limit) limit = r->holes[hr % HOLE_SLOTS].position;
     uint64_t n = limit > rd ? limit - rd : 0;
     if (n > max_frames) n = max_frames;
-    size_t ch = r->channels;
-    for (uint64_t i = 0; i < n;) {
-        uint64_t at = (rd + i) % r->capacity;
-        uint64_t run = r->capacity - at;
-        if (run > n - i) run = n - i;
-        memcpy(destination + i * ch, r->data + at * ch, run * ch * sizeof(float));
-        i += run;
-    }
+    copy_out(r, rd, destination, n);
     atomic_store_explicit(&r->read_pos, rd + n, memory_order_release);
     return (uint32_t)n;
 }
@@ -290,14 +291,7 @@ uint32_t tapedeck_ring_write(tapedeck_ring *r, const float *source, uint32_t fra
     uint64_t rd = atomic_load_explicit(&r->read_pos, memory_order_acquire);
     uint64_t room = r->capacity - (w - rd);
     uint64_t n = frames < room ? frames : room;
-    size_t ch = r->channels;
-    for (uint64_t i = 0; i < n;) {
-        uint64_t at = (w + i) % r->capacity;
-        uint64_t run = r->capacity - at;
-        if (run > n - i) run = n - i;
-        memcpy(r->data + at * ch, source + i * ch, run * ch * sizeof(float));
-        i += run;
-    }
+    copy_in(r, w, source, n);
     atomic_store_explicit(&r->write_pos, w + n, memory_order_release);
     return (uint32_t)n;
 }

@@ -31,7 +31,7 @@ public final class DeviceRing: @unchecked Sendable {
     public init(_ direction: Direction, channels: Int, frames: Int) throws {
         guard let handle = tapedeck_ring_create(direction == .capture ? Int32(TAPEDECK_RING_CAPTURE) : Int32(TAPEDECK_RING_PLAYBACK),
                                                 UInt32(clamping: channels), UInt32(clamping: frames)) else {
-            throw TapedeckError(.deviceUnavailable, "Could not allocate a \(frames)-frame \(channels)-channel device buffer (out of memory, or no file descriptors left). Close other programs, or record fewer channels (-c).")
+            throw TapedeckError(.deviceUnavailable, "Could not allocate a \(frames)-frame \(channels)-channel device buffer (out of memory, or no file descriptors left). Close other programs (or raise the open-files limit, ulimit -n) and retry.")
         }
         self.handle = handle
         self.direction = direction

@@ -3,8 +3,6 @@ public import Logging
 /// Which section a device backend's settings were read from.
 public enum DeviceRole: String, Sendable, Hashable {
     case capture, playback
-    /// `record` or `play`, as a message says what was going on.
-    public var doing: String { self == .capture ? "recording" : "playing" }
 }
 
 /// One device backend section as read (`capture.jack.*`, `playback.pipewire.*`): its role, the

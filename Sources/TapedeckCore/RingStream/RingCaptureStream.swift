@@ -18,12 +18,11 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     public let periodFrames: Int
     public var isRealTime: Bool { true }
 
-    let ring: DeviceRing
-    let device: Backend.Device
-    private let logger: Logger
-    private let staging: UnsafeMutablePointer<Float>
+    private let ends: RingEnds<Backend>
+    private var ring: DeviceRing { ends.ring }
+    private var device: Backend.Device { ends.device }
+    private var staging: UnsafeMutablePointer<Float> { ends.staging }
     private let converter: SampleConverter
-    private var closed = false
     /// Frames delivered (holes included) and, from the first drain, the frames due up to the stop.
     private var delivered: Int64 = 0
     private var drainTarget: Int64?
@@ -34,15 +33,12 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     /// Opens the device with a ring of ``RingStreams/captureSeconds``. Blocks for the opening.
     init(backend: Backend, format: AudioFormat, periodFrames: Int) throws {
         let period = max(16, periodFrames)
-        ring = try DeviceRing(.capture, channels: format.channels, frames: max(4 * period, RingStreams.captureSeconds * format.sampleRate))
-        device = try backend.open(format: format, ring: ring)
+        ends = try RingEnds(backend, .capture, format: format, periodFrames: period,
+                            ringFrames: max(4 * period, RingStreams.captureSeconds * format.sampleRate))
         self.format = format
         self.periodFrames = period
-        logger = backend.section.logger
-        staging = .allocate(capacity: period * format.channels)
-        staging.initialize(repeating: 0, count: period * format.channels)
         converter = SampleConverter(from: format.with(sampleFormat: .f32), to: format.sampleFormat)
-        logger.info("\(device.summary); converted to \(format.sampleFormat).")
+        ends.logger.info("\(ends.device.summary); converted to \(format.sampleFormat).")
     }
 
     /// Delivers ``periodFrames`` frames (fewer just before a hole), sleeping until they arrived.
@@ -111,12 +107,37 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     }
 
     /// Stops the callback and closes the device. Never blocks for long.
-    public func close() {
+    public func close() { ends.close() }
+
+}
+
+/// What a ring stream of either direction holds: the ring, the open device, and one period of
+/// float samples to convert through; closing stops the device before the ring can be freed.
+/// Thread: the device thread that opened it.
+final class RingEnds<Backend: RingBackend> {
+    let ring: DeviceRing
+    let device: Backend.Device
+    let staging: UnsafeMutablePointer<Float>
+    let logger: Logger
+    private var closed = false
+
+    /// Makes the ring and opens the device on it. Blocks for the opening.
+    init(_ backend: Backend, _ direction: DeviceRing.Direction, format: AudioFormat, periodFrames: Int, ringFrames: Int) throws {
+        ring = try DeviceRing(direction, channels: format.channels, frames: ringFrames)
+        device = try backend.open(format: format, ring: ring)
+        logger = backend.section.logger
+        staging = .allocate(capacity: periodFrames * format.channels)
+        staging.initialize(repeating: 0, count: periodFrames * format.channels)
+    }
+
+    /// Stops the callback, closes the device and logs its report (xruns, lost frames). Once.
+    func close() {
         guard !closed else { return }
         closed = true
         device.close()
         staging.deallocate()
-        if let report = device.closingReport(lostFrames: ring.lostFrames) { logger.warning("\(report)") }
+        let lost = ring.direction == .capture ? ring.lostFrames : 0
+        if let report = device.closingReport(lostFrames: lost) { logger.warning("\(report)") }
     }
 
     deinit { close() }

@@ -12,10 +12,10 @@ public final class RingPlaybackStream<Backend: RingBackend>: PlaybackStream {
     public let periodFrames: Int
     public var isRealTime: Bool { true }
 
-    let ring: DeviceRing
-    let device: Backend.Device
-    private let logger: Logger
-    private let staging: UnsafeMutablePointer<Float>
+    private let ends: RingEnds<Backend>
+    private var ring: DeviceRing { ends.ring }
+    private var device: Backend.Device { ends.device }
+    private var staging: UnsafeMutablePointer<Float> { ends.staging }
     private let converter: SampleConverter
     private var closed = false
     private var underrunsReported: UInt64 = 0
@@ -23,15 +23,11 @@ public final class RingPlaybackStream<Backend: RingBackend>: PlaybackStream {
     /// Opens the device with a ring of half a second or two writes. Blocks for the opening.
     init(backend: Backend, format: AudioFormat, periodFrames: Int) throws {
         let period = max(16, periodFrames)
-        ring = try DeviceRing(.playback, channels: format.channels, frames: max(2 * period, format.sampleRate / 2))
-        device = try backend.open(format: format, ring: ring)
+        ends = try RingEnds(backend, .playback, format: format, periodFrames: period, ringFrames: max(2 * period, format.sampleRate / 2))
         self.format = format
         self.periodFrames = period
-        logger = backend.section.logger
-        staging = .allocate(capacity: period * format.channels)
-        staging.initialize(repeating: 0, count: period * format.channels)
         converter = SampleConverter(from: format, to: .f32)
-        logger.info("\(device.summary).")
+        ends.logger.info("\(ends.device.summary).")
     }
 
     /// Queues `frames` frames, sleeping while the ring is full. Blocks until they are queued
@@ -81,12 +77,8 @@ public final class RingPlaybackStream<Backend: RingBackend>: PlaybackStream {
 
     /// Stops the callback and closes the device. Never blocks for long.
     public func close() {
-        guard !closed else { return }
         closed = true
-        device.close()
-        staging.deallocate()
-        if let report = device.closingReport(lostFrames: 0) { logger.warning("\(report)") }
+        ends.close()
     }
 
-    deinit { close() }
 }
