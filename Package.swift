@@ -44,14 +44,17 @@ let package = Package(
         .executable(name: "tapedeck-scaffold", targets: ["tapedeck-scaffold"]),
         .plugin(name: "ScaffoldBackend", targets: ["ScaffoldBackend"]),
     ],
-    // The audio-server backends need libasound2-dev and libpulse-dev. Both are on by default;
-    // `swift build --disable-default-traits` builds Tapedeck without them (null backend only).
+    // The audio-server backends need libasound2-dev, libpulse-dev, libjack-jackd2-dev and
+    // libpipewire-0.3-dev; the S3 remote brings the HTTP stack (async-http-client, SwiftNIO,
+    // swift-crypto). All are on by default; `swift build --disable-default-traits` builds Tapedeck
+    // without them (null backend, no remote), and `--traits` picks some.
     traits: [
         .trait(name: "ALSA", description: "The ALSA capture and playback backend (libasound)."),
         .trait(name: "PulseAudio", description: "The PulseAudio capture and playback backend (libpulse)."),
         .trait(name: "JACK", description: "The JACK capture and playback backend (libjack)."),
         .trait(name: "PipeWire", description: "The PipeWire capture and playback backend (libpipewire-0.3)."),
-        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire"]),
+        .trait(name: "S3", description: "The S3 remote of push, pull and fleet (async-http-client, SwiftNIO, swift-crypto)."),
+        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire", "S3"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -260,7 +263,8 @@ let package = Package(
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 .target(name: "TapedeckJACK", condition: .when(traits: ["JACK"])),
                 .target(name: "TapedeckPipeWire", condition: .when(traits: ["PipeWire"])),
-                "TapedeckDirectoryStorage", "TapedeckBundleStorage", "TapedeckS3",
+                "TapedeckDirectoryStorage", "TapedeckBundleStorage",
+                .target(name: "TapedeckS3", condition: .when(traits: ["S3"])),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -193,9 +193,9 @@ public struct ConfigurationLoader: Sendable {
         if parts.count >= 2, let section = HostSettings.sections.first(where: { $0.name == parts[0] }), let role = section.role,
            parts.count == 3 || !catalog.entries(for: role).contains(where: { $0.name == parts[1] }) {
             let plugins = catalog.entries(for: role).map(\.name)
-            if let trait = PluginCatalog.optionalBackends[parts[1]], !plugins.contains(parts[1]), role == .capture || role == .playback {
+            if let trait = PluginCatalog.trait(bringing: parts[1], as: role), !plugins.contains(parts[1]) {
                 return TapedeckError(.configuration,
-                    "\(origin): \(path): this build of Tapedeck has no \(parts[1]) backend: it was built without the \(trait) trait. Rebuild with the default traits, or remove the \(parts.prefix(2).joined(separator: ".")) section.")
+                    "\(origin): \(path): this build of Tapedeck has no \(parts[1]) \(role == .remote ? "remote" : "backend"): it was built without the \(trait) trait. Rebuild with the default traits, or remove the \(parts.prefix(2).joined(separator: ".")) section.")
             }
             if parts.count == 3, !plugins.contains(parts[1]) {
                 return TapedeckError(.configuration,

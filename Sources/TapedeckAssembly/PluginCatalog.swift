@@ -11,7 +11,9 @@ import TapedeckLoudness
 import TapedeckResample
 import TapedeckDirectoryStorage
 import TapedeckBundleStorage
+#if S3
 import TapedeckS3
+#endif
 #if PulseAudio
 import TapedeckPulseAudio
 #endif
@@ -51,7 +53,7 @@ public struct PluginCatalog: Sendable {
                    SndfileFormatsPlugin.aiff],
         decoders: [WAVPlugin.decoder, FLACPlugin.decoder, OpusPlugin.decoder] + SndfileFormatsPlugin.decoders,
         storage: [DirectoryStoragePlugin.storage, BundleStoragePlugin.storage],
-        remotes: [S3Plugin.remote])
+        remotes: s3)
 
     /// The libraries this build links, with their versions (`tapedeck --version`).
     /// - Thread: any; never blocks.
@@ -77,6 +79,27 @@ public struct PluginCatalog: Sendable {
     public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK", "pipewire": "PipeWire"]
     /// The Debian package each optional backend builds against.
     public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev", "pipewire": "libpipewire-0.3-dev"]
+    /// Remotes that only some builds have, by config name, with the SwiftPM trait that brings each
+    /// (the S3 remote brings async-http-client, SwiftNIO and swift-crypto into the build).
+    public static let optionalRemotes: [String: String] = ["s3": "S3"]
+
+    /// The trait a build needs for the plugin `name` in `role`, when `name` is one that only some
+    /// builds have. - Thread: any; never blocks.
+    public static func trait(bringing name: String, as role: PluginRole) -> String? {
+        switch role {
+        case .capture, .playback: optionalBackends[name]
+        case .remote: optionalRemotes[name]
+        case .encoder, .decoder, .storage: nil
+        }
+    }
+
+    private static var s3: [RemotePlugin] {
+        #if S3
+        [S3Plugin.remote]
+        #else
+        []
+        #endif
+    }
 
     private static var alsa: [(capture: CapturePlugin, playback: PlaybackPlugin)] {
         #if ALSA

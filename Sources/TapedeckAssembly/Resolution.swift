@@ -93,8 +93,11 @@ struct Resolution {
         }
         let known = entries.map(\.name).sorted()
         guard let entry = entries.first(where: { $0.name == chosen }) else {
-            if let trait = PluginCatalog.optionalBackends[chosen], role == .capture || role == .playback {
-                problems.append("\(Self.origin(source, key, chosen)): this build of Tapedeck has no \(chosen) backend: it was built without the \(trait) trait. Rebuild with the default traits (`swift build`, which needs \(PluginCatalog.optionalBackendPackages[chosen] ?? "its development package")), or choose one of: \(known.joined(separator: ", ")).")
+            if let trait = PluginCatalog.trait(bringing: chosen, as: role) {
+                let needs = PluginCatalog.optionalBackendPackages[chosen].map { ", which needs \($0)" } ?? ""
+                let kind = role == .remote ? "remote" : "backend"
+                let instead = known.isEmpty ? "remove \(key)" : "choose one of: \(known.joined(separator: ", "))"
+                problems.append("\(Self.origin(source, key, chosen)): this build of Tapedeck has no \(chosen) \(kind): it was built without the \(trait) trait. Rebuild with the default traits (`swift build`\(needs)), or \(instead).")
             } else {
                 problems.append("\(Self.origin(source, key, chosen)): unknown \(role == .encoder ? "encoder" : "backend") \"\(chosen)\"\(Suggestion.phrase(chosen, known)). Known: \(known.joined(separator: ", ")).")
             }
