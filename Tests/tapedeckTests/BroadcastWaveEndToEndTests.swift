@@ -54,6 +54,10 @@ struct BroadcastWaveEndToEndTests {
     }
 
     /// `began` of a take's JSON as seconds since 1970.
+    /// How far a TimeReference (whole frames at 48 kHz) may be from `firstFrameAt` (given to the
+    /// microsecond) times the rate: one frame, and the date's last digit (0.048 frames).
+    static let timeReferenceTolerance = 1 + 48_000 * 1e-6
+
     static func began(_ take: [String: Any]) throws -> Double {
         let text = try #require(take["firstFrameAt"] as? String, "the take has its first frame's time")
         let r = try CLIHarness.tool("python3", ["-c", "import sys, datetime; print(datetime.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp())", text])
@@ -88,7 +92,8 @@ struct BroadcastWaveEndToEndTests {
         #expect(bext["version"] as? Int == 2)
         let reference = try #require(bext["timeReference"] as? Int)
         let seconds = try #require(local["seconds"] as? Double)
-        #expect(abs(Double(reference) - seconds * 48_000) <= 1, "TimeReference \(reference) is the first frame's \(seconds) s since midnight")
+        // A whole frame (TimeReference counts frames), and the microsecond `firstFrameAt` is given to.
+        #expect(abs(Double(reference) - seconds * 48_000) <= Self.timeReferenceTolerance, "TimeReference \(reference) is the first frame's \(seconds) s since midnight")
         #expect(ixml["timestamp"] as? Int == reference)
         #expect((bext["description"] as? String)?.contains("sSCENE=Scene 12A\r\nsTAKE=1\r\n") == true, "\(bext)")
         #expect((bext["history"] as? String)?.contains("A=PCM,F=48000,W=16,M=stereo,T=null") == true, "\(bext)")
@@ -184,7 +189,7 @@ struct BroadcastWaveEndToEndTests {
         let local = try #require(try Self.broadcastLocalSeconds(began))
         let line = try #require(tags.split(separator: "\n").first { $0.hasPrefix("TIME_REFERENCE=") })
         let reference = try #require(Double(line.dropFirst("TIME_REFERENCE=".count)))
-        #expect(abs(reference - local * 48_000) <= 1, "\(line) vs \(local)")
+        #expect(abs(reference - local * 48_000) <= Self.timeReferenceTolerance, "\(line) vs \(local)")
         #expect(tags.contains("ORGANIZATION=Radio Tapedeck"), "\(tags)")
         let loudness = try #require(take["loudness"] as? [String: Any])
         let gain = -18 - (loudness["integrated"] as? Double ?? 0)
