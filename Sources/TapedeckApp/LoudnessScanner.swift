@@ -29,7 +29,9 @@ public final class LoudnessScanner {
 
     /// Measures `take` and stores its loudness; returns the take as stored.
     /// - Throws: `.invalidArgument` for a take still being recorded, `.unsupportedFormat` when
-    ///   no decoder reads its encoding, the decoder's error for a missing or damaged file.
+    ///   no decoder reads its encoding, the decoder's error for a missing or damaged file; the
+    ///   encoder's error, saying the library has the loudness, when the file could not take it
+    ///   (it is left as it was).
     /// - Thread: main actor; suspends while the file is read (blocking work off the main actor).
     public func measure(_ take: Take, in session: Session) async throws -> Take {
         guard take.state != .recording else {
@@ -48,7 +50,14 @@ public final class LoudnessScanner {
         if let encoder = encoders.first(where: { $0.name == take.encoding }) {
             let (facts, sessionName) = (self.facts, session.name)
             // The file's own facts: a failure leaves the file as it was and the library knows.
-            try await store.perform { try encoder.writeFacts(facts.metadata(for: updated, sessionName: sessionName), toFileAt: url) }
+            // Only the loudness changes where the file has a place for it already (a bext keeps
+            // its originator, description, time reference and capture source).
+            do {
+                try await store.perform { try encoder.writeFacts(facts.metadata(for: updated, sessionName: sessionName), toFileAt: url) }
+            } catch let error as TapedeckError where error.code != .cancelled {
+                throw TapedeckError(error.code, "The loudness of \"\(take.name)\" is stored in the library, but not in its file: \(error.message)",
+                                    systemCode: error.systemCode)
+            }
         }
         return updated
     }

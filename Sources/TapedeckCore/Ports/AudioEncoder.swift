@@ -111,9 +111,13 @@ public protocol AudioEncoder: Sendable {
 
     /// Writes what `metadata` says of the take (its time of day, identity, origin and loudness)
     /// into a finished file of this encoder's, where the format has a place for it (BWF `bext`
-    /// and iXML, Vorbis comments), replacing what the file said before; the file is synced and
-    /// its audio is not touched. The default does nothing.
-    /// - Thread: any. Blocks on disk I/O.
+    /// and iXML, Vorbis comments): what the format lets be changed alone (a WAV's `bext` that
+    /// exists keeps its originator, description, time reference and capture source, and gets
+    /// the loudness) is changed, what the file lacks is added, and everything else the file
+    /// holds (another program's metadata, a cover) is kept whole. The file is synced and its
+    /// audio is not touched; a file that cannot be changed safely is left as it was, and the
+    /// error says so. The default does nothing.
+    /// - Thread: any. Blocks on disk I/O; never reads more than a bounded piece at once.
     func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws
 
     /// Writes `markers` (frames of the take) into a finished file of this encoder's, where the
