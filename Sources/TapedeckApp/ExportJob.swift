@@ -54,6 +54,9 @@ public struct ExportReport: Sendable, Hashable, Codable {
     public var truePeak: Double?
     /// Why a target was not met, or what was done instead.
     public var note: String?
+    /// Samples of the take that were NaN, infinite or past +40 dBFS (``InvalidSamples``) and
+    /// were exported as silence (NaN) or full scale; absent when there were none.
+    public var invalidSamples: Int64?
 }
 
 /// How an export changes the audio on its way (`export --loudness`, `--normalize-peak`, `--rate`,
@@ -297,7 +300,8 @@ struct ExportJob {
             wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
             sampleRate: outFormat.sampleRate, gain: (plan.gainDB * 100).rounded() / 100, dither: plan.dither.rawValue,
             resampler: plan.resample?.name, integratedLoudness: metadata.loudness?.integrated.map { ($0 * 100).rounded() / 100 },
-            truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note)
+            truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note,
+            invalidSamples: reader.replacedSamples > 0 ? reader.replacedSamples : nil)
     }
 
     /// Where an export's frames go: its writer, in the output's format, and the count and

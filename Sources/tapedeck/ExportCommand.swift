@@ -222,6 +222,10 @@ struct ExportCommand: AsyncParsableCommand {
         for (item, result) in zip(items, results) {
             switch result {
             case .success(let r):
+                // Said with --json and -o - too (and in the report): the file is not the take's samples.
+                if let invalid = r.invalidSamples {
+                    Terminal.printError("warning: \(item.session.name)/\(item.take.name): exported with \(InvalidSamples.summary(invalid)). The take's own file is unchanged.")
+                }
                 if toStdout {
                     try Self.copyToStandardOutput(URL(fileURLWithPath: r.output))
                     continue

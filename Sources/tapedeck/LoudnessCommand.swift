@@ -71,8 +71,12 @@ struct LoudnessCommand: AsyncParsableCommand {
             for (take, session) in work where !partials.isStopped {
                 if take.state == .recording && all { continue }  // being recorded, or recovered at the next open
                 do {
-                    let updated = try await scanner.measure(take, in: session)
+                    let result = try await scanner.measureReporting(take, in: session)
+                    let updated = result.take
                     measured.append((updated, session))
+                    if result.invalidSamples > 0 {
+                        Terminal.printError("warning: \(session.name)/\(take.name): measured with \(InvalidSamples.summary(result.invalidSamples)).")
+                    }
                     if !json, let l = updated.loudness {
                         print("\(Terminal.safe(session.name))/\(Terminal.safe(updated.name)) [\(updated.shortID)]: \(Terminal.loudness(l, seconds: updated.seconds))")
                     }

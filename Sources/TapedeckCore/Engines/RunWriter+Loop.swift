@@ -43,6 +43,12 @@ extension RunWriter {
             run += 1
             runFrames += next.frames
         }
+        if format.sampleFormat.isFloat {
+            // A float device can deliver NaN or infinities: replaced here, once, before the
+            // level meter, the segmenter or the encoder sees them (the writer owns the slots
+            // until it releases them).
+            invalidSamples += Int64(InvalidSamples.replace(in: ring.pointer(s.slot), count: runFrames * format.channels))
+        }
         switch s.event {
         case .deviceLost: deviceLost()
         case .deviceResumed: deviceResumed()
@@ -185,6 +191,9 @@ extension RunWriter {
         }
         if overrunCount > 0 {
             logger.warning("Recording had \(overrunCount) overrun(s); \(overrunFrames) frames were filled with silence.")
+        }
+        if invalidSamples > 0 {
+            logger.warning("The device delivered \(InvalidSamples.summary(invalidSamples)). Check its driver, or the program that feeds it.")
         }
         let slowest = slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000
         logger.debug("Writer finished: \(frames) frames in take \(last?.index ?? 0) (\(position) in the run), \(checkpoints) checkpoints (slowest \(slowest) ms), \(clippedTotal) samples at full scale, end \(end).")

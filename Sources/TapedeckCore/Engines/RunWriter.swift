@@ -46,6 +46,8 @@ final class RunWriter {
     var failure: TapedeckError?
     var peaks: [Float]
     var clippedTotal: Int64 = 0
+    /// Float samples the device delivered as NaN, infinities or past +40 dBFS, replaced.
+    var invalidSamples: Int64 = 0
     var checkpoints = 0
     var slowestCheckpoint = Duration.zero
     var lastCheckpoint = ContinuousClock.now
