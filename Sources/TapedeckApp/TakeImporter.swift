@@ -174,7 +174,8 @@ public struct TakeImporter: Sendable {
         annotations.run = nil
         annotations.loudness = loudness ?? original.loudness
         waveforms?.store(peaks, for: copied)
-        return (try? storage.annotateTake(copied.id, annotations)) ?? copied
+        // Each fact on its own merits: one that breaks a limit never costs the others.
+        return (try? storage.annotateTake(copied.id, keepingValid: annotations))?.take ?? copied
     }
 
     /// Begins the take, lets `prepare` write `temp` for it (when the file is not prepared yet),
@@ -211,7 +212,7 @@ public struct TakeImporter: Sendable {
         guard let loudness else { return take }
         var annotations = take.annotations
         annotations.loudness = loudness
-        return (try? storage.annotateTake(take.id, annotations)) ?? take
+        return (try? storage.annotateTake(take.id, keepingValid: annotations))?.take ?? take
     }
 
     /// Reads the whole file, so a damaged one is refused before anything is written, measuring

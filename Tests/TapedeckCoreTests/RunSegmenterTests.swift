@@ -78,6 +78,94 @@ struct RunSegmenterTests {
         #expect(log.filter { if case .write = $0 { return true } else { return false } }.count == 4)  // the loud block and the 300 quiet frames of the hold
         #expect(log.contains(.end(.vox)))
     }
+
+    /// Plays `frames` through `segmenter` in blocks, answering every begin and split, and
+    /// returns the markers each take got (a split opens the next take).
+    static func markersPerTake(_ segmenter: inout RunSegmenter, frames: Int64, block: Int64 = 1000) -> [[TakeMarker]] {
+        var perTake: [[TakeMarker]] = [[]]
+        var done: Int64 = 0
+        while done < frames {
+            var left = min(block, frames - done)
+            done += left
+            while let action = segmenter.next(available: left, level: { _ in 0 }) {
+                switch action {
+                case .write(let n): left -= n
+                case .split:
+                    segmenter.takeBegan(true)
+                    perTake.append([])
+                case .mark(let marker): perTake[perTake.count - 1].append(marker)
+                default: Issue.record("unexpected \(action)")
+                }
+            }
+        }
+        return perTake
+    }
+
+    @Test("a take keeps its first 999 markers; later ones are counted as not kept, and the next take keeps its own")
+    func markerLimit() {
+        var plan = RunPlan()
+        plan.split.everySeconds = 10
+        let rules = RunSegmenter.Rules(plan: plan, sampleRate: 1000, bytesPerFrame: 4, blockFrames: 100)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        let date = Date(timeIntervalSince1970: 0)
+        // 1,200 markers in the first take (a flood: 200 of them at one frame), 5 in the second.
+        for i in 0..<1000 { segmenter.request(TakeMarker(frame: Int64(i), label: "a\(i)", date: date), splits: false) }
+        for i in 1000..<1200 { segmenter.request(TakeMarker(frame: 5000, label: "a\(i)", date: date), splits: false) }
+        for i in 0..<5 { segmenter.request(TakeMarker(frame: 12_000 + Int64(i), label: "b\(i)", date: date), splits: false) }
+        let perTake = Self.markersPerTake(&segmenter, frames: 15_000)
+        #expect(perTake.count == 2)
+        #expect(perTake.first?.count == TakeMarker.maxCount)
+        #expect(perTake.first?.map(\.label) == (0..<999).map { "a\($0)" }, "the first 999, in order")
+        #expect(perTake.last?.map(\.label) == (0..<5).map { "b\($0)" })
+        #expect(perTake.last?.map(\.frame) == [2000, 2001, 2002, 2003, 2004])
+        #expect(segmenter.markersNotKept == 201)
+        #expect(segmenter.markersSet == 999 + 5, "the count shown counts the markers kept")
+        // Markers past the run's end land at its last take's end, within the same limit.
+        for i in 0..<1100 { segmenter.request(TakeMarker(frame: 99_000, label: "c\(i)", date: date), splits: false) }
+        let late = segmenter.finish()
+        #expect(late.count == TakeMarker.maxCount - 5)
+        #expect(late.allSatisfy { $0.frame == 5000 })
+        #expect(segmenter.markersNotKept == 201 + 1100 - (TakeMarker.maxCount - 5))
+    }
+
+    @Test("markers that begin takes (--split-on-marker) count against the take they begin: it keeps 999 of them")
+    func markerLimitOnSplitsAndPreRoll() {
+        var plan = RunPlan()
+        plan.splitOnMarker = true
+        let rules = RunSegmenter.Rules(plan: plan, sampleRate: 1000, bytesPerFrame: 4, blockFrames: 100)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        let date = Date(timeIntervalSince1970: 0)
+        // 1,500 markers at frame 500: the first splits there, and the new take keeps 999 of them.
+        for i in 0..<1500 { segmenter.request(TakeMarker(frame: 500, label: "s\(i)", date: date), splits: false) }
+        let perTake = Self.markersPerTake(&segmenter, frames: 1000)
+        #expect(perTake.map(\.count) == [0, TakeMarker.maxCount])
+        #expect(perTake.last?.first?.label == "s0")
+        #expect(perTake.last?.allSatisfy { $0.frame == 0 } == true)
+        #expect(segmenter.markersNotKept == 1500 - TakeMarker.maxCount)
+    }
+
+    @Test("a flood of 300,000 markers, all waiting at once (a writer held up), is taken in time proportional to it", .timeLimit(.minutes(1)))
+    func markerFlood() {
+        let rules = RunSegmenter.Rules(plan: RunPlan(), sampleRate: 48_000, bytesPerFrame: 4, blockFrames: 1024)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        let date = Date(timeIntervalSince1970: 0)
+        // Four a frame, in frame order as the device's timeline gives them.
+        for i in 0..<300_000 { segmenter.request(TakeMarker(frame: Int64(i / 4), date: date), splits: false) }
+        var kept = 0
+        for _ in 0..<75 {
+            var left: Int64 = 1000
+            while let action = segmenter.next(available: left, level: { _ in 0 }) {
+                switch action {
+                case .write(let n): left -= n
+                case .mark: kept += 1
+                default: Issue.record("unexpected \(action)")
+                }
+            }
+        }
+        #expect(kept == TakeMarker.maxCount)
+        #expect(segmenter.markersNotKept == 300_000 - TakeMarker.maxCount)
+        #expect(segmenter.finish().isEmpty)
+    }
 }
 
 /// A run of random rules and events, and a driver that carries out the segmenter's actions on

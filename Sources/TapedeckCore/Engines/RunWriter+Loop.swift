@@ -19,6 +19,7 @@ extension RunWriter {
                     checkpoint()
                 }
                 publishProgress()
+                warnOnceOverMarkerLimit()
                 if let limit, position >= limit { engine.stopFlag.store(true, ordering: .releasing) }
                 continue
             }
@@ -153,6 +154,7 @@ extension RunWriter {
         // Markers the writer did not reach (set while the device drained): at the take's end.
         takeRequests()
         for marker in segmenter.finish() { current?.markers.append(marker) }
+        warnOnceOverMarkerLimit()
         var frames: Int64 = 0
         var writerFinished = true
         let last = current
@@ -203,6 +205,7 @@ extension RunWriter {
                                      takeBegan: segmenter.take?.reason ?? .start, runFrames: position)
         result.silences = silences
         result.markers = last?.markers ?? []
+        result.markersNotKept = segmenter.markersNotKept
         if awayFrom != nil, let lost {
             // Lost and not back when the run ended.
             events.append(RunEvent(kind: "device-lost", offset: position, seconds: Self.seconds(ContinuousClock.now - lost.0), date: lost.1))

@@ -66,6 +66,8 @@ final class RunWriter {
     let takeQueue = DispatchQueue(label: "tapedeck-takes")
     var next: NextTake?
     var warnedPrepare = false
+    /// Whether the run has said that a take reached ``TakeMarker/maxCount`` markers.
+    var warnedMarkerLimit = false
     /// A run that splits only when asked (the web page's Split) makes its next take when the
     /// split comes: no empty take waits in the library meanwhile, and the take's entry is dated
     /// when it begins. The writer waits the few milliseconds that takes; the hand-off ring holds
@@ -290,6 +292,14 @@ final class RunWriter {
                 if !silences.isEmpty { silences[silences.count - 1].frames = frames }
             }
         }
+    }
+
+    /// Says once per run, when it first happens, that a take had ``TakeMarker/maxCount``
+    /// markers and the later ones were not kept.
+    func warnOnceOverMarkerLimit() {
+        guard !warnedMarkerLimit, segmenter.markersNotKept > 0 else { return }
+        warnedMarkerLimit = true
+        logger.warning("A take keeps at most \(TakeMarker.maxCount) markers: take \(current?.index ?? lastIndex) has them all, and markers set after those are not kept (the report counts them). Split long runs with --split to set more.")
     }
 
     /// Markers, splits and the trigger asked for since the last block, handed to the segmenter.

@@ -109,6 +109,14 @@ public protocol AudioEncoder: Sendable {
     /// verified sample for sample; lossy ones by length). - Thread: any. Never blocks.
     var isLossless: Bool { get }
 
+    /// For a lossy format: the most frames (at `format`'s rate) a file of it written in
+    /// `format` may decode to beyond the frames written, where the file cannot say how many to
+    /// trim (a codec's start delay and the padding of its last frame). An export that decodes
+    /// to more than this beyond what was written is the encoder's fault, one that decodes to
+    /// less a damaged file. The default is 0: the file decodes to exactly what was written.
+    /// - Thread: any. Never blocks.
+    func maxDecodedExtraFrames(for format: AudioFormat) -> Int64
+
     /// Writes what `metadata` says of the take (its time of day, identity, origin and loudness)
     /// into a finished file of this encoder's, where the format has a place for it (BWF `bext`
     /// and iXML, Vorbis comments): what the format lets be changed alone (a WAV's `bext` that
@@ -135,6 +143,8 @@ extension AudioEncoder {
     public func inspect(fileAt url: URL) throws -> RepairResult? { nil }
     /// Lossless unless an encoder says otherwise.
     public var isLossless: Bool { true }
+    /// Files decode to exactly the frames written unless an encoder says otherwise.
+    public func maxDecodedExtraFrames(for format: AudioFormat) -> Int64 { 0 }
 }
 
 /// How a writer may use the machine, and what its caller needs.

@@ -113,7 +113,7 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
     /// limits, names without control characters.
     private static func checkTake(_ m: RemoteManifest, key: String) throws {
         func bad(_ what: String) -> TapedeckError {
-            TapedeckError(.corruptFile, "The manifest \(key) is not a take Tapedeck pushed: \(what).")
+            TapedeckError(.corruptFile, "The manifest \(key) is not a take Tapedeck pushed: \(TapedeckError.clause(what)).")
         }
         let t = m.take
         do { try t.format.validate() } catch let e as TapedeckError { throw bad(e.message) }
