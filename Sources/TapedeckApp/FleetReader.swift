@@ -127,3 +127,21 @@ public final class FleetReader {
         return (session, made)
     }
 }
+
+extension FleetReader {
+    /// What `fleet doctor` says of a manifest whose audio the remote does not hold: the one
+    /// command that sends it again, on the machine that has the take.
+    /// - Thread: any. Never blocks.
+    public nonisolated static func missingAudioAdvice(_ manifest: RemoteManifest) -> String {
+        "the manifest says \(manifest.audio.size) bytes of audio, which the remote does not hold. Run `tapedeck push --verify-remote` on \(manifest.machine), the machine that pushed it: it checks that machine's takes on the remote again and sends what is missing. If \(manifest.machine) no longer has the take, its audio is lost."
+    }
+
+    /// Marks the take `manifest` describes, when this library pushed it under that key, to be
+    /// checked again by the next `push` (whatever its flags): its audio is missing on the remote.
+    /// A take this library did not push is left alone. - Thread: main actor; blocks briefly on
+    /// the ledger's file.
+    public func noteMissingAudio(_ manifest: RemoteManifest) {
+        let ledger = UploadLedger(libraryURL: store.storage.rootURL, remote: remote.location)
+        _ = try? ledger.markUnconfirmed(manifest.take.id, key: manifest.audio.key, reason: "fleet doctor found its audio missing on the remote")
+    }
+}

@@ -261,9 +261,15 @@ public final class TakeRecorder {
     private static func summary(of result: RecordingResult, plan: RunPlan, problems: [String]) -> String {
         var summary = outcome(result.end).1
         if !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
-        if !result.events.isEmpty {
-            let total = result.events.reduce(0) { $0 + $1.seconds }
-            summary += " The device was lost \(result.events.count == 1 ? "once" : "\(result.events.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
+        let lost = result.events.filter { $0.kind != RunEvent.noRoom }
+        if !lost.isEmpty {
+            let total = lost.reduce(0) { $0 + $1.seconds }
+            summary += " The device was lost \(lost.count == 1 ? "once" : "\(lost.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
+        }
+        let waits = result.events.filter { $0.kind == RunEvent.noRoom }
+        if !waits.isEmpty {
+            let total = waits.reduce(0) { $0 + $1.seconds }
+            summary += " The disk had no room for a take \(waits.count == 1 ? "once" : "\(waits.count) times"): the take before ended at --split-size and \(RunText.seconds(total.rounded())) of audio in all were not kept. Free some space before the next recording."
         }
         if result.markersNotKept > 0 {
             summary += " \(result.markersNotKept == 1 ? "One marker was" : "\(result.markersNotKept) markers were") not kept: a take keeps at most \(TakeMarker.maxCount)."

@@ -242,7 +242,8 @@ struct FleetDoctorCommand: AsyncParsableCommand {
                 var findings: [Finding] = problems.map { Finding(key: $0.key, problem: $0.reason, repaired: false) }
                 let dayAgo = Date().addingTimeInterval(-86_400)
                 for e in entries where !e.audioPresent {
-                    findings.append(Finding(key: e.manifest.audio.key, problem: "the manifest says \(e.manifest.audio.size) bytes of audio, which the remote does not hold. Run `tapedeck doctor` and `tapedeck push` on \(e.manifest.machine).", repaired: false))
+                    findings.append(Finding(key: e.manifest.audio.key, problem: FleetReader.missingAudioAdvice(e.manifest), repaired: false))
+                    reader.noteMissingAudio(e.manifest)
                 }
                 let committed = Set(entries.map(\.manifest.audio.key))
                 let manifests = Set(objects.map(\.key).filter { $0.hasSuffix(".json") })

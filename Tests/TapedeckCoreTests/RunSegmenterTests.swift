@@ -56,6 +56,58 @@ struct RunSegmenterTests {
         #expect(lengths == [1000, 1000, 1000, 150])
     }
 
+    @Test("--split-size holds on a full disk: a take whose next cannot be made ready ends at its limit, the run waits, and goes on when a take can begin")
+    func sizeLimitWithoutRoom() {
+        var plan = RunPlan()
+        plan.split.maxBytes = 64 * 1024 + 4 * 1000  // 1000 frames of 4 bytes after the margin
+        let rules = RunSegmenter.Rules(plan: plan, sampleRate: 1000, bytesPerFrame: 4, blockFrames: 100)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        var lengths: [Int64] = [0]
+        var open = true, room = false
+        var delivered: Int64 = 0
+        var ends: [Int64] = [], begins: [Int64] = []
+        for _ in 0..<300 {  // 27 000 frames in blocks of 90
+            var left: Int64 = 90
+            while let action = segmenter.next(available: left, level: { _ in 0 }) {
+                switch action {
+                case .write(let n):
+                    #expect(open, "audio written while no take is open")
+                    lengths[lengths.count - 1] += n
+                    left -= n
+                    delivered += n
+                case .hold(let n):
+                    #expect(!open)
+                    left -= n
+                    delivered += n
+                case .split(let reason):
+                    #expect(reason == .splitSize)
+                    // No room for a take until the run has waited once.
+                    segmenter.takeBegan(room)
+                    if room { lengths.append(0) }
+                case .end(let reason):
+                    #expect(reason == .splitSize)
+                    ends.append(delivered)
+                    open = false
+                case .begin(let reason, let offset, let preRoll):
+                    #expect(reason == .splitSize && preRoll == 0 && offset == delivered)
+                    begins.append(offset)
+                    room = true
+                    segmenter.takeBegan(true)
+                    open = true
+                    lengths.append(0)
+                default:
+                    Issue.record("unexpected \(action)")
+                }
+            }
+        }
+        #expect(lengths.allSatisfy { $0 <= 1000 }, "no take passes the size limit: \(lengths)")
+        #expect(lengths.first == 1000 && ends == [1000], "the first take ends at its limit: \(lengths) \(ends)")
+        // Tried again 10 s of audio later (at the next block), then split at the limit as usual.
+        #expect(begins.count == 1 && begins[0] >= 11_000 && begins[0] < 11_090, "\(begins)")
+        #expect(lengths.dropFirst().dropLast().allSatisfy { $0 == 1000 } && lengths.reduce(0, +) == 27_000 - (begins.first ?? 0) + 1000, "\(lengths)")
+        #expect(!segmenter.waitingForRoom)
+    }
+
     @Test("VOX: a take begins with the loud block and its pre-roll, and ends after the hold")
     func vox() {
         var plan = RunPlan(preRollSeconds: 0.5, vox: VoxRule(thresholdDB: -20, holdSeconds: 0.3))
@@ -191,6 +243,8 @@ final class SimulatedRun {
         var preRoll: Int64 = 0
         var ended: TakeBoundary?
         var markers: [TakeMarker] = []
+        /// Ended at its size limit with no room for the next: the run waited after it.
+        var waitsAfter = false
     }
 
     var random: Generator
@@ -338,6 +392,10 @@ final class SimulatedRun {
                 }
             case .end(let reason):
                 check(open, "end with no take open")
+                if reason == .splitSize {
+                    check(failBegins > 0 && rules.maxBytes != nil, "a take ended at its size limit though the next could begin")
+                    if open { takes[takes.count - 1].waitsAfter = true }
+                }
                 close(reason)
             case .mark(let marker):
                 check(open, "a marker with no take open")
@@ -376,12 +434,12 @@ final class SimulatedRun {
                 if take.offset != covered { joined = false }
                 covered = take.end
             }
-            let lostSomewhere = takes.contains { $0.ended == .deviceLost }
+            let lostSomewhere = takes.contains { $0.ended == .deviceLost || $0.waitsAfter }
             if !lostSomewhere { check(joined && covered == delivered, "the takes hold \(covered) of \(delivered) frames, or leave a hole") }
         }
         if !plan.startsIdle {
             // Without waiting, a take's boundaries with its neighbour are the same frame.
-            for (a, b) in zip(takes, takes.dropFirst()) where a.ended != .deviceLost {
+            for (a, b) in zip(takes, takes.dropFirst()) where a.ended != .deviceLost && !a.waitsAfter {
                 check(a.end == b.offset, "a take ends at \(a.end) and the next begins at \(b.offset)")
             }
         }
@@ -395,10 +453,14 @@ final class SimulatedRun {
             if take.began != .splitTime && take.began != .splitSize { (chainStart, chainPreRoll) = (take.offset, take.preRoll) }
             let atOnce = take.preRoll > 0 && take.end == take.offset + take.preRoll
             let length = take.end - take.offset
-            if take.ended == .splitSize && !atOnce {  // a pre-roll bigger than the limit is split right after it
-                let fit = max(rules.blockFrames, ((rules.maxBytes ?? 0) - rules.sizeMargin) / rules.bytesPerFrame)
-                if failBegins == 0 { check(length <= fit, "take \(i + 1) was split by size at \(length) frames; at most \(fit) fit") }
-                if failBegins == 0 { check(length == fit, "take \(i + 1) was split by size at \(length) frames, not \(fit)") }
+            if let maxBytes = rules.maxBytes {
+                // --split-size is a bound in every state, takes that could not be made ready
+                // included: only a pre-roll bigger than the limit passes it (split right after it).
+                let fit = max(rules.blockFrames, (maxBytes - rules.sizeMargin) / rules.bytesPerFrame)
+                check(length <= max(fit, take.preRoll), "take \(i + 1) holds \(length) frames; at most \(fit) fit")
+                if take.ended == .splitSize && !atOnce && failBegins == 0 {
+                    check(length == fit, "take \(i + 1) was split by size at \(length) frames, not \(fit)")
+                }
             }
             if take.ended == .splitTime, let every {
                 if failBegins > 0 || atOnce {
@@ -427,7 +489,7 @@ final class SimulatedRun {
         // Every marker asked for lands in a take or is reported dropped (while the run waited),
         // unless the run ended while it waited with it.
         check(labels.count + dropped <= markers.count, "\(labels.count) markers landed and \(dropped) were dropped, of \(markers.count) asked for")
-        if !plan.startsIdle && !plan.resume && lostAt == nil && !takes.contains(where: { $0.ended == .deviceLost }) {
+        if !plan.startsIdle && !plan.resume && lostAt == nil && !takes.contains(where: { $0.ended == .deviceLost || $0.waitsAfter }) {
             check(labels.count == markers.count, "\(labels.count) of \(markers.count) markers landed in a run that never waited")
         }
     }

@@ -7,7 +7,9 @@ import Foundation
 /// ``Action`` at a time, which the writer carries out (writing frames to the current take,
 /// holding them as pre-roll, ending a take, beginning one) before it asks again. The one answer
 /// it needs back is whether a take could begin (``takeBegan(_:)``): making a take ready can fail
-/// (a full disk), and then the run goes on as it was and tries again ten seconds of audio later.
+/// (a full disk), and then the run goes on as it was and tries again ten seconds of audio later;
+/// except at a size split, which is a bound no file passes: the take ends there, and the run
+/// waits (its audio not kept) until a take can begin again.
 ///
 /// The rules it applies: pre-roll (at most ``RunPlan/longestPreRoll``), VOX with its hold, the
 /// armed trigger, splits by duration (aligned to the clock or not), size and marker, requested
@@ -147,6 +149,9 @@ public struct RunSegmenter: Sendable {
     private var resumePending = false
     /// No take begins before this frame: the last one could not be made ready.
     private var retryAt: Int64 = 0
+    /// The last take ended at its size limit because the next could not be made ready: the run
+    /// waits, and begins a take (``TakeBoundary/splitSize``) as soon as one can be.
+    public private(set) var waitingForRoom = false
     /// Requests not reached yet, in frame order from ``dueStart`` (those before it are done).
     private var due: [Request] = []
     private var dueStart = 0
@@ -222,6 +227,7 @@ public struct RunSegmenter: Sendable {
             }
             if reason == .trigger { triggered = true }
             resumePending = false
+            waitingForRoom = false
             open(at: offset, reason, bytes: bytes)
             held = 0
             // Markers set while waiting, in the audio the take now begins with.
@@ -238,6 +244,13 @@ public struct RunSegmenter: Sendable {
         case .split(let reason):
             guard began else {
                 retryAt = position + rules.retryFrames
+                if reason == .splitSize {
+                    // No file passes --split-size: the take ends here, and the run waits for room.
+                    take = nil
+                    waitingForRoom = true
+                    after.append(.end(.splitSize))
+                    return
+                }
                 if let marker, let take, let mark = accept(TakeMarker(frame: max(0, position - take.offset), label: marker.label, date: marker.date)) {
                     after.append(mark)
                 }
@@ -374,6 +387,7 @@ public struct RunSegmenter: Sendable {
     /// pre-roll before it; else the block is held.
     private mutating func waitingNext(_ n: inout Int64, _ loudness: Float) -> Action {
         var reason: TakeBoundary?
+        if waitingForRoom { reason = .splitSize }
         if resumePending { reason = .deviceResumed }
         if let threshold = rules.voxThreshold, loudness >= threshold { reason = .vox }
         if rules.armed, !triggered, let at = triggerFrame {
@@ -394,11 +408,12 @@ public struct RunSegmenter: Sendable {
         return .hold(n)
     }
 
-    /// The current take's next split as a run frame, and why; `nil` when none is due.
+    /// The current take's next split as a run frame, and why; `nil` when none is due. A time
+    /// split waits while no take can be made ready; the size limit never does.
     private func boundary() -> (Int64, TakeBoundary)? {
-        guard rules.splitsByRule, let take, position >= retryAt else { return nil }
+        guard rules.splitsByRule, let take else { return nil }
         var best: (Int64, TakeBoundary)?
-        if let t = nextTimeSplit { best = (t, .splitTime) }
+        if position >= retryAt, let t = nextTimeSplit { best = (t, .splitTime) }
         if let maxBytes = rules.maxBytes {
             let takeFrames = position - take.offset
             // The file's size when last looked at, plus the rest as raw PCM: never less than the

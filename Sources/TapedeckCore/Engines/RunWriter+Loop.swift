@@ -210,6 +210,10 @@ extension RunWriter {
             // Lost and not back when the run ended.
             events.append(RunEvent(kind: "device-lost", offset: position, seconds: Self.seconds(ContinuousClock.now - lost.0), date: lost.1))
         }
+        if let waited = waitingForRoom {
+            // Still waiting for room for a take when the run ended.
+            events.append(RunEvent(kind: RunEvent.noRoom, offset: waited.frame, seconds: Double(position - waited.frame) / rate, date: waited.date))
+        }
         result.events = events
         result.takeOpenAtEnd = last != nil
         return result
