@@ -160,7 +160,25 @@ public struct TakeImporter: Sendable {
         guard let decoder = decoders.first(where: { $0.encodings.contains(original.encoding) }) else {
             throw TapedeckError(.unsupportedFormat, "Take \"\(original.name)\" is \(original.encoding), which this build cannot read.")
         }
+        try checkSignature(temp, claimed: original.encoding, decoder: decoder, name: original.name)
         return try importTake(movingFrom: temp, as: original, fileExtension: fileExtension, decoder: decoder, into: session)
+    }
+
+    /// Refuses a file whose bytes are not the format it is said to be (`claimed`, an encoding):
+    /// its decoder's signature check says no, or, where that decoder knows no signature,
+    /// another format's signature fits. A decoder that reads many formats (libsndfile's) would
+    /// otherwise keep FLAC or AIFF bytes as a `wav` take.
+    /// - Throws: `.corruptFile` naming what the bytes are, when that is known.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    func checkSignature(_ url: URL, claimed: String, decoder: any AudioDecoder, name: String) throws {
+        let own = decoder.hasSignature(of: claimed, at: url)
+        if own == true { return }
+        var actual: String?
+        for other in decoders where actual == nil {
+            actual = other.encodings.sorted().first { $0 != claimed && other.hasSignature(of: $0, at: url) == true }
+        }
+        guard own == false || actual != nil else { return }
+        throw TapedeckError(.corruptFile, "Take \"\(name)\" is \(claimed) by its manifest, but \(actual.map { "the file holds \($0) audio" } ?? "the file is not \(claimed)"). Nothing of it was kept.")
     }
 
     private func importTake(movingFrom temp: URL, as original: Take, fileExtension: String, decoder: any AudioDecoder, into session: Session) throws -> Take {
