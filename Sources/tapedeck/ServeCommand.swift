@@ -21,6 +21,9 @@ struct ServeCommand: AsyncParsableCommand {
             its API at /api/openapi.yaml (OpenAPI 3.1). For TLS, put it behind a reverse proxy (see the README).
             Ctrl-C (SIGINT) or SIGTERM stops it; a recording in progress is finished first, as \
             `tapedeck record` finishes its take, and connections still open 5 s later are closed. `tapedeck mark` sets a marker in its recording.
+            A connection that sends no complete request within 10 s, or stays idle for 30 s between requests, is \
+            closed (a download or the live state is never cut short), a malformed request is answered 400 and \
+            closed, and one address may hold at most 32 connections at once.
             """)
 
     @OptionGroup var global: GlobalOptions

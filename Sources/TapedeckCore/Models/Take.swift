@@ -193,11 +193,21 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
         return name.uppercased()
     }
 
-    /// Checks everything against the limits. - Throws: `.invalidArgument`. - Thread: any; never blocks.
-    public func validate() throws {
-        guard notes.utf8.count <= Self.maxTextBytes else {
+    /// Checks notes: at most ``maxTextBytes`` of UTF-8, and no NUL (U+0000), which no catalog
+    /// keeps (a library's catalog would cut the notes short there, silently).
+    /// - Throws: `.invalidArgument` saying what is wrong. - Thread: any; never blocks.
+    public static func validateNotes(_ notes: String) throws {
+        guard notes.utf8.count <= maxTextBytes else {
             throw TapedeckError(.invalidArgument, "The notes are longer than 64 KiB. Shorten them.")
         }
+        guard !notes.utf8.contains(0) else {
+            throw TapedeckError(.invalidArgument, "The notes contain a NUL character (U+0000), which notes cannot hold. Remove it and set the notes again.")
+        }
+    }
+
+    /// Checks everything against the limits. - Throws: `.invalidArgument`. - Thread: any; never blocks.
+    public func validate() throws {
+        try Self.validateNotes(notes)
         guard tags.count <= Self.maxTags else {
             throw TapedeckError(.invalidArgument, "A take keeps at most \(Self.maxTags) tags. Remove some with `tapedeck tag TAKE --remove NAME`.")
         }
