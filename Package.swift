@@ -97,7 +97,8 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: swiftSettings),
-        .testTarget(name: "TapedeckS3Tests", dependencies: ["TapedeckS3", "TapedeckTesting", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckS3Tests", dependencies: ["TapedeckS3", "TapedeckTesting", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                                                     .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
         // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
         .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),
         .systemLibrary(
@@ -238,6 +239,7 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.embedInCode("Page/app.js"), .embedInCode("Page/app.css"), .embedInCode("Page/openapi.yaml")],

@@ -13,15 +13,32 @@ PLAN_JSON is a list of rules, tried in order:
     {"method": "PUT", "path": "partNumber=1&", "status": 429, "retry_after": "1", "times": 1, "hold": 0}
 `path` is a substring of the request's path and query. LOG_FILE gets one line per request, as it
 arrives: `SECONDS METHOD PATH ACTION`, SECONDS on a monotonic clock, ACTION `pass` or the status
-answered (`fault-429`).
+answered (`fault-429`), or the hostile action taken (`loop`, `endless`, …).
+
+A rule with an `action` plays a hostile server instead of answering an error:
+- `loop`: a listing (ListObjectsV2, ListParts or ListMultipartUploads, told apart by the query)
+  that never ends: every page says IsTruncated with the same continuation token or marker
+  (`"token": "same"`, the default) or a new one each time (`"token": "new"`), and lists the same
+  one entry (an object `PREFIX` + `loop-object`, part 1, or an upload of that key).
+- `endless`: a 200 answer whose body (zeros, chunked) never ends, until the client hangs up.
+- `drip`: a 200 answer of `size` bytes (`Content-Length` given) sent one byte every `interval`
+  seconds.
+- `age`: passed through, with every `<LastModified>` and `<Initiated>` in the answer set `days`
+  days back (objects and uploads look old without waiting for them to be).
+- `say`: an error answer of `status` whose S3 `Message` is the rule's `message` (any text, line
+  breaks and escape sequences included).
 """
+import datetime
 import http.client
 import http.server
 import json
+import re
 import socketserver
 import sys
 import threading
 import time
+import urllib.parse
+from xml.sax.saxutils import escape
 
 UPSTREAM = int(sys.argv[1])
 LISTEN = int(sys.argv[2])
@@ -43,7 +60,13 @@ def decide(method, path):
                 rule["times"] = rule.get("times", 1) - 1
                 chosen = rule
                 break
-        action = "pass" if chosen is None else "fault-%d" % chosen["status"]
+        if chosen is None:
+            action = "pass"
+        elif chosen.get("action", "fault") == "fault":
+            action = "fault-%d" % chosen["status"]
+        else:
+            action = chosen["action"]
+            chosen["answered"] = chosen.get("answered", 0) + 1
         with open(LOG, "a") as log:
             log.write("%.6f %s %s %s\n" % (time.monotonic(), method, path, action))
         return chosen
@@ -60,10 +83,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         rule = decide(self.command, self.path)
         try:
-            if rule is not None:
-                self.fault(rule)
-            else:
+            kind = None if rule is None else rule.get("action", "fault")
+            if kind is None:
                 self.forward(body)
+            elif kind == "age":
+                self.forward(body, age_days=rule.get("days", 3))
+            else:
+                getattr(self, kind)(rule)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up on this answer (it retries, fails or was cancelled)
 
@@ -72,7 +98,17 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         status = rule["status"]
         document = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>Injected by the test proxy</Message></Error>"
                     % CODES.get(status, "InternalError")).encode()
-        self.send_response(status, REASONS.get(status, "Error"))
+        self.answer(status, document, rule)
+
+    def say(self, rule):
+        status = rule.get("status", 400)
+        document = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>"
+                    % (escape(rule.get("code", "InvalidRequest")), escape(rule.get("message", "")))).encode()
+        self.answer(status, document)
+
+    def answer(self, status, document, rule=None):
+        rule = rule or {}
+        self.send_response(status, REASONS.get(status, "Error") if status != 200 else "OK")
         self.send_header("Content-Type", "application/xml")
         if "retry_after" in rule:
             self.send_header("Retry-After", rule["retry_after"])
@@ -81,12 +117,55 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(document)
 
-    def forward(self, body):
+    def loop(self, rule):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query, keep_blank_values=True)
+        token = "loop-token" if rule.get("token", "same") == "same" else "loop-token-%d" % rule.get("answered", 0)
+        prefix = query.get("prefix", [""])[0]
+        key = escape(prefix + "loop-object")
+        if "list-type" in query:
+            document = ("<ListBucketResult><Name>b</Name><Prefix>%s</Prefix><KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys>"
+                        "<IsTruncated>true</IsTruncated><Contents><Key>%s</Key><LastModified>2024-01-01T00:00:00.000Z</LastModified>"
+                        "<ETag>\"00\"</ETag><Size>5</Size><StorageClass>STANDARD</StorageClass></Contents>"
+                        "<NextContinuationToken>%s</NextContinuationToken></ListBucketResult>") % (escape(prefix), key, token)
+        elif "uploadId" in query:
+            document = ("<ListPartsResult><IsTruncated>true</IsTruncated><NextPartNumberMarker>%s</NextPartNumberMarker>"
+                        "<Part><PartNumber>1</PartNumber><ETag>\"00\"</ETag><Size>5</Size></Part></ListPartsResult>"
+                        % ("1" if rule.get("token", "same") == "same" else str(1 + rule.get("answered", 0))))
+        else:
+            document = ("<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>%s</NextKeyMarker>"
+                        "<NextUploadIdMarker>%s</NextUploadIdMarker><Upload><Key>%s</Key><UploadId>loop-upload</UploadId>"
+                        "<Initiated>2024-01-01T00:00:00.000Z</Initiated></Upload></ListMultipartUploadsResult>") % (key, token, key)
+        self.answer(200, document.encode())
+
+    def endless(self, rule):
+        self.send_response(200, "OK")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"\0" * 65536
+        while True:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+
+    def drip(self, rule):
+        size = rule.get("size", 1000)
+        self.send_response(200, "OK")
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        for _ in range(size):
+            self.wfile.write(b" ")
+            self.wfile.flush()
+            time.sleep(rule.get("interval", 20))
+
+    def forward(self, body, age_days=None):
         upstream = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=120)
         headers = {k: v for k, v in self.headers.items()}
         upstream.request(self.command, self.path, body=body, headers=headers)
         answer = upstream.getresponse()
         data = answer.read()
+        if age_days is not None:
+            old = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=age_days)).strftime("%Y-%m-%dT%H:%M:%S.000Z").encode()
+            data = re.sub(rb"<(LastModified|Initiated)>[^<]*</", lambda m: b"<" + m.group(1) + b">" + old + b"</", data)
         self.send_response(answer.status, answer.reason)
         for name, value in answer.getheaders():
             if name.lower() in ("transfer-encoding", "connection", "content-length"):

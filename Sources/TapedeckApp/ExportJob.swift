@@ -54,6 +54,9 @@ public struct ExportReport: Sendable, Hashable, Codable {
     public var truePeak: Double?
     /// Why a target was not met, or what was done instead.
     public var note: String?
+    /// Samples of the take that were NaN, infinite or past +40 dBFS (``InvalidSamples``) and
+    /// were exported as silence (NaN) or full scale; absent when there were none.
+    public var invalidSamples: Int64?
 }
 
 /// How an export changes the audio on its way (`export --loudness`, `--normalize-peak`, `--rate`,
@@ -297,7 +300,8 @@ struct ExportJob {
             wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
             sampleRate: outFormat.sampleRate, gain: (plan.gainDB * 100).rounded() / 100, dither: plan.dither.rawValue,
             resampler: plan.resample?.name, integratedLoudness: metadata.loudness?.integrated.map { ($0 * 100).rounded() / 100 },
-            truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note)
+            truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note,
+            invalidSamples: reader.replacedSamples > 0 ? reader.replacedSamples : nil)
     }
 
     /// Where an export's frames go: its writer, in the output's format, and the count and
@@ -410,18 +414,42 @@ struct ExportJob {
             count += Int64(n)
         }
         if !encoder.isLossless {
-            // A lossy file keeps the sound, not the samples: check that all of it decodes, at the
-            // decoder's rate, to the length written.
-            let expected = Double(frames) * Double(reader.format.sampleRate) / Double(format.sampleRate)
-            guard reader.format.channels == format.channels, abs(Double(count) - expected) <= max(2, expected * 0.001) else {
-                throw TapedeckError(.io, "Verifying \(url.lastPathComponent) failed: it decodes to \(count) frames at \(reader.format.sampleRate) Hz, expected \(Int64(expected.rounded())). Nothing was kept.")
-            }
-            return "decoded again: \(count) frames at \(reader.format.sampleRate) Hz, the full length (lossy: samples differ by design)"
+            return try checkLossyLength(url, decoded: count, as: reader.format, written: frames, format: format)
         }
         guard reader.format == format, count == frames, decoded == hash else {
             throw TapedeckError(.io, "Verifying \(url.lastPathComponent) failed: it decodes to \(count) frames of \(reader.format) that differ from the \(frames) frames of \(format) written. Nothing was kept.")
         }
         return "decoded again and compared: \(frames) frames, content hash \(hash.hex)"
+    }
+
+    /// A lossy file keeps the sound, not the samples: checks that all of it decodes, at the
+    /// decoder's rate, to the length written, and no more than the codec's own delay and padding
+    /// beyond (``AudioEncoder/maxDecodedExtraFrames(for:)``, e.g. MP3 at 11.025 kHz). Returns
+    /// what the report says.
+    /// - Throws: `.io` for a file that decodes short (damaged: audio is missing); `.internalError`
+    ///   for one that decodes long or with other channels (the encoder did not write what it
+    ///   was given, which no disk does). - Thread: the export thread. Never blocks.
+    func checkLossyLength(_ url: URL, decoded count: Int64, as decodedFormat: AudioFormat, written frames: Int64, format: AudioFormat) throws -> String {
+        let scale = Double(decodedFormat.sampleRate) / Double(format.sampleRate)
+        let expected = Double(frames) * scale
+        let tolerance = max(2, expected * 0.001)
+        let padding = Double(encoder.maxDecodedExtraFrames(for: format)) * scale
+        let said = "\(count) frames at \(decodedFormat.sampleRate) Hz"
+        let bug = "the encoder did not write what it was given. Nothing was kept. Export to another --format or at another --rate meanwhile; this is a bug in Tapedeck, please report it with the command you ran."
+        guard decodedFormat.channels == format.channels else {
+            throw TapedeckError(.internalError, "Verifying \(url.lastPathComponent) failed: it decodes to \(decodedFormat.channels) channels, not the \(format.channels) written: \(bug)")
+        }
+        guard Double(count) <= expected + tolerance + padding else {
+            throw TapedeckError(.internalError, "Verifying \(url.lastPathComponent) failed: it decodes to \(said), more than the \(Int64(expected.rounded())) written "
+                + "and the \(encoder.name) codec's own delay and padding (at most \(Int64(padding.rounded()))): \(bug)")
+        }
+        guard Double(count) >= expected - tolerance else {
+            throw TapedeckError(.io, "Verifying \(url.lastPathComponent) failed: it decodes to \(said), fewer than the \(Int64(expected.rounded())) written, so audio is missing from it. Nothing was kept. Check the disk you export to, and try again.")
+        }
+        if Double(count) > expected + tolerance {
+            return "decoded again: \(said), the full length and \(Int64((Double(count) - expected).rounded())) frames of the codec's delay and padding (lossy: samples differ by design)"
+        }
+        return "decoded again: \(said), the full length (lossy: samples differ by design)"
     }
 
     /// Moves the finished temporary file to `target`: with `replacing`, an atomic rename over it;

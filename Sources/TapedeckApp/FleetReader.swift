@@ -18,14 +18,26 @@ public final class FleetReader {
     let importer: TakeImporter
     let partials: PartialFiles
     let logger: Logger
+    /// The file extensions a take's audio may have on a remote (lowercase): the encoders' of
+    /// this build, `wav` and `flac` (imports kept as they are), and `audio` (the key of a take
+    /// whose file has no usable extension). Only such keys are Tapedeck's audio.
+    public let audioExtensions: Set<String>
 
-    public init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger) {
+    /// - Parameter audioExtensions: the build's encoders' file extensions; ``baseAudioExtensions``
+    ///   are always added.
+    public init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger,
+                audioExtensions: Set<String> = []) {
         self.remote = remote
         self.store = store
         self.importer = importer
         self.partials = partials
         self.logger = logger
+        self.audioExtensions = Set(audioExtensions.map { $0.lowercased() }).union(Self.baseAudioExtensions)
     }
+
+    /// The extensions any build's takes may have: `wav` and `flac` (imports kept byte for byte)
+    /// and `audio` (``RemoteManifest/keys(machine:take:)`` for a file without a usable one).
+    public nonisolated static let baseAudioExtensions: Set<String> = ["wav", "flac", "audio"]
 
     /// One take on the remote: its manifest, and whether its audio object is there at the size
     /// the manifest says.
@@ -50,7 +62,7 @@ public final class FleetReader {
         let sizes = Dictionary(objects.map { ($0.key, $0.size) }, uniquingKeysWith: { a, _ in a })
         var entries: [Entry] = []
         var problems: [Problem] = []
-        let manifests = objects.filter { $0.key.hasSuffix(".json") && Self.isTakeKey($0.key) }
+        let manifests = objects.filter { Self.isTakeKey($0.key, extensions: ["json"]) }
         for object in manifests {
             guard object.size <= Int64(RemoteManifest.maximumBytes) else {
                 problems.append(Problem(key: object.key, reason: "The manifest is \(object.size) bytes, more than a manifest can be (\(RemoteManifest.maximumBytes)); it was not read."))
@@ -73,57 +85,139 @@ public final class FleetReader {
     }
 
     /// Whether `key` has the shape of Tapedeck's keys, `MACHINE/SESSION-ID/TAKE-ID.EXT` with
-    /// both ids UUIDs: other objects in the bucket are never Tapedeck's to judge or remove.
+    /// both ids UUIDs and EXT one of `extensions` (lowercase): other objects in the bucket (an
+    /// `invoices/UUID/UUID.pdf` beside the takes) are never Tapedeck's to judge or remove.
     /// - Thread: any. Never blocks.
-    public nonisolated static func isTakeKey(_ key: String) -> Bool {
+    public nonisolated static func isTakeKey(_ key: String, extensions: Set<String>) -> Bool {
         let parts = key.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 3, RemoteKey.isValid(key), let dot = parts[2].firstIndex(of: ".") else { return false }
-        return UUID(uuidString: String(parts[1])) != nil && UUID(uuidString: String(parts[2][..<dot])) != nil
+        let ext = parts[2][parts[2].index(after: dot)...]
+        return extensions.contains(String(ext)) && UUID(uuidString: String(parts[1])) != nil && UUID(uuidString: String(parts[2][..<dot])) != nil
+    }
+
+    /// Whether `key` is where Tapedeck keeps a take's audio (``isTakeKey(_:extensions:)`` with
+    /// ``audioExtensions``). - Thread: main actor. Never blocks.
+    public func isAudioKey(_ key: String) -> Bool {
+        Self.isTakeKey(key, extensions: audioExtensions)
     }
 
     /// Pulls `entries` (takes of one session) into the local session named `sessionName` (made
-    /// when missing): each audio object is downloaded into the library, its size and SHA-256
-    /// checked against the manifest, then committed as a copy of the take, which the upload
-    /// ledger records as verified on this remote under the original's key (so `push` does not
-    /// send it again as a take of this machine). A take the session already has a copy of (same
-    /// name, length and start) is skipped.
-    /// - Returns: the takes made.
-    /// - Throws: `.corruptFile` when a download does not match its manifest (nothing of it is kept).
-    public func pull(_ entries: [Entry], into sessionName: String, progress: @escaping @Sendable (Int64) -> Void) async throws -> (Session, [Take]) {
-        let session = try await store.sessionForRecording(named: sessionName)
-        var made: [Take] = []
+    /// when missing, once the first take is downloaded and checked: a pull refused before that
+    /// leaves no session behind). Each audio object is downloaded into the library, at most the
+    /// size its manifest gives (more is refused as it arrives), after the library's disk is
+    /// checked to hold it with room to spare; its size and SHA-256 are checked against the
+    /// manifest and its bytes against the take's format, then it is committed as a copy of the
+    /// take, which the upload ledger records as verified on this remote under the original's
+    /// key (so `push` does not send it again as a take of this machine). A take the session
+    /// already has (the take itself, or a copy the ledger records from the same key with the
+    /// same SHA-256) is skipped.
+    /// - Returns: the session (`nil` when nothing was pulled and it did not exist) and the takes made.
+    /// - Throws: `.invalidArgument` for a take or session name a library cannot hold (before
+    ///   anything is downloaded); `.diskFull` when a take would not fit; `.corruptFile` when a
+    ///   download does not match its manifest (nothing of it is kept).
+    public func pull(_ entries: [Entry], into sessionName: String, progress: @escaping @Sendable (Int64) -> Void) async throws -> (Session?, [Take]) {
+        // Every name is checked before anything is made or downloaded.
+        _ = try NameRules.validate(sessionName, what: "session")
+        for entry in entries { _ = try NameRules.validate(entry.manifest.take.name, what: "take") }
         let storage = store.storage
-        for entry in entries {
-            try partials.checkStopped()
-            let m = entry.manifest
-            let key = try RemoteKey(m.audio.key)
-            if let copy = (store.sessions.first { $0.id == session.id } ?? session).takes.first(where: {
-                $0.name == m.take.name && $0.frames == m.take.frames && abs($0.createdAt.timeIntervalSince(m.take.createdAt)) < 0.001
-            }) {
-                logger.info("Already pulled", metadata: ["take": "\(copy.id)", "key": "\(key)"])
-                continue
+        var target = try await existingSession(named: sessionName)
+        let createdHere = target == nil
+        var made: [Take] = []
+        do {
+            for entry in entries {
+                try partials.checkStopped()
+                let m = entry.manifest
+                let key = try RemoteKey(m.audio.key)
+                if let target, let copy = try alreadyPulled(m, in: target) {
+                    logger.info("Already pulled", metadata: ["take": "\(copy.id)", "key": "\(key)"])
+                    continue
+                }
+                try Self.checkRoom(for: m.audio.size, in: storage.rootURL, key: key)
+                let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
+                partials.register(temp)
+                defer {
+                    unlink(temp.path)
+                    partials.forget(temp)
+                }
+                let got = try await remote.download(key, to: temp, limit: m.audio.size, progress: progress)
+                guard got.size == m.audio.size, got.sha256 == m.audio.sha256 else {
+                    throw TapedeckError(.corruptFile, "\(key) on \(remote.location) is not what its manifest says (\(got.size) bytes, SHA-256 \(got.sha256); the manifest: \(m.audio.size) bytes, \(m.audio.sha256)). Nothing of it was kept. Run `tapedeck fleet doctor` to see the remote's problems.")
+                }
+                let session: Session
+                if let target { session = target } else { session = try await store.sessionForRecording(named: sessionName) }
+                target = session
+                let importer = self.importer
+                let ext = (m.audio.key as NSString).pathExtension
+                let take = try await BlockingWork.detached {
+                    try importer.importTake(movingFrom: temp, as: m.take, fileExtension: ext, into: session)
+                }
+                // The copy is on this remote already (it came from there): push leaves it alone.
+                try UploadLedger(libraryURL: storage.rootURL, remote: remote.location)
+                    .set(take.id, UploadLedger.Record(state: .verified, key: m.audio.key, digest: got))
+                made.append(take)
             }
-            let temp = storage.rootURL.appendingPathComponent(PartialFiles.importName())
-            partials.register(temp)
-            defer {
-                unlink(temp.path)
-                partials.forget(temp)
+        } catch {
+            // A session this pull made and put nothing in goes again.
+            if createdHere, made.isEmpty, let target {
+                try? await store.refresh()
+                if store.sessions.first(where: { $0.id == target.id })?.takes.isEmpty ?? false {
+                    try? await store.delete(.session(target))
+                }
             }
-            let got = try await remote.download(key, to: temp, progress: progress)
-            guard got.size == m.audio.size, got.sha256 == m.audio.sha256 else {
-                throw TapedeckError(.corruptFile, "\(key) on \(remote.location) is not what its manifest says (\(got.size) bytes, SHA-256 \(got.sha256); the manifest: \(m.audio.size) bytes, \(m.audio.sha256)). Nothing of it was kept. Run `tapedeck fleet doctor` to see the remote's problems.")
-            }
-            let importer = self.importer
-            let ext = (m.audio.key as NSString).pathExtension
-            let take = try await BlockingWork.detached {
-                try importer.importTake(movingFrom: temp, as: m.take, fileExtension: ext, into: session)
-            }
-            // The copy is on this remote already (it came from there): push leaves it alone.
-            try UploadLedger(libraryURL: storage.rootURL, remote: remote.location)
-                .set(take.id, UploadLedger.Record(state: .verified, key: m.audio.key, digest: got))
-            made.append(take)
+            throw error
         }
         try await store.refresh()
-        return (session, made)
+        return (target.flatMap { t in store.sessions.first { $0.id == t.id } ?? t }, made)
+    }
+
+    /// The session named `name` as storage has it now, or `nil`.
+    private func existingSession(named name: String) async throws -> Session? {
+        let storage = store.storage
+        return try await store.perform { try storage.findSessionForRecording(named: name) }
+    }
+
+    /// The take of `session` that is the manifest's take already: the take itself (same id,
+    /// pulled into its own library), or a copy the ledger records as pulled from the same key
+    /// with the same SHA-256. Name, length and start alone prove nothing: another machine's
+    /// take may share them.
+    private func alreadyPulled(_ m: RemoteManifest, in session: Session) throws -> Take? {
+        let takes = (store.sessions.first { $0.id == session.id } ?? session).takes
+        if let same = takes.first(where: { $0.id == m.take.id }) { return same }
+        let records = try UploadLedger(libraryURL: store.storage.rootURL, remote: remote.location).records()
+        return takes.first { take in
+            guard let record = records[take.id] else { return false }
+            return record.key == m.audio.key && record.digest?.sha256 == m.audio.sha256
+        }
+    }
+
+    /// Refuses a download of `size` bytes that the disk holding `folder` cannot take with room
+    /// to spare: 64 MiB or a twentieth of the take, whichever is more, stays free for the
+    /// library and for a recording that may be running there.
+    /// - Throws: `.diskFull` saying how much is needed and free.
+    /// - Thread: any. A system call; never blocks for long.
+    nonisolated static func checkRoom(for size: Int64, in folder: URL, key: RemoteKey) throws {
+        guard let free = FreeSpace.available(at: folder.path) else { return }
+        let margin = max(Int64(64 << 20), size / 20)
+        let (needed, overflow) = size.addingReportingOverflow(margin)
+        guard overflow || needed > free else { return }
+        throw TapedeckError(.diskFull, "\(key) is \(size) bytes, and the disk holding the library \(folder.path) has \(free) bytes free: too little to pull it and keep \(margin >> 20) MiB to spare. Free some space (or pull into a library on a larger disk), then run the pull again.")
+    }
+}
+
+extension FleetReader {
+    /// What `fleet doctor` says of a manifest whose audio the remote does not hold: the one
+    /// command that sends it again, on the machine that has the take.
+    /// - Thread: any. Never blocks.
+    public nonisolated static func missingAudioAdvice(_ manifest: RemoteManifest) -> String {
+        "the manifest says \(manifest.audio.size) bytes of audio, which the remote does not hold. Run `tapedeck push --verify-remote` on \(manifest.machine), the machine that pushed it: it checks that machine's takes on the remote again and sends what is missing. If \(manifest.machine) no longer has the take, its audio is lost."
+    }
+
+    /// Marks the take `manifest` describes, when this library pushed it under that key, to be
+    /// checked again by the next `push` (whatever its flags): its audio is missing on the remote.
+    /// A take this library did not push is left alone. - Thread: main actor; blocks briefly on
+    /// the ledger's file.
+    public func noteMissingAudio(_ manifest: RemoteManifest) {
+        let ledger = UploadLedger(libraryURL: store.storage.rootURL, remote: remote.location)
+        _ = try? ledger.markUnconfirmed(manifest.take.id, key: manifest.audio.key, reason: "fleet doctor found its audio missing on the remote")
     }
 }

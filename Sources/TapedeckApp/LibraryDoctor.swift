@@ -97,7 +97,8 @@ public struct LibraryDoctor: Sendable {
             return UploadSummary(remote: location, verified: mine.filter { $0.state == .verified }.count,
                                  uploading: mine.filter { $0.state == .uploading }.count, failed: failed.count,
                                  lastFailure: failed.last?.reason, pending: present.count - mine.count,
-                                 deletedLocally: records.filter { !present.contains($0.key) && $0.value.state == .verified }.count)
+                                 deletedLocally: records.filter { !present.contains($0.key) && $0.value.state == .verified }.count,
+                                 unconfirmed: mine.filter { $0.state == .verified && $0.unconfirmed != nil }.count)
         }
     }
 }
@@ -114,6 +115,9 @@ public struct UploadSummary: Sendable, Hashable, Codable {
     public var pending: Int
     /// Takes verified there and since deleted here (`sync.keep-local`, or by hand).
     public var deletedLocally: Int
+    /// Verified takes whose remote copy retention or `fleet doctor` could not confirm since: the
+    /// next `push` checks them again and sends what is missing or stale.
+    public var unconfirmed: Int
 }
 
 extension LibraryDoctor {

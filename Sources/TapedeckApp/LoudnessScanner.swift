@@ -29,9 +29,24 @@ public final class LoudnessScanner {
 
     /// Measures `take` and stores its loudness; returns the take as stored.
     /// - Throws: `.invalidArgument` for a take still being recorded, `.unsupportedFormat` when
-    ///   no decoder reads its encoding, the decoder's error for a missing or damaged file.
+    ///   no decoder reads its encoding, the decoder's error for a missing or damaged file; the
+    ///   encoder's error, saying the library has the loudness, when the file could not take it
+    ///   (it is left as it was).
     /// - Thread: main actor; suspends while the file is read (blocking work off the main actor).
     public func measure(_ take: Take, in session: Session) async throws -> Take {
+        try await measureReporting(take, in: session).take
+    }
+
+    /// One take measured: the take as stored, and how many of its samples were invalid (NaN,
+    /// infinite or past +40 dBFS: ``InvalidSamples``) and measured as silence or full scale.
+    public struct Measured: Sendable {
+        public var take: Take
+        public var invalidSamples: Int64
+    }
+
+    /// ``measure(_:in:)``, saying how many invalid samples the take's file holds.
+    /// - Thread: main actor; suspends while the file is read (blocking work off the main actor).
+    public func measureReporting(_ take: Take, in session: Session) async throws -> Measured {
         guard take.state != .recording else {
             throw TapedeckError(.busy, "\"\(session.name)/\(take.name)\" is being recorded (or its recording was cut short and not yet recovered); measure it once it is finished.")
         }
@@ -41,24 +56,35 @@ public final class LoudnessScanner {
         let storage = store.storage
         let url = try storage.audioURL(for: take)
         let (analyzer, partials) = (self.analyzer, self.partials)
-        let loudness = try await store.perform { try Self.measureFile(url, decoder: decoder, analyzer: analyzer, partials: partials, take: take) }
+        let (loudness, invalid) = try await store.perform {
+            try Self.measureFileCounting(url, decoder: decoder, analyzer: analyzer, partials: partials, take: take)
+        }
         var annotations = take.annotations
         annotations.loudness = loudness
         let updated = try await store.annotate(take, annotations)
         if let encoder = encoders.first(where: { $0.name == take.encoding }) {
             let (facts, sessionName) = (self.facts, session.name)
             // The file's own facts: a failure leaves the file as it was and the library knows.
-            try await store.perform { try encoder.writeFacts(facts.metadata(for: updated, sessionName: sessionName), toFileAt: url) }
+            // Only the loudness changes where the file has a place for it already (a bext keeps
+            // its originator, description, time reference and capture source).
+            do {
+                try await store.perform { try encoder.writeFacts(facts.metadata(for: updated, sessionName: sessionName), toFileAt: url) }
+            } catch let error as TapedeckError where error.code != .cancelled {
+                throw TapedeckError(error.code, "The loudness of \"\(take.name)\" is stored in the library, but not in its file: \(error.message)",
+                                    systemCode: error.systemCode)
+            }
         }
-        return updated
+        return Measured(take: updated, invalidSamples: invalid)
     }
 
     /// Opens `take`'s file at `url` with `decoder`: a file the decoder cannot read, or that is
     /// missing, is the library's damage, named with what to run (never advice about encoders).
+    /// Its frames come with invalid float samples replaced (``SanitizedTakeReader``): no
+    /// encoder, resampler or analyser sees a NaN or an infinity.
     /// - Blocks on disk I/O.
-    nonisolated static func openTake(_ take: Take, at url: URL, decoder: any AudioDecoder) throws -> any TakeReader {
+    nonisolated static func openTake(_ take: Take, at url: URL, decoder: any AudioDecoder) throws -> SanitizedTakeReader {
         do {
-            return try decoder.openReader(at: url)
+            return try SanitizedTakeReader(decoder.openReader(at: url))
         } catch let error as TapedeckError where error.code != .cancelled {
             let missing = !FileManager.default.fileExists(atPath: url.path)
             throw TapedeckError(missing ? .notFound : .corruptFile,
@@ -77,11 +103,18 @@ public final class LoudnessScanner {
     /// Decodes the file at `url` from end to end through a meter. - Blocks on disk I/O and CPU.
     nonisolated static func measureFile(_ url: URL, decoder: any AudioDecoder, analyzer: any LoudnessAnalyzer,
                                         partials: PartialFiles, take: Take? = nil) throws -> Loudness {
-        let reader = try take.map { try openTake($0, at: url, decoder: decoder) } ?? decoder.openReader(at: url)
+        try measureFileCounting(url, decoder: decoder, analyzer: analyzer, partials: partials, take: take).loudness
+    }
+
+    /// ``measureFile(_:decoder:analyzer:partials:take:)``, with the count of invalid samples
+    /// it measured as silence or full scale. - Blocks on disk I/O and CPU.
+    nonisolated static func measureFileCounting(_ url: URL, decoder: any AudioDecoder, analyzer: any LoudnessAnalyzer,
+                                                partials: PartialFiles, take: Take? = nil) throws -> (loudness: Loudness, invalid: Int64) {
+        let reader = try take.map { try openTake($0, at: url, decoder: decoder) } ?? SanitizedTakeReader(decoder.openReader(at: url))
         defer { reader.close() }
         let meter = try analyzer.makeMeter(for: reader.format)
         let frames = try reader.forEachBlock(stoppingWith: partials) { meter.add($0, frames: $1) }
         if let take { try checkLength(take, read: frames, rate: reader.format.sampleRate, at: url) }
-        return meter.result()
+        return (meter.result(), reader.replacedSamples)
     }
 }

@@ -33,6 +33,8 @@ public struct RecordingReport: Sendable, Hashable {
     public var silences: [SilenceEvent] = []
     /// The device's absences (``RunPlan/resume``).
     public var events: [RunEvent] = []
+    /// Markers set in the run that were not kept: their take had ``TakeMarker/maxCount`` already.
+    public var markersNotKept = 0
 }
 
 /// A run that waited for sound (VOX) or a trigger (armed) and ended before either came: no

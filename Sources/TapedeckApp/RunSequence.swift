@@ -125,7 +125,15 @@ final class RunSequence: TakeSequence {
             annotations.began = notes?.began
             annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
                                       began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
-            take = (try? storage.annotateTake(take.id, annotations)) ?? take
+            do {
+                let (stored, leftOut) = try storage.annotateTake(take.id, keepingValid: annotations)
+                take = stored
+                if !leftOut.isEmpty {
+                    logger.warning("Take \(ended.index) of the run keeps its other facts, but not \(leftOut.joined(separator: ", ")).")
+                }
+            } catch {
+                logger.warning("Could not store the clip count, markers and loudness of take \(ended.index) of the run: \(error). The audio is not affected.")
+            }
             if let waveforms, let peaks = notes?.waveform { waveforms.store(peaks, for: take) }
             // Markers go into the finished file too, where its format has a place for them.
             if let url = try? storage.audioURL(for: take) {

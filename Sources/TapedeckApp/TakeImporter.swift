@@ -56,6 +56,10 @@ public struct TakeImporter: Sendable {
     public struct ImportedFile: Sendable {
         public var take: Take
         public var convertedFrom: String?
+        /// Samples that are NaN, infinite or past +40 dBFS (``InvalidSamples``): measured as
+        /// silence or full scale, and so written where the file is written anew (a file kept
+        /// byte for byte keeps them, and every export, measurement and playback replaces them).
+        public var invalidSamples: Int64 = 0
     }
 
     /// ``importFile(_:into:named:)``, saying what the file was converted from.
@@ -92,14 +96,14 @@ public struct TakeImporter: Sendable {
             partials.forget(temp)
         }
 
-        let (format, frames, source, loudness, peaks) = try decodeAll(url, decoder: decoder)
+        let (format, frames, source, loudness, peaks, invalid) = try decodeAll(url, decoder: decoder)
         if let kept = verbatim?.1 {
             // Kept byte for byte (its own bext, iXML and tags with it); the loudness goes to the library.
             try copy(url, to: temp)
             let take = try commit(temp, names: names, in: session, format: format, encoding: kept.encoding,
                                   fileExtension: kept.fileExtension, startDate: started, frames: frames, state: .complete, overruns: [])
             waveforms?.store(peaks, for: take)
-            return ImportedFile(take: noting(loudness, on: take), convertedFrom: source)
+            return ImportedFile(take: noting(loudness, on: take), convertedFrom: source, invalidSamples: invalid)
         }
         try encoder.validate(format)
         // Written once the entry exists: its tags carry the name and number the store gave the take.
@@ -111,7 +115,7 @@ public struct TakeImporter: Sendable {
             try transcode(url, decoder: decoder, to: temp, format: format, metadata: metadata)
         }
         waveforms?.store(peaks, for: take)
-        return ImportedFile(take: noting(loudness, on: take), convertedFrom: source)
+        return ImportedFile(take: noting(loudness, on: take), convertedFrom: source, invalidSamples: invalid)
     }
 
     /// Imports every finished take of `source`'s session into a new session of this store, with
@@ -156,11 +160,29 @@ public struct TakeImporter: Sendable {
         guard let decoder = decoders.first(where: { $0.encodings.contains(original.encoding) }) else {
             throw TapedeckError(.unsupportedFormat, "Take \"\(original.name)\" is \(original.encoding), which this build cannot read.")
         }
+        try checkSignature(temp, claimed: original.encoding, decoder: decoder, name: original.name)
         return try importTake(movingFrom: temp, as: original, fileExtension: fileExtension, decoder: decoder, into: session)
     }
 
+    /// Refuses a file whose bytes are not the format it is said to be (`claimed`, an encoding):
+    /// its decoder's signature check says no, or, where that decoder knows no signature,
+    /// another format's signature fits. A decoder that reads many formats (libsndfile's) would
+    /// otherwise keep FLAC or AIFF bytes as a `wav` take.
+    /// - Throws: `.corruptFile` naming what the bytes are, when that is known.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    func checkSignature(_ url: URL, claimed: String, decoder: any AudioDecoder, name: String) throws {
+        let own = decoder.hasSignature(of: claimed, at: url)
+        if own == true { return }
+        var actual: String?
+        for other in decoders where actual == nil {
+            actual = other.encodings.sorted().first { $0 != claimed && other.hasSignature(of: $0, at: url) == true }
+        }
+        guard own == false || actual != nil else { return }
+        throw TapedeckError(.corruptFile, "Take \"\(name)\" is \(claimed) by its manifest, but \(actual.map { "the file holds \($0) audio" } ?? "the file is not \(claimed)"). Nothing of it was kept.")
+    }
+
     private func importTake(movingFrom temp: URL, as original: Take, fileExtension: String, decoder: any AudioDecoder, into session: Session) throws -> Take {
-        let (format, frames, _, loudness, peaks) = try decodeAll(temp, decoder: decoder)
+        let (format, frames, _, loudness, peaks, _) = try decodeAll(temp, decoder: decoder)
         let copied = try commit(temp, names: [original.name] + (2...99).map { "\(original.name) (\($0))" }, in: session, format: format, encoding: original.encoding,
                                 fileExtension: fileExtension, startDate: original.createdAt, frames: frames,
                                 state: original.state, overruns: original.overruns)
@@ -170,7 +192,8 @@ public struct TakeImporter: Sendable {
         annotations.run = nil
         annotations.loudness = loudness ?? original.loudness
         waveforms?.store(peaks, for: copied)
-        return (try? storage.annotateTake(copied.id, annotations)) ?? copied
+        // Each fact on its own merits: one that breaks a limit never costs the others.
+        return (try? storage.annotateTake(copied.id, keepingValid: annotations))?.take ?? copied
     }
 
     /// Begins the take, lets `prepare` write `temp` for it (when the file is not prepared yet),
@@ -207,13 +230,14 @@ public struct TakeImporter: Sendable {
         guard let loudness else { return take }
         var annotations = take.annotations
         annotations.loudness = loudness
-        return (try? storage.annotateTake(take.id, annotations)) ?? take
+        return (try? storage.annotateTake(take.id, keepingValid: annotations))?.take ?? take
     }
 
     /// Reads the whole file, so a damaged one is refused before anything is written, measuring
-    /// its loudness and drawing its waveform overview on the way.
-    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?, Loudness?, WaveformPeaks) {
-        let reader = try decoder.openReader(at: url)
+    /// its loudness and drawing its waveform overview on the way (invalid float samples
+    /// replaced, and counted: the last value).
+    private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?, Loudness?, WaveformPeaks, Int64) {
+        let reader = try SanitizedTakeReader(decoder.openReader(at: url))
         defer { reader.close() }
         let meter = try? analyzer?.makeMeter(for: reader.format)
         let tap = WaveformTap(format: reader.format)
@@ -224,11 +248,11 @@ public struct TakeImporter: Sendable {
         guard frames > 0 else {
             throw TapedeckError(.corruptFile, "\(url.path) holds no audio; nothing was imported.")
         }
-        return (reader.format, frames, reader.sourceEncoding, meter?.result(), tap.peaks())
+        return (reader.format, frames, reader.sourceEncoding, meter?.result(), tap.peaks(), reader.replacedSamples)
     }
 
     private func transcode(_ url: URL, decoder: any AudioDecoder, to temp: URL, format: AudioFormat, metadata: TakeMetadata) throws {
-        let reader = try decoder.openReader(at: url)
+        let reader = try SanitizedTakeReader(decoder.openReader(at: url))
         defer { reader.close() }
         let writer = try encoder.makeWriter(at: temp, format: format, metadata: metadata)
         var finished = false

@@ -60,7 +60,8 @@ public final class TakePlayer {
             self.engine = nil
         }
         let result = try await engine.play {
-            let reader = try decoder.openReader(at: url)
+            // A NaN or an infinity is never sent to the device (silence or full scale instead).
+            let reader: any TakeReader = try SanitizedTakeReader(decoder.openReader(at: url))
             return start > 0 || end != nil ? PartReader(reader, start: start, end: end) : reader
         }
         playedFrames = result.frames

@@ -7,7 +7,10 @@ public import TapedeckCore
 /// what the remote holds, then the manifest as the commit marker, and only then `verified` in
 /// the library's upload ledger. A take whose upload stops midway stays `uploading` (resumed next
 /// time) or `failed` with the reason; nothing local is deleted except by ``applyRetention(olderThan:now:)``,
-/// and only takes verified on this remote.
+/// and only takes verified on this remote. A verified take's copy is checked again (its audio's
+/// size and checksum, its manifest) when asked (`push --verify-remote`) or when retention or
+/// `fleet doctor` could not confirm it, and what is missing or stale is sent again
+/// (``recheck(_:options:progress:)``).
 ///
 /// Main actor; every method suspends while the network and the disk work and never blocks the
 /// main thread for long (the ledger is a small file).
@@ -35,22 +38,32 @@ public final class TakePusher {
         /// Its record in the ledger; `nil` when it was never tried (pending).
         public var record: UploadLedger.Record?
         public var size: Int64
+        /// A verified take whose remote copy is checked again (and sent again where missing or
+        /// stale) rather than pushed.
+        public var recheck = false
     }
 
-    /// The takes of `sessions` that still need pushing (not verified on this remote), in session
-    /// and take order; takes being recorded are left for a later run.
+    /// The takes of `sessions` that still need pushing (not verified on this remote), and the
+    /// verified ones whose remote copy is to be checked again: every one with `verifyRemote`,
+    /// else those retention or `fleet doctor` could not confirm. In session and take order;
+    /// takes being recorded are left for a later run; copies pulled from another machine are
+    /// that machine's to check.
     /// - Throws: when the ledger cannot be read.
-    public func pending(in sessions: [(Take, Session)]) throws -> [Item] {
+    public func pending(in sessions: [(Take, Session)], verifyRemote: Bool = false) throws -> [Item] {
         let records = try ledger.records()
         var out: [Item] = []
         var seen = Set<String>()
         for (take, session) in sessions where take.state != .recording && seen.insert(take.id).inserted {
             let record = records[take.id]
-            if record?.state == .verified { continue }
+            var recheck = false
+            if let record, record.state == .verified {
+                guard verifyRemote || record.unconfirmed != nil, record.key == (try? keys(take))?.audio.rawValue else { continue }
+                recheck = true
+            }
             let url = try? store.storage.audioURL(for: take)
             var st = stat()
             let size = url.map { stat($0.path, &st) == 0 ? Int64(st.st_size) : 0 } ?? 0
-            out.append(Item(take: take, session: session, record: record, size: size))
+            out.append(Item(take: take, session: session, record: record, size: size, recheck: recheck))
         }
         return out
     }
@@ -63,7 +76,13 @@ public final class TakePusher {
         /// another copy of this library pushed them); checked and committed.
         case alreadyThere(ContentDigest, how: String)
         /// Not pushed; the take is `failed` in the ledger with this reason (tried again next run).
+        /// A verified take whose check failed stays verified, marked to be checked again.
         case failed(TapedeckError)
+        /// A verified take checked again: the remote still holds its bytes and their manifest.
+        case confirmed(ContentDigest, how: String)
+        /// A verified take checked again whose remote copy was missing or stale (`found` says
+        /// what was wrong): sent again (the audio too when `audioSent`), checked and committed.
+        case resent(ContentDigest, how: String, found: String, audioSent: Bool)
     }
 
     /// What ``push(_:options:progress:)`` reports as it goes.
@@ -85,7 +104,11 @@ public final class TakePusher {
             progress(.started(item, resuming: item.record?.token != nil))
             let outcome: Outcome
             do {
-                outcome = try await pushOne(item, options: options, progress: progress)
+                if item.recheck {
+                    outcome = try await recheck(item, options: options, progress: progress)
+                } else {
+                    outcome = try await pushOne(item, options: options, progress: progress)
+                }
             } catch is CancellationError {
                 break
             } catch let error as TapedeckError where error.code == .cancelled {
@@ -93,10 +116,15 @@ public final class TakePusher {
             } catch {
                 let failure = (error as? TapedeckError) ?? TapedeckError(.remoteUnavailable, "\(error)")
                 outcome = .failed(failure)
-                let token = (try? ledger.records()[item.take.id])??.token
+                let current = (try? ledger.records()[item.take.id]) ?? nil
                 do {
-                    try ledger.set(item.take.id, UploadLedger.Record(state: .failed, key: (try? keys(item.take).audio.rawValue) ?? "",
-                                                                     token: token, reason: failure.message))
+                    if current?.state == .verified {
+                        // A check that failed: the take stays verified, and is checked again next time.
+                        try ledger.markUnconfirmed(item.take.id, reason: failure.message)
+                    } else {
+                        try ledger.set(item.take.id, UploadLedger.Record(state: .failed, key: (try? keys(item.take).audio.rawValue) ?? "",
+                                                                         token: current?.token, reason: failure.message))
+                    }
                 } catch {
                     logger.error("Could not record the failed upload", metadata: ["take": "\(item.take.id)", "error": "\(error)"])
                 }
@@ -109,15 +137,15 @@ public final class TakePusher {
     }
 
     /// A key that holds something else: never overwritten; the likely cause and its remedy said.
-    private func conflict(_ key: RemoteKey, _ reason: String) -> TapedeckError {
+    func conflict(_ key: RemoteKey, _ reason: String) -> TapedeckError {
         TapedeckError(.alreadyExists, "\(key) on \(remote.location) already holds other audio: \(reason). It was left as it is. If another machine pushes under the name \(machine) too, give each machine its own: a machines: section per machine in the config file, chosen with --machine NAME.")
     }
 
-    private func keys(_ take: Take) throws -> (audio: RemoteKey, manifest: RemoteKey) {
+    func keys(_ take: Take) throws -> (audio: RemoteKey, manifest: RemoteKey) {
         try RemoteManifest.keys(machine: machine, take: take)
     }
 
-    private func pushOne(_ item: Item, options: UploadOptions, progress: @escaping @MainActor (Event) -> Void) async throws -> Outcome {
+    func pushOne(_ item: Item, options: UploadOptions, progress: @escaping @MainActor (Event) -> Void) async throws -> Outcome {
         let take = item.take
         let (audioKey, manifestKey) = try keys(take)
         let file = try store.storage.audioURL(for: take)
@@ -178,11 +206,13 @@ public final class TakePusher {
         return sent ? .uploaded(digest, how: how) : .alreadyThere(digest, how: how)
     }
 
-    /// Deletes from the library the takes verified on this remote that began more than `age`
-    /// seconds before `now` (`sync.keep-local`), each only after the remote is asked again: it
-    /// must still hold the take's exact bytes (checked as after an upload) and a manifest naming
-    /// their SHA-256. A take that cannot be confirmed (the server unreachable, the object gone) is
-    /// kept and logged. - Returns: the takes deleted.
+    /// Deletes from the library the takes verified on this remote that the library got more than
+    /// `age` seconds before `now` (`sync.keep-local`; ``receivedDate(of:file:)``: never the file's
+    /// own dates), each only after the remote is asked again: it must still hold the take's exact
+    /// bytes (checked as after an upload) and a manifest naming their SHA-256. A take that cannot
+    /// be confirmed is kept, with a warning that names it and says what to run; when the server
+    /// answered (the object gone, other bytes), its record is marked so that the next push
+    /// checks it again and sends what is missing or stale. - Returns: the takes deleted.
     public func applyRetention(olderThan age: TimeInterval, now: Date = Date()) async throws -> [Take] {
         let records = try ledger.records()
         var deleted: [Take] = []
@@ -190,15 +220,21 @@ public final class TakePusher {
             for take in session.takes where take.createdAt.addingTimeInterval(age) < now && take.state != .recording {
                 guard let record = records[take.id], record.state == .verified, let digest = record.digest,
                       let (audioKey, manifestKey) = try? keys(take), audioKey.rawValue == record.key,
-                      let file = try? store.storage.audioURL(for: take) else { continue }
-                guard case .matches(let held, _)? = try? await remote.verify(audioKey, against: file), held == digest,
-                      let data = try? await remote.get(manifestKey, limit: RemoteManifest.maximumBytes),
-                      let there = try? RemoteManifest.decode(data, key: manifestKey.rawValue), there.audio.sha256 == digest.sha256 else {
-                    logger.warning("Kept a take whose remote copy could not be confirmed", metadata: ["take": "\(take.id)"])
-                    continue
+                      let file = try? store.storage.audioURL(for: take),
+                      let received = Self.receivedDate(of: take, file: file), received.addingTimeInterval(age) < now else { continue }
+                let name = "\(session.name)/\(take.name) [\(take.shortID)]"
+                switch await doubt(about: digest, audioKey: audioKey, manifestKey: manifestKey, file: file) {
+                case nil:
+                    try await store.delete(.take(take, in: session))
+                    deleted.append(take)
+                case .unreachable(let why)?:
+                    logger.warning("Kept \(name), older than sync.keep-local: \(remote.location) could not be asked whether it still holds the take (\(why)). Run `tapedeck push` again when the server can be reached.",
+                                   metadata: ["take": "\(take.id)"])
+                case .answered(let why)?:
+                    try? ledger.markUnconfirmed(take.id, key: record.key, reason: why)
+                    logger.warning("Kept \(name), older than sync.keep-local: its copy on \(remote.location) could not be confirmed (\(why)). The next `tapedeck push` checks it again and sends what is missing or stale; `tapedeck push --verify-remote` checks every take.",
+                                   metadata: ["take": "\(take.id)"])
                 }
-                try await store.delete(.take(take, in: session))
-                deleted.append(take)
             }
         }
         return deleted

@@ -205,7 +205,8 @@ public final class TakeRecorder {
         phase = .finished
         self.engine = nil
         return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
-                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events,
+                               markersNotKept: result.markersNotKept)
     }
 
     /// Commits the first take's row (linked to the run as its take 1 when there is one); a take
@@ -260,9 +261,18 @@ public final class TakeRecorder {
     private static func summary(of result: RecordingResult, plan: RunPlan, problems: [String]) -> String {
         var summary = outcome(result.end).1
         if !problems.isEmpty { summary += " " + problems.joined(separator: " ") }
-        if !result.events.isEmpty {
-            let total = result.events.reduce(0) { $0 + $1.seconds }
-            summary += " The device was lost \(result.events.count == 1 ? "once" : "\(result.events.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
+        let lost = result.events.filter { $0.kind != RunEvent.noRoom }
+        if !lost.isEmpty {
+            let total = lost.reduce(0) { $0 + $1.seconds }
+            summary += " The device was lost \(lost.count == 1 ? "once" : "\(lost.count) times") (\(RunText.seconds(total.rounded())) away in all); every take before and after is kept."
+        }
+        let waits = result.events.filter { $0.kind == RunEvent.noRoom }
+        if !waits.isEmpty {
+            let total = waits.reduce(0) { $0 + $1.seconds }
+            summary += " The disk had no room for a take \(waits.count == 1 ? "once" : "\(waits.count) times"): the take before ended at --split-size and \(RunText.seconds(total.rounded())) of audio in all were not kept. Free some space before the next recording."
+        }
+        if result.markersNotKept > 0 {
+            summary += " \(result.markersNotKept == 1 ? "One marker was" : "\(result.markersNotKept) markers were") not kept: a take keeps at most \(TakeMarker.maxCount)."
         }
         if !result.silences.isEmpty {
             summary += " The input was silent \(result.silences.count == 1 ? "once" : "\(result.silences.count) times") for \(RunText.seconds(plan.silenceAlarm?.seconds ?? 0)) or more: check the microphone."
@@ -284,7 +294,8 @@ public final class TakeRecorder {
         }
         frames = last.frames
         return RecordingReport(take: last, runID: runID, earlierTakes: earlier, session: session, fileURL: try store.storage.audioURL(for: last),
-                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events)
+                               end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events,
+                               markersNotKept: result.markersNotKept)
     }
 
     /// The error of a take whose audio is safe but which storage could not finish: its message
@@ -304,7 +315,8 @@ public final class TakeRecorder {
         self.engine = nil
         return UnfinishedRecording(
             report: RecordingReport(take: unfinished, runID: runID, earlierTakes: earlier, session: session, fileURL: lastURL,
-                                    end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences, events: result.events),
+                                    end: result.end, wallSeconds: result.wallSeconds, summary: message, silences: result.silences, events: result.events,
+                                    markersNotKept: result.markersNotKept),
             error: TapedeckError(reason.code, message, systemCode: reason.systemCode))
     }
 
@@ -332,12 +344,18 @@ public final class TakeRecorder {
                 changed.run = TakeRun(id: runID, index: result.takeIndex, offset: result.takeOffset, began: result.takeBegan,
                                       ended: Self.boundary(result.end))
             }
+            // Each fact is stored on its own merits: one that breaks a limit is left out and
+            // said, never the others.
             let (id, annotations) = (take.id, changed)
             do {
-                take = try await store.perform { try storage.annotateTake(id, annotations) }
+                let (stored, leftOut) = try await store.perform { try storage.annotateTake(id, keepingValid: annotations) }
+                take = stored
+                if !leftOut.isEmpty {
+                    logger.warning("Take \"\(take.name)\" keeps its other facts, but not \(leftOut.joined(separator: ", ")).")
+                }
             } catch {
                 logger.warning("Could not store the take's clip count and run (\(clipped) samples at full scale): \(error)")
-                take.annotations = annotations  // the file carries them all the same
+                take.annotations = annotations.keepingValid().kept  // the file carries them all the same
             }
         }
         // The overview drawn as the take was written, for pages that show it (`tapedeck serve`).

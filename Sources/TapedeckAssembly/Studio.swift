@@ -243,6 +243,7 @@ extension Studio {
     /// A reader of every machine's takes on `remote`, pulling through an importer into the library.
     /// - Thread: main actor; never blocks.
     public func makeFleetReader(remote: any TakeRemote, partials: PartialFiles) -> FleetReader {
-        FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger)
+        FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger,
+                    audioExtensions: Set(encoders.map(\.fileExtension)))
     }
 }

@@ -107,7 +107,7 @@ extension BundleStorage {
     func corrupt(_ bundle: URL, _ path: String, _ problem: String) -> TapedeckError {
         let place = path.isEmpty ? "" : " at \(path)"
         return TapedeckError(.corruptFile,
-            "The session bundle \(bundle.path) cannot be opened: its manifest\(place) is not usable: \(problem). Tapedeck leaves the bundle untouched; check it with `tapedeck doctor` or restore it from a copy.")
+            "The session bundle \(bundle.path) cannot be opened: its manifest\(place) is not usable: \(TapedeckError.clause(problem)). Tapedeck leaves the bundle untouched; check it with `tapedeck doctor` or restore it from a copy.")
     }
 
     /// Reads the manifest of session `id` in `bundle`, refusing a bundle that holds another session.

@@ -40,15 +40,50 @@ struct Catalog: Sendable {
     /// it is then opened read-only, without migrating, and every write says why it fails.
     let readOnly: Bool
 
+    /// The folder holding the catalog: a failure there on a full disk is called a full disk.
+    private let folder: URL
+
     init(url: URL, busyTimeout: TimeInterval) throws {
+        folder = url.deletingLastPathComponent()
         readOnly = FileManager.default.fileExists(atPath: url.path)
             && (access(url.path, W_OK) != 0 || access(url.deletingLastPathComponent().path, W_OK) != 0)
         if readOnly {
             opened = Self.openReadOnly(url: url, busyTimeout: busyTimeout)
             return
         }
+        do {
+            opened = try Self.openWritable(url: url, busyTimeout: busyTimeout, statements: statements, heapIndex: false)
+        } catch let error as DatabaseError {
+            // The WAL index (-shm) could not be made: another SQLite client that closed the
+            // catalog last removed it, or the library was copied without it, and the disk is
+            // full. The catalog is opened again with the index in this process's memory (see
+            // ``openWritable(url:busyTimeout:statements:heapIndex:)``), so that list, show,
+            // doctor and delete still work and room can be made.
+            guard Self.mayNeedHeapIndex(error), FileManager.default.fileExists(atPath: url.path),
+                  let fallback = try? Self.openWritable(url: url, busyTimeout: busyTimeout, statements: statements, heapIndex: true) else {
+                throw Self.translate(error, url: url, folder: folder)
+            }
+            opened = fallback
+        }
+    }
+
+    /// Opens the catalog for reading and writing: WAL journal kept when the last connection
+    /// closes, `synchronous = FULL`, migrated to this version's schema.
+    ///
+    /// With `heapIndex`, in exclusive locking mode set before the first read: SQLite then keeps
+    /// the WAL index in this process's memory and needs no `-shm` file ("Use of WAL Without
+    /// Shared-Memory", sqlite.org/wal.html), and the journal mode is not set again (the
+    /// catalog's header keeps it, and setting it writes). The connection holds the catalog
+    /// alone until it closes: another tapedeck process waits for it up to the busy timeout, as
+    /// for any write. Only a short-lived process that found the disk full opens it so.
+    /// - Returns: the open queue, or the damage found in the catalog.
+    /// - Throws: SQLite's own error (`DatabaseError`) when it could not open the catalog, for
+    ///   the caller to translate or to try again; a ``TapedeckError`` otherwise.
+    /// - Thread: any. Blocks on disk I/O and on another process holding the catalog.
+    private static func openWritable(url: URL, busyTimeout: TimeInterval, statements: StatementCounter,
+                                     heapIndex: Bool) throws -> Result<DatabaseQueue, TapedeckError> {
         var config = Configuration()
-        config.journalMode = .wal
+        config.journalMode = heapIndex ? .default : .wal
         config.busyMode = .timeout(busyTimeout)
         config.foreignKeysEnabled = true
         config.label = "tapedeck.catalog"
@@ -56,11 +91,11 @@ struct Catalog: Sendable {
         // at the size they grew to: opening, reading and small commits (a delete that makes
         // room) then need no new disk blocks, so a disk another program filled still lets the
         // library be listed and cleaned up.
-        let counter = statements
         config.prepareDatabase { db in
             var persist: Int32 = 1
             _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
-            db.trace(options: .statement) { _ in counter.add() }
+            if heapIndex { try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE") }
+            db.trace(options: .statement) { _ in statements.add() }
         }
         do {
             let queue = try DatabaseQueue(path: url.path, configuration: config)
@@ -74,18 +109,31 @@ struct Catalog: Sendable {
                     "The library catalog \(url.path) was written by a newer version of Tapedeck. Use that version, or keep this version's libraries elsewhere (storage.directory.path).")
             }
             try Self.migrator.migrate(queue)
-            opened = .success(queue)
+            return .success(queue)
         } catch let error as DatabaseError {
-            let translated = Self.translate(error, url: url)
             // A damaged catalog is kept as damage (see ``opened``); anything else stops the open.
-            guard translated.code == .corruptFile else { throw translated }
-            opened = .failure(translated)
+            guard translate(error, url: url).code == .corruptFile else { throw error }
+            return .failure(translate(error, url: url))
         } catch let error as TapedeckError {
             throw error
         } catch {
             // GRDB could not decode its own migration table (a NULL or wrong-typed identifier).
-            opened = .failure(Self.damaged(url: url, "\(error)"))
+            return .failure(damaged(url: url, "\(error)"))
         }
+    }
+
+    /// Whether opening failed in a way the WAL index in memory may get around: SQLite reports a
+    /// `-shm` it could not create or grow as an I/O error (`SQLITE_IOERR_SHMOPEN`,
+    /// `_SHMSIZE`, `_SHMMAP`, or a plain disk I/O error), and a write it could not make as
+    /// `SQLITE_FULL`. - Thread: any. Never blocks.
+    static func mayNeedHeapIndex(_ error: DatabaseError) -> Bool {
+        error.resultCode == .SQLITE_IOERR || error.resultCode == .SQLITE_FULL
+    }
+
+    /// Whether the disk holding `folder` is full: less free than the library's catalog reserve.
+    /// - Thread: any. A system call; does not block for long.
+    static func diskIsFull(_ folder: URL) -> Bool {
+        FreeSpace.available(at: folder.path).map { $0 < Int64(SpaceReserve.libraryBytes) } ?? false
     }
 
     /// Opens a catalog this process may not write: no journal-mode change, no migration; a
@@ -197,25 +245,32 @@ struct Catalog: Sendable {
 
     /// Runs a read, translating SQLite errors.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil) } catch let e as TapedeckError { throw e } catch {
+        do { return try queue.read(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil, folder: folder) } catch let e as TapedeckError { throw e } catch {
             throw Self.damaged(url: nil, "\(error)")  // a value GRDB could not decode
         }
     }
 
     /// Runs an immediate write transaction, translating SQLite errors.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try queue.write(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil) } catch let e as TapedeckError { throw e } catch {
+        do { return try queue.write(body) } catch let e as DatabaseError { throw Self.translate(e, url: nil, folder: folder) } catch let e as TapedeckError { throw e } catch {
             throw Self.damaged(url: nil, "\(error)")  // a value GRDB could not decode
         }
     }
 
-    static func translate(_ error: DatabaseError, url: URL?) -> TapedeckError {
+    /// The ``TapedeckError`` for SQLite's `error`, with what to do. An I/O error where the disk
+    /// holding the catalog (`folder`, else `url`'s folder) is full is called a full disk: SQLite
+    /// reports a `-shm` or journal it could not grow on a full disk as "disk I/O error".
+    static func translate(_ error: DatabaseError, url: URL?, folder: URL? = nil) -> TapedeckError {
         let place = url.map { " (\($0.path))" } ?? ""
+        let fullDisk = "Free some space and try again: `tapedeck delete` removes takes on a full disk, and list, show and doctor work."
         switch error.resultCode {
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return TapedeckError(.busy, "The library catalog\(place) stayed locked by another tapedeck process. Try again when it has finished.")
         case .SQLITE_FULL:
-            return TapedeckError(.diskFull, "The disk holding the library catalog\(place) is full. Free some space and try again.")
+            return TapedeckError(.diskFull, "The disk holding the library catalog\(place) is full. \(fullDisk)", systemCode: ENOSPC)
+        case .SQLITE_IOERR where (folder ?? url?.deletingLastPathComponent()).map(diskIsFull) ?? false:
+            return TapedeckError(.diskFull, "The disk holding the library catalog\(place) is full (SQLite: \(error.message ?? "disk I/O error")). \(fullDisk)",
+                                 systemCode: ENOSPC)
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
             return damaged(url: url, error.message ?? "unknown damage")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:

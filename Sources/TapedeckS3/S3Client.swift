@@ -38,11 +38,43 @@ final class S3Client: Sendable {
     let logger: Logger
     /// When a request is sent again, and after how long.
     let retry: S3RetryPolicy
+    /// How long a request may wait for the server.
+    let timeouts: Timeouts
+
+    /// How long one attempt of a request may wait for the server before it is given up (and,
+    /// as the retry policy says, sent again). A plain value.
+    struct Timeouts: Sendable {
+        /// Making the connection.
+        var connect: TimeAmount
+        /// No byte from the server for this long ends the attempt (async-http-client's read
+        /// timeout: it counts from the last byte, so a server that drips is ended by `answer`).
+        var idle: TimeAmount
+        /// No byte accepted by the server for this long, while a body is sent.
+        var write: TimeAmount
+        /// The whole exchange (request, answer's head and body) of a request without a large
+        /// body, and the body of any other answer after its head: a server that drips a byte now
+        /// and then is given up after this long, however often it sends.
+        var answer: TimeAmount
+        /// The answer to CompleteMultipartUpload, which S3 may take minutes to give (sending
+        /// white space meanwhile).
+        var completion: TimeAmount
+
+        /// What Tapedeck uses: 15 s to connect, 30 s without a byte, 60 s for an answer,
+        /// 15 minutes for a multipart upload's completion.
+        static let standard = Timeouts(connect: .seconds(15), idle: .seconds(30), write: .seconds(120), answer: .seconds(60),
+                                       completion: .minutes(15))
+    }
+
+    /// An answer that did not arrive in full within its time (``Timeouts/answer``): retried
+    /// like a timeout.
+    struct SlowAnswer: Error {
+        var seconds: Int64
+    }
 
     /// - Throws: `.configuration` when the endpoint is not an http(s) URL with a host.
     /// - Thread: any. Does not block (no connection is made here).
     init(endpoint: String, bucket: String, region: String, pathStyle: Bool, credentials: S3Credentials, logger: Logger, endpointKey: String,
-         retry: S3RetryPolicy = .standard) throws {
+         retry: S3RetryPolicy = .standard, timeouts: Timeouts = .standard) throws {
         guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let hostName = url.host, !hostName.isEmpty, url.path.isEmpty || url.path == "/", url.query == nil else {
             throw TapedeckError(.configuration, "\(endpointKey): \"\(endpoint)\" is not a server address. Write it as http://HOST:PORT or https://HOST (no bucket or path).")
@@ -55,11 +87,13 @@ final class S3Client: Sendable {
         self.endpoint = endpoint
         self.logger = logger
         self.retry = retry
+        self.timeouts = timeouts
         signer = SigV4Signer(credentials: credentials, region: region)
         var configuration = HTTPClient.Configuration()
-        // No deadline for a whole request (a part at --limit-rate may take long); a connection
-        // that moves nothing for 2 minutes, either way, is given up.
-        configuration.timeout = .init(connect: .seconds(15), read: .seconds(120), write: .seconds(120))
+        // No deadline for sending a large body (a part at --limit-rate may take long); a
+        // connection that moves nothing for a while, either way, is given up, and an answer has
+        // its own deadline (sendOnce).
+        configuration.timeout = .init(connect: timeouts.connect, read: timeouts.idle, write: timeouts.write)
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .disallow
         // A refused connection fails at once; this client's own retry (S3RetryPolicy) decides
@@ -83,16 +117,20 @@ final class S3Client: Sendable {
     ///   - pace: called before each 256 KiB of the body is sent (the rate limit), when given.
     ///   - sending: called as the body is sent, with the bytes of it handed to the connection so
     ///     far (from 0 again if the request is sent again), when given.
+    ///   - answerWithin: how long each attempt may wait for its whole answer; ``Timeouts/answer``
+    ///     when `nil`. A request with a large or paced body has no deadline while it is sent;
+    ///     its answer's body still has this long.
     /// - Throws: `CancellationError` when the task is cancelled (never retried); `.remoteUnavailable`
     ///   when the server cannot be reached after the attempts; a `TapedeckError` from `pace` as it is.
     /// - Thread: any task. Never blocks: it suspends while the request is under way and between
     ///   attempts.
     func send(_ method: HTTPMethod, key: String, query: [(String, String)] = [], headers extra: [(String, String)] = [],
               body: ByteBuffer? = nil, payloadHash: String? = nil, limit: Int = 1 << 20,
-              pace: (@Sendable (Int) async throws -> Void)? = nil, sending: (@Sendable (Int) -> Void)? = nil) async throws -> Response {
+              pace: (@Sendable (Int) async throws -> Void)? = nil, sending: (@Sendable (Int) -> Void)? = nil,
+              answerWithin: TimeAmount? = nil) async throws -> Response {
         try await withRetries(method, key, status: { $0.status }, headers: { $0.headers }) {
             try await sendOnce(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, limit: limit,
-                               pace: pace, sending: sending)
+                               pace: pace, sending: sending, answerWithin: answerWithin ?? timeouts.answer)
         }
     }
 
@@ -141,23 +179,25 @@ final class S3Client: Sendable {
     /// A network failure in words: the system's for a socket error, else the client's.
     static func reason(_ error: any Error) -> String {
         if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if let slow = error as? SlowAnswer { return "the server did not finish its answer within \(slow.seconds) s" }
         switch error as? HTTPClientError {
         case .connectTimeout?: return "the connection timed out"
         case .readTimeout?, .deadlineExceeded?: return "the server stopped answering"
         case .remoteConnectionClosed?: return "the server closed the connection"
-        default: return "\(error)"
+        default: return ForeignText.printable("\(error)")
         }
     }
 
     /// A signed GET of `key` whose body the caller reads as it arrives (downloads). Retried like
-    /// ``send(_:key:query:headers:body:payloadHash:limit:pace:sending:)`` until an answer starts;
-    /// a body that breaks off later is the caller's to handle.
+    /// ``send(_:key:query:headers:body:payloadHash:limit:pace:sending:answerWithin:)`` until an
+    /// answer's head arrives (within ``Timeouts/answer``); a body that breaks off later, or
+    /// stalls (``Timeouts/idle``), is the caller's to handle.
     /// - Thread: any task; never blocks.
     func stream(_ key: String) async throws -> HTTPClientResponse {
         try await withRetries(.GET, key, status: { Int($0.status.code) }, headers: { $0.headers },
                               discard: { response in _ = try? await response.body.collect(upTo: 65536) }) {
             let request = makeRequest(.GET, key: key, query: [], headers: [], body: nil, payloadHash: nil, pace: nil, sending: nil)
-            return try await http.execute(request, timeout: .hours(6), logger: logger)
+            return try await http.execute(request, timeout: timeouts.answer, logger: logger)
         }
     }
 
@@ -187,21 +227,50 @@ final class S3Client: Sendable {
         return request
     }
 
+    /// One attempt. A request without a large body (at most 1 MiB, not paced) has `answerWithin`
+    /// for all of it; one with a large body has no deadline while it is sent (the idle and write
+    /// timeouts end a stalled one), then `answerWithin` for its answer's body.
     private func sendOnce(_ method: HTTPMethod, key: String, query: [(String, String)], headers extra: [(String, String)],
                           body: ByteBuffer?, payloadHash: String?, limit: Int,
-                          pace: (@Sendable (Int) async throws -> Void)?, sending: (@Sendable (Int) -> Void)?) async throws -> Response {
+                          pace: (@Sendable (Int) async throws -> Void)?, sending: (@Sendable (Int) -> Void)?,
+                          answerWithin: TimeAmount) async throws -> Response {
         let request = makeRequest(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, pace: pace, sending: sending)
-        let response = try await http.execute(request, timeout: .hours(24), logger: logger)
-        var collected = ByteBuffer()
-        if method != .HEAD {
-            for try await var chunk in response.body {
-                guard collected.readableBytes + chunk.readableBytes <= limit else {
-                    throw TapedeckError(.remoteUnavailable, "The S3 server \(endpoint) answered \(method.rawValue) \(key) with more than \(limit) bytes; it was not read. Check that sync.s3.endpoint names an S3 server.")
-                }
-                collected.writeBuffer(&chunk)
-            }
+        let small = pace == nil && (body?.readableBytes ?? 0) <= 1 << 20
+        let deadline = NIODeadline.now() + (small ? answerWithin : TimeAmount.hours(24))
+        let response = try await http.execute(request, deadline: deadline, logger: logger)
+        guard method != .HEAD else { return Response(status: Int(response.status.code), headers: response.headers, body: ByteBuffer()) }
+        // A small request's answer has what is left of its time; a large one's, all of it again.
+        let left = small ? max(deadline - NIODeadline.now(), .milliseconds(1)) : answerWithin
+        let collected = try await Self.collect(response.body, limit: limit, within: left, allowed: answerWithin) { [endpoint] in
+            TapedeckError(.remoteUnavailable, "The S3 server \(endpoint) answered \(method.rawValue) \(key) with more than \(limit) bytes; it was not read. Check that sync.s3.endpoint names an S3 server.")
         }
         return Response(status: Int(response.status.code), headers: response.headers, body: collected)
+    }
+
+    /// Reads `body` whole, at most `limit` bytes (more throws `tooLarge()`), within `within`
+    /// (else ``SlowAnswer`` saying the answer's time was `allowed`, and the body is let go: the
+    /// connection is closed).
+    /// - Thread: any task; never blocks.
+    static func collect(_ body: HTTPClientResponse.Body, limit: Int, within: TimeAmount, allowed: TimeAmount,
+                        tooLarge: @escaping @Sendable () -> TapedeckError) async throws -> ByteBuffer {
+        let seconds = max(1, allowed.nanoseconds / 1_000_000_000)
+        return try await withThrowingTaskGroup(of: ByteBuffer.self) { group in
+            group.addTask {
+                var collected = ByteBuffer()
+                for try await var chunk in body {
+                    guard collected.readableBytes + chunk.readableBytes <= limit else { throw tooLarge() }
+                    collected.writeBuffer(&chunk)
+                }
+                return collected
+            }
+            group.addTask {
+                try await Task.sleep(for: .nanoseconds(within.nanoseconds))
+                throw SlowAnswer(seconds: seconds)
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw SlowAnswer(seconds: seconds) }
+            return first
+        }
     }
 
     /// Query names S3 writes without `=` (`?uploads`, `?delete`): signed as `name=`, sent bare.
@@ -247,8 +316,9 @@ final class S3Client: Sendable {
     /// The error an answer that is not a success stands for, from its S3 error code: credentials
     /// and a missing bucket are configuration (exit 78), the rest the server's (exit 69).
     func failure(_ response: Response, _ doing: String) -> TapedeckError {
-        let code = S3XML.text("Code", in: response.text) ?? ""
-        let message = S3XML.text("Message", in: response.text) ?? ""
+        // The server's words are quoted, never trusted: no line breaks or escapes get through.
+        let code = ForeignText.printable(S3XML.text("Code", in: response.text) ?? "", limit: 64)
+        let message = ForeignText.printable(S3XML.text("Message", in: response.text) ?? "")
         let said = "\(response.status)\(code.isEmpty ? "" : " " + code)\(message.isEmpty ? "" : ": " + message)"
         switch (response.status, code) {
         case (403, _), (_, "InvalidAccessKeyId"), (_, "SignatureDoesNotMatch"), (_, "AccessDenied"):

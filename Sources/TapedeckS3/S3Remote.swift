@@ -19,6 +19,11 @@ import Glibc
 /// server's checksum: `x-amz-checksum-sha256` when the server keeps one, else the ETag (the
 /// MD5, or the MD5 of the parts' MD5s) computed from the file again.
 ///
+/// Every object it writes carries its mark, the header `x-amz-meta-tapedeck` (the version that
+/// wrote it), which ``sentByTapedeck(_:)`` reads: a bucket may be shared, and what lacks the mark
+/// is never Tapedeck's to remove. Listings follow continuation tokens and markers only while
+/// they advance (``ListingPages``).
+///
 /// Every member is async, runs on any task and never blocks a thread of the cooperative pool:
 /// file reads and hashing run on a dispatch queue, network I/O on NIO's event loops. (A download
 /// writes each chunk it receives with `write(2)` on the task, a short call into the page cache.)
@@ -59,6 +64,9 @@ public final class S3Remote: TakeRemote {
 
     public func shutdown() async { await client.shutdown() }
 
+    /// The header every object Tapedeck writes carries, and its value: Tapedeck's version.
+    static let mark = ("x-amz-meta-tapedeck", TapedeckVersion.string)
+
     private func full(_ key: RemoteKey) -> String { root + key.rawValue }
 
     /// The part size for a file of `size` bytes: the configured size, grown so that no upload
@@ -74,7 +82,7 @@ public final class S3Remote: TakeRemote {
         let body = ByteBuffer(bytes: data)
         let response = try await client.send(.PUT, key: full(key), headers: [
             ("if-none-match", "*"), ("content-md5", Data(Insecure.MD5.hash(data: data)).base64EncodedString()),
-            ("content-type", "application/json"),
+            ("content-type", "application/json"), Self.mark,
         ], body: body)
         if response.status == 412 || response.status == 409 { return false }
         guard (200..<300).contains(response.status) else { throw client.failure(response, "write \(key)") }
@@ -102,6 +110,8 @@ public final class S3Remote: TakeRemote {
         var metadataSHA256: String?
         /// The part size Tapedeck stored with a multipart upload.
         var partSize: Int?
+        /// Whether the object carries Tapedeck's mark (``mark``).
+        var marked: Bool
     }
 
     func head(_ key: RemoteKey) async throws -> Head? {
@@ -112,11 +122,18 @@ public final class S3Remote: TakeRemote {
         let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
         return Head(size: size, etag: etag, checksumSHA256: response.headers.first(name: "x-amz-checksum-sha256"),
                     metadataSHA256: response.headers.first(name: "x-amz-meta-sha256"),
-                    partSize: response.headers.first(name: "x-amz-meta-part-size").flatMap { Int($0) }.flatMap { $0 > 0 && $0 <= 5 << 30 ? $0 : nil })
+                    partSize: response.headers.first(name: "x-amz-meta-part-size").flatMap { Int($0) }.flatMap { $0 > 0 && $0 <= 5 << 30 ? $0 : nil },
+                    marked: !(response.headers.first(name: Self.mark.0) ?? "").isEmpty)
+    }
+
+    public func sentByTapedeck(_ key: RemoteKey) async throws -> Bool {
+        try await head(key)?.marked ?? false
     }
 
     public func list(under prefix: String) async throws -> [RemoteObject] {
         var out: [RemoteObject] = []
+        var seen = Set<String>()
+        var pages = ListingPages(endpoint: client.endpoint, what: "the objects under \"\(root + prefix)\"")
         var token: String?
         repeat {
             var query = [("list-type", "2"), ("prefix", root + prefix)]
@@ -124,17 +141,21 @@ public final class S3Remote: TakeRemote {
             let response = try await client.send(.GET, key: "", query: query, limit: 16 << 20)
             guard response.status == 200 else { throw client.failure(response, "list the bucket") }
             let text = response.text
+            var added = 0
             for entry in S3XML.elements("Contents", in: text) {
-                guard let key = S3XML.text("Key", in: entry), key.hasPrefix(root), let size = S3XML.text("Size", in: entry).flatMap({ Int64($0) }) else { continue }
+                guard let key = S3XML.text("Key", in: entry), seen.insert(key).inserted else { continue }
+                added += 1
+                guard key.hasPrefix(root), let size = S3XML.text("Size", in: entry).flatMap({ Int64($0) }) else { continue }
                 let modified = S3XML.text("LastModified", in: entry).flatMap { try? Date($0, strategy: .iso8601) }
                 out.append(RemoteObject(key: String(key.dropFirst(root.count)), size: size, modified: modified))
             }
-            token = S3XML.text("IsTruncated", in: text) == "true" ? S3XML.text("NextContinuationToken", in: text) : nil
+            token = try pages.next(truncated: S3XML.text("IsTruncated", in: text) == "true",
+                                   marker: S3XML.text("NextContinuationToken", in: text), added: added)
         } while token != nil
         return out.sorted { $0.key < $1.key }
     }
 
-    public func download(_ key: RemoteKey, to file: URL, progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
+    public func download(_ key: RemoteKey, to file: URL, limit: Int64, progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest {
         let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FileModes.file)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "create \(file.path)") }
         defer { close(fd) }
@@ -145,10 +166,23 @@ public final class S3Remote: TakeRemote {
             if response.status == .notFound { throw TapedeckError(.notFound, "\(key) is not on \(location).") }
             throw client.failure(S3Client.Response(status: Int(response.status.code), headers: response.headers, body: body), "read \(key)")
         }
+        func tooLarge(_ what: String) -> TapedeckError {
+            TapedeckError(.corruptFile, "\(key) on \(location) holds more than the \(limit) bytes expected of it (\(what)); the download was stopped there and nothing of it is kept. Run `tapedeck fleet doctor` to see the remote's problems.")
+        }
+        // Refused before a byte is written when the server announces more, and as soon as more
+        // arrives when it does not: a server cannot fill the disk.
+        if let announced = response.headers.first(name: "content-length").flatMap({ Int64($0) }), announced > limit {
+            throw tooLarge("the server announced \(announced)")
+        }
         var hasher = SHA256()
         var written: Int64 = 0
+        var pace = DownloadPace(window: client.timeouts.answer, minimumBytes: 64 * 1024)
         for try await chunk in response.body {
             try Task.checkCancellation()
+            guard written + Int64(chunk.readableBytes) <= limit else { throw tooLarge("it sent more") }
+            if let slow = pace.received(chunk.readableBytes) {
+                throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) sent \(key) too slowly (\(slow) bytes in \(client.timeouts.answer.nanoseconds / 1_000_000_000) s); the download was stopped and nothing of it is kept. Run the pull again later.")
+            }
             try chunk.withUnsafeReadableBytes { raw in
                 hasher.update(bufferPointer: raw)
                 var offset = 0
@@ -187,7 +221,7 @@ public final class S3Remote: TakeRemote {
             digest = try await local.digest(partSize: partSize)
         }
         if let metadata = head.metadataSHA256, metadata.lowercased() != digest.sha256 {
-            return .differs("its recorded SHA-256 is \(metadata), the take's \(digest.sha256)")
+            return .differs("its recorded SHA-256 is \(ForeignText.printable(metadata, limit: 80)), the take's \(digest.sha256)")
         }
         if let checksum = head.checksumSHA256, !checksum.contains("-") {
             guard checksum == digest.sha256Base64 else { return .differs("the server's SHA-256 differs from the take's") }
@@ -198,7 +232,7 @@ public final class S3Remote: TakeRemote {
             return .differs("it was uploaded in \(layout) parts, not in parts of \(partSize) bytes as this take would be, so its ETag cannot be compared (if sync.s3.part-size-mib changed since it was uploaded, set it back)")
         }
         guard head.etag.lowercased() == expected else {
-            return .differs("its ETag \(head.etag) is not the MD5 \(expected) of the take's bytes")
+            return .differs("its ETag \(ForeignText.printable(head.etag, limit: 80)) is not the MD5 \(expected) of the take's bytes")
         }
         return .matches(ContentDigest(size: local.size, sha256: digest.sha256), how: "size and the ETag (MD5) the server computed")
     }
@@ -232,7 +266,7 @@ public final class S3Remote: TakeRemote {
             ("if-none-match", "*"),
             ("content-md5", part.md5.base64EncodedString()),
             ("x-amz-checksum-sha256", part.sha256.base64EncodedString()),
-            ("x-amz-meta-sha256", shaHex),
+            ("x-amz-meta-sha256", shaHex), Self.mark,
         ], body: part.bytes, payloadHash: shaHex, pace: pace, sending: { progress(Int64($0)) })
         if response.status == 412 || response.status == 409 {
             throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
@@ -261,7 +295,7 @@ public final class S3Remote: TakeRemote {
         if uploadID == nil {
             // The part size goes with the object: a later check rebuilds its ETag from it, whatever
             // sync.s3.part-size-mib says by then.
-            let response = try await client.send(.POST, key: full(key), query: [("uploads", "")], headers: [("x-amz-meta-part-size", String(partSize))])
+            let response = try await client.send(.POST, key: full(key), query: [("uploads", "")], headers: [("x-amz-meta-part-size", String(partSize)), Self.mark])
             guard response.status == 200, let id = S3XML.text("UploadId", in: response.text), !id.isEmpty else {
                 throw client.failure(response, "begin uploading \(key)")
             }
@@ -306,7 +340,7 @@ public final class S3Remote: TakeRemote {
                     guard response.status == 200 else { throw client.failure(response, "write part \(number) of \(key)") }
                     let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).lowercased()
                     guard etag == md5Hex else {
-                        throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : etag), not the MD5 \(md5Hex) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
+                        throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : ForeignText.printable(etag, limit: 80)), not the MD5 \(md5Hex) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
                     }
                     progress(sent.set(part: index, Int64(length)))
                     return (index, etag)
@@ -318,7 +352,7 @@ public final class S3Remote: TakeRemote {
         let sha256 = SigV4Signer.hex(shaDigest)
         let document = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\"\($0.element)\"</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
         let response = try await client.send(.POST, key: full(key), query: [("uploadId", uploadID)], headers: [("if-none-match", "*")],
-                                             body: ByteBuffer(string: document), limit: 1 << 20)
+                                             body: ByteBuffer(string: document), limit: 1 << 20, answerWithin: client.timeouts.completion)
         if response.status == 412 || response.status == 409 {
             throw TapedeckError(.alreadyExists, "\(key) already exists on \(location); it was left as it is.")
         }
@@ -347,6 +381,7 @@ public final class S3Remote: TakeRemote {
     /// upload no longer exists.
     private func listParts(_ key: RemoteKey, uploadID: String) async throws -> [Int: ServerPart]? {
         var parts: [Int: ServerPart] = [:]
+        var pages = ListingPages(endpoint: client.endpoint, what: "the parts of \(key)")
         var marker: String?
         repeat {
             var query = [("uploadId", uploadID)]
@@ -354,12 +389,14 @@ public final class S3Remote: TakeRemote {
             let response = try await client.send(.GET, key: full(key), query: query, limit: 16 << 20)
             if response.status == 404 { return nil }
             guard response.status == 200 else { throw client.failure(response, "list the parts of \(key)") }
+            var added = 0
             for part in S3XML.elements("Part", in: response.text) {
                 guard let number = S3XML.text("PartNumber", in: part).flatMap({ Int($0) }), let size = S3XML.text("Size", in: part).flatMap({ Int64($0) }) else { continue }
                 let etag = (S3XML.text("ETag", in: part) ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
-                parts[number] = ServerPart(etag: etag, size: size)
+                if parts.updateValue(ServerPart(etag: etag, size: size), forKey: number) == nil { added += 1 }
             }
-            marker = S3XML.text("IsTruncated", in: response.text) == "true" ? S3XML.text("NextPartNumberMarker", in: response.text) : nil
+            marker = try pages.next(truncated: S3XML.text("IsTruncated", in: response.text) == "true",
+                                    marker: S3XML.text("NextPartNumberMarker", in: response.text), added: added)
         } while marker != nil
         return parts
     }
@@ -371,6 +408,8 @@ public final class S3Remote: TakeRemote {
 
     public func unfinishedUploads(under prefix: String) async throws -> [UnfinishedUpload] {
         var out: [UnfinishedUpload] = []
+        var seen = Set<String>()
+        var pages = ListingPages(endpoint: client.endpoint, what: "the unfinished uploads under \"\(root + prefix)\"")
         var markers: (String, String)?
         repeat {
             var query = [("uploads", ""), ("prefix", root + prefix)]
@@ -379,13 +418,21 @@ public final class S3Remote: TakeRemote {
             // rclone serve s3 answers NoSuchUpload for a bucket that never had one.
             if response.status == 404, S3XML.text("Code", in: response.text) == "NoSuchUpload" { return out }
             guard response.status == 200 else { throw client.failure(response, "list unfinished uploads") }
+            var added = 0
             for upload in S3XML.elements("Upload", in: response.text) {
-                guard let key = S3XML.text("Key", in: upload), key.hasPrefix(root), let id = S3XML.text("UploadId", in: upload) else { continue }
+                guard let key = S3XML.text("Key", in: upload), let id = S3XML.text("UploadId", in: upload),
+                      seen.insert(key + "\n" + id).inserted else { continue }
+                added += 1
+                guard key.hasPrefix(root) else { continue }
                 out.append(UnfinishedUpload(key: String(key.dropFirst(root.count)), token: id,
                                             started: S3XML.text("Initiated", in: upload).flatMap { try? Date($0, strategy: .iso8601) }))
             }
-            if S3XML.text("IsTruncated", in: response.text) == "true", let k = S3XML.text("NextKeyMarker", in: response.text),
-               let u = S3XML.text("NextUploadIdMarker", in: response.text) { markers = (k, u) } else { markers = nil }
+            // Both markers go on together; a page may give an empty upload-id marker.
+            let k = S3XML.text("NextKeyMarker", in: response.text)
+            let u = S3XML.text("NextUploadIdMarker", in: response.text) ?? ""
+            let next = try pages.next(truncated: S3XML.text("IsTruncated", in: response.text) == "true",
+                                      marker: k.map { $0 + "\n" + u }, added: added)
+            markers = next.map { _ in (k ?? "", u) }
         } while markers != nil
         return out
     }

@@ -106,8 +106,10 @@ struct RecordingController: Sendable {
     @MainActor func mark(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
         let body = try await request.decode(as: WebServer.MarkRequest.self, context: context)
         let label = body.label ?? ""
-        guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.contains("\n") else {
-            throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes.")
+        // As the take keeps them (TakeAnnotations.validate): a label it would refuse at the end
+        // of the recording is refused now.
+        guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes, without control characters.")
         }
         do { try server.parts.desk.mark(label: label) } catch let e as TapedeckError {
             throw APIError(.conflict, "not-recording", e.message)
@@ -208,6 +210,8 @@ struct TakesController: Sendable {
         guard body.name != nil || body.notes != nil else {
             throw APIError(.badRequest, "invalid-argument", #"Say what to change: {"name": "…"} and/or {"notes": "…"}."#)
         }
+        // Notes the take cannot keep are refused before anything changes (the name included).
+        if let notes = body.notes { try TakeAnnotations.validateNotes(notes) }
         if let name = body.name, name != t.name {
             try await server.library.change { try await server.parts.store.rename(.take(t, in: s), to: name) }
             (t, s) = try await server.library.take(t.id)
@@ -317,6 +321,7 @@ struct ExportsController: Sendable {
         guard let job = server.exports.job(try context.parameters.require("id")), let file = job.file, let name = job.downloadName else {
             throw APIError(.notFound, "not-found", "No finished export has that id. Ask for its state with GET /api/exports/{id}.")
         }
-        return try FileResponse.make(file, mediaType: server.mediaType(job.format), request: request, download: name)
+        return try FileResponse.make(file, mediaType: server.mediaType(job.format), request: request, download: name,
+                                     head: request.method == .head)
     }
 }

@@ -8,11 +8,14 @@ public struct APIError: HTTPResponseError, Sendable {
     public let status: HTTPResponse.Status
     public let code: String
     public let message: String
+    /// Headers the refusal carries (`Allow` for 405, `Retry-After` for 429, `Upgrade` for 426).
+    public let headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers
     }
 
     /// A library or recorder failure, with the status its code stands for.
@@ -32,6 +35,7 @@ public struct APIError: HTTPResponseError, Sendable {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = try context.responseEncoder.encode(Body(error: Inner(code: code, message: message)), from: request, context: context)
         response.status = status
+        for field in headers { response.headers[field.name] = field.value }
         return response
     }
 }
@@ -69,6 +73,8 @@ struct APIErrorMiddleware: RouterMiddleware {
     static func refusal(_ error: APIError, _ request: Request, _ context: ServerContext) throws -> Response {
         guard !request.uri.path.hasPrefix("/api/") else { return try error.response(from: request, context: context) }
         let body = "<h1>\(error.status.code) \(PageRenderer.escape(error.status.reasonPhrase))</h1>\n<p class=\"message\">\(PageRenderer.escape(error.message))</p>\n<p><a href=\"/\">Back to the library</a></p>"
-        return WebServer.html(PageRenderer.page(title: error.status.reasonPhrase, body: body, version: TapedeckVersion.string), status: error.status)
+        var response = WebServer.html(PageRenderer.page(title: error.status.reasonPhrase, body: body, version: TapedeckVersion.string), status: error.status)
+        for field in error.headers { response.headers[field.name] = field.value }
+        return response
     }
 }

@@ -10,7 +10,8 @@ import Synchronization
 ///   gets nothing.
 /// - **Token** (off the loopback address, or with `--require-token`): as `Authorization: Bearer
 ///   TOKEN`, or the cookie the login page sets. Without it the API answers 401 and pages send
-///   the browser to `/login`.
+///   the browser to `/login`. Wrong tokens, as a header, a cookie or at `/login`, count toward
+///   the address's ``LoginLimiter``: past its limit every token from there is refused (429).
 /// - **Cross-site requests**: a request that changes something (POST, PATCH, DELETE) or opens
 ///   the live socket must come from this server's own page (its `Origin` names this host, and
 ///   `Sec-Fetch-Site` is not another site's), or carry the token as a bearer header, or the
@@ -22,7 +23,7 @@ public struct AccessGuard: RouterMiddleware {
     public typealias Context = ServerContext
     public let token: AccessToken?
     public let loopbackOnly: Bool
-    /// Counts wrong tokens, at the login page and as bearer headers alike.
+    /// Counts wrong tokens, at the login page, as bearer headers and as cookies alike.
     public let limiter: LoginLimiter
 
     /// The cookie the login page sets.
@@ -46,27 +47,24 @@ public struct AccessGuard: RouterMiddleware {
         }
         let changes = ![.get, .head, .options].contains(request.method) || request.headers[.upgrade]?.lowercased() == "websocket"
         if let token {
+            let cookie = Self.isPublic(path) ? nil : request.cookies[Self.cookieName]?.value
             if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
-                if let wait = limiter.retryAfter(context.peer) {
-                    var response = try APIError(.tooManyRequests, "too-many-tries", "Too many wrong tokens from this address. Try again in \(wait) s.")
-                        .response(from: request, context: context)
-                    response.headers[.retryAfter] = String(wait)
-                    return response
-                }
+                try refuseWhileLimited(context.peer)
                 guard token.matches(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)) else {
                     limiter.failed(context.peer)
                     throw APIError(.unauthorized, "wrong-token", "The token is wrong. It is in the server's token file (see `tapedeck serve --help`).")
                 }
                 context.bearerAuthenticated = true
-            } else if !token.matches(request.cookies[Self.cookieName]?.value), !Self.isPublic(path) {
-                if path.hasPrefix("/api/") {
-                    var response = try APIError(.unauthorized, "token-required",
-                        "This server asks for its token: send `Authorization: Bearer TOKEN` (the token is in the server's token file), or log in at /login.")
-                        .response(from: request, context: context)
-                    response.headers[.wwwAuthenticate] = "Bearer realm=\"tapedeck\""
-                    return response
+            } else if let cookie {
+                // A cookie is a guess like any other: limited and counted (the same wrong cookie
+                // once, so that a browser still holding an old token is not locked out by it).
+                try refuseWhileLimited(context.peer)
+                guard token.matches(cookie) else {
+                    limiter.failed(context.peer, guess: cookie)
+                    return try Self.tokenRequired(request, context: context)
                 }
-                return Response(status: .seeOther, headers: [.location: "/login?next=" + Self.safeNext(request.uri.description)])
+            } else if !Self.isPublic(path) {
+                return try Self.tokenRequired(request, context: context)
             }
         }
         if changes, !context.bearerAuthenticated {
@@ -75,6 +73,26 @@ public struct AccessGuard: RouterMiddleware {
             }
         }
         return try await next(request, context)
+    }
+
+    /// 429 while `peer` has given too many wrong tokens.
+    func refuseWhileLimited(_ peer: String) throws {
+        if let wait = limiter.retryAfter(peer) {
+            throw APIError(.tooManyRequests, "too-many-tries", "Too many wrong tokens from this address. Try again in \(wait) s.",
+                           headers: [.retryAfter: String(wait)])
+        }
+    }
+
+    /// A request without the token: 401 from the API, the login page for a person's browser.
+    static func tokenRequired(_ request: Request, context: ServerContext) throws -> Response {
+        guard request.uri.path.hasPrefix("/api/") else {
+            return Response(status: .seeOther, headers: [.location: "/login?next=" + Self.safeNext(request.uri.description)])
+        }
+        var response = try APIError(.unauthorized, "token-required",
+            "This server asks for its token: send `Authorization: Bearer TOKEN` (the token is in the server's token file), or log in at /login.")
+            .response(from: request, context: context)
+        response.headers[.wwwAuthenticate] = "Bearer realm=\"tapedeck\""
+        return response
     }
 
     /// Paths anyone may load: the login page and the page's own script and style.
@@ -164,6 +182,8 @@ public final class LoginLimiter: Sendable {
     public let globalLimit: Int
     public let window: Double
     private let failures = Mutex<[String: [Double]]>([:])
+    /// Per address, the wrong guesses counted once only (cookies) and when each was counted.
+    private let guesses = Mutex<[String: [Int: Double]]>([:])
 
     public init(limit: Int = 5, globalLimit: Int = 200, window: Double = 60) {
         self.limit = limit
@@ -183,7 +203,23 @@ public final class LoginLimiter: Sendable {
         }
     }
 
-    public func failed(_ peer: String, now: Double = Date().timeIntervalSince1970) {
+    /// Counts a wrong token from `peer`. - Parameter guess: the wrong token, when the same one
+    /// given again within ``window`` is not counted again (a cookie a browser sends with every
+    /// request: one stale cookie must not lock its owner out, and repeating a guess learns nothing).
+    public func failed(_ peer: String, guess: String? = nil, now: Double = Date().timeIntervalSince1970) {
+        if let guess {
+            let window = self.window
+            let seen = guesses.withLock { all -> Bool in
+                for (k, v) in all {
+                    let kept = v.filter { now - $0.value < window }
+                    all[k] = kept.isEmpty ? nil : kept
+                }
+                if all[peer]?[guess.hashValue] != nil { return true }
+                all[peer, default: [:]][guess.hashValue] = now
+                return false
+            }
+            if seen { return }
+        }
         failures.withLock { all in
             prune(&all, now)
             all[peer, default: []].append(now)

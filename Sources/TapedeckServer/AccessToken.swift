@@ -16,11 +16,18 @@ public struct AccessToken: Sendable, Hashable {
     /// - Parameter makingFolders: make the file's missing folders (0700); otherwise a missing
     ///   folder is refused (a `--token-file` the user named with a typo).
     /// - Throws: `.configuration` for a file others may read or write, that is not a regular
-    ///   file (a link is not followed), or that holds no token; `.notFound` for a missing folder;
+    ///   file (a link is not followed; a named pipe or device is refused before it is opened, so
+    ///   this never waits on one), or that holds no token; `.notFound` for a missing folder;
     ///   `.io` when it cannot be made.
     public static func load(from file: URL, makingFolders: Bool = true) throws -> (token: AccessToken, created: Bool) {
         let path = file.path
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // What it is, before it is opened: opening a named pipe would wait for a writer forever.
+        var before = stat()
+        if lstat(path, &before) == 0, (before.st_mode & S_IFMT) != S_IFREG {
+            throw TapedeckError(.configuration, "The token file \(path) is \(kind(before.st_mode)), not a regular file. Choose a regular file with --token-file (a missing one is made, with a new token).")
+        }
+        // Never blocking, even if it became a pipe since.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             guard errno == ENOENT else {
                 throw TapedeckError(.configuration, "The token file \(path) cannot be read (\(String(cString: strerror(errno)))). Fix it, or choose another with --token-file.")
@@ -45,6 +52,18 @@ public struct AccessToken: Sendable, Hashable {
             throw TapedeckError(.configuration, "The token file \(path) does not hold a token (16 to 128 characters, no spaces). Put one there, or remove the file and start again: a new token is made.")
         }
         return (AccessToken(value: text), false)
+    }
+
+    /// What a file that is not a regular one is, in words.
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a named pipe (FIFO)"
+        case S_IFDIR: "a folder"
+        case S_IFLNK: "a symbolic link (which is not followed)"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR, S_IFBLK: "a device"
+        default: "not a regular file"
+        }
     }
 
     private static func create(at file: URL) throws -> AccessToken {

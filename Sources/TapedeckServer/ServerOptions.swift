@@ -15,6 +15,17 @@ public struct ServerOptions: Sendable, Hashable {
     public var alwaysRequireToken: Bool
     /// How often live state goes out while recording (and, idle, once a second).
     public var stateInterval: Duration
+    /// How long a connection may take to send a request's head, from its opening or from the
+    /// request's first byte after an idle spell; then it is closed (a client that sends nothing,
+    /// half a request, or one byte now and then cannot hold a connection).
+    public var headerTimeout: Duration = .seconds(10)
+    /// How long a connection may stay idle between requests, or between the pieces of a request's
+    /// body. A response being written (a download, `/api/events`) and a WebSocket (`/api/live`)
+    /// are never cut short.
+    public var idleTimeout: Duration = .seconds(30)
+    /// How many connections one address (an IPv6 /64 network) may hold open at once; more are
+    /// closed as they arrive, so that one client holding connections cannot starve the others.
+    public var connectionsPerAddress = 32
 
     /// The default `--listen`: the loopback address only.
     public static let defaultListen = "127.0.0.1:8470"

@@ -134,7 +134,7 @@ extension WebServer {
 
     /// Adds the JSON API under `/api`: one controller per concern (APIControllers.swift).
     /// - Thread: main actor. Never blocks.
-    func addAPI(to router: Router<ServerContext>) {
+    func addAPI(to router: RecordedRoutes) {
         let api = router.group("api")
         api.addRoutes(SystemController(server: self).endpoints)
         api.addRoutes(RecordingController(server: self).endpoints)

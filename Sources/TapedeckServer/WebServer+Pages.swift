@@ -23,7 +23,7 @@ extension WebServer {
         try number(request, "page", in: 1...Int(Int32.max), fallback: 1)
     }
 
-    func addPages(to router: Router<ServerContext>) {
+    func addPages(to router: RecordedRoutes) {
         router.get("/") { @MainActor request, _ in
             let sessions = try await self.library.sessions()
             return Self.html(PageRenderer.home(sessions: sessions, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
@@ -92,9 +92,17 @@ extension WebServer {
         return text
     }
 
-    func addLive(to router: Router<ServerContext>) {
+    func addLive(to router: RecordedRoutes) {
         let live = self.live
-        router.ws("api/live") { _, _ in .upgrade([:]) } onUpgrade: { inbound, outbound, _ in
+        router.ws("api/live") { request, _ in
+            // Without an upgrade (a plain GET, or HEAD), there is no socket to give: 426.
+            guard request.headers[.upgrade]?.lowercased().contains("websocket") == true else {
+                throw APIError(.upgradeRequired, "upgrade-required",
+                               "/api/live is a WebSocket: open it with a WebSocket client (as the page does), or read the same state as Server-Sent Events from /api/events.",
+                               headers: [.upgrade: "websocket"])
+            }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
             let stream = live.subscribe()
             // The client's messages are not needed, but reading them handles pings and its close.
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -108,9 +116,12 @@ extension WebServer {
                 group.cancelAll()
             }
         }
-        router.get("api/events") { _, _ in
+        router.get("api/events") { request, _ in
+            let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
+            // HEAD: the headers alone, without becoming a listener.
+            if request.method == .head { return Response(status: .ok, headers: headers) }
             let stream = live.subscribe()
-            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+            return Response(status: .ok, headers: headers,
                             body: ResponseBody { writer in
                                 for await text in stream {
                                     try await writer.write(ByteBuffer(string: "event: state\ndata: \(text)\n\n"))

@@ -3,6 +3,7 @@ import TapedeckApp
 import TapedeckCore
 import Logging
 import ServiceLifecycle
+import HummingbirdCore
 import HummingbirdWebSocket
 import HTTPTypes
 import NIOCore
@@ -31,7 +32,7 @@ public final class WebServer {
     var doctorScan: Task<[DoctorFinding], any Error>?
     static let doctorKeepSeconds = 10.0
     private nonisolated let group = Mutex<ServiceGroup?>(nil)
-    nonisolated let connections = OpenConnections()
+    nonisolated let connections: OpenConnections
     /// How long connections may stay open once a stop has finished the recording: a request
     /// under way (a download) gets this long to end; then every connection is closed. Without a
     /// bound, one connection a client leaves open (a half-sent request) would keep the server
@@ -50,22 +51,31 @@ public final class WebServer {
         let live = LiveState(desk: parts.desk, libraryPath: parts.store.storage.rootURL.path, configuredFormat: parts.configuredFormat,
                              interval: options.stateInterval)
         self.live = live
+        connections = OpenConnections(limits: ConnectionLimits(options), logger: parts.logger)
         library = LibraryView(store: parts.store, generation: { live.libraryGeneration })
         exports = ExportJobs(parts: parts, folder: exportFolder)
     }
 
-    /// The router: pages, assets, the API and the live socket.
+    /// The router: pages, assets, the API and the live socket. `HEAD` is answered wherever `GET`
+    /// is (without the body), and a method a path does not take with `405` and `Allow`.
     public func makeRouter() -> Router<ServerContext> {
-        let router = Router(context: ServerContext.self)
+        let router = Router(context: ServerContext.self, options: .autoGenerateHeadEndpoints)
+        let routes = RecordedRoutes(router: router, table: RouteTable())
         router.add(middleware: ContentSecurityMiddleware<ServerContext>(contentSecurityPolicy: Self.contentSecurityPolicy))
         router.add(middleware: FramingHeaders())
         router.add(middleware: APIErrorMiddleware())
+        router.add(middleware: MethodGuard(routes: routes.table))
         router.add(middleware: AccessGuard(token: token, loopbackOnly: options.isLoopback, limiter: limiter))
-        addAPI(to: router)
-        addPages(to: router)
-        addLive(to: router)
+        addAPI(to: routes)
+        addPages(to: routes)
+        addLive(to: routes)
         return router
     }
+
+    /// What the HTTP decoder accepts: a request line or header of at most 16 KiB, 64 KiB of
+    /// headers in all, 200 headers (a browser sends a few KiB); more is refused with 400.
+    nonisolated static let decoderLimits = HTTP1Channel.Configuration.DecoderConfiguration(
+        maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 200)
 
     /// The Hummingbird application on ``ServerOptions`` host and port.
     /// - Parameter listening: told the address once the server listens (its real port when 0 was asked).
@@ -73,7 +83,8 @@ public final class WebServer {
         let router = makeRouter()
         return Application(
             router: router,
-            server: connections.http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: 1 << 16))),
+            server: connections.http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(
+                http1: .init(httpDecoderConfiguration: Self.decoderLimits), ws: .init(maxFrameSize: 1 << 16))),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
             onServerRunning: { channel in
                 let address = channel.localAddress

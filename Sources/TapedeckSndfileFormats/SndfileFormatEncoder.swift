@@ -64,6 +64,19 @@ public struct SndfileFormatEncoder: AudioEncoder, AudioDecoder {
     /// AIFF only. - Thread: any; does not block.
     public var isLossless: Bool { container.isLossless }
 
+    /// MP3: LAME's start delay and end padding, which a decoder trims only when the file's
+    /// first frame holds LAME's tag. At bit rates low for the sample rate the frame is too small
+    /// for it (libsndfile maps the default 128 kbit/s to 24 kbit/s at 11.025 and 12 kHz and to
+    /// 56 kbit/s at 24 kHz), and the file decodes to 1152 frames more (576 of delay, 576 of
+    /// padding) and up to one MPEG frame beyond: 576 samples at the MPEG-2 and 2.5 rates (below
+    /// 32 kHz), 1152 at MPEG-1's (measured with libsndfile 1.2, LAME 3.100 and mpg123 at every
+    /// rate MP3 holds). Vorbis and AIFF decode to exactly what was written.
+    /// - Thread: any; does not block.
+    public func maxDecodedExtraFrames(for format: AudioFormat) -> Int64 {
+        guard container == .mp3 else { return 0 }
+        return 1152 + (format.sampleRate >= 32_000 ? 1152 : 576)
+    }
+
     /// MP3: 8 to 48 kHz, one or two channels; Vorbis: up to 8 channels; AIFF: any format.
     /// - Thread: any. Does not block.
     public func validate(_ format: AudioFormat) throws {

@@ -9,7 +9,8 @@ import Testing
 /// temporary folder and removed after.
 public enum RemoteConformance {
     public enum Area: String, CaseIterable, Sendable {
-        /// A file smaller than a part goes up whole; it reads back, lists and verifies.
+        /// A file smaller than a part goes up whole; it reads back, lists and verifies; a download
+        /// allowed fewer bytes than the object holds is refused; it carries Tapedeck's mark.
         case wholeFile
         /// A file of several parts goes up in parts and verifies.
         case parts
@@ -97,10 +98,23 @@ public enum RemoteConformance {
         }
         #expect(d == digest)
         let back = c.folder.appendingPathComponent("back.wav")
-        let got = try await c.remote.download(key, to: back, progress: { _ in })
+        let got = try await c.remote.download(key, to: back, limit: 100_000, progress: { _ in })
         #expect(got == digest)
         #expect(try sha256(back) == digest.sha256)
         #expect(try await c.remote.get(key, limit: 1 << 20) == (try Data(contentsOf: url)))
+        // One byte more than allowed: refused, and no more than the limit was written.
+        let short = c.folder.appendingPathComponent("short.wav")
+        do {
+            _ = try await c.remote.download(key, to: short, limit: 99_999, progress: { _ in })
+            Issue.record("a download larger than its limit was accepted")
+        } catch let error as TapedeckError {
+            #expect(error.code == .corruptFile, "\(error)")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: short.path)[.size] as? Int) ?? 0
+        #expect(size <= 99_999)
+        // Tapedeck's objects carry its mark; a key with no object has none.
+        #expect(try await c.remote.sentByTapedeck(key))
+        #expect(try await !c.remote.sentByTapedeck(try c.key("absent.wav")))
     }
 
     static func parts(_ c: Context) async throws {
@@ -117,7 +131,8 @@ public enum RemoteConformance {
             return
         }
         let back = c.folder.appendingPathComponent("back.wav")
-        #expect(try await c.remote.download(key, to: back, progress: { _ in }) == digest)
+        #expect(try await c.remote.download(key, to: back, limit: Int64(size), progress: { _ in }) == digest)
+        #expect(try await c.remote.sentByTapedeck(key), "an object uploaded in parts carries Tapedeck's mark")
     }
 
     static func resume(_ c: Context) async throws {
@@ -176,6 +191,7 @@ public enum RemoteConformance {
         #expect(try await c.remote.put(Data("first".utf8), at: manifest))
         #expect(try await !c.remote.put(Data("second".utf8), at: manifest))
         #expect(try await c.remote.get(manifest, limit: 100) == Data("first".utf8))
+        #expect(try await c.remote.sentByTapedeck(manifest), "a manifest carries Tapedeck's mark")
     }
 
     static func verification(_ c: Context) async throws {
@@ -227,7 +243,7 @@ public enum RemoteConformance {
         #expect(try await c.remote.verify(goneKey, against: small) == .missing)
         #expect(try await c.remote.get(goneKey, limit: 10_000) == nil)
         do {
-            _ = try await c.remote.download(goneKey, to: c.folder.appendingPathComponent("nothing"), progress: { _ in })
+            _ = try await c.remote.download(goneKey, to: c.folder.appendingPathComponent("nothing"), limit: 1 << 20, progress: { _ in })
             Issue.record("a missing object downloaded")
         } catch let error as TapedeckError {
             #expect(error.code == .notFound)

@@ -26,6 +26,10 @@ public enum StorageConformance {
         /// Annotations (notes, tags, clip count, the run a take belongs to) are kept, while the
         /// take records and after, across a reopen and through every read.
         case annotations
+        /// Facts stored part by part (``TakeStorage/annotateTake(_:keepingValid:)``): a part
+        /// that breaks its limit (1,200 markers, a loudness out of range) is left out and named;
+        /// the loudness, first frame's time, run and the rest are kept.
+        case annotationsKeepingValid
     }
 
     /// Checks one area against fresh stores made by `make`.
@@ -47,6 +51,7 @@ public enum StorageConformance {
         case .crashPoints: try crashPoints(make: make, reopen: reopen)
         case .ioErrors: try ioErrors(make: make, reopen: reopen)
         case .annotations: try annotations(make: { try make(.none) }, reopen: reopen)
+        case .annotationsKeepingValid: try annotationsKeepingValid(make: { try make(.none) }, reopen: reopen)
         }
     }
 
@@ -114,6 +119,41 @@ public enum StorageConformance {
         #expect(throws: TapedeckError.self, "a run index starts at 1") {
             try store.annotateTake(first.take.id, TakeAnnotations(run: TakeRun(id: run, index: 0)))
         }
+    }
+
+    static func annotationsKeepingValid(make: () throws -> any TakeStorage, reopen: (any TakeStorage) throws -> any TakeStorage) throws {
+        var store = try make()
+        let s = try store.createSession(named: "Flood")
+        let pending = try begin(store, s)
+        try writeAudio(pending)
+        let done = try store.finishTake(pending, frames: 1024, state: .complete, overruns: [])
+        // What a recording learnt, with 1,200 markers: 201 past the limit.
+        var facts = done.annotations
+        facts.markers = (0..<1200).map { TakeMarker(frame: Int64($0 / 2), label: "m\($0)", date: Date(timeIntervalSince1970: 1_764_000_000)) }
+        facts.loudness = Loudness(integrated: -20.5, range: 3.5, truePeak: -1.5, maxMomentary: -15.25, maxShortTerm: -17.75)
+        facts.began = Date(timeIntervalSince1970: 1_764_000_000.125)
+        facts.run = TakeRun(id: "0d9f5a52-8c4e-4b5e-9d0b-3f1c2a7e6b10", index: 1, offset: 0, began: .start, ended: .stopped)
+        facts.clippedSamples = 7
+        #expect(throws: TapedeckError.self, "annotateTake(_:_:) stays all or nothing") { try store.annotateTake(done.id, facts) }
+        let (stored, leftOut) = try store.annotateTake(done.id, keepingValid: facts)
+        #expect(leftOut == ["201 markers past the 999 a take keeps"])
+        #expect(stored.markers.count == TakeMarker.maxCount)
+        for pass in ["this instance", "after a reopen"] {
+            let take = try #require(try store.sessions().first { $0.id == s.id }?.takes.first { $0.id == done.id }, "\(pass)")
+            #expect(take.markers == Array(facts.markers.prefix(TakeMarker.maxCount)), "\(pass): the first 999 markers")
+            #expect(take.loudness == facts.loudness, "\(pass)")
+            #expect(take.began == facts.began, "\(pass)")
+            #expect(take.run == facts.run, "\(pass)")
+            #expect(take.clippedSamples == 7, "\(pass)")
+            store = try reopen(store)
+        }
+        // Another part out of range is left out the same way; the markers come through.
+        var later = facts
+        later.markers = Array(facts.markers.prefix(3))
+        later.loudness = Loudness(integrated: 900, range: 3.5, truePeak: nil, maxMomentary: nil, maxShortTerm: nil)
+        let (again, leftOutAgain) = try store.annotateTake(done.id, keepingValid: later)
+        #expect(leftOutAgain == ["the loudness (out of range)"])
+        #expect(again.loudness == nil && again.markers.count == 3 && again.began == facts.began && again.run == facts.run)
     }
 
     static func defaultNamesAndOrder(_ store: any TakeStorage) throws {

@@ -186,56 +186,79 @@ enum BroadcastWave {
     /// - Returns: which of the two chunks the file has before its audio, and whether its `bext`
     ///   is another program's.
     @discardableResult
-    static func stamp(_ m: TakeMetadata, format: AudioFormat, in file: RawFile, afterAudio: Bool = false) throws -> (bext: Bool, ixml: Bool, foreign: Bool) {
-        let (bext, ixml) = try locate(in: file, afterAudio: afterAudio)
+    static func stamp(_ m: TakeMetadata, format: AudioFormat, in file: RawFile) throws -> (bext: Bool, ixml: Bool, foreign: Bool) {
+        let (bext, ixml) = try locate(in: file)
         var ours = true
         if let bext {
-            let reference = try file.read(32, at: bext.payload + referenceOffset)
-            let mine = ascii(m.takeID.map { $0.replacingOccurrences(of: "-", with: "") } ?? "")
-            ours = Array(reference.prefix { $0 != 0 }) == mine
+            ours = try names(m, bext: bext, in: file)
             if ours {
                 try file.write(Self.bext(m, format: format, size: Int(bext.size)), at: bext.payload)
             } else if let l = m.loudness {
-                let version = LE.u16(try file.read(2, at: bext.payload + versionOffset), 0)
-                if version < 2 { try file.write(LE.bytes16(2), at: bext.payload + versionOffset) }
-                let fields = [l.integrated, l.range, l.truePeak, l.maxMomentary, l.maxShortTerm].flatMap { v -> [UInt8] in
-                    guard let v, v.isFinite else { return LE.bytes16(0x7FFF) }
-                    return LE.bytes16(UInt16(bitPattern: Int16(clamping: Int((v * 100).rounded()))))
-                }
-                try file.write(fields, at: bext.payload + loudnessOffset)
+                try writeLoudness(l, intoBextAt: bext, in: file)
             }
         }
-        if bext == nil, let ixml {
-            // No bext to tell: the iXML is ours only if it names this take.
-            let text = String(decoding: try file.read(min(Int(ixml.size), 16_384), at: ixml.payload), as: UTF8.self)
-            let uid = m.takeID.map { $0.replacingOccurrences(of: "-", with: "").uppercased() } ?? ""
-            ours = !uid.isEmpty && topLevelValues(text)["FILE_UID"] == uid
-        }
+        if bext == nil, let ixml { ours = try names(m, ixml: ixml, in: file) }
         if ours, let ixml, let bytes = Self.ixml(m, format: format, size: Int(ixml.size)) { try file.write(bytes, at: ixml.payload) }
         return (bext != nil, ixml != nil, !ours)
     }
 
-    /// Writes `m` into a finished file: in place where it has the chunks before its audio, else
-    /// as chunks after the audio (where ffmpeg, sox and editors find them too), replacing any
-    /// there. Syncs.
+    /// Whether the iXML `chunk` names the take of `m` (its FILE_UID is the take's id).
+    static func names(_ m: TakeMetadata, ixml chunk: WAVHeader.Chunk, in file: RawFile) throws -> Bool {
+        let text = String(decoding: try file.read(min(Int(chunk.size), 16_384), at: chunk.payload), as: UTF8.self)
+        let uid = m.takeID.map { $0.replacingOccurrences(of: "-", with: "").uppercased() } ?? ""
+        return !uid.isEmpty && topLevelValues(text)["FILE_UID"] == uid
+    }
+
+    /// Whether the `bext` `chunk` is this take's (its OriginatorReference is the take's id).
+    static func names(_ m: TakeMetadata, bext chunk: WAVHeader.Chunk, in file: RawFile) throws -> Bool {
+        let reference = try file.read(32, at: chunk.payload + referenceOffset)
+        return Array(reference.prefix { $0 != 0 }) == ascii(m.takeID.map { $0.replacingOccurrences(of: "-", with: "") } ?? "")
+    }
+
+    /// Writes `l` into the version 2 loudness fields of the `bext` chunk `chunk` (raising its
+    /// version to 2 when lower), and nothing else of it. Does not sync.
+    static func writeLoudness(_ l: Loudness, intoBextAt chunk: WAVHeader.Chunk, in file: RawFile) throws {
+        let version = LE.u16(try file.read(2, at: chunk.payload + versionOffset), 0)
+        if version < 2 { try file.write(LE.bytes16(2), at: chunk.payload + versionOffset) }
+        let fields = [l.integrated, l.range, l.truePeak, l.maxMomentary, l.maxShortTerm].flatMap { v -> [UInt8] in
+            guard let v, v.isFinite else { return LE.bytes16(0x7FFF) }
+            return LE.bytes16(UInt16(bitPattern: Int16(clamping: Int((v * 100).rounded()))))
+        }
+        try file.write(fields, at: chunk.payload + loudnessOffset)
+    }
+
+    /// Writes `m` into a finished file. A `bext` it has (before or after its audio, Tapedeck's or
+    /// another program's) gets only the loudness, the one fact measured since it was written:
+    /// its originator, description, time reference and coding history (the capture source)
+    /// stay as they are, and so does an iXML it has. What the file lacks is added after the
+    /// audio (where ffmpeg, sox and editors find them too): a `bext`, and an iXML unless the
+    /// file is another program's. Every other chunk stays byte for byte (``WAVTail``); a file
+    /// whose chunks after the audio Tapedeck cannot account for is left as it was (the error
+    /// says so). Syncs.
     static func write(_ m: TakeMetadata, to file: RawFile) throws {
         let format = try WAVHeader.read(from: file).audioFormat(path: file.path)
-        let has = try stamp(m, format: format, in: file, afterAudio: true)
+        let (bext, ixml) = try locate(in: file, afterAudio: true)
+        var ours = true
+        if let bext { ours = try names(m, bext: bext, in: file) } else if let ixml { ours = try names(m, ixml: ixml, in: file) }
         var tail: [UInt8] = []
-        if !has.bext {
-            let bytes = bext(m, format: format)
+        if bext == nil {
+            let bytes = Self.bext(m, format: format)
             tail += Array("bext".utf8) + LE.bytes32(UInt32(bytes.count)) + bytes
         }
         // Another program's file keeps its own description: only its loudness fields change.
-        if !has.ixml, !has.foreign, let bytes = ixml(m, format: format) {
+        if ixml == nil, ours, let bytes = Self.ixml(m, format: format) {
             tail += Array("iXML".utf8) + LE.bytes32(UInt32(bytes.count)) + bytes
         }
-        if tail.isEmpty {
+        // The tail is walked before anything is written: a file it refuses is left as it was.
+        var after: WAVTail?
+        if !tail.isEmpty { after = try WAVTail.read(from: file) }
+        if let bext, let l = m.loudness { try writeLoudness(l, intoBextAt: bext, in: file) }
+        guard let after else {
             try file.sync()
             return
         }
-        try WAVMarkers.replaceTail(of: file, with: tail) { head in
-            (!has.bext && LE.isID(head, 0, "bext")) || (!has.ixml && LE.isID(head, 0, "iXML"))
+        try after.replace(in: file, with: tail) { head in
+            (bext == nil && LE.isID(head, 0, "bext")) || (ixml == nil && LE.isID(head, 0, "iXML"))
         }
     }
 

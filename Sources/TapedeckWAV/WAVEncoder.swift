@@ -64,8 +64,11 @@ public struct WAVEncoder: AudioEncoder {
         try WAVMarkers.write(markers, to: RawFile(fd: fd, path: path, kind: "WAV"))
     }
 
-    /// Broadcast Wave `bext` and iXML (``BroadcastWave``): in place before the audio, where the
-    /// writer reserved them, else after it.
+    /// Broadcast Wave `bext` and iXML (``BroadcastWave/write(_:to:)``): the loudness in place in
+    /// a `bext` the file has (the rest of it and an iXML left as they are), what it lacks after
+    /// the audio; every other chunk kept byte for byte and never read whole (``WAVTail``).
+    /// - Throws: `.corruptFile`, the file left as it was, when the bytes after its audio are not
+    ///   whole chunks. - Thread: any. Blocks on disk I/O.
     public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {
         let path = url.path
         let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)

@@ -35,37 +35,11 @@ enum WAVMarkers {
     }
 
     /// Replaces the chunks after the audio that `replaced` picks (it sees each chunk's first 12
-    /// bytes) with `chunks` (whole chunks, headers included), keeps every other chunk there,
-    /// updates the RIFF (or RF64) size and syncs.
+    /// bytes) with `chunks` (whole chunks, headers included), keeps every other chunk there byte
+    /// for byte without reading it, updates the RIFF (or RF64) size and syncs (``WAVTail``).
+    /// - Throws: `.corruptFile`, leaving the file as it was, when what follows the audio is not
+    ///   a chain of whole chunks; an I/O error if writing fails.
     static func replaceTail(of file: RawFile, with chunks: [UInt8], replaced: ([UInt8]) -> Bool) throws {
-        let header = try WAVHeader.read(from: file)
-        let length = try file.length()
-        guard let audioEnd = header.declaredAudioEnd else {
-            throw TapedeckError(.corruptFile, "\(file.path) holds less audio than its header says; run `tapedeck doctor --repair` first.")
-        }
-        // The chunks after the audio, but those replaced.
-        var kept: [UInt8] = []
-        var offset = audioEnd
-        while offset + 8 <= length {
-            let head = try file.read(12, at: offset)
-            let size = Int64(LE.u32(head, 4))
-            let next = offset + 8 + size + (size & 1)
-            guard next <= length, size <= 16 << 20 else { break }  // a damaged tail is not carried on
-            if !replaced(head) { kept += try file.read(Int(next - offset), at: offset) }
-            offset = next
-        }
-        let tail = kept + chunks
-        // Cut first, then written: a crash in between loses these chunks (the catalog keeps what
-        // they say), never leaves bytes after the audio that are not whole chunks, which repair
-        // would have to take for audio.
-        try file.truncate(to: audioEnd)
-        if !tail.isEmpty { try file.write(tail, at: audioEnd) }
-        let newLength = audioEnd + Int64(tail.count)
-        switch header.container {
-        case .riff: try file.patch32(UInt32(clamping: newLength - 8), at: 4)
-        case .rf64:
-            if let ds64 = header.ds64 { try file.patch64(UInt64(newLength - 8), at: ds64.payload) }
-        }
-        try file.sync()
+        try WAVTail.read(from: file).replace(in: file, with: chunks, replacing: replaced)
     }
 }

@@ -74,6 +74,7 @@ struct DoctorCommand: AsyncParsableCommand {
                     var line = "Uploads to \(u.remote): \(u.verified) verified, \(u.pending) pending"
                     if u.uploading > 0 { line += ", \(u.uploading) stopped midway (the next push resumes them)" }
                     if u.failed > 0 { line += ", \(u.failed) failed (run `tapedeck push` again; the last reason: \(u.lastFailure ?? "not recorded"))" }
+                    if u.unconfirmed > 0 { line += ", \(u.unconfirmed) whose copy there could not be confirmed (run `tapedeck push`: it checks them again and sends what is missing)" }
                     if u.deletedLocally > 0 { line += "; \(Terminal.counted(u.deletedLocally, "take")) kept only there" }
                     print(line + ".")
                 }

@@ -38,11 +38,17 @@ final class ErrorAdvice {
     /// The advice of the command running in this task (set by ``reportingErrors(_:)``).
     @TaskLocal static var current: ErrorAdvice?
 
-    private var byCode: [TapedeckError.Code: String] = [:]
+    private var byCode: [TapedeckError.Code: (TapedeckError) -> String?] = [:]
 
     /// Adds `text` to the message of every error with one of `codes`.
     func on(_ codes: TapedeckError.Code..., say text: String) {
-        for code in codes { byCode[code] = text }
+        for code in codes { byCode[code] = { _ in text } }
+    }
+
+    /// Adds what `advice` says for an error with `code` (nothing when it returns `nil`): for
+    /// advice that helps only some errors of a code.
+    func on(_ code: TapedeckError.Code, advising advice: @escaping (TapedeckError) -> String?) {
+        byCode[code] = advice
     }
 
     /// For a command that writes into the library: a full or read-only disk is fixed by keeping
@@ -54,7 +60,7 @@ final class ErrorAdvice {
         on(.unsupportedFormat, say: "Choose another encoder with --set encoder.name=NAME (\(studio.catalog.encoders.map(\.name).joined(separator: ", "))).")
     }
 
-    func text(for error: TapedeckError) -> String? { byCode[error.code] }
+    func text(for error: TapedeckError) -> String? { byCode[error.code]?(error) }
 
     /// `error`'s message with this advice for its code, if any.
     func message(for error: TapedeckError) -> String {

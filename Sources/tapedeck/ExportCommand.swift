@@ -122,7 +122,7 @@ struct ExportCommand: AsyncParsableCommand {
             }
             let formatName = format?.name ?? byExtension ?? "flac"
             ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with -o DIR.")
-            ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)), or convert the samples with --sample-format.")
+            ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)).")
             var items = try exportItems(in: studio.store)
             if (toStdout || fileOutput != nil) && items.count != 1 {
                 throw TapedeckError(.invalidArgument, "-o \(output ?? ""): \(items.count) takes need a folder. Give -o a folder, e.g. -o exports.")
@@ -135,6 +135,10 @@ struct ExportCommand: AsyncParsableCommand {
                                                              options: ["level": "--level", "bitrate": "--bitrate", "quality": "--quality"])
             // No --sample-format: a float take to a format that stores integers only becomes s24.
             if conversion == nil { conversion = ExportPolicy.sampleFormat(for: items.map(\.take), encoder: encoder) }
+            // Advice only where it helps: a take too short or silent for --loudness is not
+            // helped by another format, nor 8 channels by --sample-format.
+            let advice = Self.formatAdvice(for: items.map(\.take), encoder: encoder, sampleFormat: conversion, rate: finishing.rate, formats: formats)
+            ErrorAdvice.current?.on(.unsupportedFormat) { advice[$0.message] }
             let temporary = toStdout ? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-export-\(UUID().uuidString)") : nil
             if let temporary { try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false) }
             defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
@@ -161,6 +165,27 @@ struct ExportCommand: AsyncParsableCommand {
             }
             try Self.report(items: items, results: results, toStdout: toStdout, json: json)
         }
+    }
+
+    /// What to add to the encoder's refusal of each take's format as exported, by the refusal's
+    /// message: another --format always; --sample-format only where the encoder takes the
+    /// samples in another integer format. Refusals of anything else (a take too short or silent
+    /// for --loudness) are not in it: their own messages say what to do. - Never blocks.
+    static func formatAdvice(for takes: [Take], encoder: any AudioEncoder, sampleFormat: SampleFormat?, rate: Int?, formats: String) -> [String: String] {
+        var advice: [String: String] = [:]
+        for take in takes {
+            var format = take.format.with(sampleFormat: sampleFormat ?? take.format.sampleFormat)
+            if let rate { format.sampleRate = rate }
+            do {
+                try encoder.validate(format)
+            } catch let refusal as TapedeckError {
+                let converting = SampleFormat.allCases.contains { other in
+                    !other.isFloat && other != format.sampleFormat && (try? encoder.validate(format.with(sampleFormat: other))) != nil
+                }
+                advice[refusal.message] = "Choose another --format (\(formats))" + (converting ? ", or convert the samples with --sample-format." : ".")
+            } catch {}
+        }
+        return advice
     }
 
     /// `--tag KEY=VALUE` as the tags of the exported files.
@@ -222,6 +247,10 @@ struct ExportCommand: AsyncParsableCommand {
         for (item, result) in zip(items, results) {
             switch result {
             case .success(let r):
+                // Said with --json and -o - too (and in the report): the file is not the take's samples.
+                if let invalid = r.invalidSamples {
+                    Terminal.printError("warning: \(item.session.name)/\(item.take.name): exported with \(InvalidSamples.summary(invalid)). The take's own file is unchanged.")
+                }
                 if toStdout {
                     try Self.copyToStandardOutput(URL(fileURLWithPath: r.output))
                     continue

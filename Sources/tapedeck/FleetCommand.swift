@@ -157,17 +157,21 @@ struct FleetPullCommand: AsyncParsableCommand {
                     work.cancel()
                 }
                 defer { stop.cancel() }
-                let session: Session, made: [Take]
+                let session: Session?, made: [Take]
                 do { (session, made) = try await work.value } catch is CancellationError {
                     if show { Terminal.endStatus() }
                     throw TapedeckError(.cancelled, "Stopped. The takes pulled before the stop are kept; run the pull again for the rest.")
+                } catch {
+                    if show { Terminal.endStatus() }
+                    throw error
                 }
                 if show { Terminal.endStatus() }
+                let into = Terminal.safe(session?.name ?? name)
                 for take in made {
-                    print("\(Terminal.safe(session.name))/\(Terminal.safe(take.name)) [\(take.shortID)]: pulled, SHA-256 checked")
+                    print("\(into)/\(Terminal.safe(take.name)) [\(take.shortID)]: pulled, SHA-256 checked")
                 }
                 let skipped = chosen.count - made.count
-                if skipped > 0 { print("\(Terminal.counted(skipped, "take")) already in \(Terminal.safe(session.name)), skipped.") }
+                if skipped > 0 { print("\(Terminal.counted(skipped, "take")) already in \(into), skipped.") }
                 _ = studio
             }
         }
@@ -211,14 +215,16 @@ struct FleetDoctorCommand: AsyncParsableCommand {
             Audio without a manifest is an upload that has not finished (or never will). With \
             --repair, such audio and unfinished multipart uploads older than a day are removed \
             (the machine that sent them still has the take and sends it again at its next push); \
-            nothing else is changed. Only keys of Tapedeck's shape (MACHINE/SESSION-ID/TAKE-ID.EXT) \
-            are looked at: other objects in the bucket are left alone. Exit status 0 when nothing \
-            was found, 1 when problems remain.
+            nothing else is changed. Only keys Tapedeck could have written are looked at \
+            (MACHINE/SESSION-ID/TAKE-ID.EXT, EXT json or an audio format of Tapedeck's), and \
+            --repair removes only audio Tapedeck sent (it carries Tapedeck's mark): other \
+            programs' objects are left alone, also with an empty sync.s3.prefix, and at most \
+            counted. Exit status 0 when nothing was found, 1 when problems remain.
             """)
 
     @OptionGroup var global: GlobalOptions
 
-    @Flag(help: "Remove audio without a manifest and unfinished uploads older than a day.")
+    @Flag(help: "Remove audio Tapedeck sent that has no manifest, and unfinished uploads, older than a day.")
     var repair = false
 
     @Flag(help: "Print the findings as JSON.")
@@ -237,38 +243,17 @@ struct FleetDoctorCommand: AsyncParsableCommand {
         let (repair, json) = (self.repair, self.json)
         try await reportingErrors {
             let findings: [Finding] = try await FleetCommand.withRemote(global) { _, reader, _ in
-                let remote = reader.remote
-                let (entries, problems, objects) = try await reader.entries()
-                var findings: [Finding] = problems.map { Finding(key: $0.key, problem: $0.reason, repaired: false) }
-                let dayAgo = Date().addingTimeInterval(-86_400)
-                for e in entries where !e.audioPresent {
-                    findings.append(Finding(key: e.manifest.audio.key, problem: "the manifest says \(e.manifest.audio.size) bytes of audio, which the remote does not hold. Run `tapedeck doctor` and `tapedeck push` on \(e.manifest.machine).", repaired: false))
-                }
-                let committed = Set(entries.map(\.manifest.audio.key))
-                let manifests = Set(objects.map(\.key).filter { $0.hasSuffix(".json") })
-                for object in objects where !object.key.hasSuffix(".json") && !committed.contains(object.key) && FleetReader.isTakeKey(object.key) {
-                    let manifestKey = (object.key as NSString).deletingPathExtension + ".json"
-                    if manifests.contains(manifestKey) { continue }  // an unreadable manifest: reported above
-                    var repaired = false
-                    if repair, (object.modified ?? Date()) < dayAgo, let key = try? RemoteKey(object.key),
-                       let manifest = try? RemoteKey(manifestKey), try await remote.get(manifest, limit: RemoteManifest.maximumBytes) == nil {
-                        // Looked at again just before: a push may have committed it since the listing.
-                        try await remote.remove(key)
-                        repaired = true
-                    }
-                    findings.append(Finding(key: object.key, problem: "audio without a manifest (an upload that did not finish)", repaired: repaired))
-                }
-                for upload in try await remote.unfinishedUploads(under: "") where FleetReader.isTakeKey(upload.key) {
-                    var repaired = false
-                    if repair, (upload.started ?? Date()) < dayAgo, let key = try? RemoteKey(upload.key) {
-                        try await remote.abandon(upload.token, key: key)
-                        repaired = true
-                    }
-                    findings.append(Finding(key: upload.key, problem: "an unfinished multipart upload\(upload.started.map { " begun \(Terminal.date($0))" } ?? "")", repaired: repaired))
+                let checkup = try await reader.checkup(repair: repair)
+                let findings = checkup.findings.map { f in
+                    Finding(key: f.key, problem: f.problem + (f.started.map { " begun \(Terminal.date($0))" } ?? ""), repaired: f.repaired)
                 }
                 if !json {
-                    if findings.isEmpty { print("\(remote.location): \(Terminal.counted(entries.count, "take")), no problems found.") }
+                    let location = reader.remote.location
+                    if findings.isEmpty { print("\(location): \(Terminal.counted(checkup.takes, "take")), no problems found.") }
                     for f in findings { print("\(Terminal.safe(f.key)): \(Terminal.safe(f.problem))\(f.repaired ? " (removed)" : "")") }
+                    if checkup.foreign > 0 {
+                        print("\(Terminal.counted(checkup.foreign, "other object")) on \(location) \(checkup.foreign == 1 ? "is" : "are") not Tapedeck's; left alone.")
+                    }
                 }
                 return findings
             }

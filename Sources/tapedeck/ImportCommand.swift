@@ -78,6 +78,9 @@ struct ImportCommand: AsyncParsableCommand {
                         let result = try await importer.run(file: url, into: session, named: takeName)
                         imported.append((session, result.take))
                         if let from = result.convertedFrom { conversions[result.take.id] = from }
+                        if result.invalidSamples > 0 {
+                            Terminal.printError("warning: \(url.lastPathComponent): holds \(InvalidSamples.summary(result.invalidSamples)) when exported, measured or played.")
+                        }
                     } catch let error as TapedeckError where error.code == .cancelled && partials.isStopped {
                         break
                     } catch let error as TapedeckError {

@@ -14,8 +14,12 @@ struct LoudnessCommand: AsyncParsableCommand {
             Takes recorded or imported by this version are measured as they are made; this measures \
             older ones, or measures again. The values go into the library (`show`, `list --json`) and \
             into the take's file: a WAV take's BWF bext (version 2 loudness fields), a FLAC take's \
-            REPLAYGAIN and R128 tags. A take still being recorded is skipped. Ctrl-C stops between \
-            two reads; the takes measured before it keep their values.
+            REPLAYGAIN and R128 tags. Only the loudness changes in a bext the file has; everything \
+            else in it (another program's chunks, a cover, its audio) is kept byte for byte. A file \
+            that cannot be changed safely is left as it was and named (the library keeps the loudness), \
+            the other takes are still measured, and the command ends with that failure's code. A take \
+            still being recorded is skipped. Ctrl-C stops between two reads; the takes measured \
+            before it keep their values.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -67,8 +71,12 @@ struct LoudnessCommand: AsyncParsableCommand {
             for (take, session) in work where !partials.isStopped {
                 if take.state == .recording && all { continue }  // being recorded, or recovered at the next open
                 do {
-                    let updated = try await scanner.measure(take, in: session)
+                    let result = try await scanner.measureReporting(take, in: session)
+                    let updated = result.take
                     measured.append((updated, session))
+                    if result.invalidSamples > 0 {
+                        Terminal.printError("warning: \(session.name)/\(take.name): measured with \(InvalidSamples.summary(result.invalidSamples)).")
+                    }
                     if !json, let l = updated.loudness {
                         print("\(Terminal.safe(session.name))/\(Terminal.safe(updated.name)) [\(updated.shortID)]: \(Terminal.loudness(l, seconds: updated.seconds))")
                     }
@@ -76,6 +84,9 @@ struct LoudnessCommand: AsyncParsableCommand {
                     break
                 } catch let error as TapedeckError {
                     failures.append(TapedeckError(error.code, "\(session.name)/\(take.name): \(error.message)", systemCode: error.systemCode))
+                } catch {
+                    // Every take is tried: one that fails in any way is said at the end.
+                    failures.append(TapedeckError(.io, "\(session.name)/\(take.name): could not be measured: \(error.localizedDescription)"))
                 }
             }
             if json {

@@ -19,9 +19,13 @@ struct PushCommand: AsyncParsableCommand {
             again sends nothing that is already there; an upload stopped by Ctrl-C, a dropped \
             network or a killed process resumes where it stopped. Takes being recorded wait for \
             the next run. Nothing local is deleted unless sync.keep-local says so, and then only \
-            verified takes. Exit status: 0 when every take is verified, else that of the first \
+            verified takes. A verified take is not looked at again unless --verify-remote asks \
+            (or sync.keep-local or fleet doctor found its remote copy in doubt: the next push \
+            checks those by itself); what is missing on the remote, or older than the take here, \
+            is sent again. Exit status: 0 when every take is verified, else that of the first \
             failure (69: the server could not be reached or failed, 73: the remote holds other \
-            audio under a take's name, 78: configuration or credentials).
+            audio under a take's name, 74: the remote's copy and the take here differ though the \
+            take did not change, 78: configuration or credentials).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -34,6 +38,10 @@ struct PushCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("dry-run"), help: "Only say which takes would be pushed.")
     var dryRun = false
+
+    @Flag(name: .customLong("verify-remote"),
+          help: "Check that the remote still holds every verified take (its audio's size and checksum, read again from the file here, and its manifest) and send again what is missing or stale. With --watch: the first round only.")
+    var verifyRemote = false
 
     @Flag(help: "Print the result as JSON.")
     var json = false
@@ -50,6 +58,7 @@ struct PushCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         let (references, all, dryRun, json, watch, interval, limitRate) = (self.references, self.all, self.dryRun, self.json, self.watch, self.interval, self.limitRate)
+        let verifyRemote = self.verifyRemote
         try await reportingErrors {
             if all && !references.isEmpty {
                 throw TapedeckError(.invalidArgument, "--all pushes every take: give it without takes or sessions.")
@@ -98,7 +107,8 @@ struct PushCommand: AsyncParsableCommand {
                     do {
                         if watch { try await studio.store.refresh() }
                         let selected = try Self.select(references, in: studio.store)
-                        let items = try pusher.pending(in: selected)
+                        // --verify-remote checks every verified take once; later rounds only new takes.
+                        let items = try pusher.pending(in: selected, verifyRemote: verifyRemote && rounds.isEmpty)
                         let empty = !selected.contains { $0.0.state != .recording }
                         if dryRun {
                             rounds.append(PushRound(items: items, outcomes: [], deleted: [], dryRun: true, libraryIsEmpty: empty))
@@ -176,16 +186,24 @@ struct PushCommand: AsyncParsableCommand {
                 print(round.libraryIsEmpty ? "The library has no finished takes yet: record or import some, then push." : "Every take is verified on \(location); nothing to push.")
             }
             for item in round.items {
-                let state = item.record.map { r in r.state == .uploading ? "resumes an upload" : "failed before: \(r.reason ?? "")" } ?? "pending"
+                let state = item.recheck ? "verified; its remote copy is checked again"
+                    : item.record.map { r in r.state == .uploading ? "resumes an upload" : "failed before: \(r.reason ?? "")" } ?? "pending"
                 print("\(Terminal.safe(item.session.name))/\(Terminal.safe(item.take.name)) [\(item.take.shortID)] \(Terminal.bytes(item.size)): \(state)")
             }
-            if !round.items.isEmpty {
-                print("\(Terminal.counted(round.items.count, "take")) (\(Terminal.bytes(round.items.reduce(0) { $0 + $1.size }))) would go to \(location) as \(machine)/. Run without --dry-run to push.")
+            let sending = round.items.filter { !$0.recheck }
+            if !sending.isEmpty {
+                print("\(Terminal.counted(sending.count, "take")) (\(Terminal.bytes(sending.reduce(0) { $0 + $1.size }))) would go to \(location) as \(machine)/. Run without --dry-run to push.")
+            }
+            if sending.count < round.items.count {
+                print("\(Terminal.counted(round.items.count - sending.count, "verified take")) would be checked again on \(location) (sent again where missing or stale). Run without --dry-run to check.")
             }
             return
         }
         if round.items.isEmpty && !stopped {
             print(round.libraryIsEmpty ? "The library has no finished takes yet: record or import some, then push." : "Every take is verified on \(location); nothing to push.")
+            if !round.deleted.isEmpty {
+                print("\(Terminal.counted(round.deleted.count, "take")) deleted locally (sync.keep-local), confirmed on \(location) first.")
+            }
             return
         }
         PushDisplay.summarize(round)
@@ -220,7 +238,8 @@ struct PushRound {
         if dryRun {
             return items.map { i in
                 Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: i.record?.key,
-                      result: i.record.map { $0.state == .uploading ? "resumes" : "retry" } ?? "pending", size: i.size, reason: i.record?.reason)
+                      result: i.recheck ? "check" : i.record.map { $0.state == .uploading ? "resumes" : "retry" } ?? "pending", size: i.size,
+                      reason: i.recheck ? i.record?.unconfirmed : i.record?.reason)
             }
         }
         return outcomes.map { i, o in
@@ -229,6 +248,11 @@ struct PushRound {
                 Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "uploaded", size: d.size, sha256: d.sha256, checked: how)
             case .alreadyThere(let d, let how):
                 Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "already-there", size: d.size, sha256: d.sha256, checked: how)
+            case .confirmed(let d, let how):
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "confirmed", size: d.size, sha256: d.sha256, checked: how)
+            case .resent(let d, let how, let found, _):
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "resent", size: d.size, sha256: d.sha256, checked: how,
+                      reason: found)
             case .failed(let e):
                 Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "failed", size: i.size, reason: e.message)
             }

@@ -42,6 +42,8 @@ final class PushDisplay {
             switch outcome {
             case .uploaded(let d, _): print("\(name): uploaded, \(Terminal.bytes(d.size)), verified")
             case .alreadyThere(let d, _): print("\(name): already there (\(Terminal.bytes(d.size))), verified")
+            case .confirmed(let d, _): print("\(name): still there (\(Terminal.bytes(d.size))), verified")
+            case .resent(let d, _, let found, let audio): print("\(name): \(found); \(audio ? "sent again, \(Terminal.bytes(d.size))" : "its manifest written again"), verified")
             case .failed(let e): Terminal.printError("\(name): not pushed: \(e.message)")
             }
         }
@@ -71,17 +73,19 @@ final class PushDisplay {
 
     /// One closing line: how many takes were verified, and what failed or was deleted.
     static func summarize(_ round: PushRound) {
-        var verified = 0, failed = 0, refused = 0
+        var verified = 0, failed = 0, refused = 0, resent = 0
         var bytes: Int64 = 0
         for (_, outcome) in round.outcomes {
             switch outcome {
             case .uploaded(let d, _): verified += 1; bytes += d.size
-            case .alreadyThere: verified += 1
+            case .alreadyThere, .confirmed: verified += 1
+            case .resent(let d, _, _, let audio): verified += 1; resent += 1; bytes += audio ? d.size : 0
             case .failed(let e) where e.code == .alreadyExists: refused += 1
             case .failed: failed += 1
             }
         }
         var line = "\(Terminal.counted(verified, "take")) verified (\(Terminal.bytes(bytes)) sent)"
+        if resent > 0 { line += ", \(resent) of them sent again: the remote's copy was missing or stale" }
         if failed > 0 { line += ", \(failed) not pushed: run push again to retry" }
         if refused > 0 { line += ", \(refused) refused: the remote holds other audio under their keys (see above)" }
         let left = round.items.count - round.outcomes.count

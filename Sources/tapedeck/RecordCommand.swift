@@ -210,15 +210,18 @@ struct RecordCommand: AsyncParsableCommand {
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog. SIGUSR2 triggers an armed run.
             let stops = StopRelay()
+            // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
+            let (markers, triggers) = (SignalTally(), SignalTally())
             let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1] + (plan.armed ? [SIGUSR2] : []),
-                                         requests: [SIGUSR1, SIGUSR2]) { signal in
-                Task { @MainActor in
-                    switch signal {
-                    case SIGUSR2: stops.trigger()
-                    case SIGUSR1: stops.mark()
-                    default: stops.request()
-                    }
-                }
+                                         requests: [SIGUSR1, SIGUSR2],
+                                         onRequest: { signal, count in
+                                             if signal == SIGUSR1 {
+                                                 markers.add(count) { n in stops.mark(signals: n) }
+                                             } else {
+                                                 triggers.add(count) { _ in stops.trigger() }
+                                             }
+                                         }) { _ in
+                Task { @MainActor in stops.request() }
             }
             defer { signals.cancel() }
             // Recording reads only the session it records into, never the whole library, so it
@@ -365,7 +368,7 @@ struct RecordCommand: AsyncParsableCommand {
             let last = TakeJSON(r.take, session: r.session, url: r.fileURL)
             try Terminal.printJSON(RecordReportJSON(
                 take: last, run: r.runID, takes: Self.runTakes(r, last: last, storage: storage), end: "unfinished", message: r.summary,
-                wallSeconds: r.wallSeconds, exitStatus: ExitStatus.code(for: unfinished.error)))
+                wallSeconds: r.wallSeconds, exitStatus: ExitStatus.code(for: unfinished.error), markersNotKept: r.markersNotKept))
         }
     }
 
@@ -380,7 +383,7 @@ struct RecordCommand: AsyncParsableCommand {
                 take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
                 end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status,
                 silences: report.silences.map { SilenceJSON($0, format: report.take.format) },
-                events: report.events.map { RunEventJSON($0, format: report.take.format) }))
+                events: report.events.map { RunEventJSON($0, format: report.take.format) }, markersNotKept: report.markersNotKept))
         } else {
             for t in report.earlierTakes + [report.take] {
                 let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
@@ -393,6 +396,9 @@ struct RecordCommand: AsyncParsableCommand {
                 if !t.overruns.isEmpty {
                     print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
                 }
+            }
+            if report.markersNotKept > 0 {
+                print("\(Terminal.counted(report.markersNotKept, "marker")) set after a take had \(TakeMarker.maxCount) \(report.markersNotKept == 1 ? "was" : "were") not kept (a take keeps at most \(TakeMarker.maxCount); split long runs with --split).")
             }
             if let run = report.runID {
                 let all = report.earlierTakes + [report.take]

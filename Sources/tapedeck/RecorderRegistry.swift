@@ -8,8 +8,9 @@ import Glibc
 /// Running recorders, as files in the user's runtime folder (``UserPaths/runtimeFolder``, private
 /// to the user): `record` writes `recorder-PID.json` (what it records into) while it runs and
 /// removes it at the end; `tapedeck mark` appends a label to `recorder-PID.marks` and sends the
-/// recorder SIGUSR1, which reads the new labels. A file whose process is gone is skipped (and
-/// removed by the next recorder). Plain functions; any thread; they block briefly on disk I/O.
+/// recorder SIGUSR1, which reads the new labels (``MarkInbox``). A file whose process is gone is
+/// skipped (and removed by the next recorder). Plain functions; any thread; they block briefly on
+/// disk I/O.
 enum RecorderRegistry {
     struct Entry: Codable {
         var pid: Int32
@@ -64,15 +65,20 @@ enum RecorderRegistry {
         return command.trimmingCharacters(in: .whitespacesAndNewlines) == "tapedeck"
     }
 
-    /// Appends `label` for the recorder `pid` and signals it.
+    /// Appends `label` for the recorder `pid` as one line, in one `write` to a file opened for
+    /// appending (so lines written at once by many `mark`s never interleave; a label is at most
+    /// ``TakeMarker/maxLabelBytes``), then signals it.
     static func mark(_ pid: Int32, label: String, paths: UserPaths) throws {
         let url = folder(paths).appendingPathComponent("recorder-\(pid).marks")
         let fd = open(url.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw TapedeckError.system(errno, while: "open \(url.path)") }
         let line = Array((label.replacingOccurrences(of: "\n", with: " ") + "\n").utf8)
-        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var written = -1
+        repeat {
+            written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        } while written < 0 && errno == EINTR
         close(fd)
-        guard written == line.count else { throw TapedeckError(.io, "Could not pass the marker's label to the recorder (\(url.path)).") }
+        guard written == line.count else { throw TapedeckError(.io, "Could not pass the marker's label to the recorder (\(url.path)). Try again.") }
         guard kill(pid, SIGUSR1) == 0 else { throw TapedeckError.system(errno, while: "signal the recorder (PID \(pid))") }
     }
 
@@ -86,5 +92,38 @@ enum RecorderRegistry {
         guard let end = data.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
         offset += UInt64(end - data.startIndex + 1)
         return String(decoding: data[..<end], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+}
+
+/// What `tapedeck mark` left for this recorder, matched with the SIGUSR1s that came: each `mark`
+/// appends its line, then signals, so every line is a marker with its label (an empty line, one
+/// without), read once; and a signal with no line of its own (`kill -USR1 PID`) is a marker
+/// without a label. A line is read only once its newline is there. Signals counted beyond the
+/// lines read (`signals - lines`) are the bare ones, each set once, however the reads and the
+/// signals of concurrent `mark`s interleave; the kernel merges a signal that arrives while
+/// another is pending, so a bare signal sent together with `mark`s may be merged into theirs.
+/// A plain value; main actor (its owner's).
+struct MarkInbox {
+    /// The recorder's registration (``RecorderRegistry/register(session:library:paths:)``);
+    /// `nil`: every signal is a marker without a label.
+    var registration: URL?
+    private var offset: UInt64 = 0
+    private var signals = 0
+    private var lines = 0
+    private var bare = 0
+
+    init(registration: URL? = nil) {
+        self.registration = registration
+    }
+
+    /// The labels of the markers `count` more SIGUSR1s bring (`""` for one without a label), in
+    /// the order they came. - Blocks briefly on disk I/O.
+    mutating func take(signals count: Int) -> [String] {
+        signals += count
+        let labels = registration.map { RecorderRegistry.newLabels(for: $0, from: &offset) } ?? []
+        lines += labels.count
+        let unlabelled = max(0, signals - lines - bare)
+        bare += unlabelled
+        return labels + Array(repeating: "", count: unlabelled)
     }
 }

@@ -19,6 +19,8 @@ struct RecordReportJSON: Encodable {
     var silences: [SilenceJSON] = []
     /// What happened between takes (`--resume`: the device's absences); empty when nothing did.
     var events: [RunEventJSON] = []
+    /// Markers set after their take had the most a take keeps (999), which were not kept.
+    var markersNotKept = 0
 }
 
 /// A run's event (docs/JSON.md).

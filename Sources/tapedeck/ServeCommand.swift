@@ -21,6 +21,9 @@ struct ServeCommand: AsyncParsableCommand {
             its API at /api/openapi.yaml (OpenAPI 3.1). For TLS, put it behind a reverse proxy (see the README).
             Ctrl-C (SIGINT) or SIGTERM stops it; a recording in progress is finished first, as \
             `tapedeck record` finishes its take, and connections still open 5 s later are closed. `tapedeck mark` sets a marker in its recording.
+            A connection that sends no complete request within 10 s, or stays idle for 30 s between requests, is \
+            closed (a download or the live state is never cut short), a malformed request is answered 400 and \
+            closed, and one address may hold at most 32 connections at once.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -60,28 +63,30 @@ struct ServeCommand: AsyncParsableCommand {
                         .map { "Another tapedeck (PID \($0.pid)) is recording into \"\($0.session)\" of this library." }
                 },
                 started: { session in
-                    registration.labelsRead = 0
-                    registration.url = RecorderRegistry.register(session: session.isEmpty ? "the most recent session" : session, library: library, paths: paths)
+                    registration.inbox = MarkInbox(registration: RecorderRegistry.register(
+                        session: session.isEmpty ? "the most recent session" : session, library: library, paths: paths))
+                    registration.recording = true
                 },
                 ended: {
-                    RecorderRegistry.unregister(registration.url)
-                    registration.url = nil
+                    RecorderRegistry.unregister(registration.inbox.registration)
+                    registration.inbox = MarkInbox()
+                    registration.recording = false
                 })
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1], requests: [SIGUSR1]) { signal in
-                if signal == SIGUSR1 {
-                    Task { @MainActor in
-                        guard let url = registration.url else { return }
-                        let labels = RecorderRegistry.newLabels(for: url, from: &registration.labelsRead)
-                        for label in labels.isEmpty ? [""] : labels { try? server.markFromSignal(label: label) }
-                    }
-                } else {
-                    Terminal.writeStderr("Stopping…\n")
-                    server.shutdown()
-                }
+            // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
+            let markers = SignalTally()
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1], requests: [SIGUSR1],
+                                         onRequest: { _, count in
+                                             markers.add(count) { n in
+                                                 guard registration.recording else { return }
+                                                 for label in registration.inbox.take(signals: n) { try? server.markFromSignal(label: label) }
+                                             }
+                                         }) { _ in
+                Terminal.writeStderr("Stopping…\n")
+                server.shutdown()
             }
             defer {
                 signals.cancel()
-                RecorderRegistry.unregister(registration.url)
+                RecorderRegistry.unregister(registration.inbox.registration)
             }
             let requiresToken = options.requiresToken
             let wide = !options.isLoopback
@@ -138,6 +143,7 @@ extension ServeCommand {
 /// The desk's entry in the registry of running recorders (for `tapedeck mark`). Main actor only.
 @MainActor
 final class RegistrationBox {
-    var url: URL?
-    var labelsRead: UInt64 = 0
+    /// Whether the desk records (markers go nowhere otherwise), and what `tapedeck mark` left it.
+    var recording = false
+    var inbox = MarkInbox()
 }

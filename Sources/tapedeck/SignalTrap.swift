@@ -1,5 +1,6 @@
 import CStopSignals
 import Foundation
+import Synchronization
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -17,6 +18,10 @@ import Glibc
 /// A second signal means the first did not end things: the process exits at once with status
 /// 130, and anything unfinished is recovered the next time the library is opened.
 ///
+/// Request signals (a marker's SIGUSR1, a trigger's SIGUSR2) come as counts, never as a byte
+/// each: however many arrive between two reads, the reader wakes once and hands their number
+/// to `onRequest`, so a flood of them costs one call, not one per signal.
+///
 /// A signal the process was started with ignored stays ignored, as Unix programs leave it:
 /// `nohup tapedeck record &` keeps recording when its terminal hangs up, and a script's
 /// background job (whose SIGINT the shell ignores) is not stopped by a Ctrl-C meant for the
@@ -28,13 +33,16 @@ final class SignalTrap {
     private var armed = true
 
     /// Arms the trap for those of `signals` the process was not started with ignored.
-    /// - Parameter handler: called once per signal, on the trap's reader thread; must not block.
-    /// - Parameter requests: signals among `signals` that ask for something (SIGUSR2: a trigger)
-    ///   rather than a stop; they never count as a second stop.
+    /// - Parameter handler: called once per stop signal, on the trap's reader thread; must not block.
+    /// - Parameter requests: signals among `signals` that ask for something (SIGUSR1: a marker,
+    ///   SIGUSR2: a trigger) rather than a stop; they never count as a second stop.
+    /// - Parameter onRequest: called with a request signal and how many of it arrived since the
+    ///   last call (at least 1), on the trap's reader thread; must not block.
     /// - Throws: `.io` when the pipe cannot be made (too many open files), `.internalError` when
     ///   `sigaction` refuses a handler; the default actions stay.
     /// - Thread: any (the commands arm it on the main actor). Never blocks.
-    init(signals: [Int32], requests: Set<Int32> = [], handler: @escaping @Sendable (Int32) -> Void) throws {
+    init(signals: [Int32], requests: Set<Int32> = [], onRequest: @escaping @Sendable (Int32, Int) -> Void = { _, _ in },
+         handler: @escaping @Sendable (Int32) -> Void) throws {
         var readFD: Int32 = -1
         var writeFD: Int32 = -1
         guard tapedeck_stop_signals_pipe(&readFD, &writeFD) == 0 else {
@@ -50,7 +58,8 @@ final class SignalTrap {
                 if n < 0 && errno == EINTR { continue }
                 guard n == 1, byte != Self.stopReading else { break }
                 if requests.contains(Int32(byte)) {
-                    handler(Int32(byte))
+                    let count = Int(tapedeck_stop_signals_take(Int32(byte)))
+                    if count > 0 { onRequest(Int32(byte), count) }
                     continue
                 }
                 received += 1
@@ -63,6 +72,7 @@ final class SignalTrap {
         }
         reader.name = "tapedeck-signals"
         reader.start()
+        for signal in requests where signals.contains(signal) { tapedeck_stop_signals_coalesce(signal) }
         var armed = [Int32](repeating: 0, count: signals.count)
         let status = signals.withUnsafeBufferPointer { requested in
             armed.withUnsafeMutableBufferPointer {
@@ -90,5 +100,22 @@ final class SignalTrap {
         signals.withUnsafeBufferPointer { tapedeck_stop_signals_disarm($0.baseAddress, Int32($0.count)) }
         var stop = Self.stopReading
         _ = write(writeFD, &stop, 1)
+    }
+}
+
+/// Request signals counted until the main actor takes them: however fast they come, at most one
+/// task waits for the main actor, and it takes every one that came by the time it runs.
+/// - Thread: any. Never blocks.
+final class SignalTally: Sendable {
+    private let pending = Atomic<Int>(0)
+
+    /// Adds `count`; when none were waiting, has the main actor call `body` with all that have
+    /// come by the time it runs.
+    func add(_ count: Int, _ body: @escaping @MainActor @Sendable (Int) -> Void) {
+        guard count > 0, pending.add(count, ordering: .acquiringAndReleasing).oldValue == 0 else { return }
+        Task { @MainActor in
+            let taken = self.pending.exchange(0, ordering: .acquiringAndReleasing)
+            if taken > 0 { body(taken) }
+        }
     }
 }

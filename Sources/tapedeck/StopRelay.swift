@@ -28,18 +28,19 @@ final class StopRelay {
 
     private(set) var triggered = false
 
-    /// Where `tapedeck mark` finds this recorder (``RecorderRegistry``), and how far its labels
-    /// were read.
-    var registration: URL?
-    private var labelsRead: UInt64 = 0
+    /// Where `tapedeck mark` finds this recorder (``RecorderRegistry``), and what it left.
+    var registration: URL? {
+        get { inbox.registration }
+        set { inbox.registration = newValue }
+    }
+    private var inbox = MarkInbox()
 
-    /// Sets a marker (SIGUSR1): one per label `tapedeck mark` left, or one without a label;
-    /// nothing before a recorder is attached.
-    func mark() {
+    /// Sets the markers `signals` SIGUSR1s bring: one per label `tapedeck mark` left, and one
+    /// without a label per signal that brought none (``MarkInbox``); nothing before a recorder
+    /// is attached.
+    func mark(signals: Int) {
         guard let recorder else { return }
-        let labels = registration.map { RecorderRegistry.newLabels(for: $0, from: &labelsRead) } ?? []
-        if labels.isEmpty { recorder.mark() }
-        for label in labels { recorder.mark(label: label) }
+        for label in inbox.take(signals: signals) { recorder.mark(label: label) }
     }
 
     /// Triggers the recorder's armed run (SIGUSR2, Enter), or remembers it until ``attach(_:)``.

@@ -330,6 +330,13 @@ struct BundleStorageTests {
             Hostile(label: "overlong name", manifest: text(manifestJSON(name: "\"" + String(repeating: "n", count: 1025) + "\"")), expected: ["at name", "1025 bytes"]),
             Hostile(label: "unknown state", manifest: text(manifestJSON(takes: [takeJSON().replacingOccurrences(of: "\"complete\"", with: "\"exploded\"")])),
                     expected: ["takes[0].state", "exploded"]),
+            // A problem that is a sentence of its own ends the manifest's message once, not "..".
+            Hostile(label: "1,000 markers",
+                    manifest: text(manifestJSON(takes: [takeJSON(frames: "2000", extra: ", \"markers\": ["
+                        + (0..<1000).map { "{\"frame\": \($0), \"label\": \"\", \"date\": \"2024-05-01T18:30:00.000000Z\"}" }.joined(separator: ",") + "]")])),
+                    expected: ["takes[0].markers", "at most 999 markers. Tapedeck leaves the bundle untouched"]),
+            Hostile(label: "a bad tag name", manifest: text(manifestJSON(takes: [takeJSON(extra: ", \"tags\": {\"bad=name\": \"x\"}")])),
+                    expected: ["takes[0].tags", "MIC, room). Tapedeck leaves"]),
         ]
         // 17 MiB of otherwise valid JSON: refused by size before it is read.
         var big = Data(manifestJSON(takes: [takeJSON(extra: ", \"pad\": \"")]).utf8)

@@ -56,6 +56,58 @@ struct RunSegmenterTests {
         #expect(lengths == [1000, 1000, 1000, 150])
     }
 
+    @Test("--split-size holds on a full disk: a take whose next cannot be made ready ends at its limit, the run waits, and goes on when a take can begin")
+    func sizeLimitWithoutRoom() {
+        var plan = RunPlan()
+        plan.split.maxBytes = 64 * 1024 + 4 * 1000  // 1000 frames of 4 bytes after the margin
+        let rules = RunSegmenter.Rules(plan: plan, sampleRate: 1000, bytesPerFrame: 4, blockFrames: 100)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        var lengths: [Int64] = [0]
+        var open = true, room = false
+        var delivered: Int64 = 0
+        var ends: [Int64] = [], begins: [Int64] = []
+        for _ in 0..<300 {  // 27 000 frames in blocks of 90
+            var left: Int64 = 90
+            while let action = segmenter.next(available: left, level: { _ in 0 }) {
+                switch action {
+                case .write(let n):
+                    #expect(open, "audio written while no take is open")
+                    lengths[lengths.count - 1] += n
+                    left -= n
+                    delivered += n
+                case .hold(let n):
+                    #expect(!open)
+                    left -= n
+                    delivered += n
+                case .split(let reason):
+                    #expect(reason == .splitSize)
+                    // No room for a take until the run has waited once.
+                    segmenter.takeBegan(room)
+                    if room { lengths.append(0) }
+                case .end(let reason):
+                    #expect(reason == .splitSize)
+                    ends.append(delivered)
+                    open = false
+                case .begin(let reason, let offset, let preRoll):
+                    #expect(reason == .splitSize && preRoll == 0 && offset == delivered)
+                    begins.append(offset)
+                    room = true
+                    segmenter.takeBegan(true)
+                    open = true
+                    lengths.append(0)
+                default:
+                    Issue.record("unexpected \(action)")
+                }
+            }
+        }
+        #expect(lengths.allSatisfy { $0 <= 1000 }, "no take passes the size limit: \(lengths)")
+        #expect(lengths.first == 1000 && ends == [1000], "the first take ends at its limit: \(lengths) \(ends)")
+        // Tried again 10 s of audio later (at the next block), then split at the limit as usual.
+        #expect(begins.count == 1 && begins[0] >= 11_000 && begins[0] < 11_090, "\(begins)")
+        #expect(lengths.dropFirst().dropLast().allSatisfy { $0 == 1000 } && lengths.reduce(0, +) == 27_000 - (begins.first ?? 0) + 1000, "\(lengths)")
+        #expect(!segmenter.waitingForRoom)
+    }
+
     @Test("VOX: a take begins with the loud block and its pre-roll, and ends after the hold")
     func vox() {
         var plan = RunPlan(preRollSeconds: 0.5, vox: VoxRule(thresholdDB: -20, holdSeconds: 0.3))
@@ -77,6 +129,94 @@ struct RunSegmenterTests {
         #expect(log.contains(.begin(.vox, offset: 200, preRoll: 500)))
         #expect(log.filter { if case .write = $0 { return true } else { return false } }.count == 4)  // the loud block and the 300 quiet frames of the hold
         #expect(log.contains(.end(.vox)))
+    }
+
+    /// Plays `frames` through `segmenter` in blocks, answering every begin and split, and
+    /// returns the markers each take got (a split opens the next take).
+    static func markersPerTake(_ segmenter: inout RunSegmenter, frames: Int64, block: Int64 = 1000) -> [[TakeMarker]] {
+        var perTake: [[TakeMarker]] = [[]]
+        var done: Int64 = 0
+        while done < frames {
+            var left = min(block, frames - done)
+            done += left
+            while let action = segmenter.next(available: left, level: { _ in 0 }) {
+                switch action {
+                case .write(let n): left -= n
+                case .split:
+                    segmenter.takeBegan(true)
+                    perTake.append([])
+                case .mark(let marker): perTake[perTake.count - 1].append(marker)
+                default: Issue.record("unexpected \(action)")
+                }
+            }
+        }
+        return perTake
+    }
+
+    @Test("a take keeps its first 999 markers; later ones are counted as not kept, and the next take keeps its own")
+    func markerLimit() {
+        var plan = RunPlan()
+        plan.split.everySeconds = 10
+        let rules = RunSegmenter.Rules(plan: plan, sampleRate: 1000, bytesPerFrame: 4, blockFrames: 100)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        let date = Date(timeIntervalSince1970: 0)
+        // 1,200 markers in the first take (a flood: 200 of them at one frame), 5 in the second.
+        for i in 0..<1000 { segmenter.request(TakeMarker(frame: Int64(i), label: "a\(i)", date: date), splits: false) }
+        for i in 1000..<1200 { segmenter.request(TakeMarker(frame: 5000, label: "a\(i)", date: date), splits: false) }
+        for i in 0..<5 { segmenter.request(TakeMarker(frame: 12_000 + Int64(i), label: "b\(i)", date: date), splits: false) }
+        let perTake = Self.markersPerTake(&segmenter, frames: 15_000)
+        #expect(perTake.count == 2)
+        #expect(perTake.first?.count == TakeMarker.maxCount)
+        #expect(perTake.first?.map(\.label) == (0..<999).map { "a\($0)" }, "the first 999, in order")
+        #expect(perTake.last?.map(\.label) == (0..<5).map { "b\($0)" })
+        #expect(perTake.last?.map(\.frame) == [2000, 2001, 2002, 2003, 2004])
+        #expect(segmenter.markersNotKept == 201)
+        #expect(segmenter.markersSet == 999 + 5, "the count shown counts the markers kept")
+        // Markers past the run's end land at its last take's end, within the same limit.
+        for i in 0..<1100 { segmenter.request(TakeMarker(frame: 99_000, label: "c\(i)", date: date), splits: false) }
+        let late = segmenter.finish()
+        #expect(late.count == TakeMarker.maxCount - 5)
+        #expect(late.allSatisfy { $0.frame == 5000 })
+        #expect(segmenter.markersNotKept == 201 + 1100 - (TakeMarker.maxCount - 5))
+    }
+
+    @Test("markers that begin takes (--split-on-marker) count against the take they begin: it keeps 999 of them")
+    func markerLimitOnSplitsAndPreRoll() {
+        var plan = RunPlan()
+        plan.splitOnMarker = true
+        let rules = RunSegmenter.Rules(plan: plan, sampleRate: 1000, bytesPerFrame: 4, blockFrames: 100)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        let date = Date(timeIntervalSince1970: 0)
+        // 1,500 markers at frame 500: the first splits there, and the new take keeps 999 of them.
+        for i in 0..<1500 { segmenter.request(TakeMarker(frame: 500, label: "s\(i)", date: date), splits: false) }
+        let perTake = Self.markersPerTake(&segmenter, frames: 1000)
+        #expect(perTake.map(\.count) == [0, TakeMarker.maxCount])
+        #expect(perTake.last?.first?.label == "s0")
+        #expect(perTake.last?.allSatisfy { $0.frame == 0 } == true)
+        #expect(segmenter.markersNotKept == 1500 - TakeMarker.maxCount)
+    }
+
+    @Test("a flood of 300,000 markers, all waiting at once (a writer held up), is taken in time proportional to it", .timeLimit(.minutes(1)))
+    func markerFlood() {
+        let rules = RunSegmenter.Rules(plan: RunPlan(), sampleRate: 48_000, bytesPerFrame: 4, blockFrames: 1024)
+        var segmenter = RunSegmenter(rules: rules, startsWithTake: true)
+        let date = Date(timeIntervalSince1970: 0)
+        // Four a frame, in frame order as the device's timeline gives them.
+        for i in 0..<300_000 { segmenter.request(TakeMarker(frame: Int64(i / 4), date: date), splits: false) }
+        var kept = 0
+        for _ in 0..<75 {
+            var left: Int64 = 1000
+            while let action = segmenter.next(available: left, level: { _ in 0 }) {
+                switch action {
+                case .write(let n): left -= n
+                case .mark: kept += 1
+                default: Issue.record("unexpected \(action)")
+                }
+            }
+        }
+        #expect(kept == TakeMarker.maxCount)
+        #expect(segmenter.markersNotKept == 300_000 - TakeMarker.maxCount)
+        #expect(segmenter.finish().isEmpty)
     }
 }
 
@@ -103,6 +243,8 @@ final class SimulatedRun {
         var preRoll: Int64 = 0
         var ended: TakeBoundary?
         var markers: [TakeMarker] = []
+        /// Ended at its size limit with no room for the next: the run waited after it.
+        var waitsAfter = false
     }
 
     var random: Generator
@@ -250,6 +392,10 @@ final class SimulatedRun {
                 }
             case .end(let reason):
                 check(open, "end with no take open")
+                if reason == .splitSize {
+                    check(failBegins > 0 && rules.maxBytes != nil, "a take ended at its size limit though the next could begin")
+                    if open { takes[takes.count - 1].waitsAfter = true }
+                }
                 close(reason)
             case .mark(let marker):
                 check(open, "a marker with no take open")
@@ -288,12 +434,12 @@ final class SimulatedRun {
                 if take.offset != covered { joined = false }
                 covered = take.end
             }
-            let lostSomewhere = takes.contains { $0.ended == .deviceLost }
+            let lostSomewhere = takes.contains { $0.ended == .deviceLost || $0.waitsAfter }
             if !lostSomewhere { check(joined && covered == delivered, "the takes hold \(covered) of \(delivered) frames, or leave a hole") }
         }
         if !plan.startsIdle {
             // Without waiting, a take's boundaries with its neighbour are the same frame.
-            for (a, b) in zip(takes, takes.dropFirst()) where a.ended != .deviceLost {
+            for (a, b) in zip(takes, takes.dropFirst()) where a.ended != .deviceLost && !a.waitsAfter {
                 check(a.end == b.offset, "a take ends at \(a.end) and the next begins at \(b.offset)")
             }
         }
@@ -307,10 +453,14 @@ final class SimulatedRun {
             if take.began != .splitTime && take.began != .splitSize { (chainStart, chainPreRoll) = (take.offset, take.preRoll) }
             let atOnce = take.preRoll > 0 && take.end == take.offset + take.preRoll
             let length = take.end - take.offset
-            if take.ended == .splitSize && !atOnce {  // a pre-roll bigger than the limit is split right after it
-                let fit = max(rules.blockFrames, ((rules.maxBytes ?? 0) - rules.sizeMargin) / rules.bytesPerFrame)
-                if failBegins == 0 { check(length <= fit, "take \(i + 1) was split by size at \(length) frames; at most \(fit) fit") }
-                if failBegins == 0 { check(length == fit, "take \(i + 1) was split by size at \(length) frames, not \(fit)") }
+            if let maxBytes = rules.maxBytes {
+                // --split-size is a bound in every state, takes that could not be made ready
+                // included: only a pre-roll bigger than the limit passes it (split right after it).
+                let fit = max(rules.blockFrames, (maxBytes - rules.sizeMargin) / rules.bytesPerFrame)
+                check(length <= max(fit, take.preRoll), "take \(i + 1) holds \(length) frames; at most \(fit) fit")
+                if take.ended == .splitSize && !atOnce && failBegins == 0 {
+                    check(length == fit, "take \(i + 1) was split by size at \(length) frames, not \(fit)")
+                }
             }
             if take.ended == .splitTime, let every {
                 if failBegins > 0 || atOnce {
@@ -339,7 +489,7 @@ final class SimulatedRun {
         // Every marker asked for lands in a take or is reported dropped (while the run waited),
         // unless the run ended while it waited with it.
         check(labels.count + dropped <= markers.count, "\(labels.count) markers landed and \(dropped) were dropped, of \(markers.count) asked for")
-        if !plan.startsIdle && !plan.resume && lostAt == nil && !takes.contains(where: { $0.ended == .deviceLost }) {
+        if !plan.startsIdle && !plan.resume && lostAt == nil && !takes.contains(where: { $0.ended == .deviceLost || $0.waitsAfter }) {
             check(labels.count == markers.count, "\(labels.count) of \(markers.count) markers landed in a run that never waited")
         }
     }

@@ -27,7 +27,8 @@ struct ServerAPITests {
 
     nonisolated static let script: HTTPFields = [HTTPField.Name("X-Tapedeck-Request")!: "1"]
 
-    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0") async throws -> Fixture {
+    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0",
+                 adjust: (inout ServerOptions) -> Void = { _ in }) async throws -> Fixture {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let yaml = """
@@ -43,7 +44,8 @@ struct ServerAPITests {
         let studio = try Studio(configuration: config, catalog: .builtIn, logger: Logger(label: "serve-test"),
                                 environment: ["HOME": folder.path, "XDG_CACHE_HOME": folder.appendingPathComponent("cache").path])
         try await studio.openLibrary()
-        let options = try ServerOptions(listen: listen, tokenFile: folder.appendingPathComponent("token"), alwaysRequireToken: requireToken)
+        var options = try ServerOptions(listen: listen, tokenFile: folder.appendingPathComponent("token"), alwaysRequireToken: requireToken)
+        adjust(&options)
         let server = studio.makeServer(options: options, token: token, exportFolder: folder.appendingPathComponent("exports"))
         server.live.start()
         return Fixture(server: server, studio: studio, folder: folder)

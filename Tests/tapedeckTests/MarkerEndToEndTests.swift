@@ -109,6 +109,101 @@ struct MarkerEndToEndTests {
         #expect(offset == 144_000)
     }
 
+    /// A harness whose runtime folder is the test's own (so `mark` finds only its recording),
+    /// and that folder's path.
+    static func privateRuntime() throws -> (CLIHarness, String) {
+        var cli = try CLIHarness()
+        let runtime = cli.library.path + "-run"
+        cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime
+        return (cli, runtime)
+    }
+
+    /// Waits until recorder `p` has registered (its signals are trapped) and writes its take.
+    static func waitUntilRecording(_ cli: CLIHarness, _ p: Process, runtime: String) {
+        #expect(CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
+        #expect(cli.waitForPendingFile())
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    @Test("over 999 markers: the take keeps its first 999 and all else it learnt (loudness, first frame's time, run end); the report counts the rest, stderr says so once, the WAV's cue chunk holds the same 999")
+    func overTheMarkerLimit() throws {
+        let (cli, runtime) = try Self.privateRuntime()
+        let (p, out, err) = try cli.start(["record", "-d", "5s", "--split", "1h", "--json"])
+        Self.waitUntilRecording(cli, p, runtime: runtime)
+        // One signal at a time: the kernel merges a signal sent while the last one is pending,
+        // so of 4,000 well over 1,200 arrive. All are sent while the take records (5 s), never
+        // after the recorder has given SIGUSR1 its default action back.
+        let until = Date().addingTimeInterval(2.5)
+        for _ in 0..<4000 where p.isRunning && Date() < until {
+            kill(p.processIdentifier, SIGUSR1)
+            usleep(250)
+        }
+        CLIHarness.waitForExit(p)
+        let stderr = try String(contentsOf: err, encoding: .utf8)
+        #expect(p.terminationStatus == 0, "\(stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let notKept = try #require(report["markersNotKept"] as? Int)
+        #expect(notKept > 0, "\(report["message"] ?? "")")
+        #expect((report["message"] as? String)?.contains("not kept: a take keeps at most 999.") == true, "\(report["message"] ?? "")")
+        #expect(stderr.components(separatedBy: "A take keeps at most 999 markers").count == 2, "said once: \(stderr)")
+        let shown = try cli.run("show", "last", "--json")
+        try #require(shown.status == 0, "\(shown.stderr)")
+        let take = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
+        let markers = try #require(take["markers"] as? [[String: Any]])
+        #expect(markers.count == 999)
+        let frames = markers.compactMap { $0["frame"] as? Int }
+        #expect(frames == frames.sorted())
+        #expect(take["loudness"] as? [String: Any] != nil, "the loudness is kept: \(take.keys.sorted())")
+        #expect(take["firstFrameAt"] as? String != nil, "the first frame's time is kept: \(take.keys.sorted())")
+        #expect((take["run"] as? [String: Any])?["ended"] as? String == "duration", "the run's end is kept: \(take["run"] ?? "none")")
+        #expect(((report["take"] as? [String: Any])?["markers"] as? [Any])?.count == 999, "the report's take is the catalog's")
+        let cues = try Self.wavCues(try #require(take["path"] as? String))
+        #expect(cues.offsets == frames, "the cue chunk holds the markers the catalog keeps")
+        #expect(try cli.run("doctor").status == 0)
+    }
+
+    @Test("a flood of SIGUSR1 (a tight loop for 2 s) costs a FLAC take nothing: no overrun, every frame in order, markers within the limit")
+    func signalFlood() throws {
+        let (cli, runtime) = try Self.privateRuntime()
+        let (p, out, err) = try cli.start(["record", "-d", "4s", "--set", "encoder.name=flac", "--set", "capture.null.signal=counter", "--json"])
+        Self.waitUntilRecording(cli, p, runtime: runtime)
+        let until = Date().addingTimeInterval(2)
+        while Date() < until && p.isRunning {
+            for _ in 0..<200 { kill(p.processIdentifier, SIGUSR1) }
+        }
+        CLIHarness.waitForExit(p)
+        let stderr = try String(contentsOf: err, encoding: .utf8)
+        #expect(p.terminationStatus == 0, "no overruns (exit 3): \(stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["frames"] as? Int == 192_000)
+        #expect(take["overruns"] as? Int == 0, "\(take["overrunEvents"] ?? "")")
+        #expect(((take["markers"] as? [Any])?.count ?? 0) <= 999)
+        let path = try #require(take["path"] as? String)
+        #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+        #expect(try CLIHarness.firstWrongCounterSample(path, from: 0) == nil, "every frame, in order")
+    }
+
+    @Test("50 `tapedeck mark LABEL` at once: each label arrives once, and no marker comes without one")
+    func concurrentMarks() throws {
+        let (cli, runtime) = try Self.privateRuntime()
+        let (p, out, _) = try cli.start(["record", "--json"])
+        Self.waitUntilRecording(cli, p, runtime: runtime)
+        let marks = try (0..<50).map { try cli.start(["mark", "L\($0)"]) }
+        for (m, mout, merr) in marks {
+            CLIHarness.waitForExit(m)
+            #expect(m.terminationStatus == 0, "\((try? String(contentsOf: merr, encoding: .utf8)) ?? "")")
+            try? FileManager.default.removeItem(at: mout)
+            try? FileManager.default.removeItem(at: merr)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(p.processIdentifier, SIGINT)
+        CLIHarness.waitForExit(p)
+        let (take, _, _) = try CLIHarness.stoppedRecording(out)
+        let labels = ((take["markers"] as? [[String: Any]]) ?? []).compactMap { $0["label"] as? String }
+        #expect(labels.sorted() == (0..<50).map { "L\($0)" }.sorted(), "\(labels)")
+    }
+
     @Test("m on a terminal sets a marker; the banner says so, and the terminal is given back as it was")
     func keyOnTerminal() throws {
         let cli = try CLIHarness()

@@ -11,14 +11,39 @@
 // The pipe's write end, or -1. A lock-free atomic, so the handler may read it at any moment.
 static atomic_int pipe_write_fd = -1;
 
+// Signals delivered as a count (tapedeck_stop_signals_coalesce): how many came since the reader
+// last took them. The count doubles as the pending flag: only the signal that moves it from 0
+// writes a byte, so a flood of them costs one byte and one wake-up of the reader.
+#define COUNTED_SIGNALS 65
+static atomic_bool coalesced[COUNTED_SIGNALS];
+static atomic_long pending_count[COUNTED_SIGNALS];
+
+static int is_coalesced(int signo) {
+    return signo > 0 && signo < COUNTED_SIGNALS && atomic_load(&coalesced[signo]);
+}
+
 static void write_signal_number(int signo) {
     int saved = errno; // the interrupted code may be about to read errno
     int fd = atomic_load(&pipe_write_fd);
     if (fd >= 0) {
-        unsigned char byte = (unsigned char)signo;
-        (void)!write(fd, &byte, 1);
+        int counted = is_coalesced(signo);
+        if (!counted || atomic_fetch_add(&pending_count[signo], 1) == 0) {
+            unsigned char byte = (unsigned char)signo;
+            // A byte that could not be written (the pipe full) must not leave the count
+            // stuck above 0, or no later signal would write one.
+            if (write(fd, &byte, 1) != 1 && counted) atomic_store(&pending_count[signo], 0);
+        }
     }
     errno = saved;
+}
+
+void tapedeck_stop_signals_coalesce(int signo) {
+    if (signo > 0 && signo < COUNTED_SIGNALS) atomic_store(&coalesced[signo], 1);
+}
+
+long tapedeck_stop_signals_take(int signo) {
+    if (signo <= 0 || signo >= COUNTED_SIGNALS) return 0;
+    return atomic_exchange(&pending_count[signo], 0);
 }
 
 int tapedeck_stop_signals_pipe(int *read_fd, int *write_fd) {
@@ -63,6 +88,10 @@ void tapedeck_stop_signals_disarm(const int *signals, int count) {
     sigemptyset(&action.sa_mask);
     for (int i = 0; i < count; i++) {
         (void)sigaction(signals[i], &action, NULL);
+        if (signals[i] > 0 && signals[i] < COUNTED_SIGNALS) {
+            atomic_store(&coalesced[signals[i]], 0);
+            atomic_store(&pending_count[signals[i]], 0);
+        }
     }
     atomic_store(&pipe_write_fd, -1);
 }

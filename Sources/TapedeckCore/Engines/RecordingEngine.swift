@@ -88,6 +88,8 @@ public struct RecordingResult: Sendable, Hashable {
     public var silences: [SilenceEvent] = []
     /// The last take's markers, at frames of that take.
     public var markers: [TakeMarker] = []
+    /// Markers of the run that were not kept: their take had ``TakeMarker/maxCount`` already.
+    public var markersNotKept = 0
     /// The device's absences (``RunPlan/resume``).
     public var events: [RunEvent] = []
 }
@@ -171,7 +173,10 @@ public final class RecordingEngine: Sendable {
     /// - Thread: any; suspends (does not block the caller's thread) until the device is open.
     public func open() async throws -> AudioFormat {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<AudioFormat, any Error>) in
-            let thread = Thread { [self] in self.deviceThreadMain(opened: cont) }
+            let thread = Thread { [self] in
+                Self.keepSignalsOffThisThread()
+                self.deviceThreadMain(opened: cont)
+            }
             thread.name = "tapedeck-capture"
             thread.qualityOfService = .userInteractive
             thread.start()
@@ -211,8 +216,19 @@ public final class RecordingEngine: Sendable {
 
     private func request(_ r: MarkRequest) {
         markRequests.withLock { $0.append(r) }
-        markCount.add(1, ordering: .releasing)
-        dataSignal.signal()
+        // One wake-up for a batch: a flood of markers never floods the writer with them.
+        if markCount.add(1, ordering: .releasing).oldValue == 0 { dataSignal.signal() }
+    }
+
+    /// Keeps the signals a command handles (stops, markers, the trigger) off the calling thread
+    /// and the threads it starts, which inherit the mask: the kernel hands them to another
+    /// thread, whose handler only writes to a pipe, so a flood of them never interrupts capture
+    /// or writing. - Thread: the device or writer thread, as it starts. Never blocks.
+    static func keepSignalsOffThisThread() {
+        var set = sigset_t()
+        _ = sigemptyset(&set)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2] { _ = sigaddset(&set, signal) }
+        _ = pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// Asks the recording to stop: the device is drained and the file finalized.
@@ -252,6 +268,7 @@ public final class RecordingEngine: Sendable {
                        makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?) async throws -> RecordingResult {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<RecordingResult, any Error>) in
             let thread = Thread { [self] in
+                Self.keepSignalsOffThisThread()
                 cont.resume(with: self.writerThreadMain(freeSpace: freeSpace, plan: plan, sequence: sequence,
                                                         firstFileURL: firstFileURL, makeWriter: makeWriter))
             }

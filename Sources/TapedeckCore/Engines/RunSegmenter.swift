@@ -7,12 +7,18 @@ import Foundation
 /// ``Action`` at a time, which the writer carries out (writing frames to the current take,
 /// holding them as pre-roll, ending a take, beginning one) before it asks again. The one answer
 /// it needs back is whether a take could begin (``takeBegan(_:)``): making a take ready can fail
-/// (a full disk), and then the run goes on as it was and tries again ten seconds of audio later.
+/// (a full disk), and then the run goes on as it was and tries again ten seconds of audio later;
+/// except at a size split, which is a bound no file passes: the take ends there, and the run
+/// waits (its audio not kept) until a take can begin again.
 ///
 /// The rules it applies: pre-roll (at most ``RunPlan/longestPreRoll``), VOX with its hold, the
 /// armed trigger, splits by duration (aligned to the clock or not), size and marker, requested
 /// splits, the silence alarm, markers, and a lost device that ends the take and, with
-/// ``RunPlan/resume``, begins the next when it comes back. Frames are accounted exactly: every
+/// ``RunPlan/resume``, begins the next when it comes back. A take keeps at most
+/// ``TakeMarker/maxCount`` markers: this is where that limit is applied, once, as markers land
+/// in takes; later ones are counted (``markersNotKept``) and go no further. Requests cost the
+/// same however many come (a flood of markers is appended and passed in order, never sorted
+/// again). Frames are accounted exactly: every
 /// frame handed in leaves as exactly one ``Action/write(_:)`` or ``Action/hold(_:)``, and held
 /// frames reach a take only as the pre-roll a ``Action/begin(_:offset:preRoll:)`` names.
 ///
@@ -110,6 +116,8 @@ public struct RunSegmenter: Sendable {
         /// The file's size when last looked at, and the take's frames then (size splits).
         var bytesSeen: Int64
         var framesSeen: Int64 = 0
+        /// Markers the take keeps so far (at most ``TakeMarker/maxCount``).
+        public internal(set) var markers = 0
     }
 
     /// A marker or a split asked for at a run frame.
@@ -129,6 +137,8 @@ public struct RunSegmenter: Sendable {
     public private(set) var held: Int64 = 0
     /// Markers set so far (splits not counted; markers later dropped taken off).
     public private(set) var markersSet = 0
+    /// Markers that were not kept because their take had ``TakeMarker/maxCount`` already.
+    public private(set) var markersNotKept = 0
     /// Whether the trigger has begun a take.
     public private(set) var triggered = false
     /// The device frame the trigger came at, once it came.
@@ -139,7 +149,12 @@ public struct RunSegmenter: Sendable {
     private var resumePending = false
     /// No take begins before this frame: the last one could not be made ready.
     private var retryAt: Int64 = 0
+    /// The last take ended at its size limit because the next could not be made ready: the run
+    /// waits, and begins a take (``TakeBoundary/splitSize``) as soon as one can be.
+    public private(set) var waitingForRoom = false
+    /// Requests not reached yet, in frame order from ``dueStart`` (those before it are done).
     private var due: [Request] = []
+    private var dueStart = 0
     /// Markers set while no take was open (run frames).
     private var waiting: [TakeMarker] = []
     /// What follows an answered begin or split, in order.
@@ -167,8 +182,15 @@ public struct RunSegmenter: Sendable {
     /// A marker (`splits` false) or a split (true) asked for at run frame `marker.frame`; it is
     /// acted on when the run reaches that frame.
     public mutating func request(_ marker: TakeMarker, splits: Bool) {
-        let index = due.firstIndex { $0.marker.frame > marker.frame } ?? due.endIndex
-        due.insert(Request(marker: marker, splits: splits), at: index)
+        let request = Request(marker: marker, splits: splits)
+        // Requests come in frame order but for a race between the threads that set them:
+        // appended at once, or placed after the last one at or before their frame.
+        guard let last = due.last, last.marker.frame > marker.frame else {
+            due.append(request)
+            return
+        }
+        let index = due[dueStart...].lastIndex { $0.marker.frame <= marker.frame }.map { $0 + 1 } ?? dueStart
+        due.insert(request, at: index)
     }
 
     /// The file of the current take is `bytes` long now (a checkpoint looked).
@@ -205,11 +227,14 @@ public struct RunSegmenter: Sendable {
             }
             if reason == .trigger { triggered = true }
             resumePending = false
+            waitingForRoom = false
             open(at: offset, reason, bytes: bytes)
             held = 0
             // Markers set while waiting, in the audio the take now begins with.
             let kept = waiting.filter { $0.frame >= offset }
-            after += kept.map { .mark(TakeMarker(frame: $0.frame - offset, label: $0.label, date: $0.date)) }
+            for marker in kept {
+                if let mark = accept(TakeMarker(frame: marker.frame - offset, label: marker.label, date: marker.date)) { after.append(mark) }
+            }
             if kept.count < waiting.count {
                 markersSet -= waiting.count - kept.count
                 after.append(.dropMarkers(waiting.count - kept.count))
@@ -219,11 +244,20 @@ public struct RunSegmenter: Sendable {
         case .split(let reason):
             guard began else {
                 retryAt = position + rules.retryFrames
-                if let marker, let take { after.append(.mark(TakeMarker(frame: max(0, position - take.offset), label: marker.label, date: marker.date))) }
+                if reason == .splitSize {
+                    // No file passes --split-size: the take ends here, and the run waits for room.
+                    take = nil
+                    waitingForRoom = true
+                    after.append(.end(.splitSize))
+                    return
+                }
+                if let marker, let take, let mark = accept(TakeMarker(frame: max(0, position - take.offset), label: marker.label, date: marker.date)) {
+                    after.append(mark)
+                }
                 return
             }
             open(at: position, reason, bytes: bytes)
-            if let marker { after.append(.mark(TakeMarker(frame: 0, label: marker.label, date: marker.date))) }
+            if let marker, let mark = accept(TakeMarker(frame: 0, label: marker.label, date: marker.date)) { after.append(mark) }
         default:
             break
         }
@@ -232,9 +266,19 @@ public struct RunSegmenter: Sendable {
     /// Markers the run did not reach (asked for at frames after its end), for the take open at
     /// its end, at that take's last frame; splits are dropped.
     public mutating func finish() -> [TakeMarker] {
-        defer { due.removeAll() }
+        defer {
+            due.removeAll()
+            dueStart = 0
+        }
         guard let take else { return [] }
-        return due.filter { !$0.splits }.map { TakeMarker(frame: position - take.offset, label: $0.marker.label, date: $0.marker.date) }
+        var kept: [TakeMarker] = []
+        for request in due[dueStart...] where !request.splits {
+            markersSet += 1
+            if case .mark(let marker)? = accept(TakeMarker(frame: position - take.offset, label: request.marker.label, date: request.marker.date)) {
+                kept.append(marker)
+            }
+        }
+        return kept
     }
 
     // MARK: the audio
@@ -254,14 +298,19 @@ public struct RunSegmenter: Sendable {
         if rules.watchesLevels { n = min(n, rules.blockFrames) }
         // Markers: each lands in the take holding its frame (or, splitting on markers, begins a
         // take there); the block is cut at the next one.
-        while let request = due.first {
+        while dueStart < due.count {
+            let request = due[dueStart]
             if request.marker.frame > position {
                 n = min(n, request.marker.frame - position)
                 break
             }
-            due.removeFirst()
-            if let action = reach(request) { return action }
+            dueStart += 1
+            if let action = reach(request) {
+                compactDue()
+                return action
+            }
         }
+        compactDue()
         let loudness = rules.watchesLevels && !gap ? level(n) : 0
         if take == nil { return waitingNext(&n, loudness) }
         if let threshold = rules.voxThreshold {
@@ -306,13 +355,39 @@ public struct RunSegmenter: Sendable {
             return .split(reason)
         }
         if request.splits { return nil }
-        return .mark(TakeMarker(frame: max(0, position - take.offset), label: marker.label, date: marker.date))
+        return accept(TakeMarker(frame: max(0, position - take.offset), label: marker.label, date: marker.date))
+    }
+
+    /// `marker` (at a frame of the current take, counted in ``markersSet``) as the take keeps
+    /// it; `nil` when the take has ``TakeMarker/maxCount`` markers already (counted in
+    /// ``markersNotKept`` instead) or no take is open.
+    private mutating func accept(_ marker: TakeMarker) -> Action? {
+        guard take != nil else { return nil }
+        guard take!.markers < TakeMarker.maxCount else {
+            markersSet -= 1
+            markersNotKept += 1
+            return nil
+        }
+        take!.markers += 1
+        return .mark(marker)
+    }
+
+    /// Forgets the requests already acted on, once they are most of the list.
+    private mutating func compactDue() {
+        if dueStart == due.count {
+            due.removeAll(keepingCapacity: true)
+            dueStart = 0
+        } else if dueStart >= 1024, dueStart * 2 >= due.count {
+            due.removeFirst(dueStart)
+            dueStart = 0
+        }
     }
 
     /// While the run waits: VOX, the trigger or the device's return begins a take with the
     /// pre-roll before it; else the block is held.
     private mutating func waitingNext(_ n: inout Int64, _ loudness: Float) -> Action {
         var reason: TakeBoundary?
+        if waitingForRoom { reason = .splitSize }
         if resumePending { reason = .deviceResumed }
         if let threshold = rules.voxThreshold, loudness >= threshold { reason = .vox }
         if rules.armed, !triggered, let at = triggerFrame {
@@ -333,11 +408,12 @@ public struct RunSegmenter: Sendable {
         return .hold(n)
     }
 
-    /// The current take's next split as a run frame, and why; `nil` when none is due.
+    /// The current take's next split as a run frame, and why; `nil` when none is due. A time
+    /// split waits while no take can be made ready; the size limit never does.
     private func boundary() -> (Int64, TakeBoundary)? {
-        guard rules.splitsByRule, let take, position >= retryAt else { return nil }
+        guard rules.splitsByRule, let take else { return nil }
         var best: (Int64, TakeBoundary)?
-        if let t = nextTimeSplit { best = (t, .splitTime) }
+        if position >= retryAt, let t = nextTimeSplit { best = (t, .splitTime) }
         if let maxBytes = rules.maxBytes {
             let takeFrames = position - take.offset
             // The file's size when last looked at, plus the rest as raw PCM: never less than the

@@ -19,6 +19,7 @@ extension RunWriter {
                     checkpoint()
                 }
                 publishProgress()
+                warnOnceOverMarkerLimit()
                 if let limit, position >= limit { engine.stopFlag.store(true, ordering: .releasing) }
                 continue
             }
@@ -42,6 +43,12 @@ extension RunWriter {
               next.slot == s.slot + run, next.bufferGap == 0, next.deviceGap == 0, next.event == .none {
             run += 1
             runFrames += next.frames
+        }
+        if format.sampleFormat.isFloat {
+            // A float device can deliver NaN or infinities: replaced here, once, before the
+            // level meter, the segmenter or the encoder sees them (the writer owns the slots
+            // until it releases them).
+            invalidSamples += Int64(InvalidSamples.replace(in: ring.pointer(s.slot), count: runFrames * format.channels))
         }
         switch s.event {
         case .deviceLost: deviceLost()
@@ -147,6 +154,7 @@ extension RunWriter {
         // Markers the writer did not reach (set while the device drained): at the take's end.
         takeRequests()
         for marker in segmenter.finish() { current?.markers.append(marker) }
+        warnOnceOverMarkerLimit()
         var frames: Int64 = 0
         var writerFinished = true
         let last = current
@@ -186,6 +194,9 @@ extension RunWriter {
         if overrunCount > 0 {
             logger.warning("Recording had \(overrunCount) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
+        if invalidSamples > 0 {
+            logger.warning("The device delivered \(InvalidSamples.summary(invalidSamples)). Check its driver, or the program that feeds it.")
+        }
         let slowest = slowestCheckpoint.components.attoseconds / 1_000_000_000_000_000 + slowestCheckpoint.components.seconds * 1000
         logger.debug("Writer finished: \(frames) frames in take \(last?.index ?? 0) (\(position) in the run), \(checkpoints) checkpoints (slowest \(slowest) ms), \(clippedTotal) samples at full scale, end \(end).")
         var result = RecordingResult(frames: frames, overruns: last?.overruns ?? [], end: end, wallSeconds: Self.seconds(wall), captureEnded: ended,
@@ -194,9 +205,14 @@ extension RunWriter {
                                      takeBegan: segmenter.take?.reason ?? .start, runFrames: position)
         result.silences = silences
         result.markers = last?.markers ?? []
+        result.markersNotKept = segmenter.markersNotKept
         if awayFrom != nil, let lost {
             // Lost and not back when the run ended.
             events.append(RunEvent(kind: "device-lost", offset: position, seconds: Self.seconds(ContinuousClock.now - lost.0), date: lost.1))
+        }
+        if let waited = waitingForRoom {
+            // Still waiting for room for a take when the run ended.
+            events.append(RunEvent(kind: RunEvent.noRoom, offset: waited.frame, seconds: Double(position - waited.frame) / rate, date: waited.date))
         }
         result.events = events
         result.takeOpenAtEnd = last != nil

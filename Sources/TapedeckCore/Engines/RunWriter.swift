@@ -46,6 +46,8 @@ final class RunWriter {
     var failure: TapedeckError?
     var peaks: [Float]
     var clippedTotal: Int64 = 0
+    /// Float samples the device delivered as NaN, infinities or past +40 dBFS, replaced.
+    var invalidSamples: Int64 = 0
     var checkpoints = 0
     var slowestCheckpoint = Duration.zero
     var lastCheckpoint = ContinuousClock.now
@@ -64,6 +66,11 @@ final class RunWriter {
     let takeQueue = DispatchQueue(label: "tapedeck-takes")
     var next: NextTake?
     var warnedPrepare = false
+    /// Whether the run has said that a take reached ``TakeMarker/maxCount`` markers.
+    var warnedMarkerLimit = false
+    /// Where and when the run began waiting because a take reached `--split-size` and the next
+    /// could not be made ready (a full disk); `nil` when it is not waiting so.
+    var waitingForRoom: (frame: Int64, date: Date)?
     /// A run that splits only when asked (the web page's Split) makes its next take when the
     /// split comes: no empty take waits in the library meanwhile, and the take's entry is dated
     /// when it begins. The writer waits the few milliseconds that takes; the hand-off ring holds
@@ -135,14 +142,18 @@ final class RunWriter {
 
     /// The prepared next take, waiting for it if it is still being made; `nil` when it could
     /// not be made (the segmenter tries again later).
-    func takePrepared() -> PreparedTake? {
+    /// - Parameter atSizeLimit: the take is wanted for a size split: the current take ends at
+    ///   its `--split-size` whether or not the next can begin, and the warning says so.
+    func takePrepared(atSizeLimit: Bool = false) -> PreparedTake? {
         if next == nil { prepare(lastIndex + 1) }
         guard let box = next else { return nil }
         next = nil
         switch box.wait() {
         case .success(let p): return p
         case .failure(let error):
-            if !warnedPrepare {
+            if atSizeLimit {
+                logger.warning("Could not start the next take (\(error.message)). Take \(lastIndex) reached --split-size, which no file passes, so it ends there; recording waits and Tapedeck tries again every 10 s. The audio until then is not kept: free some space.")
+            } else if !warnedPrepare {
                 warnedPrepare = true
                 logger.warning("Could not start the next take (\(error.message)); \(current == nil ? "the run waits on" : "recording goes on in the current take"), and Tapedeck tries again every 10 s.")
             }
@@ -187,13 +198,18 @@ final class RunWriter {
 
     /// Carries out a begin or split the segmenter asked for, and answers it.
     func beginOrSplit(_ action: RunSegmenter.Action) throws {
-        guard let prepared = takePrepared() else {
+        guard let prepared = takePrepared(atSizeLimit: action == .split(.splitSize)) else {
             segmenter.takeBegan(false)
             return
         }
         let bytes = prepared.fileURL.flatMap(Self.fileSize) ?? 0
         switch action {
         case .begin(let reason, let offset, let held):
+            if let waited = waitingForRoom {
+                // The audio between the take that ended at its size limit and this one was not kept.
+                events.append(RunEvent(kind: RunEvent.noRoom, offset: waited.frame, seconds: Double(max(0, offset - waited.frame)) / rate, date: waited.date))
+                waitingForRoom = nil
+            }
             begin(prepared, at: offset, reason)
             segmenter.takeBegan(true, bytes: bytes)
             current!.preRollFrames = held
@@ -273,6 +289,8 @@ final class RunWriter {
                 done += n
             case .end(let reason):
                 endCurrent(reason)
+                // Only a take at its size limit whose next could not be made ready ends so.
+                if reason == .splitSize { waitingForRoom = (position, Date()) }
                 if next == nil { prepare(lastIndex + 1) }
             case .begin, .split:
                 try beginOrSplit(action)
@@ -288,6 +306,14 @@ final class RunWriter {
                 if !silences.isEmpty { silences[silences.count - 1].frames = frames }
             }
         }
+    }
+
+    /// Says once per run, when it first happens, that a take had ``TakeMarker/maxCount``
+    /// markers and the later ones were not kept.
+    func warnOnceOverMarkerLimit() {
+        guard !warnedMarkerLimit, segmenter.markersNotKept > 0 else { return }
+        warnedMarkerLimit = true
+        logger.warning("A take keeps at most \(TakeMarker.maxCount) markers: take \(current?.index ?? lastIndex) has them all, and markers set after those are not kept (the report counts them). Split long runs with --split to set more.")
     }
 
     /// Markers, splits and the trigger asked for since the last block, handed to the segmenter.

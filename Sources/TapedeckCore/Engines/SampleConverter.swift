@@ -1,7 +1,7 @@
 /// Converts interleaved frames between sample formats (same rate and channel count).
 ///
 /// Integer to integer shifts (rounding to nearest when narrowing); float to integer scales by
-/// 2^(bits-1), rounds to nearest and clips to the integer range; integer to float divides by
+/// 2^(bits-1), rounds to nearest and clips to the integer range (NaN becomes 0); integer to float divides by
 /// 2^(bits-1). No dither is applied.
 public struct SampleConverter: Sendable {
     public let from: AudioFormat
@@ -40,7 +40,8 @@ public struct SampleConverter: Sendable {
 
     @inline(__always)
     private func store(_ x: Double, _ p: UnsafeMutableRawPointer, _ i: Int) {
-        func scaled(_ full: Double) -> Double { min(max((x * full).rounded(), -full), full - 1) }
+        // NaN is silence here too (never a trap in the integer conversion); infinities clip.
+        func scaled(_ full: Double) -> Double { x.isNaN ? 0 : min(max((x * full).rounded(), -full), full - 1) }
         switch to.sampleFormat {
         case .s16: p.storeBytes(of: Int16(scaled(32_768)).littleEndian, toByteOffset: i * 2, as: Int16.self)
         case .s24: Sample24.store(Int32(scaled(8_388_608)), p, index: i)

@@ -162,16 +162,22 @@ public struct RunPlan: Sendable, Hashable {
     public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || splitOnRequest || resume }
 }
 
-/// Something that happened to a run between its takes: the device was lost and came back.
+/// Something that happened to a run between its takes: the device was lost and came back, or a
+/// take reached its size limit when the disk had no room for the next.
 public struct RunEvent: Sendable, Hashable, Codable {
-    /// `device-lost`.
+    /// `device-lost`, or ``noRoom``.
     public var kind: String
     /// The run's frame it happened at.
     public var offset: Int64
-    /// How long it lasted on the wall clock (the device's absence).
+    /// How long it lasted: the device's absence on the wall clock; for ``noRoom``, the audio
+    /// not kept, at the device's rate.
     public var seconds: Double
     /// When it began.
     public var date: Date
+
+    /// A take reached `--split-size` and the next could not be made ready (a full disk): the
+    /// take ended at its limit and the run waited, its audio not kept, until a take could begin.
+    public static let noRoom = "no-room"
 
     public init(kind: String, offset: Int64, seconds: Double, date: Date) {
         self.kind = kind

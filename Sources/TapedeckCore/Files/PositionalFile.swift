@@ -54,10 +54,16 @@ public struct PositionalFile: Sendable {
         return Int64(st.st_size)
     }
 
-    /// Reads exactly `count` bytes at `offset` (at most ``maxRead``).
-    /// - Throws: `.corruptFile` if the file ends first; an I/O error if reading fails.
+    /// Reads exactly `count` bytes at `offset` (at most ``maxRead``). A longer read is refused, not
+    /// made: a size a file's contents led to can never trap or allocate wildly; what is longer is
+    /// read in pieces by the caller.
+    /// - Throws: `.unsupportedFormat` for a count over ``maxRead`` (or below 0), before reading
+    ///   anything; `.corruptFile` if the file ends first; an I/O error if reading fails.
     public func read(_ count: Int, at offset: Int64) throws -> [UInt8] {
-        precondition(count >= 0 && count <= Self.maxRead, "positional reads are small and bounded by the caller")
+        guard count >= 0, count <= Self.maxRead, offset >= 0 else {
+            throw TapedeckError(.unsupportedFormat,
+                "\(path) has a block of \(kind) data of \(count) bytes at byte \(offset), more than the \(Self.maxRead >> 20) MiB Tapedeck reads at once, so it was not read. Re-save the file with the program that made it (or without its metadata) to use it here.")
+        }
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         try bytes.withUnsafeMutableBytes { raw in

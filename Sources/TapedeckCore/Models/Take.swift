@@ -193,11 +193,21 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
         return name.uppercased()
     }
 
-    /// Checks everything against the limits. - Throws: `.invalidArgument`. - Thread: any; never blocks.
-    public func validate() throws {
-        guard notes.utf8.count <= Self.maxTextBytes else {
+    /// Checks notes: at most ``maxTextBytes`` of UTF-8, and no NUL (U+0000), which no catalog
+    /// keeps (a library's catalog would cut the notes short there, silently).
+    /// - Throws: `.invalidArgument` saying what is wrong. - Thread: any; never blocks.
+    public static func validateNotes(_ notes: String) throws {
+        guard notes.utf8.count <= maxTextBytes else {
             throw TapedeckError(.invalidArgument, "The notes are longer than 64 KiB. Shorten them.")
         }
+        guard !notes.utf8.contains(0) else {
+            throw TapedeckError(.invalidArgument, "The notes contain a NUL character (U+0000), which notes cannot hold. Remove it and set the notes again.")
+        }
+    }
+
+    /// Checks everything against the limits. - Throws: `.invalidArgument`. - Thread: any; never blocks.
+    public func validate() throws {
+        try Self.validateNotes(notes)
         guard tags.count <= Self.maxTags else {
             throw TapedeckError(.invalidArgument, "A take keeps at most \(Self.maxTags) tags. Remove some with `tapedeck tag TAKE --remove NAME`.")
         }
@@ -207,15 +217,82 @@ public struct TakeAnnotations: Sendable, Hashable, Codable {
         guard clippedSamples >= 0 else { throw TapedeckError(.invalidArgument, "A clip count cannot be negative.") }
         try run?.validate()
         try loudness?.validate()
-        if let began, !began.timeIntervalSince1970.isFinite || abs(began.timeIntervalSince1970) > 1e11 {
+        if let began, !Self.isValidBeginning(began) {
             throw TapedeckError(.invalidArgument, "A take cannot begin at \(began.timeIntervalSince1970) s since 1970.")
         }
         guard markers.count <= TakeMarker.maxCount else {
             throw TapedeckError(.invalidArgument, "A take keeps at most \(TakeMarker.maxCount) markers.")
         }
-        for m in markers where m.frame < 0 || m.label.utf8.count > TakeMarker.maxLabelBytes
-            || m.label.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+        guard markers.allSatisfy(\.isValid) else {
             throw TapedeckError(.invalidArgument, "A marker stands at a frame of the take (not before it) and its label is at most 256 bytes without control characters.")
         }
+    }
+
+    /// Whether `date` can be a take's first frame's time.
+    static func isValidBeginning(_ date: Date) -> Bool {
+        date.timeIntervalSince1970.isFinite && abs(date.timeIntervalSince1970) <= 1e11
+    }
+
+    /// These annotations with each part that breaks its limit left out, and a phrase for each
+    /// part left out (e.g. "201 markers past the 999 a take keeps"): the parts are checked one by
+    /// one, so one bad fact never costs the others. Markers keep the first ``TakeMarker/maxCount``
+    /// valid ones in order; tags keep the valid ones (the first ``maxTags`` by name); notes too
+    /// long, a negative clip count, a run, loudness or first frame's time out of range are
+    /// left out (empty, 0 or `nil`). ``validate()`` accepts what it returns.
+    /// - Thread: any; never blocks.
+    public func keepingValid() -> (kept: TakeAnnotations, leftOut: [String]) {
+        var kept = self
+        var leftOut: [String] = []
+        if notes.utf8.count > Self.maxTextBytes {
+            kept.notes = ""
+            leftOut.append("the notes (longer than 64 KiB)")
+        }
+        var goodTags: [String: String] = [:]
+        for (name, value) in tags.sorted(by: { $0.key < $1.key }) where goodTags.count < Self.maxTags {
+            if (try? Self.validateTag(name, value)) == name { goodTags[name] = value }
+        }
+        if goodTags.count < tags.count {
+            kept.tags = goodTags
+            let n = tags.count - goodTags.count
+            leftOut.append(n == 1 ? "a tag (a bad name or value, or past the \(Self.maxTags) a take keeps)"
+                                  : "\(n) tags (bad names or values, or past the \(Self.maxTags) a take keeps)")
+        }
+        if clippedSamples < 0 {
+            kept.clippedSamples = 0
+            leftOut.append("a negative clip count")
+        }
+        if let run, (try? run.validate()) == nil {
+            kept.run = nil
+            leftOut.append("the link to its run (out of range)")
+        }
+        if let loudness, (try? loudness.validate()) == nil {
+            kept.loudness = nil
+            leftOut.append("the loudness (out of range)")
+        }
+        if let began, !Self.isValidBeginning(began) {
+            kept.began = nil
+            leftOut.append("the time of its first frame (out of range)")
+        }
+        let valid = markers.filter(\.isValid)
+        if valid.count < markers.count {
+            let n = markers.count - valid.count
+            leftOut.append(n == 1 ? "a marker before the take or with a bad label" : "\(n) markers before the take or with bad labels")
+        }
+        if valid.count > TakeMarker.maxCount {
+            let n = valid.count - TakeMarker.maxCount
+            leftOut.append("\(n == 1 ? "a marker" : "\(n) markers") past the \(TakeMarker.maxCount) a take keeps")
+        }
+        if valid.count < markers.count || valid.count > TakeMarker.maxCount {
+            kept.markers = Array(valid.prefix(TakeMarker.maxCount))
+        }
+        return (kept, leftOut)
+    }
+}
+
+extension TakeMarker {
+    /// Whether a take can keep it: at a frame of the take (not before it), its label at most
+    /// ``maxLabelBytes`` without control characters. - Thread: any; never blocks.
+    public var isValid: Bool {
+        frame >= 0 && label.utf8.count <= Self.maxLabelBytes && !label.unicodeScalars.contains(where: { $0.value < 0x20 })
     }
 }

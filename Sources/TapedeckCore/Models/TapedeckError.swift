@@ -95,5 +95,14 @@ public struct TapedeckError: Error, Sendable, Hashable, CustomStringConvertible 
         return TapedeckError(.io, "Could not \(action): \(reason).", systemCode: errno)
     }
 
+    /// `text` (a message, or a part of one) to stand inside a sentence that goes on after it:
+    /// without its final full stop, so "…is not usable: A take keeps at most 999 markers." never
+    /// ends in "..". - Thread: any. Never blocks.
+    public static func clause(_ text: String) -> String {
+        var clause = Substring(text)
+        while clause.last == "." || clause.last == " " { clause = clause.dropLast() }
+        return String(clause)
+    }
+
     public var description: String { message }
 }

@@ -23,6 +23,13 @@ public protocol AudioDecoder: Sendable {
     /// - Thread: any. Blocks briefly on disk I/O.
     func storesVerbatim(_ url: URL) -> VerbatimEncoding?
 
+    /// Whether the file at `url` begins as files of `encoding` (one of ``encodings``) do, by
+    /// its signature (`RIFF…WAVE`, `fLaC`, `OggS…OpusHead`); `nil` when this decoder does not
+    /// know that encoding's signature. A file that comes with a claim of its format (a pulled
+    /// take's manifest) is checked with it before it is kept. The default: `nil`.
+    /// - Thread: any. Blocks briefly on disk I/O.
+    func hasSignature(of encoding: String, at url: URL) -> Bool?
+
     /// The Broadcast Wave facts the file at `url` carries (`bext`, iXML), for `show`; `nil` when
     /// it has none or the format has no place for them (the default).
     /// - Thread: any. Blocks briefly on disk I/O.
@@ -49,6 +56,8 @@ extension AudioDecoder {
     }
 
     public func storesVerbatim(_ url: URL) -> VerbatimEncoding? { nil }
+
+    public func hasSignature(of encoding: String, at url: URL) -> Bool? { nil }
 
     public func broadcastFacts(at url: URL) -> BroadcastFacts? { nil }
 

@@ -109,11 +109,23 @@ public protocol AudioEncoder: Sendable {
     /// verified sample for sample; lossy ones by length). - Thread: any. Never blocks.
     var isLossless: Bool { get }
 
+    /// For a lossy format: the most frames (at `format`'s rate) a file of it written in
+    /// `format` may decode to beyond the frames written, where the file cannot say how many to
+    /// trim (a codec's start delay and the padding of its last frame). An export that decodes
+    /// to more than this beyond what was written is the encoder's fault, one that decodes to
+    /// less a damaged file. The default is 0: the file decodes to exactly what was written.
+    /// - Thread: any. Never blocks.
+    func maxDecodedExtraFrames(for format: AudioFormat) -> Int64
+
     /// Writes what `metadata` says of the take (its time of day, identity, origin and loudness)
     /// into a finished file of this encoder's, where the format has a place for it (BWF `bext`
-    /// and iXML, Vorbis comments), replacing what the file said before; the file is synced and
-    /// its audio is not touched. The default does nothing.
-    /// - Thread: any. Blocks on disk I/O.
+    /// and iXML, Vorbis comments): what the format lets be changed alone (a WAV's `bext` that
+    /// exists keeps its originator, description, time reference and capture source, and gets
+    /// the loudness) is changed, what the file lacks is added, and everything else the file
+    /// holds (another program's metadata, a cover) is kept whole. The file is synced and its
+    /// audio is not touched; a file that cannot be changed safely is left as it was, and the
+    /// error says so. The default does nothing.
+    /// - Thread: any. Blocks on disk I/O; never reads more than a bounded piece at once.
     func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws
 
     /// Writes `markers` (frames of the take) into a finished file of this encoder's, where the
@@ -131,6 +143,8 @@ extension AudioEncoder {
     public func inspect(fileAt url: URL) throws -> RepairResult? { nil }
     /// Lossless unless an encoder says otherwise.
     public var isLossless: Bool { true }
+    /// Files decode to exactly the frames written unless an encoder says otherwise.
+    public func maxDecodedExtraFrames(for format: AudioFormat) -> Int64 { 0 }
 }
 
 /// How a writer may use the machine, and what its caller needs.

@@ -163,6 +163,18 @@ extension TakeStorage {
         return found
     }
 
+    /// Stores the facts a recording or an import learnt about a take: the parts of
+    /// `annotations` that keep their limits (``TakeAnnotations/keepingValid()``), so a part
+    /// that breaks one (1,200 markers, a loudness out of range) never costs the others (the
+    /// loudness, the first frame's time, the run's end). Returns the take as committed and a
+    /// phrase for each part left out, for the caller to report. A failure to commit throws,
+    /// as ``annotateTake(_:_:)`` does; that method stays all or nothing for what a person typed.
+    /// - Thread: any. Blocks on disk I/O and on other processes' catalog locks (bounded by the busy timeout).
+    public func annotateTake(_ id: String, keepingValid annotations: TakeAnnotations) throws -> (take: Take, leftOut: [String]) {
+        let (kept, leftOut) = annotations.keepingValid()
+        return (try annotateTake(id, kept), leftOut)
+    }
+
     /// ``audioURL(for:)`` and `stat` per take. - Thread: any; blocks on disk I/O.
     public func audioFiles(of session: Session) -> [String: AudioFileInfo] {
         var found: [String: AudioFileInfo] = [:]

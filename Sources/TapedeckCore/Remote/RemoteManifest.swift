@@ -113,7 +113,7 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
     /// limits, names without control characters.
     private static func checkTake(_ m: RemoteManifest, key: String) throws {
         func bad(_ what: String) -> TapedeckError {
-            TapedeckError(.corruptFile, "The manifest \(key) is not a take Tapedeck pushed: \(what).")
+            TapedeckError(.corruptFile, "The manifest \(key) is not a take Tapedeck pushed: \(TapedeckError.clause(what)).")
         }
         let t = m.take
         do { try t.format.validate() } catch let e as TapedeckError { throw bad(e.message) }
@@ -132,13 +132,21 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
                 throw bad("a name is empty, too long or holds control characters")
             }
         }
+        // The names a library accepts, checked as a library checks them (blank names, C1
+        // controls): a pull never gets as far as making a session for a take it must refuse.
+        for (name, what) in [(t.name, "take"), (m.session.name, "session")] {
+            guard (try? NameRules.validate(name, what: what)) != nil else {
+                throw bad("its \(what) name is one a library does not accept (blank, or with control characters)")
+            }
+        }
     }
 
     private static func reason(_ error: any Error) -> String {
         switch error {
         case DecodingError.keyNotFound(let key, _): "no \(key.stringValue)"
         case DecodingError.typeMismatch(_, let c), DecodingError.valueNotFound(_, let c), DecodingError.dataCorrupted(let c):
-            c.codingPath.map(\.stringValue).joined(separator: ".").isEmpty ? "not JSON" : "bad \(c.codingPath.map(\.stringValue).joined(separator: "."))"
+            // The path may hold the file's own keys (a tag's name): quoted, never trusted.
+            c.codingPath.map(\.stringValue).joined(separator: ".").isEmpty ? "not JSON" : "bad \(ForeignText.printable(c.codingPath.map(\.stringValue).joined(separator: "."), limit: 100))"
         default: "unreadable"
         }
     }

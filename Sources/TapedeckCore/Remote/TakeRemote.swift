@@ -12,6 +12,11 @@ public import Foundation
 /// - ``put(_:at:)`` creates a small object only where none exists, and says which happened.
 /// - ``verify(_:against:)`` compares what the remote holds with the local file, by what the
 ///   remote itself computed or stored, and never reports a match it did not check.
+/// - Every object ``upload(_:to:resuming:options:started:progress:)`` and ``put(_:at:)`` write
+///   carries Tapedeck's mark, and ``sentByTapedeck(_:)`` tells it: nothing without it is ever
+///   Tapedeck's to remove (a bucket or folder may be shared with other programs).
+/// - Listings end: a server that pages without end (a repeated continuation token, a page that
+///   adds nothing) is an error, never a loop.
 ///
 /// Every member is async and runs on any task; network and disk work happens inside them
 /// (never on the caller's thread). A remote must be ``shutdown()`` before it is dropped.
@@ -47,9 +52,18 @@ public protocol TakeRemote: Sendable {
     /// - Throws: when it is larger than `limit`.
     func get(_ key: RemoteKey, limit: Int) async throws -> Data?
 
-    /// Copies the object at `key` into the new file `file` (which must not exist).
+    /// Copies the object at `key` into the new file `file` (which must not exist), at most
+    /// `limit` bytes of it: an object that holds more, by the length the server announces or by
+    /// the bytes that arrive, is refused as soon as that is known, and nothing past `limit` is
+    /// written (the caller removes `file` after any failure).
     /// - Returns: the size and SHA-256 of the bytes written.
-    func download(_ key: RemoteKey, to file: URL, progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest
+    /// - Throws: `.corruptFile` for an object larger than `limit`; `.notFound` when there is none.
+    func download(_ key: RemoteKey, to file: URL, limit: Int64, progress: @escaping @Sendable (Int64) -> Void) async throws -> ContentDigest
+
+    /// Whether the object at `key` carries the mark Tapedeck's uploads and `put`s set, i.e.
+    /// Tapedeck sent it; `false` for an object without the mark (another program's, or one
+    /// whose server dropped its metadata) and for no object.
+    func sentByTapedeck(_ key: RemoteKey) async throws -> Bool
 
     /// Every object whose key begins with `prefix` (empty: all), in key order.
     func list(under prefix: String) async throws -> [RemoteObject]

@@ -40,14 +40,20 @@ public struct UploadLedger: Sendable {
         public var digest: ContentDigest?
         public var reason: String?
         public var updated: Date
+        /// Why the remote copy of a ``State/verified`` take could not be confirmed when it was
+        /// last looked at (by retention or `fleet doctor`): the next `push` checks it again and
+        /// sends what is missing or stale. `nil` when nothing is in doubt.
+        public var unconfirmed: String?
 
-        public init(state: State, key: String, token: String? = nil, digest: ContentDigest? = nil, reason: String? = nil, updated: Date = Date()) {
+        public init(state: State, key: String, token: String? = nil, digest: ContentDigest? = nil, reason: String? = nil, updated: Date = Date(),
+                    unconfirmed: String? = nil) {
             self.state = state
             self.key = key
             self.token = token
             self.digest = digest
             self.reason = reason
             self.updated = updated
+            self.unconfirmed = unconfirmed
         }
     }
 
@@ -99,6 +105,24 @@ public struct UploadLedger: Sendable {
             file.remotes[remote] = mine.isEmpty ? nil : mine
             return true
         }
+    }
+
+    /// Notes that the remote copy of the verified take `takeID` could not be confirmed, and
+    /// why, so that the next `push` checks it again. A take not verified on this remote (or
+    /// verified under another key than `key`, when given: a take pulled from another machine)
+    /// is left as it is.
+    /// - Returns: whether the take's record was marked.
+    @discardableResult
+    public func markUnconfirmed(_ takeID: String, key: String? = nil, reason: String) throws -> Bool {
+        var marked = false
+        try changing { file in
+            guard var record = file.remotes[remote]?[takeID], record.state == .verified, key == nil || record.key == key else { return false }
+            record.unconfirmed = reason
+            file.remotes[remote]?[takeID] = record
+            marked = true
+            return true
+        }
+        return marked
     }
 
     /// Runs `change` on the ledger as it is now and writes the result when `change` says so,

@@ -1,0 +1,86 @@
+public import Foundation
+import TapedeckCore
+
+extension FleetReader {
+    /// One problem `fleet doctor` found on the remote. A plain value.
+    public struct Finding: Sendable, Hashable {
+        /// The object (or unfinished upload) concerned.
+        public var key: String
+        /// What is wrong, in a sentence.
+        public var problem: String
+        /// Whether the repair removed it.
+        public var repaired: Bool
+        /// When the unfinished upload it is about was begun, when the remote says.
+        public var started: Date?
+
+        public init(key: String, problem: String, repaired: Bool, started: Date? = nil) {
+            self.key = key
+            self.problem = problem
+            self.repaired = repaired
+            self.started = started
+        }
+    }
+
+    /// What a check of the whole remote found. A plain value.
+    public struct Checkup: Sendable {
+        /// Takes with a manifest that reads.
+        public var takes: Int
+        public var findings: [Finding]
+        /// Objects under the remote's root whose keys are not Tapedeck's (another program's
+        /// files in a shared bucket): counted, never read, judged or removed.
+        public var foreign: Int
+    }
+
+    /// Checks the whole remote: manifests that do not read, manifests whose audio is missing,
+    /// Tapedeck's audio without a manifest, unfinished uploads.
+    ///
+    /// Only keys Tapedeck could have written are judged: `MACHINE/SESSION-ID/TAKE-ID.EXT` with
+    /// EXT `json` or one of ``audioExtensions``. With `repair`, audio without a manifest older
+    /// than `age` is removed only when Tapedeck sent it (``TakeRemote/sentByTapedeck(_:)``: it
+    /// carries Tapedeck's mark) and its manifest is still absent when asked again; unfinished
+    /// uploads to Tapedeck's keys older than `age` are abandoned. An object without the mark
+    /// is reported and left alone.
+    /// - Thread: main actor; suspends while the remote answers.
+    public func checkup(repair: Bool, olderThan age: TimeInterval = 86_400, now: Date = Date()) async throws -> Checkup {
+        let (entries, problems, objects) = try await self.entries()
+        var findings = problems.map { Finding(key: $0.key, problem: $0.reason, repaired: false) }
+        let cutoff = now.addingTimeInterval(-age)
+        for e in entries where !e.audioPresent {
+            findings.append(Finding(key: e.manifest.audio.key, problem: Self.missingAudioAdvice(e.manifest), repaired: false))
+            noteMissingAudio(e.manifest)
+        }
+        let committed = Set(entries.map(\.manifest.audio.key))
+        let manifests = Set(objects.map(\.key).filter { Self.isTakeKey($0, extensions: ["json"]) })
+        var foreign = 0
+        for object in objects {
+            guard isAudioKey(object.key) else {
+                if !manifests.contains(object.key) { foreign += 1 }
+                continue
+            }
+            guard !committed.contains(object.key) else { continue }
+            let manifestKey = (object.key as NSString).deletingPathExtension + ".json"
+            if manifests.contains(manifestKey) { continue }  // an unreadable manifest: reported above
+            var finding = Finding(key: object.key, problem: "audio without a manifest (an upload that did not finish)", repaired: false)
+            if repair, (object.modified ?? now) < cutoff, let key = try? RemoteKey(object.key), let manifest = try? RemoteKey(manifestKey),
+               try await remote.get(manifest, limit: RemoteManifest.maximumBytes) == nil {
+                // Looked at again just before: a push may have committed it since the listing.
+                if try await remote.sentByTapedeck(key) {
+                    try await remote.remove(key)
+                    finding.repaired = true
+                } else {
+                    finding.problem = "audio without a manifest that Tapedeck did not send (it lacks the mark Tapedeck's uploads carry), so it was left alone. Remove it yourself if no other program of yours wrote it."
+                }
+            }
+            findings.append(finding)
+        }
+        for upload in try await remote.unfinishedUploads(under: "") where isAudioKey(upload.key) {
+            var repaired = false
+            if repair, (upload.started ?? now) < cutoff, let key = try? RemoteKey(upload.key) {
+                try await remote.abandon(upload.token, key: key)
+                repaired = true
+            }
+            findings.append(Finding(key: upload.key, problem: "an unfinished multipart upload", repaired: repaired, started: upload.started))
+        }
+        return Checkup(takes: entries.count, findings: findings, foreign: foreign)
+    }
+}
