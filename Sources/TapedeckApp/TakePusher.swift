@@ -231,7 +231,7 @@ public final class TakePusher {
                     logger.warning("Kept \(name), older than sync.keep-local: \(remote.location) could not be asked whether it still holds the take (\(why)). Run `tapedeck push` again when the server can be reached.",
                                    metadata: ["take": "\(take.id)"])
                 case .answered(let why)?:
-                    try? ledger.markUnconfirmed(take.id, key: record.key, reason: why)
+                    _ = try? ledger.markUnconfirmed(take.id, key: record.key, reason: why)
                     logger.warning("Kept \(name), older than sync.keep-local: its copy on \(remote.location) could not be confirmed (\(why)). The next `tapedeck push` checks it again and sends what is missing or stale; `tapedeck push --verify-remote` checks every take.",
                                    metadata: ["take": "\(take.id)"])
                 }

@@ -1,5 +1,5 @@
 public import Foundation
-public import TapedeckCore
+import TapedeckCore
 
 extension FLACDecoder {
     /// `flac`: the stream marker `fLaC` first. - Thread: any. Blocks briefly on disk I/O.

@@ -1,5 +1,5 @@
 public import Foundation
-public import TapedeckCore
+import TapedeckCore
 
 extension OpusEncoder {
     /// `opus`: an Ogg page (`OggS`) whose first packet is `OpusHead`. - Thread: any. Blocks

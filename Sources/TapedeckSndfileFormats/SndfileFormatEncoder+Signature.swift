@@ -1,5 +1,5 @@
 public import Foundation
-public import TapedeckCore
+import TapedeckCore
 
 extension SndfileFormatEncoder {
     /// `aiff`: `FORM` then `AIFF` or `AIFC`; `vorbis`: an Ogg page (`OggS`) whose first packet

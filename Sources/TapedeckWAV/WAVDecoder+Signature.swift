@@ -1,5 +1,5 @@
 public import Foundation
-public import TapedeckCore
+import TapedeckCore
 
 extension WAVDecoder {
     /// `wav`: a RIFF, RF64 or BW64 header of form `WAVE` (libsndfile reads more, but a take of

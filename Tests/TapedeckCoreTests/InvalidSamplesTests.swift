@@ -52,7 +52,7 @@ struct InvalidSamplesTests {
         #expect(out.count == samples.count)
         #expect(reader.replacedSamples == 22)
         #expect(out[3] == 0 && out[7] == 1 && out[1999] == -1 && out[4] == samples[4])
-        #expect(out.allSatisfy(\.isFinite))
+        #expect(out.allSatisfy { $0.isFinite })
 
         // The bit patterns of NaN, read as 16-bit integers, are ordinary samples.
         let pcm = AudioFormat(sampleRate: 48_000, channels: 1, sampleFormat: .s16)
