@@ -23,8 +23,9 @@ public final class FleetReader {
     /// whose file has no usable extension). Only such keys are Tapedeck's audio.
     public let audioExtensions: Set<String>
 
-    /// - Parameter audioExtensions: the build's encoders' file extensions; ``baseAudioExtensions``
-    ///   are always added.
+    /// - Parameter audioExtensions: the build's encoders' file extensions and its decoders'
+    ///   encodings (an import kept byte for byte keeps its own); ``baseAudioExtensions`` is always
+    ///   added.
     public init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger,
                 audioExtensions: Set<String> = []) {
         self.remote = remote
@@ -35,9 +36,10 @@ public final class FleetReader {
         self.audioExtensions = Set(audioExtensions.map { $0.lowercased() }).union(Self.baseAudioExtensions)
     }
 
-    /// The extensions any build's takes may have: `wav` and `flac` (imports kept byte for byte)
-    /// and `audio` (``RemoteManifest/keys(machine:take:)`` for a file without a usable one).
-    public nonisolated static let baseAudioExtensions: Set<String> = ["wav", "flac", "audio"]
+    /// The extension any build's takes may have besides its encoders' and decoders' (the
+    /// composition root passes those): `audio` (``RemoteManifest/keys(machine:take:)`` for a file
+    /// without a usable one).
+    public nonisolated static let baseAudioExtensions: Set<String> = ["audio"]
 
     /// One take on the remote: its manifest, and whether its audio object is there at the size
     /// the manifest says.

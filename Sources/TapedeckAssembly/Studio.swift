@@ -244,6 +244,6 @@ extension Studio {
     /// - Thread: main actor; never blocks.
     public func makeFleetReader(remote: any TakeRemote, partials: PartialFiles) -> FleetReader {
         FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger,
-                    audioExtensions: Set(encoders.map(\.fileExtension)))
+                    audioExtensions: Set(encoders.map(\.fileExtension)).union(decoders.flatMap(\.encodings)))
     }
 }

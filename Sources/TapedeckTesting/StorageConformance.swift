@@ -150,7 +150,10 @@ public enum StorageConformance {
         // Another part out of range is left out the same way; the markers come through.
         var later = facts
         later.markers = Array(facts.markers.prefix(3))
-        later.loudness = Loudness(integrated: 900, range: 3.5, truePeak: nil, maxMomentary: nil, maxShortTerm: nil)
+        // (Set past the initializer, which reads such values as nil: what a damaged caller could hand over.)
+        var outOfRange = Loudness(integrated: -20, range: 3.5, truePeak: nil, maxMomentary: nil, maxShortTerm: nil)
+        outOfRange.integrated = 900
+        later.loudness = outOfRange
         let (again, leftOutAgain) = try store.annotateTake(done.id, keepingValid: later)
         #expect(leftOutAgain == ["the loudness (out of range)"])
         #expect(again.loudness == nil && again.markers.count == 3 && again.began == facts.began && again.run == facts.run)
