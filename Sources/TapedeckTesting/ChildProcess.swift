@@ -49,8 +49,46 @@ public enum ChildProcess {
         let pid = try start(arguments, environment: environment, output: log.path)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (code, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+        return (exitCode(status), (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+    }
+
+    /// Runs `arguments` to its end, as ``run(_:environment:)`` does, without holding a thread
+    /// while it runs: the task sleeps 20 ms between checks for the program's end.
+    /// - Returns: its exit status (128 + the signal if one ended it) and what it wrote.
+    /// - Throws: when the program cannot be started, or the task is cancelled while it runs (the
+    ///   program is then killed and reaped).
+    /// - Thread: any task. Suspends until the program ends (not its descendants).
+    public static func runAsync(_ arguments: [String],
+                                environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> (status: Int32, output: String) {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let pid = try start(arguments, environment: environment, output: log.path)
+        var status: Int32 = 0
+        while true {
+            var polled: Int32 = 0
+            let r = waitpid(pid, &polled, WNOHANG)
+            if r == pid {
+                status = polled
+                break
+            }
+            if r < 0 {
+                if errno == EINTR { continue }
+                break  // not a child of ours any more: as run(_:environment:), status 0
+            }
+            do {
+                try await Task.sleep(for: .milliseconds(20))
+            } catch {
+                _ = kill(pid, SIGKILL)
+                while waitpid(pid, &polled, 0) < 0 && errno == EINTR {}
+                throw error
+            }
+        }
+        return (exitCode(status), (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+    }
+
+    /// A `waitpid` status as a shell gives it: the exit status, or 128 + the signal that ended it.
+    private static func exitCode(_ status: Int32) -> Int32 {
+        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     /// Sends `signal` to `pid` and reaps it; SIGKILL after 3 s if it is still there.

@@ -77,6 +77,13 @@ public final class JACKServer: Sendable {
         throw JACKServerError("The private JACK server did not start. Its log:\n\(output)")
     }
 
+    /// ``start(sampleRate:bufferFrames:channels:)`` on a thread of its own, awaited: the task holds
+    /// no thread of the cooperative pool while it waits for the server before to stop and for this
+    /// one's ports.
+    public static func startAsync(sampleRate: Int = 48_000, bufferFrames: Int = 256, channels: Int = 2) async throws -> JACKServer {
+        try await OwnThread.run { try JACKServer.start(sampleRate: sampleRate, bufferFrames: bufferFrames, channels: channels) }
+    }
+
     /// Whether the server process is still alive.
     public var isRunning: Bool { Self.running(pid) }
 

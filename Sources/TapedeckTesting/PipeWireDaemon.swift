@@ -117,6 +117,12 @@ public final class PipeWireDaemon: Sendable {
         return daemon
     }
 
+    /// ``start(sampleRate:)`` on a thread of its own, awaited: the task holds no thread of the
+    /// cooperative pool while the daemons start and the session manager picks the defaults.
+    public static func startAsync(sampleRate: Int = 48_000) async throws -> PipeWireDaemon {
+        try await OwnThread.run { try PipeWireDaemon.start(sampleRate: sampleRate) }
+    }
+
     private static func waitFor(seconds: Double, _ condition: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while !condition() {
@@ -131,9 +137,24 @@ public final class PipeWireDaemon: Sendable {
         try ChildProcess.run(["/usr/bin/pw-cli"] + arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }).output
     }
 
+    /// ``cli(_:)`` awaited without holding a thread while `pw-cli` runs.
+    @discardableResult
+    public func cliAsync(_ arguments: [String]) async throws -> String {
+        try await ChildProcess.runAsync(["/usr/bin/pw-cli"] + arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }).output
+    }
+
     /// The registry id of the node named `name`, if it exists.
     public func nodeID(_ name: String) throws -> UInt32? {
-        let output = try cli(["ls", "Node"])
+        Self.nodeID(name, in: try cli(["ls", "Node"]))
+    }
+
+    /// ``nodeID(_:)`` awaited without holding a thread while `pw-cli` runs.
+    public func nodeIDAsync(_ name: String) async throws -> UInt32? {
+        Self.nodeID(name, in: try await cliAsync(["ls", "Node"]))
+    }
+
+    /// The id of the node named `name` in `pw-cli ls Node`'s `output`.
+    private static func nodeID(_ name: String, in output: String) -> UInt32? {
         var id: UInt32?
         for line in output.split(separator: "\n") {
             let trimmed = line.trimmingCharacters(in: .whitespaces)

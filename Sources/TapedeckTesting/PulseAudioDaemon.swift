@@ -103,6 +103,13 @@ public final class PulseAudioDaemon: Sendable {
         throw DaemonError("The private PulseAudio daemon did not start. Its log:\n\(output)")
     }
 
+    /// ``start(sampleRate:keepSinkRunning:)`` on a thread of its own, awaited: the task holds no
+    /// thread of the cooperative pool while the daemon starts and settles (3 s or so).
+    /// - Thread: any task. Suspends while the daemon starts.
+    public static func startAsync(sampleRate: Int = 48_000, keepSinkRunning: Bool = true) async throws -> PulseAudioDaemon {
+        try await OwnThread.run { try PulseAudioDaemon.start(sampleRate: sampleRate, keepSinkRunning: keepSinkRunning) }
+    }
+
     private static func spawn(_ arguments: [String], environment: [String: String], output: String) throws -> pid_t {
         do {
             return try ChildProcess.start(arguments, environment: environment, output: output)

@@ -51,6 +51,12 @@ public final class S3Server: Sendable {
         if kind == .moto { try makeMotoBucket() }
     }
 
+    /// ``init(_:bucket:dataDirectory:port:)`` on a thread of its own, awaited: the task holds no
+    /// thread of the cooperative pool while the server starts and until it answers.
+    public static func startAsync(_ kind: Kind, bucket: String = "takes", dataDirectory: URL? = nil, port: Int? = nil) async throws -> S3Server {
+        try await OwnThread.run { try S3Server(kind, bucket: bucket, dataDirectory: dataDirectory, port: port) }
+    }
+
     /// The arguments that start the server.
     private var command: [String] {
         switch kind {

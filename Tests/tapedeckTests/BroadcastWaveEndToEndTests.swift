@@ -12,7 +12,7 @@ import Glibc
 struct BroadcastWaveEndToEndTests {
     /// What python makes of a WAV file's bext and iXML: every chunk before `data`, the bext
     /// fields, the iXML values (parsed by xml.etree), and the local time of `began`.
-    static func broadcast(_ path: String, began: Double? = nil) throws -> [String: Any] {
+    static func broadcast(_ path: String, began: Double? = nil) async throws -> [String: Any] {
         let script = """
             import struct, sys, json, time, xml.etree.ElementTree as ET
             b = open(sys.argv[1], 'rb').read()
@@ -48,7 +48,7 @@ struct BroadcastWaveEndToEndTests {
                                     seconds=lt.tm_hour * 3600 + lt.tm_min * 60 + lt.tm_sec + (t - int(t)))
             print(json.dumps(out))
             """
-        let r = try CLIHarness.tool("python3", ["-c", script, path] + (began.map { [String($0)] } ?? []))
+        let r = try await CLIHarness.tool("python3", ["-c", script, path] + (began.map { [String($0)] } ?? []))
         try #require(r.status == 0, "\(r.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
     }
@@ -58,25 +58,25 @@ struct BroadcastWaveEndToEndTests {
     /// microsecond) times the rate: one frame, and the date's last digit (0.048 frames).
     static let timeReferenceTolerance = 1 + 48_000 * 1e-6
 
-    static func began(_ take: [String: Any]) throws -> Double {
+    static func began(_ take: [String: Any]) async throws -> Double {
         let text = try #require(take["firstFrameAt"] as? String, "the take has its first frame's time")
-        let r = try CLIHarness.tool("python3", ["-c", "import sys, datetime; print(datetime.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp())", text])
+        let r = try await CLIHarness.tool("python3", ["-c", "import sys, datetime; print(datetime.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp())", text])
         return try #require(Double(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(text): \(r.stderr)")
     }
 
     @Test("a WAV take is Broadcast Wave: bext and iXML before the audio, read by python and ffprobe; TimeReference is its first frame's time of day")
-    func wavTake() throws {
+    func wavTake() async throws {
         let cli = try CLIHarness()
         let before = Date().timeIntervalSince1970
-        let r = try cli.run("record", "-d", "2s", "--name", "Scène 12A", "--set", "metadata.tape=CARD7", "--set", "metadata.user=MIXER=Ana, ROOM=B", "--json")
+        let r = try await cli.run("record", "-d", "2s", "--name", "Scène 12A", "--set", "metadata.tape=CARD7", "--set", "metadata.user=MIXER=Ana, ROOM=B", "--json")
         let after = Date().timeIntervalSince1970
         try #require(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
         let path = try #require(take["path"] as? String)
-        let began = try Self.began(take)
+        let began = try await Self.began(take)
         #expect(began >= before && began <= after, "the first frame came while the command ran: \(before) \(began) \(after)")
-        let b = try Self.broadcast(path, began: began)
+        let b = try await Self.broadcast(path, began: began)
         let order = try #require(b["order"] as? [String])
         let data = try #require(order.firstIndex(of: "data"))
         #expect(order.prefix(data).contains("bext") && order.prefix(data).contains("iXML"), "\(order)")
@@ -109,47 +109,47 @@ struct BroadcastWaveEndToEndTests {
         let fields = try #require(bext["loudness"] as? [Int])
         #expect(abs(Double(fields[0]) - (loudness["integrated"] as? Double ?? 0) * 100) <= 1, "\(fields) \(loudness)")
         // ffmpeg's own reader.
-        let probe = try CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "json", path])
+        let probe = try await CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "json", path])
         let tags = try #require((try JSONSerialization.jsonObject(with: Data(probe.stdout.utf8)) as? [String: Any]).flatMap { ($0["format"] as? [String: Any])?["tags"] as? [String: String] })
         #expect(tags["time_reference"] == String(reference), "\(tags)")
         #expect(tags["encoded_by"] == "Tapedeck", "ffmpeg reads the Originator as encoded_by: \(tags)")
         #expect(tags["originator_reference"] == id.replacingOccurrences(of: "-", with: ""))
-        #expect(try CLIHarness.tool("sox", [path, "-n"]).stderr.isEmpty, "sox reads the file without a warning")
+        #expect(try await CLIHarness.tool("sox", [path, "-n"]).stderr.isEmpty, "sox reads the file without a warning")
         // And `show` says when it began.
-        let shown = try cli.run("show", "last")
+        let shown = try await cli.run("show", "last")
         #expect(shown.stdout.contains("TimeReference \(reference)"), "\(shown.stdout)")
     }
 
     @Test("a SIGKILLed WAV take is recovered with bext and iXML that still agree")
-    func killedTake() throws {
+    func killedTake() async throws {
         let cli = try CLIHarness()
         let (p, _, _) = try cli.start(["record", "-d", "30s"])
         let pending = cli.library.appendingPathComponent("sessions")
-        #expect(CLIHarness.wait(timeout: 10) {
+        #expect(try await CLIHarness.wait(timeout: 10) {
             (FileManager.default.enumerator(atPath: pending.path)?.allObjects as? [String] ?? []).contains { $0.hasSuffix(".wav") }
         })
-        Thread.sleep(forTimeInterval: 2.5)
+        try await Task.sleep(for: .seconds(2.5))
         kill(p.processIdentifier, SIGKILL)
-        CLIHarness.waitForExit(p)
-        let takes = try cli.takes()  // opening the library recovers the take
+        try await CLIHarness.waitForExit(p)
+        let takes = try await cli.takes()  // opening the library recovers the take
         let take = try #require(takes.first)
         #expect(take["state"] as? String == "recovered")
         let path = try #require(take["path"] as? String)
-        let b = try Self.broadcast(path)
+        let b = try await Self.broadcast(path)
         let bext = try #require(b["bext"] as? [String: Any])
         let ixml = try #require(b["ixml"] as? [String: Any])
         let reference = try #require(bext["timeReference"] as? Int)
         #expect(reference > 0 && ixml["timestamp"] as? Int == reference, "stamped at the first frame: \(bext) \(ixml)")
         let created = try #require(take["createdAt"] as? String)
         #expect(!created.isEmpty)
-        let wave = try CLIHarness.tool("python3", ["-c", "import wave,sys; w = wave.open(sys.argv[1]); print(w.getnframes())", path])
+        let wave = try await CLIHarness.tool("python3", ["-c", "import wave,sys; w = wave.open(sys.argv[1]); print(w.getnframes())", path])
         #expect(wave.status == 0 && Int(wave.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == take["frames"] as? Int, "\(wave.stderr)")
     }
 
     @Test("the takes of a split run: each TimeReference is the first's plus its offset in the run; iXML FILE_SET names the run")
-    func splitRun() throws {
+    func splitRun() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "3s", "--split", "1s", "--json")
+        let r = try await cli.run("record", "-d", "3s", "--split", "1s", "--json")
         try #require(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let takes = try #require(report["takes"] as? [[String: Any]])
@@ -158,7 +158,7 @@ struct BroadcastWaveEndToEndTests {
         for take in takes {
             let run = try #require(take["run"] as? [String: Any])
             let offset = try #require(run["offsetFrames"] as? Int)
-            let b = try Self.broadcast(try #require(take["path"] as? String))
+            let b = try await Self.broadcast(try #require(take["path"] as? String))
             let reference = try #require((b["bext"] as? [String: Any])?["timeReference"] as? Int)
             if first == nil { first = reference }
             #expect(abs(reference - (first! + offset)) <= 1, "take \(run["index"] ?? "?"): \(reference) vs \(first!) + \(offset)")
@@ -169,24 +169,24 @@ struct BroadcastWaveEndToEndTests {
     }
 
     @Test("a FLAC take carries ORGANIZATION from the start; `tapedeck loudness` adds TIME_REFERENCE (its first frame's) and its loudness; flac -t passes")
-    func flacTake() throws {
+    func flacTake() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "2s", "--set", "encoder.name=flac", "--set", "metadata.organization=Radio Tapedeck", "--json")
+        let r = try await cli.run("record", "-d", "2s", "--set", "encoder.name=flac", "--set", "metadata.organization=Radio Tapedeck", "--json")
         try #require(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
         let path = try #require(take["path"] as? String)
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
-        let recorded = try CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+        let recorded = try await CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
         #expect(recorded.contains("ORGANIZATION=Radio Tapedeck"), "\(recorded)")
         // The recorder never rewrites a committed take's file: the time of day and loudness
         // come with `tapedeck loudness` (or an export).
         #expect(!recorded.contains("TIME_REFERENCE=") && !recorded.contains("REPLAYGAIN"), "\(recorded)")
-        #expect(try cli.run("loudness", "last", "--set", "metadata.organization=Radio Tapedeck").status == 0)
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
-        let tags = try CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
-        let began = try Self.began(take)
-        let local = try #require(try Self.broadcastLocalSeconds(began))
+        #expect(try await cli.run("loudness", "last", "--set", "metadata.organization=Radio Tapedeck").status == 0)
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+        let tags = try await CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
+        let began = try await Self.began(take)
+        let local = try #require(try await Self.broadcastLocalSeconds(began))
         let line = try #require(tags.split(separator: "\n").first { $0.hasPrefix("TIME_REFERENCE=") })
         let reference = try #require(Double(line.dropFirst("TIME_REFERENCE=".count)))
         #expect(abs(reference - local * 48_000) <= Self.timeReferenceTolerance, "\(line) vs \(local)")
@@ -198,44 +198,45 @@ struct BroadcastWaveEndToEndTests {
     }
 
     @Test("an imported Broadcast Wave keeps its own bext and iXML byte for byte; show displays them; `loudness` changes only its loudness fields")
-    func importedBroadcastWave() throws {
+    func importedBroadcastWave() async throws {
         let cli = try CLIHarness()
         let folder = cli.library.path + "-bwf"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let source = folder + "/F6_0042.wav"
         // ffmpeg writes a bext chunk of its own: another recorder's file.
-        let made = try CLIHarness.tool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=2:sample_rate=48000", "-ac", "2",
-                                                  "-c:a", "pcm_s24le", "-write_bext", "1", "-metadata", "originator=Field Recorder F6",
-                                                  "-metadata", "originator_reference=F6-0042", "-metadata", "description=sSCENE=12A\r\nsTAKE=4",
-                                                  "-metadata", "origination_date=2026-05-01", "-metadata", "origination_time=06:30:00",
-                                                  "-metadata", "time_reference=1123200000", source])
+        let made = try await CLIHarness.tool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=2:sample_rate=48000", "-ac", "2",
+                                                        "-c:a", "pcm_s24le", "-write_bext", "1", "-metadata", "originator=Field Recorder F6",
+                                                        "-metadata", "originator_reference=F6-0042", "-metadata", "description=sSCENE=12A\r\nsTAKE=4",
+                                                        "-metadata", "origination_date=2026-05-01", "-metadata", "origination_time=06:30:00",
+                                                        "-metadata", "time_reference=1123200000", source])
         try #require(made.status == 0, "\(made.stderr)")
-        let imported = try cli.run("import", source, "--json")
+        let imported = try await cli.run("import", source, "--json")
         try #require(imported.status == 0, "\(imported.stderr)")
         let take = try #require((try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])?.first)
         let path = try #require(take["path"] as? String)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(contentsOf: URL(fileURLWithPath: source)), "kept byte for byte")
-        let shown = try cli.run("show", "last")
+        let shown = try await cli.run("show", "last")
         #expect(shown.stdout.contains("Broadcast: Field Recorder F6, 2026-05-01 06:30:00, TimeReference 1123200000 (06:30:00)"), "\(shown.stdout)")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(try cli.run("show", "last", "--json").stdout.utf8)) as? [String: Any])
+        let shownJSON = try await cli.run("show", "last", "--json")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(shownJSON.stdout.utf8)) as? [String: Any])
         #expect((json["broadcast"] as? [String: Any])?["originatorReference"] as? String == "F6-0042", "\(json)")
         // Measuring writes the loudness into its bext, and nothing else of it changes.
-        #expect(try cli.run("loudness", "last").status == 0)
-        let b = try Self.broadcast(path)
+        #expect(try await cli.run("loudness", "last").status == 0)
+        let b = try await Self.broadcast(path)
         let bext = try #require(b["bext"] as? [String: Any])
         #expect(bext["originator"] as? String == "Field Recorder F6" && bext["reference"] as? String == "F6-0042", "\(bext)")
         #expect(bext["timeReference"] as? Int == 1_123_200_000)
         #expect((bext["loudness"] as? [Int])?.first != 0x7FFF, "\(bext)")
-        #expect(try CLIHarness.tool("sox", [path, "-n"]).status == 0)
+        #expect(try await CLIHarness.tool("sox", [path, "-n"]).status == 0)
     }
 
     @Test("a take whose file was cut short or overwritten is not measured or exported as if whole: exit 74 and `tapedeck doctor` named")
-    func damagedTake() throws {
+    func damagedTake() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "-d", "2s", "--name", "cut").status == 0)
-        #expect(try cli.run("record", "-d", "1s", "--name", "noise").status == 0)
-        let takes = try cli.takes()
+        #expect(try await cli.run("record", "-d", "2s", "--name", "cut").status == 0)
+        #expect(try await cli.run("record", "-d", "1s", "--name", "noise").status == 0)
+        let takes = try await cli.takes()
         let cut = try #require(takes.first { $0["name"] as? String == "cut" }?["path"] as? String)
         let noise = try #require(takes.first { $0["name"] as? String == "noise" }?["path"] as? String)
         try #require(truncate(cut, 40_000) == 0)
@@ -245,7 +246,7 @@ struct BroadcastWaveEndToEndTests {
         defer { try? FileManager.default.removeItem(atPath: out) }
         for take in ["Session 1/cut", "Session 1/noise"] {
             for args in [["loudness", take], ["export", take, "--loudness", "-23", "-o", out], ["export", take, "-o", out]] {
-                let r = try cli.run(args)
+                let r = try await cli.run(args)
                 #expect(r.status == 74 && r.stderr.contains("tapedeck doctor") && !r.stderr.contains("encoder"), "\(args): \(r.status) \(r.stderr)")
             }
         }
@@ -253,25 +254,25 @@ struct BroadcastWaveEndToEndTests {
     }
 
     @Test("a take under 0.4 s is too short for an integrated loudness: said so, and --loudness suggests --normalize-peak")
-    func shortTake() throws {
+    func shortTake() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "-d", "0.3s").status == 0)
-        let shown = try cli.run("show", "last")
+        #expect(try await cli.run("record", "-d", "0.3s").status == 0)
+        let shown = try await cli.run("show", "last")
         #expect(shown.stdout.contains("too short to measure (under 0.4 s)"), "\(shown.stdout)")
-        let r = try cli.run("export", "last", "--loudness", "-23", "-o", cli.library.path)
+        let r = try await cli.run("export", "last", "--loudness", "-23", "-o", cli.library.path)
         #expect(r.status == 65 && r.stderr.contains("--normalize-peak"), "\(r.stderr)")
     }
 
     /// Seconds since local midnight of `t`, as python's localtime says.
-    static func broadcastLocalSeconds(_ t: Double) throws -> Double? {
-        let r = try CLIHarness.tool("python3", ["-c", "import time,sys; t=float(sys.argv[1]); l=time.localtime(t); print(l.tm_hour*3600+l.tm_min*60+l.tm_sec+(t-int(t)))", String(t)])
+    static func broadcastLocalSeconds(_ t: Double) async throws -> Double? {
+        let r = try await CLIHarness.tool("python3", ["-c", "import time,sys; t=float(sys.argv[1]); l=time.localtime(t); print(l.tm_hour*3600+l.tm_min*60+l.tm_sec+(t-int(t)))", String(t)])
         return Double(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     @Test("loudness measured while recording, at import and by `tapedeck loudness` matches ffmpeg's; --missing skips measured takes", arguments: ["directory", "bundle"])
-    func loudnessMatchesFFmpeg(_ storage: String) throws {
+    func loudnessMatchesFFmpeg(_ storage: String) async throws {
         let cli = try CLIHarness(storage: storage)
-        let r = try cli.run("record", "-d", "4s", "--set", "format.sample-format=s24", "--json")
+        let r = try await cli.run("record", "-d", "4s", "--set", "format.sample-format=s24", "--json")
         try #require(r.status == 0, "\(r.stderr)")
         // A programme whose level and pitch move (speech-like), made by sox, imported. At 48 kHz: BS.1770 measures true
         // peak 4× oversampled, which libebur128 does at any rate, while ffmpeg's filter resamples
@@ -280,32 +281,33 @@ struct BroadcastWaveEndToEndTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let source = folder + "/speechlike.wav"
-        let made = try CLIHarness.tool("sox", ["-R", "-n", "-r", "48000", "-c", "1", "-b", "16", source, "synth", "12", "sine", "150-3000", "tremolo", "3", "90", "vol", "-12dB"])
+        let made = try await CLIHarness.tool("sox", ["-R", "-n", "-r", "48000", "-c", "1", "-b", "16", source, "synth", "12", "sine", "150-3000", "tremolo", "3", "90", "vol", "-12dB"])
         try #require(made.status == 0, "\(made.stderr)")
-        let imported = try cli.run("import", source, "--json")
+        let imported = try await cli.run("import", source, "--json")
         try #require(imported.status == 0, "\(imported.stderr)")
-        for take in try cli.takes() {
+        for take in try await cli.takes() {
             let path = try #require(take["path"] as? String)
             let ours = try #require(take["loudness"] as? [String: Any], "\(take["name"] ?? "") was measured")
-            let theirs = try CLIHarness.ffmpegLoudness(path)
+            let theirs = try await CLIHarness.ffmpegLoudness(path)
             #expect(abs((ours["integrated"] as? Double ?? .nan) - theirs.integrated) <= 0.1, "\(ours) vs ffmpeg \(theirs)")
             #expect(abs((ours["truePeak"] as? Double ?? .nan) - theirs.truePeak) <= 0.2, "\(ours) vs ffmpeg \(theirs)")
         }
-        let skipped = try cli.run("loudness", "--all", "--missing")
+        let skipped = try await cli.run("loudness", "--all", "--missing")
         #expect(skipped.status == 0 && skipped.stdout.isEmpty, "\(skipped.stdout) \(skipped.stderr)")
-        let again = try cli.run("loudness", "--all", "--json")
+        let again = try await cli.run("loudness", "--all", "--json")
         #expect(again.status == 0, "\(again.stderr)")
         let measured = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [[String: Any]])
         #expect(measured.count == 2)
         for take in measured where take["encoding"] as? String == "wav" {
             // The file's bext (written in place, or after the audio for the imported file) says it too.
-            let b = try Self.broadcast(try #require(take["path"] as? String))
+            let path = try #require(take["path"] as? String)
+            let b = try await Self.broadcast(path)
             let fields = try #require((b["bext"] as? [String: Any])?["loudness"] as? [Int])
             let integrated = try #require((take["loudness"] as? [String: Any])?["integrated"] as? Double)
             #expect(abs(Double(fields[0]) - integrated * 100) <= 1, "\(fields) \(integrated)")
-            #expect(try CLIHarness.tool("sox", [try #require(take["path"] as? String), "-n"]).status == 0)
+            #expect(try await CLIHarness.tool("sox", [path, "-n"]).status == 0)
         }
-        let none = try cli.run("loudness")
+        let none = try await cli.run("loudness")
         #expect(none.status == 64 && none.stderr.contains("--all"), "\(none.stderr)")
     }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import TapedeckTesting
 import Testing
 
 /// Runs the built `tapedeck` binary against a temporary library with `Configuration/ci.yaml`.
@@ -79,8 +81,8 @@ struct CLIHarness {
         return env
     }
 
-    /// Starts `tapedeck ARGS` and returns the process (stdout and stderr to files).
-    func start(_ args: [String]) throws -> (Process, URL, URL) {
+    /// `tapedeck ARGS` made ready to run (stdout and stderr to new files of their own), not started.
+    private func process(_ args: [String]) throws -> (Process, URL, URL) {
         let p = Process()
         // The stop signals start at their default actions whatever the test runner inherited
         // (a runner started as a script's background job ignores SIGINT, and Process passes an
@@ -89,27 +91,42 @@ struct CLIHarness {
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["--default-signal=INT,TERM,HUP"] + launcher + [try Self.binary.path] + args
         p.environment = environment
+        let (out, err) = try Self.outputFiles()
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        p.standardError = try FileHandle(forWritingTo: err)
+        p.standardInput = FileHandle.nullDevice
+        return (p, out, err)
+    }
+
+    /// Two new empty files in the temporary folder, for a process's stdout and stderr.
+    private static func outputFiles() throws -> (URL, URL) {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString)")
         let err = FileManager.default.temporaryDirectory.appendingPathComponent("err-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        p.standardOutput = try FileHandle(forWritingTo: out)
-        p.standardError = try FileHandle(forWritingTo: err)
-        p.standardInput = FileHandle.nullDevice
+        return (out, err)
+    }
+
+    /// Starts `tapedeck ARGS` and returns the process (stdout and stderr to files). Does not wait:
+    /// ``waitForExit(_:limit:sourceLocation:)`` does.
+    func start(_ args: [String]) throws -> (Process, URL, URL) {
+        let (p, out, err) = try process(args)
         try p.run()
         return (p, out, err)
     }
 
     @discardableResult
-    func run(_ args: String...) throws -> Result { try run(args) }
+    func run(_ args: String...) async throws -> Result { try await run(args) }
 
-    func run(_ args: [String]) throws -> Result {
-        let (p, out, err) = try start(args)
-        Self.waitForExit(p)
+    /// Runs `tapedeck ARGS` to its end (a hang is ended after 300 s, see
+    /// ``runToExit(_:limit:sourceLocation:)``), awaited without holding a thread.
+    func run(_ args: [String]) async throws -> Result {
+        let (p, out, err) = try process(args)
         defer {
             try? FileManager.default.removeItem(at: out)
             try? FileManager.default.removeItem(at: err)
         }
+        try await Self.runToExit(p)
         return Result(status: p.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
                       stderr: try String(contentsOf: err, encoding: .utf8))
     }
@@ -117,10 +134,10 @@ struct CLIHarness {
     /// The first sample of a 16-bit audio file (decoded by sox) that is not the null backend's
     /// frame counter from sample `first` on (sample k of the stream is k, wrapped to 16 bits); `nil`
     /// when every sample is.
-    static func firstWrongCounterSample(_ path: String, from first: Int) throws -> Int? {
+    static func firstWrongCounterSample(_ path: String, from first: Int) async throws -> Int? {
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("counter-\(UUID().uuidString).raw").path
         defer { try? FileManager.default.removeItem(atPath: raw) }
-        let r = try tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw])
+        let r = try await tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw])
         guard r.status == 0 else { return -1 }
         let data = try Data(contentsOf: URL(fileURLWithPath: raw))
         return data.withUnsafeBytes { b in
@@ -128,8 +145,8 @@ struct CLIHarness {
         }
     }
 
-    func listJSON() throws -> [[String: Any]] {
-        let r = try run("list", "--json")
+    func listJSON() async throws -> [[String: Any]] {
+        let r = try await run("list", "--json")
         #expect(r.status == 0, "list failed: \(r.stderr)")
         return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
     }
@@ -159,23 +176,22 @@ struct CLIHarness {
 
     /// Waits (up to `timeout` s) until a recording's pending file exists: the take's row is
     /// committed and its writer has started.
-    func waitForPendingFile(timeout: Double = 10) -> Bool {
-        Self.wait(timeout: timeout) {
+    func waitForPendingFile(timeout: Double = 10) async throws -> Bool {
+        try await Self.wait(timeout: timeout) {
             (try? FileManager.default.subpathsOfDirectory(atPath: library.path).contains { $0.contains(".pending.") }) == true
         }
     }
 
-    func takes() throws -> [[String: Any]] {
-        try listJSON().flatMap { ($0["takes"] as? [[String: Any]]) ?? [] }
+    func takes() async throws -> [[String: Any]] {
+        try await listJSON().flatMap { ($0["takes"] as? [[String: Any]]) ?? [] }
     }
 
-    /// Runs a tool (sox, python3, …) and returns its status and output.
     /// Checks with python's wave module that WAV `recorded` holds WAV `played` unchanged: every
     /// recorded frame that is not silence continues a run of the played frames exactly (silence
     /// is what a cycle a loaded server skipped leaves; the runs go on after it), at least
     /// `atLeast` frames were copied, and at most `stray` frames are neither. Status 0 when so.
-    static func copiedRuns(played: String, recorded: String, atLeast: Int, stray allowed: Int = 0) throws -> Result {
-        try tool("python3", ["-c", """
+    static func copiedRuns(played: String, recorded: String, atLeast: Int, stray allowed: Int = 0) async throws -> Result {
+        try await tool("python3", ["-c", """
             import sys, wave
             def frames(p):
                 w = wave.open(p, "rb")
@@ -205,24 +221,27 @@ struct CLIHarness {
             """, played, recorded, "\(atLeast)", "\(allowed)"])
     }
 
-    static func tool(_ name: String, _ args: [String]) throws -> Result {
+    /// Runs a tool (sox, python3, …) and returns its status and output, awaited without holding a thread.
+    static func tool(_ name: String, _ args: [String]) async throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = [name] + args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        let (out, err) = try outputFiles()
+        defer {
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        p.standardError = try FileHandle(forWritingTo: err)
+        try await runToExit(p, limit: nil)
+        return Result(status: p.terminationStatus, stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
+                      stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
     }
 
     /// ffmpeg's EBU R128 integrated loudness (LUFS) and true peak (dBTP) of a file: an
     /// implementation independent of Tapedeck's (libebur128).
-    static func ffmpegLoudness(_ path: String) throws -> (integrated: Double, truePeak: Double) {
-        let r = try tool("ffmpeg", ["-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
+    static func ffmpegLoudness(_ path: String) async throws -> (integrated: Double, truePeak: Double) {
+        let r = try await tool("ffmpeg", ["-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
         let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
         func value(_ label: String) -> Double {
             let line = summary.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) } ?? ""
@@ -231,28 +250,161 @@ struct CLIHarness {
         return (value("I:"), value("Peak:"))
     }
 
-    /// Waits for `p` to exit, for at most `limit` seconds: a command that is still running by then
-    /// is a hang, and a test that waits for it forever would hold up the whole run. It is recorded
-    /// as an issue with the threads' stacks (gdb, when it is there), then killed.
-    static func waitForExit(_ p: Process, limit: Double = 300, sourceLocation: SourceLocation = #_sourceLocation) {
-        guard !wait(timeout: limit, { !p.isRunning }) else {
-            p.waitUntilExit()
+    /// Runs `p` (made ready, not started) and waits for it to exit without holding a thread: the
+    /// termination handler, set before the process starts, resumes the wait. With a `limit`, a
+    /// command still running after `limit` seconds is a hang (see ``recordHang``): recorded with
+    /// its threads' stacks, killed, and waited for.
+    static func runToExit(_ p: Process, limit: Double? = 300, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let end = ProcessExit()
+        p.terminationHandler = { _ in end.exited() }
+        try p.run()
+        if let limit {
+            if await !end.wait(limit: limit) {
+                await recordHang(p, limit: limit, sourceLocation: sourceLocation) { await end.wait() }
+            }
+        } else {
+            await end.wait()
+        }
+        p.waitUntilExit()  // returns at once: the process has exited; this only lets go of its run loop source
+    }
+
+    /// Waits for `p` (from ``start(_:)``) to exit, for at most `limit` seconds, polling every 20 ms
+    /// without holding a thread: a command that is still running by then is a hang, and a test that
+    /// waits for it forever would hold up the whole run. It is recorded as an issue with the
+    /// threads' stacks (gdb, when it is there), then killed.
+    /// - Throws: only when the task is cancelled.
+    static func waitForExit(_ p: Process, limit: Double = 300, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let exited = try await wait(timeout: limit) { !p.isRunning }
+        guard exited else {
+            try await recordHang(p, limit: limit, sourceLocation: sourceLocation) { try await untilExited(p) }
             return
         }
-        let stacks = (try? tool("gdb", ["-p", "\(p.processIdentifier)", "-batch", "-ex", "thread apply all bt"]))?.stdout ?? "(no gdb)"
+        p.waitUntilExit()  // returns at once: the process has exited
+    }
+
+    /// Waits, as long as it takes, until `p` (from ``start(_:)``) has exited, polling every 20 ms
+    /// without holding a thread.
+    static func untilExited(_ p: Process) async throws {
+        while p.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        p.waitUntilExit()  // returns at once: the process has exited
+    }
+
+    /// A command still running after `limit` seconds: its threads' stacks (gdb, when it is there),
+    /// then SIGKILL, then `exited` (waits for the end), then the issue, with the stacks.
+    private static func recordHang(_ p: Process, limit: Double, sourceLocation: SourceLocation,
+                                   exited: () async throws -> Void) async rethrows {
+        let stacks = (try? await tool("gdb", ["-p", "\(p.processIdentifier)", "-batch", "-ex", "thread apply all bt"]))?.stdout ?? "(no gdb)"
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        try await exited()
         Issue.record("\((p.arguments ?? []).joined(separator: " ")) was still running after \(Int(limit)) s, and was killed. Its threads:\n\(stacks.suffix(20_000))",
                      sourceLocation: sourceLocation)
     }
 
-    /// Waits until `condition` holds, polling every 20 ms, up to `timeout` seconds.
-    static func wait(timeout: Double, _ condition: () -> Bool) -> Bool {
+    /// Runs `body` while `p` (from ``start(_:)``) runs; then ends `p` (SIGTERM, if it is still
+    /// running) and waits for it to exit (``waitForExit(_:limit:sourceLocation:)``), also when
+    /// `body` throws: a `defer` that can await.
+    static func stopping(_ p: Process, sourceLocation: SourceLocation = #_sourceLocation, after body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch {
+            if p.isRunning { p.terminate() }
+            try? await waitForExit(p, sourceLocation: sourceLocation)
+            throw error
+        }
+        if p.isRunning { p.terminate() }
+        try await waitForExit(p, sourceLocation: sourceLocation)
+    }
+
+    /// Runs `arguments` (the program looked up in PATH) to its end on a thread of its own, not
+    /// waited for: clean-up where nothing can be awaited (a `defer`, a `deinit`).
+    static func runDetached(_ arguments: [String]) {
+        Thread.detachNewThread { _ = try? ChildProcess.run(arguments) }
+    }
+
+    /// Waits until `condition` holds, checking every 20 ms, up to `timeout` seconds; the task
+    /// sleeps in between, holding no thread.
+    /// - Throws: only when the task is cancelled.
+    static func wait(timeout: Double, _ condition: () async -> Bool) async throws -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
+            if await condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
         }
-        return condition()
+        return await condition()
+    }
+}
+
+/// The end of a process, awaited without holding a thread. The process's termination handler
+/// calls ``exited()``; ``wait(limit:)`` returns when it has, or when the limit has passed. Each
+/// wait's continuation is taken out of the lock by exactly one of the two, so it is resumed once.
+final class ProcessExit: Sendable {
+    private struct State {
+        var exited = false
+        /// The wait under way, counted from 1; a limit that passes belongs to one wait.
+        var generation: UInt64 = 0
+        var waiter: CheckedContinuation<Bool, Never>?
+        /// The last wait whose limit passed before it was waiting.
+        var expired: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// The process has exited: whoever waits goes on. - Thread: any (the termination handler's).
+    func exited() {
+        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            s.exited = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: true)
+    }
+
+    /// Waits until the process has exited.
+    func wait() async {
+        let generation = state.withLock { s -> UInt64 in
+            s.generation += 1
+            return s.generation
+        }
+        _ = await waiting(generation)
+    }
+
+    /// Waits until the process has exited (`true`) or `limit` seconds have passed (`false`).
+    func wait(limit: Double) async -> Bool {
+        let generation = state.withLock { s -> UInt64 in
+            s.generation += 1
+            return s.generation
+        }
+        let timer = Task { [self] in
+            do { try await Task.sleep(for: .seconds(limit)) } catch { return }
+            timedOut(generation)
+        }
+        defer { timer.cancel() }
+        return await waiting(generation)
+    }
+
+    private func waiting(_ generation: UInt64) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let now = state.withLock { s -> Bool? in
+                if s.exited { return true }
+                if s.expired == generation { return false }
+                s.waiter = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    /// The limit of wait `generation` has passed.
+    private func timedOut(_ generation: UInt64) {
+        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            guard s.generation == generation, !s.exited else { return nil }
+            guard let waiter = s.waiter else {
+                s.expired = generation
+                return nil
+            }
+            s.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: false)
     }
 }

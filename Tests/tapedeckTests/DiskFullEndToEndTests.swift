@@ -23,24 +23,24 @@ struct DiskFullEndToEndTests {
     }
 
     @Test("another program fills the disk: list, show, doctor, rename and delete still work, and delete makes room", arguments: ["directory", "bundle"])
-    func fullDiskLibrary(storage: String) throws {
-        try withSmallDisk(megabytes: 8) { library in
+    func fullDiskLibrary(storage: String) async throws {
+        try await withSmallDisk(megabytes: 8) { library in
             let cli = try CLIHarness(storage: storage, library: library)
-            #expect(try cli.run("record", "-d", "2", "--name", "A").status == 0)
-            #expect(try cli.run("record", "-d", "2", "--name", "B").status == 0)
+            #expect(try await cli.run("record", "-d", "2", "--name", "A").status == 0)
+            #expect(try await cli.run("record", "-d", "2", "--name", "B").status == 0)
             // Another program fills what is left.
             let filler = library.deletingLastPathComponent().appendingPathComponent("filler")
-            _ = try CLIHarness.tool("dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k"])
+            _ = try await CLIHarness.tool("dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k"])
             var info = statvfs()
             #expect(statvfs(library.path, &info) == 0 && info.f_bavail == 0, "the disk is full")
             for args in [["list"], ["show", "Session 1/A"], ["doctor"]] {
-                let r = try cli.run(args)
+                let r = try await cli.run(args)
                 #expect(r.status == 0, "\(storage) \(args): \(r.stderr)")
             }
-            let delete = try cli.run("delete", "Session 1/B", "--yes")
+            let delete = try await cli.run("delete", "Session 1/B", "--yes")
             #expect(delete.status == 0, "\(storage) delete: \(delete.stderr)")
-            #expect(try cli.takes().map { $0["name"] as? String } == ["A"])
-            let recorded = try cli.run("record", "-d", "60")
+            #expect(try await cli.takes().map { $0["name"] as? String } == ["A"])
+            let recorded = try await cli.run("record", "-d", "60")
             #expect(recorded.status == 5 || recorded.status == 74, "\(recorded.stderr)")
             if recorded.status == 74 { #expect(recorded.stderr.contains("full"), "\(recorded.stderr)") }
         }
@@ -81,45 +81,52 @@ struct DiskFullEndToEndTests {
     }
 
     /// Mounts a tmpfs of `megabytes` for the duration of `body`.
-    func withSmallDisk(megabytes: Int, _ body: (URL) throws -> Void) throws {
+    func withSmallDisk(megabytes: Int, _ body: (URL) async throws -> Void) async throws {
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-full-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-        let mounted = try CLIHarness.tool("mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=700", "tmpfs", mountPoint.path])
+        let mounted = try await CLIHarness.tool("mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=700", "tmpfs", mountPoint.path])
         try #require(mounted.status == 0, "could not mount a tmpfs: \(mounted.stderr)")
-        defer {
-            _ = try? CLIHarness.tool("umount", [mountPoint.path])
+        // What a defer did: unmount and remove, whether `body` threw or not (umount is awaited).
+        func unmount() async {
+            _ = try? await CLIHarness.tool("umount", [mountPoint.path])
             try? FileManager.default.removeItem(at: mountPoint)
         }
-        try body(mountPoint.appendingPathComponent("library"))
+        do {
+            try await body(mountPoint.appendingPathComponent("library"))
+        } catch {
+            await unmount()
+            throw error
+        }
+        await unmount()
     }
 
     @Test("the audio fills the disk: the take is kept as truncated with a matching header, exit 5, and earlier takes are intact",
           arguments: ["directory", "bundle"])
-    func recordingFillsTheDisk(storage: String) throws {
-        try withSmallDisk(megabytes: 4) { library in
+    func recordingFillsTheDisk(storage: String) async throws {
+        try await withSmallDisk(megabytes: 4) { library in
             let cli = try CLIHarness(storage: storage, library: library)
-            let first = try cli.run("record", "--name", "before", "--duration", "1s", "--set", "capture.null.signal=counter", "--json")
+            let first = try await cli.run("record", "--name", "before", "--duration", "1s", "--set", "capture.null.signal=counter", "--json")
             #expect(first.status == 0, "\(first.stderr)")
 
             // Unpaced null audio fills the rest of the disk at once.
-            let r = try cli.run("record", "--name", "filler", "--json", "--set", "capture.null.signal=counter",
-                                "--set", "capture.null.paced=false")
+            let r = try await cli.run("record", "--name", "filler", "--json", "--set", "capture.null.signal=counter",
+                                      "--set", "capture.null.paced=false")
             #expect(r.status == 5, "exit \(r.status): \(r.stderr)")
             #expect(r.stderr.contains("full"), "\(r.stderr)")
             let (frames, path) = try Self.truncatedTake(report: Data(r.stdout.utf8))
 
             // Independent readers accept it: the header matches the audio, which is the signal's prefix.
-            let py = try CLIHarness.tool("python3", [Self.verifier, path, "counter"])
+            let py = try await CLIHarness.tool("python3", [Self.verifier, path, "counter"])
             #expect(py.status == 0, "python's wave refused the truncated take: \(py.stderr)")
             let fields = py.stdout.split(separator: " ").map(String.init)
             #expect(Int(fields.first ?? "") == frames)
             #expect(fields.count > 3 && fields[3] == "-1", "the kept audio is not the counter's prefix: \(py.stdout)")
             #expect(py.stdout.contains("header-ok"))
-            let soxi = try CLIHarness.tool("soxi", ["-s", path])
+            let soxi = try await CLIHarness.tool("soxi", ["-s", path])
             #expect(Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == frames && soxi.stderr.isEmpty)
 
             // The catalog agrees, the first take is untouched, and nothing is left recording.
-            let takes = try cli.takes()
+            let takes = try await cli.takes()
             #expect(takes.count == 2)
             #expect(takes.first { $0["name"] as? String == "before" }?["state"] as? String == "complete")
             #expect(takes.first { $0["name"] as? String == "filler" }?["state"] as? String == "truncated")
@@ -129,24 +136,24 @@ struct DiskFullEndToEndTests {
             // written (74, with advice), or it records into the space the finished take (or the
             // library's catalog reserve, given back on a full disk) freed, kept as truncated (5)
             // or whole (0). Either way every earlier take is as it was.
-            let again = try cli.run("record", "--name", "again", "--duration", "2s", "--set", "capture.null.signal=counter")
+            let again = try await cli.run("record", "--name", "again", "--duration", "2s", "--set", "capture.null.signal=counter")
             #expect(again.status == 74 || again.status == 5 || again.status == 0, "exit \(again.status): \(again.stderr)")
             if again.status == 74 { #expect(again.stderr.contains("Free some space"), "\(again.stderr)") }
-            let after = try cli.takes()
+            let after = try await cli.takes()
             #expect(!after.contains { $0["state"] as? String == "recording" })
             #expect(after.first { $0["name"] as? String == "before" }?["state"] as? String == "complete")
             #expect(after.first { $0["name"] as? String == "before" }?["frames"] as? Int == 48_000)
             #expect(after.first { $0["name"] as? String == "filler" }?["frames"] as? Int == frames)
-            #expect(try CLIHarness.tool("python3", [Self.verifier, path, "counter"]).stdout == py.stdout)
+            #expect(try await CLIHarness.tool("python3", [Self.verifier, path, "counter"]).stdout == py.stdout)
         }
     }
 
     @Test("a disk with too little room is warned about before recording, and a disk running low while recording once")
-    func lowSpaceWarnings() throws {
-        try withSmallDisk(megabytes: 16) { library in
+    func lowSpaceWarnings() async throws {
+        try await withSmallDisk(megabytes: 16) { library in
             let cli = try CLIHarness(library: library)
             // 16 MiB hold about a minute of 48 kHz stereo s16: ask for ten, and hear about it first.
-            let early = try cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=10")
+            let early = try await cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=10")
             #expect(early.status == 0, "\(early.stderr)")
             #expect(early.stderr.contains("has room for about 1 minute of 48000 Hz, 2 ch, s16 audio"), "\(early.stderr)")
             #expect(early.stderr.hasPrefix("tapedeck: warning: "), "a warning is a plain sentence: \(early.stderr)")
@@ -158,13 +165,13 @@ struct DiskFullEndToEndTests {
             let free = Double(info.f_bavail) * Double(info.f_frsize)
             let minutes = (free - 2_097_152 - 3 * 192_000) / (60 * 192_000)
             // --log-level debug: the developer format names the module that warned.
-            let r = try cli.run("record", "--duration", "6s", "--set", "storage.warn-free-minutes=\(minutes)", "--log-level", "debug")
+            let r = try await cli.run("record", "--duration", "6s", "--set", "storage.warn-free-minutes=\(minutes)", "--log-level", "debug")
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stderr.components(separatedBy: "has room for").count == 2, "expected one warning: \(r.stderr)")
             #expect(r.stderr.contains("[TapedeckCore] The disk holding"), "the warning comes from the writer while recording: \(r.stderr)")
 
             // 0 turns the warnings off.
-            let quiet = try cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=0")
+            let quiet = try await cli.run("record", "--duration", "0.5s", "--set", "storage.warn-free-minutes=0")
             #expect(quiet.status == 0 && !quiet.stderr.contains("has room for"), "\(quiet.stderr)")
         }
     }
@@ -223,13 +230,13 @@ struct ByteQuotaEndToEndTests {
 
     @Test("the audio reaches the quota: stopped within 1 s of the first ENOSPC, exit 5, kept as truncated with a matching header",
           arguments: ["directory", "bundle"], ["wav", "flac"])
-    func quotaFills(storage: String, encoder: String) throws {
+    func quotaFills(storage: String, encoder: String) async throws {
         try #require(FileManager.default.fileExists(atPath: Self.shim), "build the package first: \(Self.shim) is missing")
         var cli = try CLIHarness(storage: storage)
         defer { try? FileManager.default.removeItem(at: cli.library) }
         try FileManager.default.createDirectory(at: cli.library, withIntermediateDirectories: true)
-        let first = try cli.run("record", "--name", "before", "--duration", "1s", "--set", "capture.null.signal=counter",
-                                "--set", "encoder.name=\(encoder)")
+        let first = try await cli.run("record", "--name", "before", "--duration", "1s", "--set", "capture.null.signal=counter",
+                                      "--set", "encoder.name=\(encoder)")
         #expect(first.status == 0, "\(first.stderr)")
 
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-quota-\(UUID().uuidString).log")
@@ -238,7 +245,7 @@ struct ByteQuotaEndToEndTests {
                                 "QUOTA_SHIM_BYTES": String(4 << 20), "QUOTA_SHIM_LOG": log.path]
         let (p, out, err) = try cli.start(["record", "--name", "filler", "--json", "--set", "capture.null.signal=counter",
                                            "--set", "capture.null.paced=false", "--set", "encoder.name=\(encoder)"])
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let exited = Self.monotonicNanoseconds()
         cli.extraEnvironment = [:]
         let stderr = try String(contentsOf: err, encoding: .utf8)
@@ -254,18 +261,18 @@ struct ByteQuotaEndToEndTests {
         // Independent readers: the header matches the audio, which is the counter's prefix.
         let raw: Data
         if encoder == "wav" {
-            let py = try CLIHarness.tool("python3", [DiskFullEndToEndTests.verifier, path, "counter"])
+            let py = try await CLIHarness.tool("python3", [DiskFullEndToEndTests.verifier, path, "counter"])
             #expect(py.status == 0 && py.stdout.contains("header-ok"), "python's wave: \(py.stdout) \(py.stderr)")
             #expect(Int(py.stdout.split(separator: " ").first ?? "") == frames)
             raw = try Data(contentsOf: URL(fileURLWithPath: path)).suffix(frames * 4)
         } else {
-            let test = try CLIHarness.tool("flac", ["-t", "-s", path])
+            let test = try await CLIHarness.tool("flac", ["-t", "-s", path])
             #expect(test.status == 0 && test.stderr.isEmpty, "flac -t: \(test.stderr)")
-            let total = try CLIHarness.tool("metaflac", ["--show-total-samples", path])
+            let total = try await CLIHarness.tool("metaflac", ["--show-total-samples", path])
             #expect(Int(total.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == frames)
             let decoded = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-quota-\(UUID().uuidString).raw")
             defer { try? FileManager.default.removeItem(at: decoded) }
-            let d = try CLIHarness.tool("flac", ["-d", "-s", "--force-raw-format", "--endian=little", "--sign=signed", "-o", decoded.path, path])
+            let d = try await CLIHarness.tool("flac", ["-d", "-s", "--force-raw-format", "--endian=little", "--sign=signed", "-o", decoded.path, path])
             #expect(d.status == 0, "\(d.stderr)")
             raw = try Data(contentsOf: decoded)
         }
@@ -273,7 +280,7 @@ struct ByteQuotaEndToEndTests {
         #expect(Self.isCounterPrefix(raw), "the kept audio is not the counter's prefix")
 
         // The catalog agrees and the earlier take is intact.
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         #expect(takes.count == 2)
         #expect(takes.first { $0["name"] as? String == "before" }?["state"] as? String == "complete")
         #expect(takes.first { $0["name"] as? String == "before" }?["frames"] as? Int == 48_000)

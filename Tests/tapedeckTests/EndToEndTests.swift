@@ -9,17 +9,17 @@ import Glibc
 struct EndToEndTests {
     static let verifier = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/verify_wav.py").path
 
-    func verify(_ path: String, _ signal: String) throws -> (frames: Int, firstBad: Int, headerOK: Bool) {
-        let r = try CLIHarness.tool("python3", [Self.verifier, path, signal])
+    func verify(_ path: String, _ signal: String) async throws -> (frames: Int, firstBad: Int, headerOK: Bool) {
+        let r = try await CLIHarness.tool("python3", [Self.verifier, path, signal])
         #expect(r.status == 0, "python's wave refused \(path): \(r.stderr)")
         let f = r.stdout.split(separator: " ").map(String.init)
         return (Int(f[0]) ?? -1, Int(f[3]) ?? -2, f.last?.hasPrefix("header-ok") == true)
     }
 
     @Test("record 2 s, list, show, play, rename and delete; sox and python's wave read the same samples as the null signal")
-    func mainJob() throws {
+    func mainJob() async throws {
         let cli = try CLIHarness()
-        let rec = try cli.run("record", "--duration", "2s", "--json")
+        let rec = try await cli.run("record", "--duration", "2s", "--json")
         #expect(rec.status == 0, "record failed: \(rec.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(rec.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
@@ -29,78 +29,78 @@ struct EndToEndTests {
         let path = try #require(take["path"] as? String)
         #expect(path.hasPrefix(cli.library.path))
 
-        let listed = try cli.takes()
+        let listed = try await cli.takes()
         #expect(listed.count == 1)
         #expect(listed.first?["seconds"] as? Double == 2.0)
 
         // Two independent readers: python's wave and sox.
-        let py = try verify(path, "sine440")
+        let py = try await verify(path, "sine440")
         #expect(py.frames == 96_000 && py.firstBad == -1 && py.headerOK)
-        let soxi = try CLIHarness.tool("soxi", ["-s", path])
+        let soxi = try await CLIHarness.tool("soxi", ["-s", path])
         #expect(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "96000", "\(soxi.stderr)")
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString).raw").path
-        let sox = try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw])
+        let sox = try await CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw])
         #expect(sox.status == 0 && sox.stderr.isEmpty, "sox: \(sox.stderr)")
         let decoded = try Data(contentsOf: URL(fileURLWithPath: raw))
         let wavPayload = try Data(contentsOf: URL(fileURLWithPath: path)).suffix(decoded.count)
         #expect(decoded.count == 96_000 * 4 && decoded.elementsEqual(wavPayload))
 
-        let show = try cli.run("show", "Session 1/Take 1", "--json")
+        let show = try await cli.run("show", "Session 1/Take 1", "--json")
         #expect(show.status == 0 && show.stdout.contains("\"frames\" : 96000"))
         let start = Date()
-        #expect(try cli.run("play", "Session 1/Take 1").status == 0)
+        #expect(try await cli.run("play", "Session 1/Take 1").status == 0)
         #expect(Date().timeIntervalSince(start) >= 1.9, "null playback is paced like a real device")
 
-        #expect(try cli.run("rename", "Session 1/Take 1", "Opening").status == 0)
-        #expect(try cli.run("rename", "Session 1", "Rehearsal").status == 0)
-        #expect(try cli.takes().first?["name"] as? String == "Opening")
-        #expect(try cli.run("show", "Rehearsal/Opening").status == 0)
-        let id = try #require(try cli.takes().first?["shortID"] as? String)
-        #expect(try cli.run("delete", id, "--yes").status == 0)
-        #expect(try cli.takes().isEmpty)
+        #expect(try await cli.run("rename", "Session 1/Take 1", "Opening").status == 0)
+        #expect(try await cli.run("rename", "Session 1", "Rehearsal").status == 0)
+        #expect(try await cli.takes().first?["name"] as? String == "Opening")
+        #expect(try await cli.run("show", "Rehearsal/Opening").status == 0)
+        let id = try #require(try await cli.takes().first?["shortID"] as? String)
+        #expect(try await cli.run("delete", id, "--yes").status == 0)
+        #expect(try await cli.takes().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
     @Test("SIGKILL mid-take: the next command lists it recovered, its header matches, its audio is the signal's prefix")
-    func sigkillRecovery() throws {
+    func sigkillRecovery() async throws {
         let cli = try CLIHarness()
         let (p, _, _) = try cli.start(["record", "--name", "doomed", "--set", "capture.null.signal=counter"])
         // Wait for 1.5 s of audio (48 kHz stereo s16) on disk, then kill 0.7 s later.
-        #expect(CLIHarness.wait(timeout: 10) { cli.pendingBytes() >= 288_000 })
+        #expect(try await CLIHarness.wait(timeout: 10) { cli.pendingBytes() >= 288_000 })
         let seen = Date()
-        Thread.sleep(forTimeInterval: 0.7)
+        try await Task.sleep(for: .seconds(0.7))
         let capturedAtLeast = 1.5 + Date().timeIntervalSince(seen)
         kill(p.processIdentifier, SIGKILL)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
 
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         let take = try #require(takes.first)
         #expect(take["state"] as? String == "recovered")
         let path = try #require(take["path"] as? String)
         let seconds = try #require(take["seconds"] as? Double)
         // Lost at most one checkpoint interval (1 s) plus one period (8192 frames, the default).
         #expect(seconds >= capturedAtLeast - 1.0 - 8192.0 / 48_000 - 0.1, "recovered \(seconds) s of at least \(capturedAtLeast) s")
-        let py = try verify(path, "counter")
+        let py = try await verify(path, "counter")
         #expect(py.frames == take["frames"] as? Int)
         #expect(py.firstBad == -1, "the recovered audio is the counter's prefix")
         #expect(py.headerOK)
-        let soxi = try CLIHarness.tool("soxi", ["-s", path])
+        let soxi = try await CLIHarness.tool("soxi", ["-s", path])
         #expect(soxi.stderr.isEmpty && Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == py.frames)
         // Nothing is left pending, and the recovered take plays.
         #expect(cli.pendingBytes() == 0)
-        #expect(try cli.run("play", "--set", "playback.null.paced=false", take["shortID"] as! String).status == 0)
+        #expect(try await cli.run("play", "--set", "playback.null.paced=false", take["shortID"] as! String).status == 0)
     }
 
     @Test("a take whose header never reached the disk is quarantined by the next command, bytes intact, not left recording", arguments: ["wav", "flac"])
-    func unreadableInterruptedTake(encoder: String) throws {
+    func unreadableInterruptedTake(encoder: String) async throws {
         // Found by scripts/reliability-powerloss: after a power loss the header write can be lost
         // while audio is not; repair refused the file, so the take stayed `recording` for good and
         // `doctor --repair` could not end it.
         let cli = try CLIHarness()
         let (p, _, _) = try cli.start(["record", "--name", "headless", "--set", "capture.null.signal=counter", "--set", "encoder.name=\(encoder)"])
-        #expect(CLIHarness.wait(timeout: 10) { cli.pendingBytes() >= 20_000 })
+        #expect(try await CLIHarness.wait(timeout: 10) { cli.pendingBytes() >= 20_000 })
         kill(p.processIdentifier, SIGKILL)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let pending = try #require(FileManager.default.subpathsOfDirectory(atPath: cli.library.path).first { $0.contains(".pending.") })
         let url = cli.library.appendingPathComponent(pending)
         let handle = try FileHandle(forWritingTo: url)
@@ -108,7 +108,7 @@ struct EndToEndTests {
         try handle.close()
         let damaged = try Data(contentsOf: url)
 
-        let list = try cli.run("list", "--json")
+        let list = try await cli.run("list", "--json")
         #expect(list.status == 0)
         #expect(list.stderr.contains("could not be recovered") && list.stderr.contains("quarantine/"), "\(list.stderr)")
         let listed = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]] ?? []
@@ -119,38 +119,38 @@ struct EndToEndTests {
         if let moved = quarantined.first {
             #expect(try Data(contentsOf: cli.library.appendingPathComponent(moved)) == damaged, "the bytes are kept as they were")
         }
-        #expect(try cli.run("doctor").status == 0)
+        #expect(try await cli.run("doctor").status == 0)
     }
 
     @Test("SIGINT, SIGTERM and SIGHUP each end a recording cleanly with no audio lost", arguments: [SIGINT, SIGTERM, SIGHUP])
-    func stopSignals(signal: Int32) throws {
+    func stopSignals(signal: Int32) async throws {
         let cli = try CLIHarness()
         let (p, out, _) = try cli.start(["record", "--json", "--set", "capture.null.signal=counter"])
-        #expect(cli.waitForPendingFile())
-        Thread.sleep(forTimeInterval: 1.2)
+        #expect(try await cli.waitForPendingFile())
+        try await Task.sleep(for: .seconds(1.2))
         kill(p.processIdentifier, signal)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         #expect(p.terminationStatus == 0)
         let (take, seconds, wall) = try CLIHarness.stoppedRecording(out)
         #expect(abs(seconds - wall) <= 8192.0 / 48_000 + 0.02, "recorded \(seconds) s over \(wall) s of wall time")
-        let py = try verify(try #require(take["path"] as? String), "counter")
+        let py = try await verify(try #require(take["path"] as? String), "counter")
         #expect(py.firstBad == -1 && py.headerOK && py.frames == take["frames"] as? Int)
     }
 
     @Test("a stop signal the command was started with ignored stays ignored (nohup, a script's background job); SIGTERM still stops it cleanly")
-    func inheritedIgnoredSignalsStayIgnored() throws {
+    func inheritedIgnoredSignalsStayIgnored() async throws {
         var cli = try CLIHarness()
         cli.launcher = ["/usr/bin/env", "--ignore-signal=HUP,INT"]
         let (p, out, _) = try cli.start(["record", "--json", "--set", "capture.null.signal=counter"])
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        #expect(cli.waitForPendingFile())
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try await cli.waitForPendingFile())
+        try await Task.sleep(for: .seconds(0.5))
         kill(p.processIdentifier, SIGHUP)
         kill(p.processIdentifier, SIGINT)
-        Thread.sleep(forTimeInterval: 1.0)
+        try await Task.sleep(for: .seconds(1.0))
         #expect(p.isRunning, "a hang-up the command was told to ignore stopped the recording")
         kill(p.processIdentifier, SIGTERM)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         #expect(p.terminationStatus == 0)
         let (_, seconds, _) = try CLIHarness.stoppedRecording(out)
         #expect(seconds >= 1.3, "the take ends at SIGTERM, not at the ignored signals: \(seconds) s")
@@ -158,14 +158,14 @@ struct EndToEndTests {
 
     @Test("a stop signal that comes as soon as record or play has taken SIGTERM over is never lost, however slowly the process runs",
           arguments: ["play", "record"])
-    func stopSignalWhileArming(command: String) throws {
+    func stopSignalWhileArming(command: String) async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
             Issue.record("strace is missing (scripts/install-deps installs it)")
             return
         }
         var cli = try CLIHarness()
         if command == "play" {
-            #expect(try cli.run("record", "--duration", "20s", "--set", "capture.null.paced=false").status == 0)
+            #expect(try await cli.run("record", "--duration", "20s", "--set", "capture.null.paced=false").status == 0)
         }
         // strace slows every sigaction by 0.2 s and writes each thread's calls to its own file,
         // one whole line per finished call; the signal goes the moment a line shows SIGTERM's
@@ -191,7 +191,7 @@ struct EndToEndTests {
             }
         }
         // The process that took SIGTERM over: the thread-group id of the thread whose file shows it.
-        let taken = CLIHarness.wait(timeout: 30) {
+        let taken = try await CLIHarness.wait(timeout: 30) {
             let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
             for name in files where name.hasPrefix(trace.lastPathComponent + ".") {
                 let text = (try? String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)) ?? ""
@@ -209,9 +209,9 @@ struct EndToEndTests {
         }
         try #require(taken && tracee > 0, "SIGTERM's action never changed")
         kill(tracee, SIGTERM)
-        let ended = CLIHarness.wait(timeout: 15) { !strace.isRunning }
+        let ended = try await CLIHarness.wait(timeout: 15) { !strace.isRunning }
         if !ended { kill(tracee, SIGKILL) }
-        strace.waitUntilExit()
+        try await CLIHarness.untilExited(strace)
         let stderr = try String(contentsOf: err, encoding: .utf8)
         cli.launcher = []
         #expect(ended, "\(command) still ran 15 s after SIGTERM: the signal was lost")
@@ -220,9 +220,9 @@ struct EndToEndTests {
             #expect([0, 130].contains(strace.terminationStatus), "exit \(strace.terminationStatus): \(stderr)")
             if strace.terminationStatus == 130 {
                 #expect(stderr.contains("Stopped before recording began"))
-                #expect(try cli.takes().isEmpty)
+                #expect(try await cli.takes().isEmpty)
             } else {
-                #expect(try cli.takes().map { $0["state"] as? String } == ["complete"])
+                #expect(try await cli.takes().map { $0["state"] as? String } == ["complete"])
             }
         } else {
             #expect(strace.terminationStatus == 0, "exit \(strace.terminationStatus): \(stderr)")
@@ -230,54 +230,54 @@ struct EndToEndTests {
     }
 
     @Test("an injected overrun and a device loss show in the take, the report and the exit status")
-    func faultsReported() throws {
+    func faultsReported() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "--duration", "1s", "--json", "--set", "capture.null.overrun-at-frame=4800")
+        let r = try await cli.run("record", "--duration", "1s", "--json", "--set", "capture.null.overrun-at-frame=4800")
         #expect(r.status == 3, "\(r.stderr)")
         #expect(r.stdout.contains("\"overruns\" : 1"))
-        let lost = try cli.run("record", "--duration", "3s", "--set", "capture.null.device-loss-at-frame=24000")
+        let lost = try await cli.run("record", "--duration", "3s", "--set", "capture.null.device-loss-at-frame=24000")
         #expect(lost.status == 4, "\(lost.stderr)")
         #expect(lost.stderr.contains("removed at frame 24000"))
-        let states = try cli.takes().map { $0["state"] as? String }
+        let states = try await cli.takes().map { $0["state"] as? String }
         #expect(states == ["complete", "interrupted"])
-        #expect(try cli.takes().last?["frames"] as? Int == 24_000)
+        #expect(try await cli.takes().last?["frames"] as? Int == 24_000)
     }
 
     @Test("bad input gets one line that says what to do, and a documented exit code")
-    func badInput() throws {
+    func badInput() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "--duration", "0.2s", "--session", "a/../../b", "--name", "../x/.. /y").status == 0)
-        let take = try #require(try cli.takes().first)
+        #expect(try await cli.run("record", "--duration", "0.2s", "--session", "a/../../b", "--name", "../x/.. /y").status == 0)
+        let take = try #require(try await cli.takes().first)
         #expect(take["session"] as? String == "a/../../b" && take["name"] as? String == "../x/.. /y")
         #expect((take["path"] as? String)?.hasPrefix(cli.library.path + "/sessions/") == true)
 
-        let missing = try cli.run("show", "Nope/Take 9")
+        let missing = try await cli.run("show", "Nope/Take 9")
         #expect(missing.status == 66 && missing.stderr.contains("tapedeck list"))
-        let noYes = try cli.run("delete", "a/../../b")
+        let noYes = try await cli.run("delete", "a/../../b")
         #expect(noYes.status == 64 && noYes.stderr.contains("--yes"))
-        let badDuration = try cli.run("record", "--duration", "soon")
+        let badDuration = try await cli.run("record", "--duration", "soon")
         #expect(badDuration.status == 64 && badDuration.stderr.contains("-d/--duration soon: not a duration") && badDuration.stderr.contains("01:02:03.5"))
 
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let typo = dir.appendingPathComponent("typo.yaml")
         try Data("capture:\n  backend: nul\n".utf8).write(to: typo)
-        let unknown = try cli.run("list", "--config", typo.path)
+        let unknown = try await cli.run("list", "--config", typo.path)
         #expect(unknown.status == 78)
         #expect(unknown.stderr == "tapedeck: \(typo.path):2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: alsa, jack, null, pipewire, pulse.\n")
-        let unreadable = try cli.run("list", "--config", dir.appendingPathComponent("absent.yaml").path)
+        let unreadable = try await cli.run("list", "--config", dir.appendingPathComponent("absent.yaml").path)
         #expect(unreadable.status == 78 && unreadable.stderr.contains("no such file"))
         // Every error is one line.
         for r in [missing, noYes, badDuration, unknown, unreadable] {
             #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
         }
         // Nothing was deleted by any of that.
-        #expect(try cli.takes().count == 1)
+        #expect(try await cli.takes().count == 1)
     }
 
     @Test("backends --json lists the compiled-in plugins with their settings")
-    func backends() throws {
-        let r = try CLIHarness().run("backends", "--json")
+    func backends() async throws {
+        let r = try await CLIHarness().run("backends", "--json")
         #expect(r.status == 0)
         let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }

@@ -33,7 +33,7 @@ struct FilesEndToEndTests {
 
     @Test("files and folders get 0664 and 0775 less the umask, never world-writable, and no temporary file stays",
           arguments: ["directory", "bundle"], [0o000, 0o002, 0o022, 0o027, 0o077] as [mode_t])
-    func permissions(storage: String, mask: mode_t) throws {
+    func permissions(storage: String, mask: mode_t) async throws {
         var cli = try CLIHarness(storage: storage)
         cli.launcher = Self.umaskLauncher(mask)
         let exports = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-modes-\(UUID().uuidString)")
@@ -47,7 +47,7 @@ struct FilesEndToEndTests {
                      ["rename", "Modes/Take 1", "First"],
                      ["export", "--session", "Modes", "--output", exports.path],
                      ["list"]] {
-            let r = try cli.run(args)
+            let r = try await cli.run(args)
             #expect(r.status == 0, "\(args.joined(separator: " ")): \(r.stderr)")
         }
         let entries = try Self.modes(under: cli.library) + Self.modes(under: exports).dropFirst()
@@ -67,7 +67,7 @@ struct FilesEndToEndTests {
     }
 
     @Test("no command starts another program: strace sees one execve, tapedeck's own")
-    func noOtherProgram() throws {
+    func noOtherProgram() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
             Issue.record("strace is missing (scripts/install-deps installs it)")
             return
@@ -88,7 +88,7 @@ struct FilesEndToEndTests {
                      ["rename", "S/Take 1", "Renamed"], ["delete", "S/Renamed", "--yes"]] {
             try? FileManager.default.removeItem(at: trace)
             cli.launcher = ["/usr/bin/strace", "-f", "-qq", "-e", "trace=execve,execveat", "-o", trace.path]
-            let r = try cli.run(args)
+            let r = try await cli.run(args)
             #expect(r.status == 0, "\(args.joined(separator: " ")): \(r.stderr)")
             let calls = try String(contentsOf: trace, encoding: .utf8).split(separator: "\n")
                 .filter { $0.contains("execve") && !$0.contains("resumed>") }

@@ -8,9 +8,9 @@ import Glibc
 @Suite("recorder flags end to end")
 struct FlagsEndToEndTests {
     @Test("-r, -c and -f set the take's format (arecord's names too), -d its length to the frame")
-    func formatFlags() throws {
+    func formatFlags() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "0:00.3", "-r", "44100", "-c", "1", "-f", "S24_3LE", "--json")
+        let r = try await cli.run("record", "-d", "0:00.3", "-r", "44100", "-c", "1", "-f", "S24_3LE", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
@@ -18,36 +18,39 @@ struct FlagsEndToEndTests {
         let format = try #require(take["format"] as? [String: Any])
         #expect(format["sampleRate"] as? Int == 44_100 && format["channels"] as? Int == 1 && format["sampleFormat"] as? String == "s24")
         let path = try #require(take["path"] as? String ?? (take["file"] as? String), "\(take)")
-        let read = try ["-r", "-c", "-b"].map { try CLIHarness.tool("soxi", [$0, path]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+        var read: [String] = []
+        for option in ["-r", "-c", "-b"] {
+            read.append(try await CLIHarness.tool("soxi", [option, path]).stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         #expect(read == ["44100", "1", "24"], "\(read)")
 
-        let float = try cli.run("record", "-d", "250ms", "--format", "FLOAT_LE", "--json")
+        let float = try await cli.run("record", "-d", "250ms", "--format", "FLOAT_LE", "--json")
         #expect(float.status == 0 && float.stdout.contains("\"f32\""), "\(float.stderr)")
         // Flags beat --set for the same key.
-        let both = try cli.run("record", "-d", "0.1", "--set", "format.channels=2", "-c", "1", "--json")
+        let both = try await cli.run("record", "-d", "0.1", "--set", "format.channels=2", "-c", "1", "--json")
         #expect(both.status == 0 && both.stdout.contains("\"channels\" : 1"), "\(both.stdout)")
     }
 
     @Test("a format the encoder cannot store is refused with the flags that fix it, and nothing is made")
-    func unstorableFormat() throws {
+    func unstorableFormat() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "0.2", "-f", "f32", "--set", "encoder.name=flac")
+        let r = try await cli.run("record", "-d", "0.2", "-f", "f32", "--set", "encoder.name=flac")
         #expect(r.status == 65, "\(r.stderr)")
         #expect(r.stderr.contains("32-bit float") && r.stderr.contains("-f FORMAT") && r.stderr.contains("--set encoder.name=NAME (wav, flac, opus, mp3, vorbis, aiff)"), "\(r.stderr)")
-        #expect(try cli.takes().isEmpty)
+        #expect(try await cli.takes().isEmpty)
     }
 
     @Test("export --format takes any case; a file libsndfile refuses is named in one clean sentence")
-    func exportFormatCaseAndImportMessage() throws {
+    func exportFormatCaseAndImportMessage() async throws {
         let cli = try CLIHarness()
-        _ = try cli.run("record", "-d", "0.2")
+        _ = try await cli.run("record", "-d", "0.2")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-case-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        let r = try cli.run("export", "Session 1/Take 1", "--format", "FLAC", "--output", out.path)
+        let r = try await cli.run("export", "Session 1/Take 1", "--format", "FLAC", "--output", out.path)
         #expect(r.status == 0 && FileManager.default.fileExists(atPath: out.appendingPathComponent("Session 1 - Take 1.flac").path), "\(r.stderr)")
         let bad = out.appendingPathComponent("broken.wav")
         try Data("RIFF\u{7f}\u{7f}\u{7f}\u{7f}WAVEjunk".utf8).write(to: bad)
-        let i = try cli.run("import", bad.path)
+        let i = try await cli.run("import", bad.path)
         #expect(i.status == 74 && i.stderr.contains("cannot be read as audio") && !i.stderr.contains(".."), "\(i.stderr)")
     }
 
@@ -55,14 +58,14 @@ struct FlagsEndToEndTests {
         (["-r", "7"], "-r/--rate 7: 7 is out of range"), (["-c", "0"], "-c/--channels 0:"),
         (["-d", "5x"], "-d/--duration 5x: not a duration"), (["-d", "00:61"], "-d/--duration 00:61"),
     ])
-    func badValues(_ args: [String], _ said: String) throws {
-        let r = try CLIHarness().run(["record"] + args)
+    func badValues(_ args: [String], _ said: String) async throws {
+        let r = try await CLIHarness().run(["record"] + args)
         #expect(r.status == 64 && r.stderr.contains(said), "\(r.status) \(r.stderr)")
     }
 
     @Test("-f with an unknown format is refused by the parser, listing the formats")
-    func unknownFormat() throws {
-        let r = try CLIHarness().run("record", "-f", "s8")
+    func unknownFormat() async throws {
+        let r = try await CLIHarness().run("record", "-f", "s8")
         #expect(r.status == 64 && r.stderr.contains("s16") && r.stderr.contains("f32"), "\(r.stderr)")
     }
 
@@ -71,30 +74,32 @@ struct FlagsEndToEndTests {
         (["config", "chek"], "tapedeck: Unknown command 'config chek'. Did you mean 'check'? Run `tapedeck config --help` for the options."),
         (["play"], "tapedeck: Missing expected argument '<take>'. Run `tapedeck play --help` for the options."),
     ])
-    func usageErrors(_ args: [String], _ line: String) throws {
-        let r = try CLIHarness().run(args)
+    func usageErrors(_ args: [String], _ line: String) async throws {
+        let r = try await CLIHarness().run(args)
         #expect(r.status == 64 && r.stderr == line + "\n", "\(r.stderr)")
         #expect(r.stdout.isEmpty)
     }
 
     @Test("an id of fewer than 4 characters is answered as such, not as a missing take")
-    func shortID() throws {
+    func shortID() async throws {
         let cli = try CLIHarness()
-        _ = try cli.run("record", "-d", "0.1")
-        let r = try cli.run("show", "abc")
+        _ = try await cli.run("record", "-d", "0.1")
+        let r = try await cli.run("show", "abc")
         #expect(r.status == 64 && r.stderr.contains("ids need at least 4 characters"), "\(r.stderr)")
-        #expect(try cli.run("--version").status == 0 && cli.run("--help").stdout.contains("USAGE"))
+        let version = try await cli.run("--version")
+        let help = try await cli.run("--help")
+        #expect(version.status == 0 && help.stdout.contains("USAGE"))
     }
 
     @Test("-D on a backend without devices says which backends have them, and makes nothing")
-    func deviceOnNull() throws {
+    func deviceOnNull() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "1", "-D", "hw:0")
+        let r = try await cli.run("record", "-d", "1", "-D", "hw:0")
         #expect(r.status == 78 && r.stderr.contains("-D/--device hw:0: the null capture backend has no device setting"), "\(r.stderr)")
         #expect(r.stderr.contains("alsa") || r.stderr.contains("pulse"))
-        #expect(try cli.takes().isEmpty)
-        _ = try cli.run("record", "-d", "0.1")
-        let play = try cli.run("play", "Session 1/Take 1", "-D", "hw:0")
+        #expect(try await cli.takes().isEmpty)
+        _ = try await cli.run("record", "-d", "0.1")
+        let play = try await cli.run("play", "Session 1/Take 1", "-D", "hw:0")
         #expect(play.status == 78 && play.stderr.contains("-D/--device hw:0: the null playback backend has no device setting"), "\(play.stderr)")
     }
 }
@@ -118,32 +123,32 @@ struct UserFoldersEndToEndTests {
     }
 
     @Test("the default library is $HOME/.local/share/tapedeck, created 0700, and config show names it")
-    func defaultLibrary() throws {
+    func defaultLibrary() async throws {
         let (cli, home) = try Self.homeHarness()
-        #expect(try cli.run("record", "-d", "0.1").status == 0)
+        #expect(try await cli.run("record", "-d", "0.1").status == 0)
         let library = home.appendingPathComponent(".local/share/tapedeck")
         #expect(FileManager.default.fileExists(atPath: library.appendingPathComponent("catalog.sqlite").path))
         for folder in [".local", ".local/share", ".local/share/tapedeck"] {
             #expect(Self.mode(home.appendingPathComponent(folder).path) == 0o700, "\(folder)")
         }
-        let show = try cli.run("config", "show")
+        let show = try await cli.run("config", "show")
         #expect(show.stdout.contains("library: \(library.path)"), "\(show.stdout)")
     }
 
     @Test("a relative or empty XDG_DATA_HOME is ignored, as the XDG specification says")
-    func relativeXDGIgnored() throws {
+    func relativeXDGIgnored() async throws {
         for value in ["relative/data", ""] {
             let (cli, home) = try Self.homeHarness(["XDG_DATA_HOME": value])
-            let show = try cli.run("config", "show", "--json")
+            let show = try await cli.run("config", "show", "--json")
             let report = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
             #expect(report["library"] as? String == home.appendingPathComponent(".local/share/tapedeck").path, "\(value): \(show.stdout)")
         }
     }
 
     @Test("~ in a path setting is $HOME, not the password database's home")
-    func tildeIsHome() throws {
+    func tildeIsHome() async throws {
         let (cli, home) = try Self.homeHarness()
-        let r = try cli.run("record", "-d", "0.1", "--set", "storage.directory.path=~/music/lib")
+        let r = try await cli.run("record", "-d", "0.1", "--set", "storage.directory.path=~/music/lib")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent("music/lib/catalog.sqlite").path))
     }

@@ -29,49 +29,51 @@ struct JACKEndToEndTests {
     }
 
     @Test("record from the physical ports and play to them; the take's length is exact")
-    func recordAndPlay() throws {
-        let server = try JACKServer.start()
+    func recordAndPlay() async throws {
+        let server = try await JACKServer.startAsync()
         defer { server.stop() }
         let cli = try harness(server)
-        let r = try cli.run(["record", "--duration", "1s", "--json"] + flags(server))
+        let r = try await cli.run(["record", "--duration", "1s", "--json"] + flags(server))
         #expect(recorded(r), "\(r.stderr)")
         #expect(r.stdout.contains("\"frames\" : 48000"), "\(r.stdout)")
-        let played = try cli.run(["play", "last"] + flags(server))
+        let played = try await cli.run(["play", "last"] + flags(server))
         #expect(played.status == 0, "\(played.stderr)")
     }
 
     @Test("a take played by one tapedeck into JACK is recorded by another, sample for sample")
-    func roundTrip() throws {
-        let server = try JACKServer.start()
+    func roundTrip() async throws {
+        let server = try await JACKServer.startAsync()
         defer { server.stop() }
         let cli = try harness(server)
         // Noise from the null backend: 4 s, so that the recording (1 s) falls inside it.
-        let made = try cli.run(["record", "-d", "4", "--session", "Source", "--set", "capture.backend=null",
-                                "--set", "capture.null.signal=noise", "--set", "capture.null.paced=false"])
+        let made = try await cli.run(["record", "-d", "4", "--session", "Source", "--set", "capture.backend=null",
+                                      "--set", "capture.null.signal=noise", "--set", "capture.null.paced=false"])
         #expect(made.status == 0, "\(made.stderr)")
-        let source = try #require(try cli.takes().last?["path"] as? String)
+        let source = try #require(try await cli.takes().last?["path"] as? String)
         let (player, _, playerErr) = try cli.start(["play", "last", "--set", "playback.jack.client-name=tdplay"] + flags(server, playback: "none"))
-        defer { if player.isRunning { player.terminate() }; CLIHarness.waitForExit(player) }
-        #expect(CLIHarness.wait(timeout: 10) {
-            ((try? CLIHarness.tool("jack_lsp", ["-s", server.name]))?.stdout.contains("tdplay:out_2")) == true
-        }, "the player's ports never appeared: \((try? String(contentsOf: playerErr, encoding: .utf8)) ?? "")")
-        let r = try cli.run(["record", "-d", "1", "--session", "Copy"] + flags(server, capture: "tdplay"))
-        #expect(recorded(r), "\(r.stderr)")
-        let copy = try #require(try cli.takes().last?["path"] as? String)
-        let check = try CLIHarness.copiedRuns(played: source, recorded: copy, atLeast: 40_000)
-        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        // The player is ended (SIGTERM) and waited for after this, also when it throws.
+        try await CLIHarness.stopping(player) {
+            #expect(try await CLIHarness.wait(timeout: 10) {
+                ((try? await CLIHarness.tool("jack_lsp", ["-s", server.name]))?.stdout.contains("tdplay:out_2")) == true
+            }, "the player's ports never appeared: \((try? String(contentsOf: playerErr, encoding: .utf8)) ?? "")")
+            let r = try await cli.run(["record", "-d", "1", "--session", "Copy"] + flags(server, capture: "tdplay"))
+            #expect(recorded(r), "\(r.stderr)")
+            let copy = try #require(try await cli.takes().last?["path"] as? String)
+            let check = try await CLIHarness.copiedRuns(played: source, recorded: copy, atLeast: 40_000)
+            #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        }
     }
 
     @Test("Ctrl-C drains: the take is as long as the recording ran")
-    func sigint() throws {
-        let server = try JACKServer.start()
+    func sigint() async throws {
+        let server = try await JACKServer.startAsync()
         defer { server.stop() }
         let cli = try harness(server)
         let (p, out, err) = try cli.start(["record", "--json"] + flags(server))
-        #expect(cli.waitForPendingFile())
-        Thread.sleep(forTimeInterval: 2)
+        #expect(try await cli.waitForPendingFile())
+        try await Task.sleep(for: .seconds(2))
         kill(p.processIdentifier, SIGINT)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         // 0, or 3 when the only flaw is cycles the not-real-time test server skipped (filled).
         #expect(p.terminationStatus == 0 || (p.terminationStatus == 3 && stderr.contains("xrun(s) reported by the server")), "\(stderr)")
@@ -81,60 +83,60 @@ struct JACKEndToEndTests {
     }
 
     @Test("a killed server gives a finalized, interrupted take and exit 4 within 2 s")
-    func serverLoss() throws {
-        let server = try JACKServer.start()
+    func serverLoss() async throws {
+        let server = try await JACKServer.startAsync()
         defer { server.stop() }
         let cli = try harness(server)
         let (p, _, err) = try cli.start(["record", "--json"] + flags(server))
-        #expect(cli.waitForPendingFile())
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(try await cli.waitForPendingFile())
+        try await Task.sleep(for: .seconds(1.5))
         server.kill()
         let killed = Date()
-        #expect(CLIHarness.wait(timeout: 5) { !p.isRunning }, "record must notice the lost server")
+        #expect(try await CLIHarness.wait(timeout: 5) { !p.isRunning }, "record must notice the lost server")
         let waited = Date().timeIntervalSince(killed)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         #expect(waited < 2.0, "noticed after \(waited) s")
         let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         #expect(p.terminationStatus == 4, "\(stderr)")
         #expect(stderr.contains("went away"), "\(stderr)")
-        let take = try #require(try cli.takes().first)
+        let take = try #require(try await cli.takes().first)
         #expect(take["state"] as? String == "interrupted")
         #expect((take["seconds"] as? Double ?? 0) >= 1.0)
         let path = try #require(take["path"] as? String)
-        let soxi = try CLIHarness.tool("soxi", ["-s", path])
+        let soxi = try await CLIHarness.tool("soxi", ["-s", path])
         #expect(soxi.status == 0 && Int(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == take["frames"] as? Int)
     }
 
     @Test("devices --json lists the server's clients with their ports; no server is exit 69 naming what to start")
-    func devices() throws {
-        let server = try JACKServer.start()
+    func devices() async throws {
+        let server = try await JACKServer.startAsync()
         defer { server.stop() }
         let cli = try harness(server)
-        let r = try cli.run(["devices", "--backend", "jack", "--json"] + flags(server))
+        let r = try await cli.run(["devices", "--backend", "jack", "--json"] + flags(server))
         #expect(r.status == 0, "\(r.stderr)")
         let list = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let system = try #require(list.first { $0["name"] as? String == "system" && $0["capture"] as? Bool == true }, "\(list)")
         #expect(system["isDefault"] as? Bool == true && system["backend"] as? String == "jack")
         #expect((system["details"] as? [String: String])?["capture-ports"] == "system:capture_1, system:capture_2")
         #expect((system["details"] as? [String: String])?["playback-ports"] == "system:playback_1, system:playback_2")
-        let none = try cli.run(["record", "-d", "1", "--set", "capture.backend=jack", "--set", "capture.jack.server=nobody-here"])
+        let none = try await cli.run(["record", "-d", "1", "--set", "capture.backend=jack", "--set", "capture.jack.server=nobody-here"])
         #expect(none.status == 69, "\(none.stderr)")
         #expect(none.stderr.contains("\"nobody-here\" is not running") && none.stderr.contains("jackd"), "\(none.stderr)")
         #expect(!none.stderr.contains("Cannot connect") && !none.stderr.contains("JackShm"), "libjack's own messages stay out of the terminal: \(none.stderr)")
     }
 
     @Test("no config file and a JACK server running: record and play use it, config show says it was detected")
-    func detected() throws {
-        let server = try JACKServer.start()
+    func detected() async throws {
+        let server = try await JACKServer.startAsync()
         defer { server.stop() }
         var cli = try harness(server)
         cli.withoutConfig = true
-        let r = try cli.run(["record", "-d", "1", "--json"])
+        let r = try await cli.run(["record", "-d", "1", "--json"])
         #expect(recorded(r), "\(r.stderr)")
         #expect(r.stdout.contains("\"frames\" : 48000"), "\(r.stdout)")
-        let show = try cli.run(["config", "show"])
+        let show = try await cli.run(["config", "show"])
         #expect(show.stdout.contains("capture: jack") && show.stdout.contains("playback: jack"), "\(show.stdout)")
-        let played = try cli.run(["play", "last"])
+        let played = try await cli.run(["play", "last"])
         #expect(played.status == 0, "\(played.stderr)")
     }
 }

@@ -22,23 +22,27 @@ struct LibraryEndToEndTests {
 
     @Test("two processes recording 50 takes each into one session end with 100 listed, readable takes",
           arguments: ["directory", "bundle"])
-    func concurrentWriters(storage: String) throws {
+    func concurrentWriters(storage: String) async throws {
         let cli = try CLIHarness(storage: storage)
         let failures = LockedList()
-        DispatchQueue.concurrentPerform(iterations: 2) { writer in
-            for i in 0..<50 {
-                do {
-                    let r = try cli.run("record", "--session", "Shared", "--name", "w\(writer)-\(i)", "--duration", "0.02s")
-                    if r.status != 0 { failures.append("writer \(writer) take \(i): exit \(r.status): \(r.stderr)") }
-                } catch {
-                    failures.append("writer \(writer) take \(i): \(error)")
+        await withTaskGroup(of: Void.self) { group in
+            for writer in 0..<2 {
+                group.addTask {
+                    for i in 0..<50 {
+                        do {
+                            let r = try await cli.run("record", "--session", "Shared", "--name", "w\(writer)-\(i)", "--duration", "0.02s")
+                            if r.status != 0 { failures.append("writer \(writer) take \(i): exit \(r.status): \(r.stderr)") }
+                        } catch {
+                            failures.append("writer \(writer) take \(i): \(error)")
+                        }
+                    }
                 }
             }
         }
         #expect(failures.items.isEmpty, "\(failures.items.prefix(3))")
-        let sessions = try cli.listJSON()
+        let sessions = try await cli.listJSON()
         #expect(sessions.count == 1)
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         #expect(takes.count == 100)
         #expect(Set(takes.compactMap { $0["name"] as? String }).count == 100)
         #expect(Set(takes.compactMap { $0["number"] as? Int }).count == 100, "take numbers are unique")
@@ -56,33 +60,33 @@ struct LibraryEndToEndTests {
                     bad += 1
             print(bad)
             """
-        let r = try CLIHarness.tool("python3", ["-c", script] + paths)
+        let r = try await CLIHarness.tool("python3", ["-c", script] + paths)
         #expect(r.status == 0 && r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(r.stdout) \(r.stderr)")
     }
 
     @Test("renaming the session and another take while a recording runs in it loses nothing", arguments: ["directory", "bundle"])
-    func renameDuringRecording(storage: String) throws {
+    func renameDuringRecording(storage: String) async throws {
         let cli = try CLIHarness(storage: storage)
-        #expect(try cli.run("record", "--session", "Live", "--name", "Earlier", "--duration", "0.2s").status == 0)
+        #expect(try await cli.run("record", "--session", "Live", "--name", "Earlier", "--duration", "0.2s").status == 0)
         let (p, out, _) = try cli.start(["record", "--session", "Live", "--name", "Running", "--duration", "3s", "--json"])
-        #expect(cli.waitForPendingFile())
-        let renamedSession = try cli.run("rename", "Live", "Studio A")
+        #expect(try await cli.waitForPendingFile())
+        let renamedSession = try await cli.run("rename", "Live", "Studio A")
         #expect(renamedSession.status == 0, "\(renamedSession.stderr)")
-        let renamedTake = try cli.run("rename", "Studio A/Earlier", "Soundcheck")
+        let renamedTake = try await cli.run("rename", "Studio A/Earlier", "Soundcheck")
         #expect(renamedTake.status == 0, "\(renamedTake.stderr)")
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let report = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
         #expect(p.terminationStatus == 0, "\(report)")
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         #expect(takes.map { $0["name"] as? String } == ["Soundcheck", "Running"])
         #expect(takes.map { $0["session"] as? String } == ["Studio A", "Studio A"])
         #expect(takes.last?["frames"] as? Int == 144_000 && takes.last?["state"] as? String == "complete")
     }
 
     @Test("a bundle recorded in one library is copied with cp -r to another and listed, played and exported there")
-    func bundleTravels() throws {
+    func bundleTravels() async throws {
         let first = try CLIHarness(storage: "bundle")
-        let rec = try first.run("record", "--session", "Road trip", "--name", "Campfire", "--duration", "1s")
+        let rec = try await first.run("record", "--session", "Road trip", "--name", "Campfire", "--duration", "1s")
         #expect(rec.status == 0, "\(rec.stderr)")
         let bundles = try FileManager.default.contentsOfDirectory(atPath: first.library.path).filter { $0.hasSuffix(".tapedeck") }
         #expect(bundles.count == 1)
@@ -90,30 +94,30 @@ struct LibraryEndToEndTests {
 
         let second = try CLIHarness(storage: "bundle")
         try FileManager.default.createDirectory(at: second.library, withIntermediateDirectories: true)
-        let cp = try CLIHarness.tool("cp", ["-r", first.library.appendingPathComponent(bundle).path, second.library.path + "/"])
+        let cp = try await CLIHarness.tool("cp", ["-r", first.library.appendingPathComponent(bundle).path, second.library.path + "/"])
         #expect(cp.status == 0, "\(cp.stderr)")
-        let takes = try second.takes()
+        let takes = try await second.takes()
         #expect(takes.count == 1)
         #expect(takes.first?["name"] as? String == "Campfire" && takes.first?["frames"] as? Int == 48_000)
         let path = try #require(takes.first?["path"] as? String)
         #expect(path.hasPrefix(second.library.path), "the copy's audio is the copy's own file")
-        #expect(try second.run("play", "Road trip/Campfire").status == 0)
+        #expect(try await second.run("play", "Road trip/Campfire").status == 0)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-export-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        let export = try second.run("export", "Road trip/Campfire", "--output", out.path)
+        let export = try await second.run("export", "Road trip/Campfire", "--output", out.path)
         #expect(export.status == 0, "\(export.stderr)")
         let flacs = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".flac") }
         #expect(flacs.count == 1)
-        let t = try CLIHarness.tool("flac", ["-t", "-s", out.appendingPathComponent(flacs[0]).path])
+        let t = try await CLIHarness.tool("flac", ["-t", "-s", out.appendingPathComponent(flacs[0]).path])
         #expect(t.status == 0, "\(t.stderr)")
 
         // The same bundle opened in place, as a library of one session.
         let inPlace = try CLIHarness(storage: "bundle", library: second.library.appendingPathComponent(bundle))
-        #expect(try inPlace.takes().count == 1)
+        #expect(try await inPlace.takes().count == 1)
     }
 
     @Test("hostile session and take names never touch anything outside the library", arguments: ["directory", "bundle"])
-    func hostileNamesStayInside(storage: String) throws {
+    func hostileNamesStayInside(storage: String) async throws {
         let parent = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-hostile-\(UUID().uuidString)")
         let canary = parent.appendingPathComponent("canary")
         try FileManager.default.createDirectory(at: canary, withIntermediateDirectories: true)
@@ -123,17 +127,17 @@ struct LibraryEndToEndTests {
         let names = ["../canary", "../../canary/keep.txt", "/etc/passwd", ".", "..", ".hidden", "-rf", "--help",
                      String(repeating: "n", count: 300), "Caf\u{E9}", "a/b/c", "x\\y"]
         for (i, name) in names.enumerated() {
-            let r = try cli.run("record", "--session=\(name)", "--name=\(names[names.count - 1 - i])", "--duration", "0.02s")
+            let r = try await cli.run("record", "--session=\(name)", "--name=\(names[names.count - 1 - i])", "--duration", "0.02s")
             #expect(r.status == 0, "\(name): \(r.stderr)")
         }
-        let nfd = try cli.run("record", "--session", "Cafe\u{301}", "--name", "second", "--duration", "0.02s")
+        let nfd = try await cli.run("record", "--session", "Cafe\u{301}", "--name", "second", "--duration", "0.02s")
         #expect(nfd.status == 0, "NFD spelling records into the NFC session: \(nfd.stderr)")
-        let sessions = try cli.listJSON()
+        let sessions = try await cli.listJSON()
         #expect(sessions.count == names.count, "one session per name; NFC and NFD spellings are one session")
         #expect(Self.tree(canary) == before, "the canary folder changed")
         let outside = try FileManager.default.contentsOfDirectory(atPath: parent.path).sorted()
         #expect(outside == ["canary", "library"], "nothing was created beside the library: \(outside)")
-        for take in try cli.takes() {
+        for take in try await cli.takes() {
             let path = try #require(take["path"] as? String)
             #expect(URL(fileURLWithPath: path).standardizedFileURL.path.hasPrefix(cli.library.path + "/"))
         }
@@ -157,14 +161,14 @@ struct DoctorEndToEndTests {
 
     @Test("doctor finds every kind of planted damage, changes nothing without --repair, and repairs without losing audio",
           arguments: ["directory", "bundle"])
-    func plantedDamage(storage: String) throws {
+    func plantedDamage(storage: String) async throws {
         let cli = try CLIHarness(storage: storage)
         for name in ["Keep", "Gone", "Cut"] {
-            let r = try cli.run("record", "--session", "Damaged", "--name", name, "--duration", "0.5s")
+            let r = try await cli.run("record", "--session", "Damaged", "--name", name, "--duration", "0.5s")
             #expect(r.status == 0, "\(r.stderr)")
         }
-        #expect(try cli.run("doctor").status == 0, "a healthy library has no findings")
-        let takes = try cli.takes()
+        #expect(try await cli.run("doctor").status == 0, "a healthy library has no findings")
+        let takes = try await cli.takes()
         func path(_ name: String) throws -> String { try #require(takes.first { $0["name"] as? String == name }?["path"] as? String) }
         let keep = try path("Keep"), gone = try path("Gone"), cut = try path("Cut")
         let keptBytes = try Data(contentsOf: URL(fileURLWithPath: keep))
@@ -186,10 +190,10 @@ struct DoctorEndToEndTests {
             try keptBytes.prefix(3000).write(to: broken.appendingPathComponent("001-lost.wav"))
         }
         let (p, _, _) = try cli.start(["record", "--session", "Damaged", "--name", "Killed"])
-        #expect(cli.waitForPendingFile())
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(try await cli.waitForPendingFile())
+        try await Task.sleep(for: .seconds(1.5))
         kill(p.processIdentifier, SIGKILL)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
 
         // Audio, manifests and everything else a user keeps; SQLite's own files and lock files
         // change when any process opens the library.
@@ -197,7 +201,7 @@ struct DoctorEndToEndTests {
             LibraryEndToEndTests.tree(cli.library).filter { !$0.key.contains("catalog.sqlite") && !$0.key.hasSuffix(".lock") }
         }
         let before = userFiles()
-        let found = try cli.run("doctor", "--json")
+        let found = try await cli.run("doctor", "--json")
         #expect(found.status == 1, "problems found: exit 1 (\(found.stderr))")
         let findings = try Self.report(found)
         let kinds = Set(findings.compactMap { $0["kind"] as? String })
@@ -206,9 +210,10 @@ struct DoctorEndToEndTests {
         #expect(kinds == expected, "\(findings)")
         #expect(findings.allSatisfy { $0["repaired"] == nil })
         #expect(userFiles() == before, "doctor without --repair changes no file")
-        #expect(try Self.report(try cli.run("doctor", "--json")).count == findings.count, "and finds the same again")
+        let again = try await cli.run("doctor", "--json")
+        #expect(try Self.report(again).count == findings.count, "and finds the same again")
 
-        let repaired = try cli.run("doctor", "--repair", "--json")
+        let repaired = try await cli.run("doctor", "--repair", "--json")
         #expect(repaired.status == 0, "everything repaired: exit 0 (\(repaired.stderr))")
         #expect(try Self.report(repaired).allSatisfy { $0["repaired"] is String })
         // Nothing lost: the stray file is in quarantine with its bytes, the kept take untouched.
@@ -217,15 +222,15 @@ struct DoctorEndToEndTests {
         #expect(quarantined.values.contains(keptBytes.prefix(5000)))
         if storage == "bundle" { #expect(quarantined.values.contains(keptBytes.prefix(3000)), "the broken bundle's audio is kept") }
         #expect(try Data(contentsOf: URL(fileURLWithPath: keep)) == keptBytes)
-        let after = try cli.takes()
+        let after = try await cli.takes()
         #expect(Set(after.compactMap { $0["name"] as? String }) == ["Keep", "Cut", "Killed"])
         let cutTake = try #require(after.first { $0["name"] as? String == "Cut" })
         #expect(cutTake["state"] as? String == "recovered")
         #expect(cutTake["frames"] as? Int == 24_000 - 1000)
-        let wave = try CLIHarness.tool("python3", ["-c", "import wave,sys; print(wave.open(sys.argv[1]).getnframes())", cut])
+        let wave = try await CLIHarness.tool("python3", ["-c", "import wave,sys; print(wave.open(sys.argv[1]).getnframes())", cut])
         #expect(wave.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "23000", "python's wave reads the repaired header: \(wave.stderr)")
         #expect(after.first { $0["name"] as? String == "Killed" }?["state"] as? String == "recovered")
-        #expect(try cli.run("doctor").status == 0, "nothing left to find")
+        #expect(try await cli.run("doctor").status == 0, "nothing left to find")
     }
 }
 
@@ -238,33 +243,34 @@ struct ImportEndToEndTests {
     }
 
     /// Samples of an audio file as raw s16 little-endian, decoded by sox.
-    static func samples(_ path: String) throws -> Data {
+    static func samples(_ path: String) async throws -> Data {
         let raw = try temp("samples.raw")
-        let r = try CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw.path])
+        let r = try await CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", raw.path])
         #expect(r.status == 0, "sox: \(r.stderr)")
         return try Data(contentsOf: raw)
     }
 
     @Test("WAV and FLAC are copied byte for byte, AIFF is stored with the library's encoder; sox reads the same samples")
-    func importsFiles() throws {
+    func importsFiles() async throws {
         let wav = try Self.temp("Morning.wav"), flac = try Self.temp("Noon.flac"), aiff = try Self.temp("Evening.aiff")
         for (url, extra) in [(wav, [String]()), (flac, []), (aiff, [])] {
-            let r = try CLIHarness.tool("sox", ["-n", "-r", "44100", "-b", "16", "-c", "2"] + extra + [url.path, "synth", "0.5", "sine", "330"])
+            let r = try await CLIHarness.tool("sox", ["-n", "-r", "44100", "-b", "16", "-c", "2"] + extra + [url.path, "synth", "0.5", "sine", "330"])
             #expect(r.status == 0, "sox: \(r.stderr)")
         }
         let cli = try CLIHarness()
-        let r = try cli.run("import", wav.path, flac.path, aiff.path, "--session", "Imported", "--json")
+        let r = try await cli.run("import", wav.path, flac.path, aiff.path, "--session", "Imported", "--json")
         #expect(r.status == 0, "\(r.stderr)")
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         #expect(takes.map { $0["name"] as? String } == ["Morning", "Noon", "Evening"])
         #expect(takes.allSatisfy { $0["frames"] as? Int == 22_050 && $0["state"] as? String == "complete" })
         #expect(takes.map { $0["encoding"] as? String } == ["wav", "flac", "wav"])
         let paths = takes.compactMap { $0["path"] as? String }
         #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: wav), "WAV copied byte for byte")
         #expect(try Data(contentsOf: URL(fileURLWithPath: paths[1])) == Data(contentsOf: flac), "FLAC copied byte for byte")
-        #expect(try Self.samples(paths[2]) == Self.samples(aiff.path), "AIFF's samples kept")
+        let stored = try await Self.samples(paths[2]), original = try await Self.samples(aiff.path)
+        #expect(stored == original, "AIFF's samples kept")
         // The stored WAV's INFO tags number the take as the store does: the session's third.
-        let track = try CLIHarness.tool("python3", ["-c", """
+        let track = try await CLIHarness.tool("python3", ["-c", """
             import sys
             data = open(sys.argv[1], 'rb').read(65536)
             at = data.find(b'ITRK')
@@ -272,66 +278,66 @@ struct ImportEndToEndTests {
             print(data[at + 8:at + 8 + size].rstrip(b'\\0').decode() if at >= 0 else 'none')
             """, paths[2]])
         #expect(track.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "ITRK: \(track.stdout) \(track.stderr)")
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", paths[1]]).status == 0)
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", paths[1]]).status == 0)
     }
 
     @Test("a file that cannot be decoded is refused with the reader's reason and leaves nothing behind; the others are imported")
-    func refusesDamaged() throws {
+    func refusesDamaged() async throws {
         let good = try Self.temp("Good.wav"), bad = try Self.temp("Bad.wav"), cut = try Self.temp("Cut.flac")
-        #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "1", good.path, "synth", "0.2", "sine", "440"]).status == 0)
+        #expect(try await CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "1", good.path, "synth", "0.2", "sine", "440"]).status == 0)
         try Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: bad)
-        #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "1", cut.path, "synth", "1", "sine", "440"]).status == 0)
+        #expect(try await CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "1", cut.path, "synth", "1", "sine", "440"]).status == 0)
         let whole = try Data(contentsOf: cut)
         try whole.prefix(whole.count / 2).write(to: cut)
         let cli = try CLIHarness()
-        _ = try cli.run("record", "--session", "Imported", "--duration", "0.1s")
-        let r = try cli.run("import", bad.path, good.path, cut.path, "--session", "Imported")
+        _ = try await cli.run("record", "--session", "Imported", "--duration", "0.1s")
+        let r = try await cli.run("import", bad.path, good.path, cut.path, "--session", "Imported")
         #expect(r.status != 0, "a refused file makes the exit status non-zero")
         #expect(r.stderr.contains("Bad.wav") && r.stderr.contains("Cut.flac"), "\(r.stderr)")
-        let names = try cli.takes().compactMap { $0["name"] as? String }
+        let names = try await cli.takes().compactMap { $0["name"] as? String }
         #expect(names == ["Take 1", "Good"])
         let leftovers = LibraryEndToEndTests.tree(cli.library).keys.filter { $0.contains(".import-") || $0.contains(".pending.") }
         #expect(leftovers.isEmpty, "\(leftovers)")
-        #expect(try cli.run("doctor").status == 0, "nothing half-imported remains")
+        #expect(try await cli.run("doctor").status == 0, "nothing half-imported remains")
     }
 
     @Test("a .tapedeck bundle is imported into a directory library with names, states and audio kept")
-    func importsBundle() throws {
+    func importsBundle() async throws {
         let bundleLibrary = try CLIHarness(storage: "bundle")
-        #expect(try bundleLibrary.run("record", "--session", "Field", "--name", "Birds", "--duration", "0.5s").status == 0)
-        #expect(try bundleLibrary.run("record", "--session", "Field", "--name", "Wind", "--duration", "0.3s").status == 0)
-        let source = try bundleLibrary.takes()
+        #expect(try await bundleLibrary.run("record", "--session", "Field", "--name", "Birds", "--duration", "0.5s").status == 0)
+        #expect(try await bundleLibrary.run("record", "--session", "Field", "--name", "Wind", "--duration", "0.3s").status == 0)
+        let source = try await bundleLibrary.takes()
         let bundle = try #require(try FileManager.default.contentsOfDirectory(atPath: bundleLibrary.library.path).first { $0.hasSuffix(".tapedeck") })
         let cli = try CLIHarness()
-        let r = try cli.run("import", bundleLibrary.library.appendingPathComponent(bundle).path)
+        let r = try await cli.run("import", bundleLibrary.library.appendingPathComponent(bundle).path)
         #expect(r.status == 0, "\(r.stderr)")
-        let sessions = try cli.listJSON()
+        let sessions = try await cli.listJSON()
         #expect(sessions.map { $0["name"] as? String } == ["Field"])
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         #expect(takes.map { $0["name"] as? String } == ["Birds", "Wind"])
         #expect(takes.map { $0["frames"] as? Int } == source.map { $0["frames"] as? Int })
         for (a, b) in zip(takes, source) {
             let pa = try #require(a["path"] as? String), pb = try #require(b["path"] as? String)
             #expect(try Data(contentsOf: URL(fileURLWithPath: pa)) == Data(contentsOf: URL(fileURLWithPath: pb)))
         }
-        let again = try cli.run("import", bundleLibrary.library.appendingPathComponent(bundle).path)
+        let again = try await cli.run("import", bundleLibrary.library.appendingPathComponent(bundle).path)
         #expect(again.status == 73, "a session of that name exists: \(again.stderr)")
     }
 }
 
 extension DoctorEndToEndTests {
     @Test("doctor --repair during a recording leaves the live take alone", arguments: ["directory", "bundle"])
-    func doctorDuringRecording(storage: String) throws {
+    func doctorDuringRecording(storage: String) async throws {
         let cli = try CLIHarness(storage: storage)
-        #expect(try cli.run("record", "--session", "Live", "--duration", "0.2s").status == 0)
+        #expect(try await cli.run("record", "--session", "Live", "--duration", "0.2s").status == 0)
         let (p, _, _) = try cli.start(["record", "--session", "Live", "--name", "Running", "--duration", "2s"])
-        #expect(cli.waitForPendingFile())
-        let doctor = try cli.run("doctor", "--repair", "--json")
+        #expect(try await cli.waitForPendingFile())
+        let doctor = try await cli.run("doctor", "--repair", "--json")
         #expect(doctor.status == 0, "\(doctor.stdout) \(doctor.stderr)")
         #expect(try Self.report(doctor).isEmpty, "a live recording is not damage")
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         #expect(p.terminationStatus == 0)
-        let running = try #require(try cli.takes().first { $0["name"] as? String == "Running" })
+        let running = try #require(try await cli.takes().first { $0["name"] as? String == "Running" })
         #expect(running["state"] as? String == "complete" && running["frames"] as? Int == 96_000)
     }
 }
@@ -339,23 +345,23 @@ extension DoctorEndToEndTests {
 @Suite("tapedeck config end to end", .serialized)
 struct ConfigEndToEndTests {
     @Test("config check --offline passes for every file in Configuration/, and checks devices when online")
-    func shippedFiles() throws {
+    func shippedFiles() async throws {
         let folder = CLIHarness.packageRoot.appendingPathComponent("Configuration")
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".yaml") }.sorted()
         #expect(files.contains("fleet.yaml") && files.contains("ci.yaml") && files.contains("tapedeck.yaml"))
         let cli = try CLIHarness()
         for name in files {
-            let r = try cli.run("config", "check", "--offline", "--config", folder.appendingPathComponent(name).path)
+            let r = try await cli.run("config", "check", "--offline", "--config", folder.appendingPathComponent(name).path)
             #expect(r.status == 0, "\(name): \(r.stdout) \(r.stderr)")
         }
         for machine in ["studio-pi", "laptop", "ci"] {
-            let r = try cli.run("config", "check", "--offline", "--config", folder.appendingPathComponent("fleet.yaml").path, "--machine", machine)
+            let r = try await cli.run("config", "check", "--offline", "--config", folder.appendingPathComponent("fleet.yaml").path, "--machine", machine)
             #expect(r.status == 0, "fleet.yaml --machine \(machine): \(r.stdout)")
         }
         // Online: the null backends open.
-        #expect(try cli.run("config", "check").status == 0)
+        #expect(try await cli.run("config", "check").status == 0)
         // A PulseAudio server that is not there is a device problem, not a usable configuration.
-        let dead = try cli.run("config", "check", "--set", "capture.backend=pulse", "--set", "capture.pulse.server=unix:/nonexistent/native", "--json")
+        let dead = try await cli.run("config", "check", "--set", "capture.backend=pulse", "--set", "capture.pulse.server=unix:/nonexistent/native", "--json")
         #expect(dead.status == 78)
         let report = try JSONSerialization.jsonObject(with: Data(dead.stdout.utf8)) as? [String: Any]
         #expect(report?["usable"] as? Bool == false)
@@ -363,10 +369,10 @@ struct ConfigEndToEndTests {
     }
 
     @Test("config check lists every problem with file, line and key, and exits 78")
-    func badFile() throws {
+    func badFile() async throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-bad-\(UUID().uuidString).yaml")
         try Data("capture:\n  backend: null\nformat:\n  chanels: 2\nstorage:\n  checkpoint-second: 2\n".utf8).write(to: url)
-        let r = try CLIHarness().run("config", "check", "--offline", "--config", url.path)
+        let r = try await CLIHarness().run("config", "check", "--offline", "--config", url.path)
         #expect(r.status == 78)
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines == [
@@ -376,10 +382,10 @@ struct ConfigEndToEndTests {
     }
 
     @Test("config show --json names the plugin in each role and where every setting came from")
-    func show() throws {
+    func show() async throws {
         var cli = try CLIHarness()
         cli.extraEnvironment["TAPEDECK_FORMAT_CHANNELS"] = "1"
-        let r = try cli.run("config", "show", "--json", "--set", "format.sample-rate=44100")
+        let r = try await cli.run("config", "show", "--json", "--set", "format.sample-rate=44100")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let roles = try #require(report["roles"] as? [String: Any])
@@ -393,7 +399,7 @@ struct ConfigEndToEndTests {
         #expect(layer("storage.directory.path") == "environment", "the harness sets the library by environment")
 
         let fleet = CLIHarness.packageRoot.appendingPathComponent("Configuration/fleet.yaml").path
-        let m = try CLIHarness().run("config", "show", "--json", "--config", fleet, "--machine", "laptop")
+        let m = try await CLIHarness().run("config", "show", "--json", "--config", fleet, "--machine", "laptop")
         let mr = try #require(try JSONSerialization.jsonObject(with: Data(m.stdout.utf8)) as? [String: Any])
         #expect(mr["machine"] as? String == "laptop")
         let ms = try #require(mr["settings"] as? [[String: Any]])
@@ -405,20 +411,20 @@ struct ConfigEndToEndTests {
 @Suite("Opus export end to end")
 struct OpusExportEndToEndTests {
     @Test("export --format opus writes an Ogg Opus file that opusdec decodes to the take's length, tagged")
-    func exportOpus() throws {
+    func exportOpus() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "--session", "Demo", "--name", "Hook", "--duration", "1.5s").status == 0)
+        #expect(try await cli.run("record", "--session", "Demo", "--name", "Hook", "--duration", "1.5s").status == 0)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-opus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        let r = try cli.run("export", "Demo/Hook", "--format", "opus", "--output", out.path, "--json")
+        let r = try await cli.run("export", "Demo/Hook", "--format", "opus", "--output", out.path, "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let file = out.appendingPathComponent("Demo - Hook.opus")
         let wav = out.appendingPathComponent("decoded.wav")
-        let dec = try CLIHarness.tool("opusdec", ["--quiet", file.path, wav.path])
+        let dec = try await CLIHarness.tool("opusdec", ["--quiet", file.path, wav.path])
         #expect(dec.status == 0, "\(dec.stderr)")
-        let soxi = try CLIHarness.tool("soxi", ["-D", wav.path])
+        let soxi = try await CLIHarness.tool("soxi", ["-D", wav.path])
         #expect(soxi.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1.500000", "\(soxi.stdout)")
-        let info = try CLIHarness.tool("opusinfo", [file.path])
+        let info = try await CLIHarness.tool("opusinfo", [file.path])
         #expect(info.stdout.contains("TITLE=Hook") && info.stdout.contains("ALBUM=Demo"), "\(info.stdout)")
     }
 }

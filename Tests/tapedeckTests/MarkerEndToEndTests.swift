@@ -11,7 +11,7 @@ import Glibc
 @Suite("markers end to end", .serialized)
 struct MarkerEndToEndTests {
     /// The cue points (sample offsets) and labels of a WAV file, read by python's own RIFF walk.
-    static func wavCues(_ path: String) throws -> (offsets: [Int], labels: [String]) {
+    static func wavCues(_ path: String) async throws -> (offsets: [Int], labels: [String]) {
         let script = """
             import struct, sys, json
             b = open(sys.argv[1], 'rb').read()
@@ -33,28 +33,28 @@ struct MarkerEndToEndTests {
                 i += 8 + size + (size & 1)
             print(json.dumps([cues, [labels.get(k + 1, '') for k in range(len(cues))]]))
             """
-        let r = try CLIHarness.tool("python3", ["-c", script, path])
+        let r = try await CLIHarness.tool("python3", ["-c", script, path])
         #expect(r.status == 0, "\(r.stderr)")
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[Any]])
         return (parsed[0].compactMap { $0 as? Int }, parsed[1].compactMap { $0 as? String })
     }
 
     @Test("SIGUSR1 and `tapedeck mark LABEL` set markers at the audio being captured, in the catalog and the file; WAV and FLAC", arguments: ["wav", "flac"])
-    func signalAndCommand(_ encoding: String) throws {
+    func signalAndCommand(_ encoding: String) async throws {
         var cli = try CLIHarness()
         // A runtime folder of the test's own, so `mark` finds only this recording.
         let runtime = cli.library.path + "-run"
         cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime
         let (p, out, _) = try cli.start(["record", "-d", "4s", "--set", "encoder.name=\(encoding)", "--json"])
         let started = Date()
-        #expect(CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
-        Thread.sleep(forTimeInterval: max(0, 1.5 - Date().timeIntervalSince(started)))
+        #expect(try await CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
+        try await Task.sleep(for: .seconds(max(0, 1.5 - Date().timeIntervalSince(started))))
         kill(p.processIdentifier, SIGUSR1)
-        Thread.sleep(forTimeInterval: 1)
-        let marked = try cli.run("mark", "chorus ♪")
+        try await Task.sleep(for: .seconds(1))
+        let marked = try await cli.run("mark", "chorus ♪")
         #expect(marked.status == 0, "\(marked.stderr)")
         #expect(marked.stdout.contains("Marker \"chorus ♪\" sent to the recording"), "\(marked.stdout)")
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         #expect(p.terminationStatus == 0)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
@@ -67,33 +67,33 @@ struct MarkerEndToEndTests {
         #expect((frames.last ?? 0) - (frames.first ?? 0) >= 36_000, "\(frames)")
         let path = try #require(take["path"] as? String)
         if encoding == "wav" {
-            let cues = try Self.wavCues(path)
+            let cues = try await Self.wavCues(path)
             #expect(cues.offsets == frames)
             #expect(cues.labels == ["", "chorus ♪"])
-            #expect(try CLIHarness.tool("sox", [path, "-n"]).stderr.isEmpty, "sox reads the file without a warning")
+            #expect(try await CLIHarness.tool("sox", [path, "-n"]).stderr.isEmpty, "sox reads the file without a warning")
         } else {
-            #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
-            let comments = try CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
+            #expect(try await CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+            let comments = try await CLIHarness.tool("metaflac", ["--export-tags-to=-", path]).stdout
             let ms = frames.map { $0 * 1000 / 48_000 }
             #expect(comments.contains("CHAPTER001=00:00:0\(ms[0] / 1000).\(String(format: "%03d", ms[0] % 1000))"), "\(comments)")
             #expect(comments.contains("CHAPTER002NAME=chorus ♪"), "\(comments)")
         }
-        #expect(try cli.run("doctor").status == 0)
+        #expect(try await cli.run("doctor").status == 0)
         // The recorder's files in the runtime folder are gone with it.
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: runtime + "/tapedeck")) ?? []).isEmpty)
-        let none = try cli.run("mark")
+        let none = try await cli.run("mark")
         #expect(none.status == 66 && none.stderr.contains("No recording is running"), "\(none.stderr)")
     }
 
     @Test("--split-on-marker: each marker begins a take at its frame; the takes join to exactly the delivered frames")
-    func splitOnMarker() throws {
+    func splitOnMarker() async throws {
         let cli = try CLIHarness()
         let (p, out, _) = try cli.start(["record", "-d", "3s", "--split-on-marker", "--set", "capture.null.signal=counter", "--json"])
-        Thread.sleep(forTimeInterval: 1.2)
+        try await Task.sleep(for: .seconds(1.2))
         kill(p.processIdentifier, SIGUSR1)
-        Thread.sleep(forTimeInterval: 0.8)
+        try await Task.sleep(for: .seconds(0.8))
         kill(p.processIdentifier, SIGUSR1)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
         let takes = try #require(report["takes"] as? [[String: Any]])
         #expect(takes.count == 3)
@@ -103,7 +103,7 @@ struct MarkerEndToEndTests {
         for take in takes {
             #expect((take["run"] as? [String: Any])?["offsetFrames"] as? Int == offset)
             let path = try #require(take["path"] as? String)
-            #expect(try CLIHarness.firstWrongCounterSample(path, from: offset * 2) == nil)
+            #expect(try await CLIHarness.firstWrongCounterSample(path, from: offset * 2) == nil)
             offset += take["frames"] as? Int ?? 0
         }
         #expect(offset == 144_000)
@@ -205,28 +205,29 @@ struct MarkerEndToEndTests {
     }
 
     @Test("m on a terminal sets a marker; the banner says so, and the terminal is given back as it was")
-    func keyOnTerminal() throws {
+    func keyOnTerminal() async throws {
         let cli = try CLIHarness()
         let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
         @discardableResult
-        func tmux(_ more: [String]) throws -> String { try ChildProcess.run(["tmux", "-L", socket] + more).output }
-        defer { _ = try? tmux(["kill-server"]) }
+        func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
+        // The tmux server goes when this returns (killed on a thread of its own: a defer cannot await).
+        defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
         let command = "'\(try CLIHarness.binary.path)' record -d 3s --session Keys; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo -e -icanon -e -echo; sleep 60"
         let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
-        try tmux(["new-session", "-d", "-x", "80", "-y", "24"] + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
+        try await tmux(["new-session", "-d", "-x", "80", "-y", "24"] + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
         var screen = ""
-        #expect(CLIHarness.wait(timeout: 10) {
-            screen = (try? tmux(["capture-pane", "-p"])) ?? ""
+        #expect(try await CLIHarness.wait(timeout: 10) {
+            screen = (try? await tmux(["capture-pane", "-p"])) ?? ""
             return screen.contains("Press m to set a marker")
         }, "\(screen)")
-        Thread.sleep(forTimeInterval: 1)
-        try tmux(["send-keys", "m"])
-        #expect(CLIHarness.wait(timeout: 10) {
-            screen = (try? tmux(["capture-pane", "-p"])) ?? ""
+        try await Task.sleep(for: .seconds(1))
+        try await tmux(["send-keys", "m"])
+        #expect(try await CLIHarness.wait(timeout: 10) {
+            screen = (try? await tmux(["capture-pane", "-p"])) ?? ""
             return screen.contains("Recorded Keys/Take 1") && screen.contains("echo")
         }, "\(screen)")
         #expect(screen.contains("icanon") && !screen.contains("-icanon") && !screen.contains("-echo"), "the terminal's mode is restored: \(screen)")
-        let take = try #require(try cli.takes().first)
+        let take = try #require(try await cli.takes().first)
         let markers = try #require(take["markers"] as? [[String: Any]])
         #expect(markers.count == 1)
         #expect((24_000...120_000).contains(markers.first?["frame"] as? Int ?? 0), "\(markers)")

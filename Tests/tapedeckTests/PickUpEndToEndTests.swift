@@ -13,242 +13,246 @@ struct PickUpEndToEndTests {
     final class Screen {
         let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
         @discardableResult
-        func tmux(_ more: [String]) throws -> String { try ChildProcess.run(["tmux", "-L", socket] + more).output }
+        func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
 
-        init(_ cli: CLIHarness, _ args: [String], columns: Int = 80) throws {
+        init(_ cli: CLIHarness, _ args: [String], columns: Int = 80) async throws {
             let command = ([try CLIHarness.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
                 .joined(separator: " ") + "; sleep 60"
             let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
-            try tmux(["new-session", "-d", "-x", String(columns), "-y", "24"]
-                     + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
+            try await tmux(["new-session", "-d", "-x", String(columns), "-y", "24"]
+                           + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
         }
 
-        var text: String { (try? tmux(["capture-pane", "-p", "-S", "-200"])) ?? "" }
+        var text: String {
+            get async { (try? await tmux(["capture-pane", "-p", "-S", "-200"])) ?? "" }
+        }
 
         /// Waits until `needle` is on screen; returns the screen.
         @discardableResult
-        func wait(for needle: String, timeout: Double = 20) -> String {
+        func wait(for needle: String, timeout: Double = 20) async throws -> String {
             var screen = ""
-            _ = CLIHarness.wait(timeout: timeout) { screen = text; return screen.contains(needle) }
+            _ = try await CLIHarness.wait(timeout: timeout) { screen = await text; return screen.contains(needle) }
             return screen
         }
 
-        deinit { _ = try? tmux(["kill-server"]) }
+        // The tmux server is killed on a thread of its own: a deinit cannot await.
+        deinit { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
     }
 
     @Test("on a terminal: a banner before audio, a meter that never reads -inf on a steady signal, a clip count for full-scale noise, nothing left wrapped")
-    func bannerMeterAndClips() throws {
+    func bannerMeterAndClips() async throws {
         let cli = try CLIHarness()
-        let screen = try Screen(cli, ["record", "-d", "7", "--set", "capture.null.signal=noise", "--set", "capture.null.level=1.0"])
-        let first = screen.wait(for: "● REC")
+        let screen = try await Screen(cli, ["record", "-d", "7", "--set", "capture.null.signal=noise", "--set", "capture.null.level=1.0"])
+        let first = try await screen.wait(for: "● REC")
         #expect(first.contains("Recording from") && first.contains("Press Ctrl-C to stop."), "\(first)")
         var reads: [String] = []
         let start = Date()
         while Date().timeIntervalSince(start) < 5 {
-            if let line = screen.text.split(separator: "\n").first(where: { $0.contains("● REC") }) { reads.append(String(line)) }
-            Thread.sleep(forTimeInterval: 0.2)
+            if let line = await screen.text.split(separator: "\n").first(where: { $0.contains("● REC") }) { reads.append(String(line)) }
+            try await Task.sleep(for: .seconds(0.2))
         }
         #expect(reads.count >= 15, "\(reads)")
         let silent = reads.filter { $0.contains("inf") || $0.contains("<-90") }
         #expect(silent.isEmpty, "\(silent)")
         #expect(reads.allSatisfy { $0.count <= 80 })
         #expect(reads.contains { $0.contains("CLIP") }, "\(reads)")
-        let end = screen.wait(for: "Recorded")
+        let end = try await screen.wait(for: "Recorded")
         #expect(end.contains("Clipped:"), "\(end)")
         #expect(!end.split(separator: "\n").contains { $0.contains("● REC") }, "meter rows left behind: \(end)")
-        let take = try #require(try cli.takes().first)
+        let take = try #require(try await cli.takes().first)
         #expect((take["clippedSamples"] as? Int ?? 0) > 0)
     }
 
     @Test("Ctrl-C shows Stopping… at once, and the take is kept")
-    func stopping() throws {
+    func stopping() async throws {
         let cli = try CLIHarness()
         // Long periods: the take takes a moment to finish after the stop, long enough to see.
-        let screen = try Screen(cli, ["record", "--set", "capture.period-frames=48000"])
-        screen.wait(for: "● REC")
-        try screen.tmux(["send-keys", "C-c"])
-        let shown = screen.wait(for: "Stopping", timeout: 2)
+        let screen = try await Screen(cli, ["record", "--set", "capture.period-frames=48000"])
+        try await screen.wait(for: "● REC")
+        try await screen.tmux(["send-keys", "C-c"])
+        let shown = try await screen.wait(for: "Stopping", timeout: 2)
         #expect(shown.contains("Stopping…"), "\(shown)")
-        #expect(screen.wait(for: "Recorded").contains("Recorded Session 1/Take 1"))
+        #expect(try await screen.wait(for: "Recorded").contains("Recorded Session 1/Take 1"))
     }
 
     @Test("delete asks on a terminal with the length and size of what goes")
-    func deletePrompt() throws {
+    func deletePrompt() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "1s").status == 0)
-        let screen = try Screen(cli, ["delete", "last"])
-        let prompt = screen.wait(for: "y/N")
+        #expect(try await cli.run("record", "1s").status == 0)
+        let screen = try await Screen(cli, ["delete", "last"])
+        let prompt = try await screen.wait(for: "y/N")
         // 1 s of 48 kHz stereo s16 (187.5 KiB) with its header, bext and iXML.
         #expect(prompt.contains("Delete take \"Session 1/Take 1\" (0:01.000, 19") && prompt.contains("KB)"), "\(prompt)")
-        try screen.tmux(["send-keys", "n", "Enter"])
-        #expect(screen.wait(for: "Nothing was deleted.").contains("Nothing was deleted."))
-        #expect(try cli.takes().count == 1)
+        try await screen.tmux(["send-keys", "n", "Enter"])
+        #expect(try await screen.wait(for: "Nothing was deleted.").contains("Nothing was deleted."))
+        #expect(try await cli.takes().count == 1)
     }
 
     @Test("note, tag and export: notes and tags reach the FLAC file, export --tag adds its own, -o names a file, - writes stdout")
-    func notesTagsAndExport() throws {
+    func notesTagsAndExport() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "-d", "1").status == 0)
-        #expect(try cli.run("note", "last", "Warm-up").status == 0)
-        #expect(try cli.run("tag", "last", "mic=SM57", "ROOM=Studio A").status == 0)
-        #expect(try cli.run("tag", "last", "bad name=x").status == 64)
-        #expect(try cli.run("note", "last").stdout == "Warm-up\n")
-        #expect(try cli.run("note", "last", "--append", "Second line").status == 0)
-        #expect(try cli.run("note", "last").stdout == "Warm-up\nSecond line\n")
-        #expect(try cli.run("note", "last", "Warm-up").status == 0)
-        #expect(try cli.run("tag", "last", "GONE=soon").status == 0)
-        #expect(try cli.run("tag", "last", "--remove", "gone").status == 0)
-        #expect(!(try cli.run("tag", "last").stdout.contains("GONE")))
+        #expect(try await cli.run("record", "-d", "1").status == 0)
+        #expect(try await cli.run("note", "last", "Warm-up").status == 0)
+        #expect(try await cli.run("tag", "last", "mic=SM57", "ROOM=Studio A").status == 0)
+        #expect(try await cli.run("tag", "last", "bad name=x").status == 64)
+        #expect(try await cli.run("note", "last").stdout == "Warm-up\n")
+        #expect(try await cli.run("note", "last", "--append", "Second line").status == 0)
+        #expect(try await cli.run("note", "last").stdout == "Warm-up\nSecond line\n")
+        #expect(try await cli.run("note", "last", "Warm-up").status == 0)
+        #expect(try await cli.run("tag", "last", "GONE=soon").status == 0)
+        #expect(try await cli.run("tag", "last", "--remove", "gone").status == 0)
+        #expect(!(try await cli.run("tag", "last").stdout.contains("GONE")))
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-pickup-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: out) }
         let file = out.appendingPathComponent("warm.flac").path
-        let r = try cli.run("export", "last", "-o", file, "--tag", "artist=Ann", "--level", "8")
+        let r = try await cli.run("export", "last", "-o", file, "--tag", "artist=Ann", "--level", "8")
         #expect(r.status == 0 && r.stdout.count <= 101 && r.stdout.contains("verified"), "\(r.stdout) \(r.stderr)")
-        let tags = try CLIHarness.tool("metaflac", ["--export-tags-to=-", file]).stdout
+        let tags = try await CLIHarness.tool("metaflac", ["--export-tags-to=-", file]).stdout
         for tag in ["DESCRIPTION=Warm-up", "MIC=SM57", "ROOM=Studio A", "ARTIST=Ann", "TITLE=Take 1"] {
             #expect(tags.contains(tag), "\(tag) in \(tags)")
         }
-        let wav = try cli.run("export", "last", "-o", out.appendingPathComponent("warm.wav").path)
-        let wavType = try CLIHarness.tool("soxi", ["-t", out.appendingPathComponent("warm.wav").path]).stdout
+        let wav = try await cli.run("export", "last", "-o", out.appendingPathComponent("warm.wav").path)
+        let wavType = try await CLIHarness.tool("soxi", ["-t", out.appendingPathComponent("warm.wav").path]).stdout
         #expect(wav.status == 0 && wavType.contains("wav"))
-        let level = try cli.run("export", "last", "--level", "12")
+        let level = try await cli.run("export", "last", "--level", "12")
         #expect(level.status == 64 && level.stderr.contains("--level 12"), "\(level.stderr)")
-        let bitrate = try cli.run("export", "last", "--bitrate", "96k")
+        let bitrate = try await cli.run("export", "last", "--bitrate", "96k")
         #expect(bitrate.status == 64 && bitrate.stderr.contains("--bitrate"), "\(bitrate.stderr)")
-        let opus = try cli.run("export", "last", "-o", out.appendingPathComponent("warm.opus").path, "--bitrate", "64k")
+        let opus = try await cli.run("export", "last", "-o", out.appendingPathComponent("warm.opus").path, "--bitrate", "64k")
         #expect(opus.status == 0, "\(opus.stderr)")
-        let piped = try ChildProcess.run(["sh", "-c", "'\(try CLIHarness.binary.path)' export last -o - | flac -t -s -"],
-                                         environment: cli.environment)
+        let piped = try await ChildProcess.runAsync(["sh", "-c", "'\(try CLIHarness.binary.path)' export last -o - | flac -t -s -"],
+                                                    environment: cli.environment)
         #expect(piped.status == 0, "\(piped.output)")
-        let show = try cli.run("show", "last", "--json")
+        let show = try await cli.run("show", "last", "--json")
         let take = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
         #expect(take["kind"] as? String == "take" && take["schema"] as? Int == 1 && take["notes"] as? String == "Warm-up")
         #expect((take["tags"] as? [String: String])?["MIC"] == "SM57")
     }
 
     @Test("list: header, totals, the next record's session, and --since/--state/--search; names are printed escaped")
-    func listing() throws {
+    func listing() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "1s", "--session", "Band", "--name", "Intro").status == 0)
-        #expect(try cli.run("record", "1s", "--session", "Solo", "--name", "Evil\u{202E}txt.exe").status == 0)
-        let list = try cli.run("list")
+        #expect(try await cli.run("record", "1s", "--session", "Band", "--name", "Intro").status == 0)
+        #expect(try await cli.run("record", "1s", "--session", "Solo", "--name", "Evil\u{202E}txt.exe").status == 0)
+        let list = try await cli.run("list")
         #expect(list.stdout.contains("ID") && list.stdout.contains("LENGTH") && list.stdout.contains("(next record)"), "\(list.stdout)")
         #expect(list.stdout.contains("Evil\\u{202E}txt.exe") && !list.stdout.contains("\u{202E}"), "\(list.stdout)")
-        #expect(try cli.run("list", "--search", "intro").stdout.contains("Intro"))
-        let intro = try cli.run("list", "--search", "intro").stdout
+        #expect(try await cli.run("list", "--search", "intro").stdout.contains("Intro"))
+        let intro = try await cli.run("list", "--search", "intro").stdout
         #expect(!intro.contains("Solo"))
-        #expect(try cli.run("list", "--state", "recovered").stdout.contains("No takes match."))
-        #expect(try cli.run("list", "--since", "1h").stdout.contains("Intro"))
-        #expect(try cli.run("list", "--since", "2999-01-01").stdout.contains("No takes match."))
-        #expect(try cli.run("list", "--since", "soon").status == 64)
+        #expect(try await cli.run("list", "--state", "recovered").stdout.contains("No takes match."))
+        #expect(try await cli.run("list", "--since", "1h").stdout.contains("Intro"))
+        #expect(try await cli.run("list", "--since", "2999-01-01").stdout.contains("No takes match."))
+        #expect(try await cli.run("list", "--since", "soon").status == 64)
     }
 
     @Test("did you mean: commands, takes and sessions (any case); last; play --start/--end; --version names the libraries")
-    func suggestions() throws {
+    func suggestions() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "1s", "--name", "Hello World").status == 0)
-        let command = try cli.run("recrod")
+        #expect(try await cli.run("record", "1s", "--name", "Hello World").status == 0)
+        let command = try await cli.run("recrod")
         #expect(command.status == 64 && command.stderr.contains("Did you mean 'record'?"), "\(command.stderr)")
-        let lower = try cli.run("show", "session 1/hello world")
+        let lower = try await cli.run("show", "session 1/hello world")
         #expect(lower.status == 66 && lower.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(lower.stderr)")
-        let typo = try cli.run("play", "Hello Wrld")
+        let typo = try await cli.run("play", "Hello Wrld")
         #expect(typo.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(typo.stderr)")
-        #expect(try cli.run("show", "lst").stderr.contains("did you mean \"last\"?"))
-        #expect(try cli.run("play", "last", "-s", "0.5", "-e", "0:00.8").status == 0)
-        #expect(try cli.run("play", "last", "--start", "5").status == 64)
-        let version = try cli.run("--version")
+        #expect(try await cli.run("show", "lst").stderr.contains("did you mean \"last\"?"))
+        #expect(try await cli.run("play", "last", "-s", "0.5", "-e", "0:00.8").status == 0)
+        #expect(try await cli.run("play", "last", "--start", "5").status == 64)
+        let version = try await cli.run("--version")
         #expect(version.stdout.hasPrefix("tapedeck 0.") && version.stdout.contains("libFLAC") && version.stdout.contains("SQLite"), "\(version.stdout)")
-        let device = try cli.run("record", "-d", "1", "--set", "capture.backend=alsa", "-D", "defualt")
+        let device = try await cli.run("record", "-d", "1", "--set", "capture.backend=alsa", "-D", "defualt")
         #expect(device.status == 69 && device.stderr.contains("did you mean \"default\"?"), "\(device.stderr)")
-        let positional = try cli.run("record", "soon")
+        let positional = try await cli.run("record", "soon")
         #expect(positional.status == 64 && positional.stderr.contains("-d"), "\(positional.stderr)")
     }
 
     @Test("config example is the reference config; config init writes a starter config once, and it loads")
-    func configInit() throws {
+    func configInit() async throws {
         var cli = try CLIHarness()
         cli.withoutConfig = true
-        let example = try cli.run("config", "example")
+        let example = try await cli.run("config", "example")
         let reference = try String(contentsOf: CLIHarness.packageRoot.appendingPathComponent("Configuration/tapedeck.yaml"), encoding: .utf8)
         #expect(example.stdout == reference, "config example differs from Configuration/tapedeck.yaml")
-        let first = try cli.run("config", "init", "--machine", "studio")
+        let first = try await cli.run("config", "init", "--machine", "studio")
         #expect(first.status == 0, "\(first.stderr)")
         let written = cli.library.path + "-config/tapedeck/config.yaml"
         #expect(FileManager.default.fileExists(atPath: written))
-        let again = try cli.run("config", "init")
+        let again = try await cli.run("config", "init")
         #expect(again.status == 73 && again.stderr.contains("exists already"))
-        #expect(try cli.run("config", "check", "--offline", "--machine", "studio").status == 0)
+        #expect(try await cli.run("config", "check", "--offline", "--machine", "studio").status == 0)
     }
 
     @Test("record -o FILE writes a file outside the library (never over one); -o - streams WAV or FLAC; a reader that leaves stops it cleanly")
-    func recordToFile() throws {
+    func recordToFile() async throws {
         let cli = try CLIHarness()
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-o-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: out) }
         let flac = out.appendingPathComponent("take.flac").path
-        let r = try cli.run("record", "-d", "1", "-o", flac, "--json")
+        let r = try await cli.run("record", "-d", "1", "-o", flac, "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         #expect(report["kind"] as? String == "file-recording" && report["frames"] as? Int == 48000 && report["encoding"] as? String == "flac")
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", flac]).status == 0)
-        #expect(try cli.takes().isEmpty, "nothing in the library")
-        let again = try cli.run("record", "-d", "1", "-o", flac)
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", flac]).status == 0)
+        #expect(try await cli.takes().isEmpty, "nothing in the library")
+        let again = try await cli.run("record", "-d", "1", "-o", flac)
         #expect(again.status == 73 && again.stderr.contains("exists already"), "\(again.stderr)")
         let binary = try CLIHarness.binary.path
-        let wav = try ChildProcess.run(["sh", "-c", "'\(binary)' record 1 -o - | sox -t wav - -n stat 2>&1"], environment: cli.environment)
+        let wav = try await ChildProcess.runAsync(["sh", "-c", "'\(binary)' record 1 -o - | sox -t wav - -n stat 2>&1"], environment: cli.environment)
         #expect(wav.output.contains("Samples read:             96000"), "\(wav.output)")
-        let stream = try ChildProcess.run(["sh", "-c", "'\(binary)' record 1 -o - -c 1 --set encoder.name=flac | flac -t -s - && echo decoded"], environment: cli.environment)
+        let stream = try await ChildProcess.runAsync(["sh", "-c", "'\(binary)' record 1 -o - -c 1 --set encoder.name=flac | flac -t -s - && echo decoded"], environment: cli.environment)
         #expect(stream.output.contains("decoded"), "\(stream.output)")
-        let head = try ChildProcess.run(["bash", "-c", "'\(binary)' record 5 -o - | head -c 1000 >/dev/null; echo \"status ${PIPESTATUS[0]}\""], environment: cli.environment)
+        let head = try await ChildProcess.runAsync(["bash", "-c", "'\(binary)' record 5 -o - | head -c 1000 >/dev/null; echo \"status ${PIPESTATUS[0]}\""], environment: cli.environment)
         #expect(head.output.contains("status 0"), "\(head.output)")
     }
 
     @Test("import names takes song, song (2); --name; a missing file, a folder and a FIFO are refused up front")
-    func importNaming() throws {
+    func importNaming() async throws {
         let cli = try CLIHarness()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-imp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("b"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         for path in ["song.wav", "b/song.wav"] {
-            #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", dir.appendingPathComponent(path).path, "synth", "0.2", "sine", "440"]).status == 0)
+            #expect(try await CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", dir.appendingPathComponent(path).path, "synth", "0.2", "sine", "440"]).status == 0)
         }
-        let r = try cli.run("import", dir.appendingPathComponent("song.wav").path, dir.appendingPathComponent("b/song.wav").path)
+        let r = try await cli.run("import", dir.appendingPathComponent("song.wav").path, dir.appendingPathComponent("b/song.wav").path)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(Set(try cli.takes().compactMap { $0["name"] as? String }) == ["song", "song (2)"])
-        #expect(try cli.run("import", dir.appendingPathComponent("song.wav").path, "--name", "Chorus").status == 0)
-        #expect(try cli.takes().contains { $0["name"] as? String == "Chorus" })
-        let missing = try cli.run("import", dir.appendingPathComponent("absent.wav").path)
+        let imported = try await cli.takes()
+        #expect(Set(imported.compactMap { $0["name"] as? String }) == ["song", "song (2)"])
+        #expect(try await cli.run("import", dir.appendingPathComponent("song.wav").path, "--name", "Chorus").status == 0)
+        #expect(try await cli.takes().contains { $0["name"] as? String == "Chorus" })
+        let missing = try await cli.run("import", dir.appendingPathComponent("absent.wav").path)
         #expect(missing.status == 66 && missing.stderr.contains("does not exist"), "\(missing.stderr)")
         let fifo = dir.appendingPathComponent("pipe.wav").path
         #expect(mkfifo(fifo, 0o600) == 0)
         let start = Date()
-        let refused = try cli.run("import", fifo)
+        let refused = try await cli.run("import", fifo)
         #expect(refused.status == 64 && refused.stderr.contains("FIFO") && Date().timeIntervalSince(start) < 10, "\(refused.stderr)")
-        #expect(try cli.run("import", dir.appendingPathComponent("b").path).status == 64)
-        #expect(try cli.run("import", dir.appendingPathComponent("song.wav").path, dir.appendingPathComponent("b/song.wav").path, "--name", "X").status == 64)
+        #expect(try await cli.run("import", dir.appendingPathComponent("b").path).status == 64)
+        #expect(try await cli.run("import", dir.appendingPathComponent("song.wav").path, dir.appendingPathComponent("b/song.wav").path, "--name", "X").status == 64)
     }
 
     @Test("completion: the scripts parse, and take arguments complete to last, sessions, SESSION/TAKE and ids")
-    func completion() throws {
+    func completion() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "1", "--session", "Band", "--name", "Intro").status == 0)
-        let bash = try cli.run("--generate-completion-script", "bash")
-        let check = try ChildProcess.run(["bash", "-c", "bash -n <<'EOF'\n\(bash.stdout)\nEOF\necho parsed"])
+        #expect(try await cli.run("record", "1", "--session", "Band", "--name", "Intro").status == 0)
+        let bash = try await cli.run("--generate-completion-script", "bash")
+        let check = try await ChildProcess.runAsync(["bash", "-c", "bash -n <<'EOF'\n\(bash.stdout)\nEOF\necho parsed"])
         #expect(check.output.contains("parsed"), "\(check.output)")
-        for shell in ["zsh", "fish"] { #expect(try cli.run("--generate-completion-script", shell).status == 0) }
-        let names = try cli.run("---completion", "play", "--", "positional@0", "2", "0", "")
+        for shell in ["zsh", "fish"] { #expect(try await cli.run("--generate-completion-script", shell).status == 0) }
+        let names = try await cli.run("---completion", "play", "--", "positional@0", "2", "0", "")
         #expect(names.status == 0)
         let lines = Set(names.stdout.split(separator: "\n").map(String.init))
         #expect(lines.isSuperset(of: ["last", "Band", "Band/Intro"]), "\(names.stdout)")
     }
 
     @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
-    func jsonDocumented() throws {
+    func jsonDocumented() async throws {
         let cli = try CLIHarness()
-        #expect(try cli.run("record", "1s", "--json").status == 0)
-        #expect(try cli.run("tag", "last", "MIC=x").status == 0)
+        #expect(try await cli.run("record", "1s", "--json").status == 0)
+        #expect(try await cli.run("tag", "last", "MIC=x").status == 0)
         let doc = try String(contentsOf: CLIHarness.packageRoot.appendingPathComponent("docs/JSON.md"), encoding: .utf8)
         var sections: [String: Set<String>] = [:]
         var current: String?
@@ -281,10 +285,10 @@ struct PickUpEndToEndTests {
             var run = args
             if args[0] == "import" {
                 let wav = out.appendingPathComponent("in.wav").path
-                #expect(try CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", wav, "trim", "0", "0.2"]).status == 0)
+                #expect(try await CLIHarness.tool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", wav, "trim", "0", "0.2"]).status == 0)
                 run.append(wav)
             }
-            let r = try cli.run(run)
+            let r = try await cli.run(run)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             let value = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8))
             let objects = (value as? [Any]) ?? [value]

@@ -13,13 +13,13 @@ struct PipeEndToEndTests {
 
     @Test("list, show, devices and backends piped into head -c1, 50 times each: never a crash, never a signal's status",
           arguments: [["list", "--json"], ["list"], ["show", "Session 1", "--json"], ["devices", "--json"], ["backends"], ["backends", "--json"]])
-    func readersGoAway(_ args: [String]) throws {
+    func readersGoAway(_ args: [String]) async throws {
         var cli = try CLIHarness()
-        for _ in 0..<3 { #expect(try cli.run("record", "--duration", "0.1s").status == 0) }
+        for _ in 0..<3 { #expect(try await cli.run("record", "--duration", "0.1s").status == 0) }
         cli.launcher = Self.piped(into: "head -c1 >/dev/null")
         var statuses: [Int32: Int] = [:]
         for _ in 0..<50 {
-            let r = try cli.run(args)
+            let r = try await cli.run(args)
             statuses[r.status, default: 0] += 1
             #expect(!r.stderr.contains("Fatal error") && !r.stderr.contains("crashed"), "\(args): \(r.stderr)")
         }
@@ -27,24 +27,24 @@ struct PipeEndToEndTests {
     }
 
     @Test("a reader that is gone before anything is written: the output is dropped quietly, status 0")
-    func readerGoneFirst() throws {
+    func readerGoneFirst() async throws {
         var cli = try CLIHarness()
-        for _ in 0..<3 { #expect(try cli.run("record", "--duration", "0.1s").status == 0) }
+        for _ in 0..<3 { #expect(try await cli.run("record", "--duration", "0.1s").status == 0) }
         cli.launcher = ["/usr/bin/env", "--default-signal=PIPE", "bash", "-c", "\"$0\" \"$@\" | true; exit ${PIPESTATUS[0]}"]
         for args in [["list", "--json"], ["backends"], ["config", "show"]] {
-            let r = try cli.run(args)
+            let r = try await cli.run(args)
             #expect(r.status == 0 && r.stderr.isEmpty, "\(args): \(r.status) \(r.stderr)")
         }
     }
 
     @Test("record --json into a pipe whose reader leaves after 1 s keeps the whole take and exits 0")
-    func recordingIntoClosedPipe() throws {
+    func recordingIntoClosedPipe() async throws {
         var cli = try CLIHarness()
         cli.launcher = Self.piped(into: "sleep 1")
-        let r = try cli.run("record", "--duration", "2s", "--json", "--session", "Piped")
+        let r = try await cli.run("record", "--duration", "2s", "--json", "--session", "Piped")
         #expect(r.status == 0, "\(r.stderr)")
         cli.launcher = []
-        let takes = try cli.takes()
+        let takes = try await cli.takes()
         #expect(takes.count == 1)
         #expect(takes.first?["state"] as? String == "complete")
         #expect(takes.first?["frames"] as? Int == 96_000, "\(takes)")

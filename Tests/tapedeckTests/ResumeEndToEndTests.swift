@@ -5,10 +5,10 @@ import Testing
 @Suite("resume end to end", .serialized)
 struct ResumeEndToEndTests {
     @Test("--resume: the take ends interrupted where the device went, the run waits and goes on in a new take; the frames are the device's; WAV and FLAC", arguments: ["wav", "flac"])
-    func resume(_ encoding: String) throws {
+    func resume(_ encoding: String) async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "3s", "--resume", "--json", "--set", "encoder.name=\(encoding)", "--set", "capture.null.signal=counter",
-                            "--set", "capture.null.device-loss-at-frame=48000", "--set", "capture.null.device-back-after=1")
+        let r = try await cli.run("record", "-d", "3s", "--resume", "--json", "--set", "encoder.name=\(encoding)", "--set", "capture.null.signal=counter",
+                                  "--set", "capture.null.device-loss-at-frame=48000", "--set", "capture.null.device-back-after=1")
         #expect(r.status == 4, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let takes = try #require(report["takes"] as? [[String: Any]])
@@ -23,20 +23,20 @@ struct ResumeEndToEndTests {
         // Take 1 is the counter up to the loss; the device that came back starts its counter anew.
         for (take, first) in zip(takes, [0, 0]) {
             let path = try #require(take["path"] as? String)
-            #expect(try CLIHarness.firstWrongCounterSample(path, from: first) == nil)
+            #expect(try await CLIHarness.firstWrongCounterSample(path, from: first) == nil)
         }
-        #expect(try cli.run("doctor").status == 0)
+        #expect(try await cli.run("doctor").status == 0)
     }
 
     @Test("--resume with a device that never comes back: the run ends at its length, the take before is kept, exit 4")
-    func neverBack() throws {
+    func neverBack() async throws {
         let cli = try CLIHarness()
-        let r = try cli.run("record", "-d", "2s", "--resume", "--json", "--set", "capture.null.device-loss-at-frame=24000")
+        let r = try await cli.run("record", "-d", "2s", "--resume", "--json", "--set", "capture.null.device-loss-at-frame=24000")
         #expect(r.status == 4, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
         #expect(take["state"] as? String == "interrupted" && take["frames"] as? Int == 24_000)
         #expect((report["events"] as? [[String: Any]])?.count == 1)
-        #expect(try cli.run("doctor").status == 0, "the take made ready for the device's return is not left behind")
+        #expect(try await cli.run("doctor").status == 0, "the take made ready for the device's return is not left behind")
     }
 }

@@ -43,18 +43,18 @@ drawn = sum(1 for y in range(h) if rows[y * (w + 1) + 1 + w // 2] == 1)
 print(w, h, drawn)
 """#
 
-    static func python(_ script: String, _ args: [String]) throws -> String {
-        let r = try CLIHarness.tool("python3", ["-c", script] + args)
+    static func python(_ script: String, _ args: [String]) async throws -> String {
+        let r = try await CLIHarness.tool("python3", ["-c", script] + args)
         #expect(r.status == 0, "\(r.stderr)")
         return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("a recorded take's peaks file is written as it records and matches its samples; waveform draws it; delete forgets it")
-    func recorded() throws {
+    func recorded() async throws {
         var cli = try CLIHarness()
         let cache = cli.library.path + "-cache"
         cli.extraEnvironment["XDG_CACHE_HOME"] = cache
-        let r = try cli.run("record", "--session", "Peaks", "--name", "Sine", "--duration", "3s", "--json")
+        let r = try await cli.run("record", "--session", "Peaks", "--name", "Sine", "--duration", "3s", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
@@ -62,60 +62,60 @@ print(w, h, drawn)
         let path = try #require(take["path"] as? String)
         let dat = "\(cache)/tapedeck/waveforms/\(id).dat"
         #expect(FileManager.default.fileExists(atPath: dat), "no peaks file after recording")
-        let checked = try Self.python(Self.checkPeaks, [dat, path])
+        let checked = try await Self.python(Self.checkPeaks, [dat, path])
         #expect(checked.hasPrefix("ok "), "\(checked)")
         let points = Int(checked.split(separator: " ")[1]) ?? 0
         #expect(points >= 2048 && points <= 4096)
 
         let png = cli.library.path + "-w.png"
-        var w = try cli.run("waveform", "Peaks/Sine", "-o", png, "--width", "400", "--height", "100")
+        var w = try await cli.run("waveform", "Peaks/Sine", "-o", png, "--width", "400", "--height", "100")
         #expect(w.status == 0, "\(w.stderr)")
         #expect(w.stdout.contains("Drew the waveform of Peaks/Sine"))
         // The null sine at half scale fills the middle half of every column.
-        let (width, height, drawn) = try { () throws -> (Int, Int, Int) in
-            let parts = try Self.python(Self.checkPNG, [png]).split(separator: " ").compactMap { Int($0) }
-            return (parts[0], parts[1], parts[2])
-        }()
+        let parts = try await Self.python(Self.checkPNG, [png]).split(separator: " ").compactMap { Int($0) }
+        let (width, height, drawn) = (parts[0], parts[1], parts[2])
         #expect(width == 400 && height == 100)
         #expect(drawn >= 48 && drawn <= 52, "\(drawn) rows drawn")
-        w = try cli.run("waveform", "Peaks/Sine", "-o", png)
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", png)
         #expect(w.status == 73 && w.stderr.contains("--force"))
-        w = try cli.run("waveform", "Peaks/Sine", "-o", png, "--force")
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", png, "--force")
         #expect(w.status == 0, "\(w.stderr)")
         let datOut = cli.library.path + "-w.dat"
-        w = try cli.run("waveform", "Peaks/Sine", "-o", datOut)
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", datOut)
         #expect(w.status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: datOut)) == Data(contentsOf: URL(fileURLWithPath: dat)))
-        w = try cli.run("waveform", "Peaks/Sine", "-o", cli.library.path + "-w.jpg")
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", cli.library.path + "-w.jpg")
         #expect(w.status == 64 && w.stderr.contains(".png"))
-        w = try cli.run("waveform", "Peaks/Sine", "-o", png, "--force", "--width", "3")
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", png, "--force", "--width", "3")
         #expect(w.status == 64 && w.stderr.contains("--width"))
         // Without its peaks file (a new cache), the take is decoded: the same peaks.
         try FileManager.default.removeItem(atPath: dat)
-        w = try cli.run("waveform", "Peaks/Sine", "-o", datOut, "--force")
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", datOut, "--force")
         #expect(w.status == 0)
-        #expect(try Self.python(Self.checkPeaks, [datOut, path]).hasPrefix("ok "))
+        #expect(try await Self.python(Self.checkPeaks, [datOut, path]).hasPrefix("ok "))
         // A damaged peaks file is never trusted.
         try Data("garbage".utf8).write(to: URL(fileURLWithPath: dat))
-        w = try cli.run("waveform", "Peaks/Sine", "-o", datOut, "--force")
-        #expect(try Self.python(Self.checkPeaks, [datOut, path]).hasPrefix("ok "))
+        w = try await cli.run("waveform", "Peaks/Sine", "-o", datOut, "--force")
+        #expect(try await Self.python(Self.checkPeaks, [datOut, path]).hasPrefix("ok "))
 
-        #expect(try cli.run("delete", "Peaks/Sine", "--yes").status == 0)
+        #expect(try await cli.run("delete", "Peaks/Sine", "--yes").status == 0)
         #expect(!FileManager.default.fileExists(atPath: dat), "the peaks file outlived its take")
     }
 
     @Test("an imported file gets its peaks file as it is read")
-    func imported() throws {
+    func imported() async throws {
         var cli = try CLIHarness()
         let cache = cli.library.path + "-cache"
         cli.extraEnvironment["XDG_CACHE_HOME"] = cache
         let source = cli.library.path + "-tone.wav"
-        let sox = try CLIHarness.tool("sox", ["-n", "-r", "44100", "-c", "1", "-b", "16", source, "synth", "2", "sine", "300", "vol", "0.25"])
+        let sox = try await CLIHarness.tool("sox", ["-n", "-r", "44100", "-c", "1", "-b", "16", source, "synth", "2", "sine", "300", "vol", "0.25"])
         #expect(sox.status == 0)
-        let r = try cli.run("import", source, "--session", "Imported")
+        let r = try await cli.run("import", source, "--session", "Imported")
         #expect(r.status == 0, "\(r.stderr)")
-        let take = try #require((try cli.listJSON().first?["takes"] as? [[String: Any]])?.first)
+        let sessions = try await cli.listJSON()
+        let take = try #require((sessions.first?["takes"] as? [[String: Any]])?.first)
         let dat = "\(cache)/tapedeck/waveforms/\(try #require(take["id"] as? String)).dat"
-        #expect(try Self.python(Self.checkPeaks, [dat, try #require(take["path"] as? String)]).hasPrefix("ok "))
+        let path = try #require(take["path"] as? String)
+        #expect(try await Self.python(Self.checkPeaks, [dat, path]).hasPrefix("ok "))
     }
 }
