@@ -8,7 +8,7 @@ import Glibc
 /// The real audio backends driven through the `tapedeck` binary against a private PulseAudio
 /// daemon (null sink; its monitor is the capture source): PulseAudio directly, and ALSA through
 /// its `pulse` device.
-@Suite("audio servers end to end", .serialized)
+@Suite("audio servers end to end", .endToEnd, .serialized)
 struct AudioServerEndToEndTests {
     func harness(_ daemon: PulseAudioDaemon) throws -> CLIHarness {
         var cli = try CLIHarness()

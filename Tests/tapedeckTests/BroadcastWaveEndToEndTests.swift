@@ -8,7 +8,7 @@ import Glibc
 /// Broadcast Wave and file facts, read back by independent readers: python's own RIFF walk and
 /// XML parser, ffprobe (ffmpeg's BWF reader), metaflac and `flac -t`; the loudness against
 /// ffmpeg's EBU R128 filter.
-@Suite("broadcast wave, time of day and loudness end to end", .serialized)
+@Suite("broadcast wave, time of day and loudness end to end", .endToEnd, .serialized)
 struct BroadcastWaveEndToEndTests {
     /// What python makes of a WAV file's bext and iXML: every chunk before `data`, the bext
     /// fields, the iXML values (parsed by xml.etree), and the local time of `began`.

@@ -5,7 +5,7 @@ import Testing
 /// A take's channel layout (which speaker each channel feeds) is read on import, stored, shown,
 /// and written on every export, in both stores. Checked with independent readers: a Python
 /// parser of the WAVE header, and the `flac` and `metaflac` tools.
-@Suite("channel layouts end to end", .serialized)
+@Suite("channel layouts end to end", .endToEnd, .serialized)
 struct ChannelLayoutEndToEndTests {
     static let helper = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/channel_mask.py").path
 

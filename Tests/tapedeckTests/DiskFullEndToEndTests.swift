@@ -6,7 +6,7 @@ import Glibc
 
 /// A recording that fills the disk, on a real (small) file system: a tmpfs mounted for the test,
 /// which needs root (as CI runs). The library lives on it, so the catalog is on the full disk too.
-@Suite("disk full", .serialized, .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+@Suite("disk full", .endToEnd, .serialized, .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
 struct DiskFullEndToEndTests {
     static let verifier = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/verify_wav.py").path
 
@@ -180,7 +180,7 @@ struct DiskFullEndToEndTests {
 /// A recording that fills the disk on any file system, without root: the quota shim
 /// (`libTapedeckQuotaShim.so`, loaded with LD_PRELOAD) gives the library 4 MiB of free space and
 /// fails writes past it with ENOSPC, catalog writes included.
-@Suite("disk full through a byte quota")
+@Suite("disk full through a byte quota", .endToEnd)
 struct ByteQuotaEndToEndTests {
     static var shim: String { (try? CLIHarness.binary.deletingLastPathComponent().appendingPathComponent("libTapedeckQuotaShim.so").path) ?? "" }
 

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Drives the built `tapedeck` binary the way a user does, on the null backend.
-@Suite("tapedeck end to end", .serialized)
+@Suite("tapedeck end to end", .endToEnd, .serialized)
 struct EndToEndTests {
     static let verifier = CLIHarness.packageRoot.appendingPathComponent("Tests/tapedeckTests/verify_wav.py").path
 

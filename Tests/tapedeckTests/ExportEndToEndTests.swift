@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// `tapedeck export` and recording straight to FLAC, checked with flac, metaflac and sox.
-@Suite("export and FLAC end to end", .serialized)
+@Suite("export and FLAC end to end", .endToEnd, .serialized)
 struct ExportEndToEndTests {
     func outputFolder() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-out-\(UUID().uuidString)")

@@ -4,7 +4,7 @@ import Testing
 
 /// `export --loudness`, `--normalize-peak`, `--rate` and `--dither`, checked by ffmpeg's EBU R128
 /// filter, sox, ffprobe and a Goertzel filter in python over the decoded samples.
-@Suite("export finishing end to end", .serialized)
+@Suite("export finishing end to end", .endToEnd, .serialized)
 struct ExportFinishingEndToEndTests {
     /// A library with one take imported from what sox makes of `effect` (`-R`: the same every run).
     static func library(_ effect: [String], rate: Int = 48_000, channels: Int = 2, bits: [String] = ["-b", "24"],

@@ -6,7 +6,7 @@ import Glibc
 
 /// What Tapedeck leaves on disk: permissions under several umasks, no temporary files after the
 /// commands finish, and no other program ever started (docs/RELIABILITY.md, case 10).
-@Suite("files and permissions end to end")
+@Suite("files and permissions end to end", .endToEnd)
 struct FilesEndToEndTests {
     /// Runs `tapedeck` with a umask of its own (the test process's umask is shared by every test
     /// running at once, so it is set in the child, by python, just before it becomes `tapedeck`).

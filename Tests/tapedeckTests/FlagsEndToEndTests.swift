@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The options arecord and sox users reach for first: `-d`, `-r`, `-c`, `-f`, `-D`.
-@Suite("recorder flags end to end")
+@Suite("recorder flags end to end", .endToEnd)
 struct FlagsEndToEndTests {
     @Test("-r, -c and -f set the take's format (arecord's names too), -d its length to the frame")
     func formatFlags() async throws {
@@ -105,7 +105,7 @@ struct FlagsEndToEndTests {
 }
 
 /// Where Tapedeck keeps things when nothing says where: the XDG folders, from the environment.
-@Suite("user folders end to end")
+@Suite("user folders end to end", .endToEnd)
 struct UserFoldersEndToEndTests {
     /// A harness whose library is the default one under a fresh `$HOME`.
     static func homeHarness(_ extra: [String: String] = [:]) throws -> (CLIHarness, URL) {

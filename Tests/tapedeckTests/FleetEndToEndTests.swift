@@ -7,7 +7,7 @@ import Glibc
 
 /// `push` and `fleet` against real S3 servers started for each test (rclone serve s3, moto):
 /// several machines' libraries, one bucket.
-@Suite("many machines end to end", .serialized)
+@Suite("many machines end to end", .endToEnd, .serialized)
 struct FleetEndToEndTests {
     /// A fleet file: the null backend unpaced, the server as `sync:`, three machines.
     static func fleetFile(_ server: S3Server, in folder: URL, prefix: String = "fleet") throws -> URL {

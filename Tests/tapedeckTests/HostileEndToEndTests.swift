@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Regressions found by hostile testing: each test failed before its fix.
-@Suite("hostile inputs end to end", .serialized)
+@Suite("hostile inputs end to end", .endToEnd, .serialized)
 struct HostileEndToEndTests {
     @Test("the full id --json prints, and any unique prefix of it (dashes, any case), names a take")
     func fullIDs() async throws {

@@ -9,7 +9,7 @@ import Glibc
 /// The JACK backend driven through the `tapedeck` binary against a private `jackd -d dummy`:
 /// record and play, a round trip between two tapedeck processes checked sample for sample,
 /// Ctrl-C, the server killed, `devices`, and detection with no config file.
-@Suite("JACK end to end", .serialized)
+@Suite("JACK end to end", .endToEnd, .serialized)
 struct JACKEndToEndTests {
     func harness(_ server: JACKServer) throws -> CLIHarness {
         var cli = try CLIHarness()

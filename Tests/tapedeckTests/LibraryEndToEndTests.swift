@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Libraries shared by processes, copied between machines, and named by hostile users.
-@Suite("libraries end to end", .serialized)
+@Suite("libraries end to end", .endToEnd, .serialized)
 struct LibraryEndToEndTests {
     /// Every file under `root` (relative path → bytes), for before/after comparisons.
     static func tree(_ root: URL) -> [String: Data] {
@@ -152,7 +152,7 @@ final class LockedList: @unchecked Sendable {
     var items: [String] { lock.lock(); defer { lock.unlock() }; return storage }
 }
 
-@Suite("tapedeck doctor end to end", .serialized)
+@Suite("tapedeck doctor end to end", .endToEnd, .serialized)
 struct DoctorEndToEndTests {
     static func report(_ r: CLIHarness.Result) throws -> [[String: Any]] {
         let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
@@ -234,7 +234,7 @@ struct DoctorEndToEndTests {
     }
 }
 
-@Suite("tapedeck import end to end", .serialized)
+@Suite("tapedeck import end to end", .endToEnd, .serialized)
 struct ImportEndToEndTests {
     static func temp(_ name: String) throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-import-\(UUID().uuidString)")
@@ -342,7 +342,7 @@ extension DoctorEndToEndTests {
     }
 }
 
-@Suite("tapedeck config end to end", .serialized)
+@Suite("tapedeck config end to end", .endToEnd, .serialized)
 struct ConfigEndToEndTests {
     @Test("config check --offline passes for every file in Configuration/, and checks devices when online")
     func shippedFiles() async throws {
@@ -408,7 +408,7 @@ struct ConfigEndToEndTests {
     }
 }
 
-@Suite("Opus export end to end")
+@Suite("Opus export end to end", .endToEnd)
 struct OpusExportEndToEndTests {
     @Test("export --format opus writes an Ogg Opus file that opusdec decodes to the take's length, tagged")
     func exportOpus() async throws {

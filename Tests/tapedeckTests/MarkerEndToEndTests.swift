@@ -8,7 +8,7 @@ import Glibc
 /// Markers set by SIGUSR1, by `tapedeck mark` and by `m` on a terminal: in the catalog, in the WAV
 /// file's `cue ` chunk (read by python's chunk walk) and in FLAC's Vorbis comment chapters
 /// (metaflac); `--split-on-marker` splits sample-exactly.
-@Suite("markers end to end", .serialized)
+@Suite("markers end to end", .endToEnd, .serialized)
 struct MarkerEndToEndTests {
     /// The cue points (sample offsets) and labels of a WAV file, read by python's own RIFF walk.
     static func wavCues(_ path: String) async throws -> (offsets: [Int], labels: [String]) {

@@ -7,7 +7,7 @@ import Glibc
 
 /// What a person meets first, tried as they would: on a terminal (tmux), with and without a
 /// config file, with the flags other recorders taught them.
-@Suite("picking tapedeck up", .serialized)
+@Suite("picking tapedeck up", .endToEnd, .serialized)
 struct PickUpEndToEndTests {
     /// A tmux server with one `columns`-wide window running `tapedeck ARGS`.
     final class Screen {

@@ -3,7 +3,7 @@ import Testing
 
 /// A reader that goes away (`| head -c1`) never crashes a command: the output is dropped, the
 /// command ends with its own status (docs/RELIABILITY.md, case 11).
-@Suite("closed pipes end to end")
+@Suite("closed pipes end to end", .endToEnd)
 struct PipeEndToEndTests {
     /// Runs `tapedeck ARGS | READER` in bash with SIGPIPE at its default action (as a login
     /// shell has it) and exits with tapedeck's own status.

@@ -9,7 +9,7 @@ import Glibc
 /// The PipeWire backend driven through the `tapedeck` binary against a private PipeWire with
 /// WirePlumber and null nodes: record and play, a round trip between two tapedeck processes
 /// checked sample for sample, Ctrl-C, the daemon killed, `devices`, and detection with no config.
-@Suite("PipeWire end to end", .serialized)
+@Suite("PipeWire end to end", .endToEnd, .serialized)
 struct PipeWireEndToEndTests {
     func harness(_ daemon: PipeWireDaemon) throws -> CLIHarness {
         var cli = try CLIHarness()

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `record --resume` on the null backend's injected device loss and return.
-@Suite("resume end to end", .serialized)
+@Suite("resume end to end", .endToEnd, .serialized)
 struct ResumeEndToEndTests {
     @Test("--resume: the take ends interrupted where the device went, the run waits and goes on in a new take; the frames are the device's; WAV and FLAC", arguments: ["wav", "flac"])
     func resume(_ encoding: String) async throws {

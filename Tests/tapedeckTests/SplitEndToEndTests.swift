@@ -6,7 +6,7 @@ import Glibc
 
 /// `record --split` and `--split-size`: a run of takes whose frames, joined in run order, are
 /// exactly what the null backend's frame counter delivered; checked with sox, flac and metaflac.
-@Suite("split runs end to end", .serialized)
+@Suite("split runs end to end", .endToEnd, .serialized)
 struct SplitEndToEndTests {
     /// Checks a run's takes (JSON, in run order): linked, consecutive, each file sound, and the
     /// counter continuous across every boundary. Returns the frames of the run.

@@ -4,7 +4,7 @@ import Testing
 
 /// `tapedeck` on a real terminal: tmux gives it a pseudo-terminal of a chosen size, and the
 /// screen is read back as a person would see it.
-@Suite("terminal end to end", .serialized)
+@Suite("terminal end to end", .endToEnd, .serialized)
 struct TerminalEndToEndTests {
     /// Runs `tapedeck ARGS` in a fresh tmux server with a `columns`-wide window and returns the
     /// screen and its scrollback once `done` appears on it (or after `timeout` seconds).

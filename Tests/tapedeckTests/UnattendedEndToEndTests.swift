@@ -8,7 +8,7 @@ import Glibc
 /// Runs that wait for sound (VOX) or a trigger (armed), with pre-roll, and the silence alarm, on
 /// the null backend with its signal switched off and on (`capture.null.gate`). A 480-frame
 /// period puts every boundary of these patterns on a period, so they are exact to the frame.
-@Suite("unattended runs end to end", .serialized)
+@Suite("unattended runs end to end", .endToEnd, .serialized)
 struct UnattendedEndToEndTests {
     func report(_ r: CLIHarness.Result, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout) \(r.stderr)",

@@ -4,7 +4,7 @@ import Testing
 /// Waveform overviews: drawn while a take is written or imported, kept in the cache folder,
 /// checked sample by sample by an independent reader (python's `wave`), and `tapedeck waveform`'s
 /// pictures and peaks files.
-@Suite("waveforms end to end", .serialized)
+@Suite("waveforms end to end", .endToEnd, .serialized)
 struct WaveformEndToEndTests {
     /// Python: the audiowaveform .dat file's blocks against the WAV's samples (min and max over
     /// all channels of each block of frames-per-point frames); prints "ok POINTS PERPOINT".
