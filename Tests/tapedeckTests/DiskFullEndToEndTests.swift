@@ -47,36 +47,36 @@ struct DiskFullEndToEndTests {
     }
 
     @Test("a full disk and a catalog whose -shm and -wal another SQLite client removed: list, show, doctor and delete still work")
-    func fullDiskWithoutWALIndex() throws {
+    func fullDiskWithoutWALIndex() async throws {
         try withSmallDisk(megabytes: 8) { library in
             let cli = try CLIHarness(storage: "directory", library: library)
-            #expect(try cli.run("record", "-d", "2", "--name", "A").status == 0)
-            #expect(try cli.run("record", "-d", "2", "--name", "B").status == 0)
+            #expect(try await cli.run("record", "-d", "2", "--name", "A").status == 0)
+            #expect(try await cli.run("record", "-d", "2", "--name", "B").status == 0)
             // Another SQLite client (here Python's) closes the catalog last: SQLite checkpoints the
             // log and removes the catalog's -wal and -shm, as the sqlite3 shell or a backup tool would.
             let catalog = library.appendingPathComponent("catalog.sqlite").path
-            let reader = try CLIHarness.tool("python3", ["-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM take').fetchall(); c.close()", catalog])
+            let reader = try await CLIHarness.tool("python3", ["-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM take').fetchall(); c.close()", catalog])
             #expect(reader.status == 0, "\(reader.stderr)")
             for side in ["-shm", "-wal"] {
                 try? FileManager.default.removeItem(atPath: catalog + side)
                 #expect(!FileManager.default.fileExists(atPath: catalog + side))
             }
             let filler = library.deletingLastPathComponent().appendingPathComponent("filler")
-            _ = try CLIHarness.tool("dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k"])
+            _ = try await CLIHarness.tool("dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k"])
             var info = statvfs()
             #expect(statvfs(library.path, &info) == 0 && info.f_bavail == 0, "the disk is full")
             for args in [["list"], ["show", "Session 1/A"], ["doctor"]] {
-                let r = try cli.run(args)
+                let r = try await cli.run(args)
                 #expect(r.status == 0, "\(args): \(r.stderr)")
                 #expect(!r.stderr.contains("disk I/O error"), "\(args): \(r.stderr)")
             }
-            let delete = try cli.run("delete", "Session 1/B", "--yes")
+            let delete = try await cli.run("delete", "Session 1/B", "--yes")
             #expect(delete.status == 0, "delete: \(delete.stderr)")
-            let names = try cli.takes().map { $0["name"] as? String }
+            let names = try await cli.takes().map { $0["name"] as? String }
             #expect(names == ["A"], "\(names)")
             // With room again, the catalog opens as usual, its WAL index back on disk.
             try FileManager.default.removeItem(at: filler)
-            #expect(try cli.run("list").status == 0)
+            #expect(try await cli.run("list").status == 0)
         }
     }
 
@@ -200,23 +200,23 @@ struct ByteQuotaEndToEndTests {
     }
 
     @Test("--split-size on a disk with too little room for the next take: no file passes the size, the run waits for room, and says so")
-    func splitSizeOnAFullDisk() throws {
+    func splitSizeOnAFullDisk() async throws {
         try #require(FileManager.default.fileExists(atPath: Self.shim), "build the package first: \(Self.shim) is missing")
         var cli = try CLIHarness()
         defer { try? FileManager.default.removeItem(at: cli.library) }
         // The library and its catalog reserve exist before the quota applies.
-        #expect(try cli.run("record", "--name", "before", "--duration", "0.2s").status == 0)
+        #expect(try await cli.run("record", "--name", "before", "--duration", "0.2s").status == 0)
         // 3.5 MiB: the first take's 2 MiB reserve, and 1.5 MiB left, under the 2 MiB the next
         // take's reserve needs (a disk with under 2 MiB free), but more than the first take's
         // 1 MiB (about 5 s of 48 kHz stereo s16). Once the first take has ended at its limit
         // and given its reserve back, the second can begin; it records until the disk is full.
         cli.extraEnvironment = ["LD_PRELOAD": Self.shim, "QUOTA_SHIM_DIR": cli.library.path, "QUOTA_SHIM_BYTES": String(3_670_016)]
-        let r = try cli.run("record", "--session", "Split", "--split-size", "1M", "--duration", "120s", "--json",
+        let r = try await cli.run("record", "--session", "Split", "--split-size", "1M", "--duration", "120s", "--json",
                             "--set", "capture.null.paced=false", "--set", "capture.null.signal=counter")
         cli.extraEnvironment = [:]
         #expect(r.status == 0 || r.status == 5, "exit \(r.status): \(r.stderr)")
         #expect(r.stderr.contains("reached --split-size, which no file passes"), "\(r.stderr)")
-        let takes = try cli.takes().filter { ($0["run"] as? [String: Any]) != nil }
+        let takes = try await cli.takes().filter { ($0["run"] as? [String: Any]) != nil }
         #expect(takes.count >= 2, "\(takes.count) takes")
         for take in takes {
             let path = try #require(take["path"] as? String)

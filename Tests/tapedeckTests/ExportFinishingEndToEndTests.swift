@@ -208,7 +208,7 @@ struct ExportFinishingEndToEndTests {
     }
 
     @Test("MP3 at 11.025, 12 and 24 kHz (frames too small for LAME's gapless tag) is verified: the full length, and no more than the codec's delay and padding beyond", arguments: [11_025, 12_000, 24_000])
-    func mp3AtLowRates(_ rate: Int) throws {
+    func mp3AtLowRates(_ rate: Int) async throws {
         let (cli, take, folder) = try Self.library(["synth", "2", "sine", "440", "vol", "-6dB"])
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("low.mp3").path
@@ -222,19 +222,19 @@ struct ExportFinishingEndToEndTests {
         // Another decoder (ffmpeg) finds all of it, and at most 1152 frames of delay and padding
         // and one MPEG-2 frame (576) more.
         let decoded = folder.appendingPathComponent("low.wav").path
-        #expect(try CLIHarness.tool("ffmpeg", ["-v", "error", "-i", out, "-c:a", "pcm_s16le", decoded]).status == 0)
-        let samples = Int(try CLIHarness.tool("sox", ["--i", "-s", decoded]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(try await CLIHarness.tool("ffmpeg", ["-v", "error", "-i", out, "-c:a", "pcm_s16le", decoded]).status == 0)
+        let samples = Int(try await CLIHarness.tool("sox", ["--i", "-s", decoded]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(samples >= written && samples <= written + 1152 + 576, "ffmpeg decodes \(samples) frames of \(written)")
         let tones = try Self.tones(decoded, [440, 550])
         #expect(tones[0] > tones[1] + 30, "still 440 Hz: \(tones)")
     }
 
     @Test("a refusal says only what helps: 8 channels to MP3 or Opus another --format, never --sample-format; a take too short for --loudness neither")
-    func refusalAdvice() throws {
+    func refusalAdvice() async throws {
         let (cli, take, folder) = try Self.library(["synth", "1", "sine", "440"], channels: 8)
         defer { try? FileManager.default.removeItem(at: folder) }
         for format in ["mp3", "opus"] {
-            let r = try cli.run("export", take, "--format", format, "-o", folder.path)
+            let r = try await cli.run("export", take, "--format", format, "-o", folder.path)
             #expect(r.status == 65 && r.stderr.contains("Choose another --format") && !r.stderr.contains("--sample-format"), "\(format): \(r.stderr)")
         }
         let short = try Self.library(["synth", "0.2", "sine", "440"], name: "short")

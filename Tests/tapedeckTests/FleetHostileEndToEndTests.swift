@@ -5,7 +5,7 @@ import Testing
 /// `fleet` against a hostile server and a hostile, shared bucket: a private `rclone serve s3`
 /// whose objects are files the test writes behind its back, and a proxy (``FaultProxy``) in
 /// front of it that plays listings that never end, bodies that never end, and old dates.
-@Suite("fleet against hostile servers and buckets", .serialized)
+@Suite("fleet against hostile servers and buckets", .endToEnd, .serialized)
 struct FleetHostileEndToEndTests {
     typealias Rule = FaultProxy.Rule
 
@@ -16,9 +16,9 @@ struct FleetHostileEndToEndTests {
 
     /// Records a take on `cli` (machine `machine`) into `session` and pushes it.
     static func recordAndPush(_ cli: CLIHarness, machine: String, session: String, name: String? = nil) throws {
-        let r = try cli.run(["record", "--machine", machine, "--session", session, "-d", "1"] + (name.map { ["--name", $0] } ?? []))
+        let r = try await cli.run(["record", "--machine", machine, "--session", session, "-d", "1"] + (name.map { ["--name", $0] } ?? []))
         #expect(r.status == 0, "\(r.stderr)")
-        let p = try cli.run("push", "--machine", machine)
+        let p = try await cli.run("push", "--machine", machine)
         #expect(p.status == 0, "\(p.stderr)")
     }
 
@@ -80,24 +80,24 @@ struct FleetHostileEndToEndTests {
 
     /// The names of the sessions in `cli`'s library.
     static func sessions(_ cli: CLIHarness) throws -> [String] {
-        try cli.listJSON().compactMap { $0["name"] as? String }
+        try await cli.listJSON().compactMap { $0["name"] as? String }
     }
 
     @Test("doctor --repair in a shared bucket (empty prefix): other programs' objects and audio Tapedeck did not send are left alone; its own stale audio goes")
-    func sharedBucket() throws {
-        let server = try S3Server(.rclone)
+    func sharedBucket() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server, prefix: "")
         defer { try? FileManager.default.removeItem(at: folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         for name in ["kept", "orphaned"] {
-            #expect(try studio.run("record", "--machine", "studio", "-d", "1", "--name", name).status == 0)
+            #expect(try await studio.run("record", "--machine", "studio", "-d", "1", "--name", name).status == 0)
         }
-        #expect(try studio.run("push", "--machine", "studio").status == 0)
+        #expect(try await studio.run("push", "--machine", "studio").status == 0)
         let bucket = Self.bucket(server)
         // One manifest goes, as if its push had stopped before writing it: its audio, which
         // Tapedeck sent, is an upload that did not finish.
-        let listed = FleetEndToEndTests.json(try studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
+        let listed = FleetEndToEndTests.json(try await studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
         let audioKey = try #require(listed.first { $0["take"] as? String == "orphaned" }?["key"] as? String)
         try FileManager.default.removeItem(at: bucket.appendingPathComponent((audioKey as NSString).deletingPathExtension + ".json"))
         // Other programs' files, laid out as Tapedeck lays out its own, and an audio file of
@@ -110,12 +110,12 @@ struct FleetHostileEndToEndTests {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(repeating: 7, count: 1000).write(to: url)
         }
-        Thread.sleep(forTimeInterval: 1.5)  // rclone's folder cache (--dir-cache-time 1s)
+        try await Task.sleep(for: .seconds(1.5))  // rclone's folder cache (--dir-cache-time 1s)
         // Through the proxy every object and upload looks three days old: old enough to repair.
         let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: "list-type=2", times: 1000, action: .age),
                                                                  Rule(method: "GET", path: "?uploads", times: 1000, action: .age)])
         defer { proxy.stop() }
-        let repair = try studio.run("fleet", "doctor", "--machine", "studio", "--repair", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
+        let repair = try await studio.run("fleet", "doctor", "--machine", "studio", "--repair", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
         #expect(repair.stdout.contains("\(audioKey): audio without a manifest") && repair.stdout.contains("(removed)"), "\(repair.stdout) \(repair.stderr)")
         #expect(!FileManager.default.fileExists(atPath: bucket.appendingPathComponent(audioKey).path), "Tapedeck's own stale audio is removed")
         #expect(repair.stdout.contains(unmarked) && repair.stdout.contains("left alone"), "\(repair.stdout)")
@@ -126,13 +126,13 @@ struct FleetHostileEndToEndTests {
             #expect(FileManager.default.fileExists(atPath: bucket.appendingPathComponent(key).path), "\(key) is another program's")
             #expect(!repair.stdout.contains(key), "\(key) is not Tapedeck's to judge: \(repair.stdout)")
         }
-        let after = FleetEndToEndTests.json(try studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
+        let after = FleetEndToEndTests.json(try await studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
         #expect(after.count == 1 && after.first?["take"] as? String == "kept" && after.first?["audioPresent"] as? Bool == true, "\(after)")
     }
 
     @Test("fleet pull stops as soon as the body passes the manifest's size: nothing kept, no session made")
-    func endlessBody() throws {
-        let server = try S3Server(.rclone)
+    func endlessBody() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -142,20 +142,20 @@ struct FleetHostileEndToEndTests {
         let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: ".wav", action: .endless)])
         defer { proxy.stop() }
         let start = Date()
-        let r = try Self.run(office, ["fleet", "pull", "--machine", "office", "studio/Concert", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
+        let r = try await Self.run(office, ["fleet", "pull", "--machine", "office", "studio/Concert", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
         #expect(r.status == 74 && r.stderr.contains("more than"), "\(r.stdout) \(r.stderr)")
         #expect(Date().timeIntervalSince(start) < 30, "the pull read on")
         #expect(try Self.sessions(office).isEmpty, "no session is left behind")
         let left = (try? FileManager.default.subpathsOfDirectory(atPath: office.library.path)) ?? []
         #expect(!left.contains { $0.contains(".partial") }, "\(left)")
         // Straight from the server, the take comes.
-        let good = try office.run("fleet", "pull", "--machine", "office", "studio/Concert")
+        let good = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
         #expect(good.status == 0 && good.stdout.contains("pulled"), "\(good.stderr)")
     }
 
     @Test("fleet pull checks the library's free space first: a take that cannot fit is refused before a byte is fetched")
-    func noRoom() throws {
-        let server = try S3Server(.rclone)
+    func noRoom() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -170,42 +170,42 @@ struct FleetHostileEndToEndTests {
             a["size"] = 1 << 50
             object["audio"] = a
         }
-        Thread.sleep(forTimeInterval: 1.5)
+        try await Task.sleep(for: .seconds(1.5))
         let proxy = try FaultProxy(upstream: server.port, plan: [])
         defer { proxy.stop() }
-        let r = try office.run("fleet", "pull", "--machine", "office", "big/Huge", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
+        let r = try await office.run("fleet", "pull", "--machine", "office", "big/Huge", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
         #expect(r.status == 74 && r.stderr.contains("free"), "\(r.stdout) \(r.stderr)")
         #expect(!proxy.arrivals.contains { $0.method == "GET" && $0.path.contains(".wav") }, "the audio was fetched: \(proxy.arrivals)")
         #expect(try Self.sessions(office).isEmpty)
     }
 
     @Test("\"already pulled\" compares ids and hashes: another machine's take with the same name, length and start is pulled")
-    func samePropertiesOtherTake() throws {
-        let server = try S3Server(.rclone)
+    func samePropertiesOtherTake() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
         try Self.recordAndPush(studio, machine: "studio", session: "Concert")
-        #expect(try office.run("fleet", "pull", "--machine", "office", "studio/Concert").status == 0)
+        #expect(try await office.run("fleet", "pull", "--machine", "office", "studio/Concert").status == 0)
         // The laptop's take: the studio's name, length and start, other ids, other bytes.
         let root = Self.bucket(server).appendingPathComponent("fleet")
         let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
         var other = audio
         other[other.count / 2] ^= 0x5A
         try Self.forge(manifest, machine: "laptop", session: "Concert", audio: other, under: root)
-        Thread.sleep(forTimeInterval: 1.5)
-        let r = try office.run("fleet", "pull", "--machine", "office", "laptop/Concert")
+        try await Task.sleep(for: .seconds(1.5))
+        let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Concert")
         #expect(r.status == 0 && r.stdout.contains("pulled, SHA-256 checked") && !r.stdout.contains("already in"), "\(r.stdout) \(r.stderr)")
-        #expect(try office.takes().count == 2)
-        let again = try office.run("fleet", "pull", "--machine", "office", "studio/Concert")
+        #expect(try await office.takes().count == 2)
+        let again = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
         #expect(again.status == 0 && again.stdout.contains("already in"), "\(again.stdout) \(again.stderr)")
     }
 
     @Test("a manifest saying wav over FLAC bytes is refused, and the pull leaves no session behind")
-    func formatLie() throws {
-        let server = try S3Server(.rclone)
+    func formatLie() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -220,15 +220,15 @@ struct FleetHostileEndToEndTests {
             take["encoding"] = "wav"
             object["take"] = take
         }
-        Thread.sleep(forTimeInterval: 1.5)
-        let r = try office.run("fleet", "pull", "--machine", "office", "laptop/Forged")
+        try await Task.sleep(for: .seconds(1.5))
+        let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Forged")
         #expect(r.status == 74 && r.stderr.contains("flac"), "\(r.stdout) \(r.stderr)")
         #expect(try Self.sessions(office).isEmpty, "the session made for the take is removed again")
     }
 
     @Test("a take whose name a library refuses is refused before a session is made for it")
-    func hostileName() throws {
-        let server = try S3Server(.rclone)
+    func hostileName() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -242,15 +242,15 @@ struct FleetHostileEndToEndTests {
             take["name"] = "\u{2003}\u{2003}"  // blank: no library keeps a take of that name
             object["take"] = take
         }
-        Thread.sleep(forTimeInterval: 1.5)
-        let r = try office.run("fleet", "pull", "--machine", "office", "studio/Hostile")
+        try await Task.sleep(for: .seconds(1.5))
+        let r = try await office.run("fleet", "pull", "--machine", "office", "studio/Hostile")
         #expect(r.status != 0, "\(r.stdout)")
         #expect(try !Self.sessions(office).contains("Hostile"), "an empty session was left behind")
     }
 
     @Test("a server that repeats its continuation token: fleet list and doctor end with exit 69 naming the server")
-    func endlessListing() throws {
-        let server = try S3Server(.rclone)
+    func endlessListing() async throws {
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -259,7 +259,7 @@ struct FleetHostileEndToEndTests {
         defer { proxy.stop() }
         for command in [["fleet", "list"], ["fleet", "doctor"]] {
             let start = Date()
-            let r = try Self.run(office, command + ["--machine", "office", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
+            let r = try await Self.run(office, command + ["--machine", "office", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
             #expect(r.status == 69 && r.stderr.contains(proxy.endpoint), "\(command): \(r.stdout) \(r.stderr)")
             #expect(Date().timeIntervalSince(start) < 20)
         }

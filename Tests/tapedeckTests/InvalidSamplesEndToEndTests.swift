@@ -6,7 +6,7 @@ import Testing
 /// exported with `--rate 44100` become full-scale DC. The files are written by Python (32-bit
 /// float WAV, WAVE_FORMAT_IEEE_FLOAT) and the exports read by ffprobe, `flac -t`, `flac -d`
 /// and a Python reader of the samples.
-@Suite("invalid float samples end to end", .serialized)
+@Suite("invalid float samples end to end", .endToEnd, .serialized)
 struct InvalidSamplesEndToEndTests {
     /// Writes a 48 kHz stereo float WAV: a 1 kHz sine at 0.25 (or NaN throughout with
     /// `allNaN`), with NaN at interleaved samples 1000, 50000 and 100001, +inf at 2000, -inf at
@@ -27,7 +27,7 @@ struct InvalidSamplesEndToEndTests {
                 + b"data" + struct.pack("<I", len(data)) + data
             open(path, "wb").write(b"RIFF" + struct.pack("<I", len(body)) + body)
             """
-        let r = try CLIHarness.tool("python3", ["-c", script, path, String(seconds), allNaN ? "1" : "0"])
+        let r = try await CLIHarness.tool("python3", ["-c", script, path, String(seconds), allNaN ? "1" : "0"])
         try #require(r.status == 0, "\(r.stderr)")
     }
 
@@ -58,30 +58,30 @@ struct InvalidSamplesEndToEndTests {
             picks = [x[int(i)] if x[int(i)] == x[int(i)] else "nan" for i in sys.argv[2:]]
             print(json.dumps({"rate": rate, "count": len(x), "finite": finite, "peak": peak, "picks": picks}))
             """
-        let r = try CLIHarness.tool("python3", ["-c", script, path] + indices.map(String.init))
+        let r = try await CLIHarness.tool("python3", ["-c", script, path] + indices.map(String.init))
         try #require(r.status == 0, "\(r.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
     }
 
     static func export(_ cli: CLIHarness, _ args: [String]) throws -> (CLIHarness.Result, [String: Any]?) {
-        let r = try cli.run(["export"] + args + ["--json"])
+        let r = try await cli.run(["export"] + args + ["--json"])
         let reports = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [[String: Any]]
         return (r, reports?.first)
     }
 
     @Test("NaN, ±inf and 1e30 in a float take: MP3 and FLAC exports and --rate 44100 succeed and say so; loudness measures it, not 'silent'")
-    func hostileFloatTake() throws {
+    func hostileFloatTake() async throws {
         let cli = try CLIHarness()
         let folder = URL(fileURLWithPath: cli.library.path + "-files")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("hostile.wav").path
         try Self.floatWAV(source, seconds: 2)
-        let imported = try cli.run("import", source, "--session", "S")
+        let imported = try await cli.run("import", source, "--session", "S")
         try #require(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stderr.contains("warning") && imported.stderr.contains("6 samples that are NaN, infinite or past +40 dBFS"), "\(imported.stderr)")
 
-        let loudness = try cli.run("loudness", "S/hostile")
+        let loudness = try await cli.run("loudness", "S/hostile")
         #expect(loudness.status == 0, "\(loudness.stderr)")
         #expect(!loudness.stdout.contains("silent") && loudness.stdout.contains(" LUFS,"), "\(loudness.stdout)")
         #expect(loudness.stderr.contains("warning") && loudness.stderr.contains("6 samples"), "\(loudness.stderr)")
@@ -92,7 +92,7 @@ struct InvalidSamplesEndToEndTests {
         #expect(mp3Report?["invalidSamples"] as? Int == 6, "\(mp3Report ?? [:])")
         #expect(mp3.stderr.contains("warning") && mp3.stderr.contains("exported with 6 samples"), "\(mp3.stderr)")
         let mp3Path = try #require(mp3Report?["output"] as? String)
-        let probe = try CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", mp3Path])
+        let probe = try await CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", mp3Path])
         #expect(probe.status == 0 && abs((Double(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - 2) <= 0.06, "\(probe.stdout) \(probe.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".") }, "no partial file left")
 
@@ -101,9 +101,9 @@ struct InvalidSamplesEndToEndTests {
         try #require(flac.status == 0, "\(flac.stderr)")
         #expect(flacReport?["invalidSamples"] as? Int == 6, "\(flacReport ?? [:])")
         let flacPath = try #require(flacReport?["output"] as? String)
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", flacPath]).status == 0)
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", flacPath]).status == 0)
         let decoded = folder.appendingPathComponent("decoded.wav").path
-        #expect(try CLIHarness.tool("flac", ["-d", "-s", "-o", decoded, flacPath]).status == 0)
+        #expect(try await CLIHarness.tool("flac", ["-d", "-s", "-o", decoded, flacPath]).status == 0)
         let pcm = try Self.samples(decoded, at: [1000, 2000, 3001, 4000, 50000, 100001])
         let picks = (pcm["picks"] as? [Any])?.compactMap { $0 as? Double } ?? []
         try #require(picks.count == 6, "\(pcm)")
@@ -122,14 +122,14 @@ struct InvalidSamplesEndToEndTests {
     }
 
     @Test("an all-NaN float take exported with --rate 44100 is silence (it was full-scale DC, 'verified')")
-    func allNaN() throws {
+    func allNaN() async throws {
         let cli = try CLIHarness()
         let folder = URL(fileURLWithPath: cli.library.path + "-files")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("nan.wav").path
         try Self.floatWAV(source, seconds: 1, allNaN: true)
-        let imported = try cli.run("import", source, "--session", "S")
+        let imported = try await cli.run("import", source, "--session", "S")
         try #require(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stderr.contains("96000 samples"), "\(imported.stderr)")
 
@@ -143,9 +143,9 @@ struct InvalidSamplesEndToEndTests {
         let (flac, flacReport) = try Self.export(cli, ["S/nan", "--rate", "44100", "-o", folder.path])
         try #require(flac.status == 0, "\(flac.stderr)")
         let flacPath = try #require(flacReport?["output"] as? String)
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", flacPath]).status == 0)
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", flacPath]).status == 0)
         let decoded = folder.appendingPathComponent("decoded.wav").path
-        #expect(try CLIHarness.tool("flac", ["-d", "-s", "-o", decoded, flacPath]).status == 0)
+        #expect(try await CLIHarness.tool("flac", ["-d", "-s", "-o", decoded, flacPath]).status == 0)
         let pcm = try Self.samples(decoded)
         #expect(pcm["rate"] as? Int == 44_100 && (pcm["peak"] as? Double ?? 1) <= 2.0 / 8_388_608, "\(pcm)")
     }

@@ -6,7 +6,7 @@ import Testing
 /// a WAV `fmt data _PMX id3(17 MiB) LIST(INFO)` became `fmt data bext iXML` with exit 0; a
 /// chunk of 4–16 MiB after the audio trapped (SIGILL) and `loudness --all` died at that take.
 /// Checked by python's own walk of the RIFF chunks.
-@Suite("loudness rewrites keep other programs' chunks", .serialized)
+@Suite("loudness rewrites keep other programs' chunks", .endToEnd, .serialized)
 struct LoudnessRewriteEndToEndTests {
     /// Writes a 2 s 16-bit stereo WAV: `fmt `, `data`, then (when their sizes are not 0) an XMP
     /// `_PMX` packet and an `id3 ` chunk, then `LIST INFO`.
@@ -54,12 +54,12 @@ struct LoudnessRewriteEndToEndTests {
         """
 
     static func makeWAV(_ path: String, pmx: Int, id3: Int) throws {
-        let r = try CLIHarness.tool("python3", ["-c", maker, path, String(pmx), String(id3)])
+        let r = try await CLIHarness.tool("python3", ["-c", maker, path, String(pmx), String(id3)])
         try #require(r.status == 0, "\(r.stderr)")
     }
 
     static func compared(_ original: String, _ now: String) throws -> [String: Any] {
-        let r = try CLIHarness.tool("python3", ["-c", compare, original, now])
+        let r = try await CLIHarness.tool("python3", ["-c", compare, original, now])
         try #require(r.status == 0, "\(r.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
     }
@@ -71,41 +71,41 @@ struct LoudnessRewriteEndToEndTests {
     }
 
     @Test("an imported WAV with a 5 MiB XMP packet, a 17 MiB id3 chunk and LIST INFO after its audio keeps them all, byte for byte, and gets its loudness")
-    func keepsEveryChunk() throws {
+    func keepsEveryChunk() async throws {
         let cli = try CLIHarness()
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let source = folder + "/cover.wav"
         try Self.makeWAV(source, pmx: 5 << 20, id3: (17 << 20) + 1)
-        let imported = try cli.run("import", source, "--json")
+        let imported = try await cli.run("import", source, "--json")
         try #require(imported.status == 0, "\(imported.stderr)")
         let take = try #require((try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])?.first)
         let path = try #require(take["path"] as? String)
 
-        let r = try cli.run("loudness", "last")
+        let r = try await cli.run("loudness", "last")
         #expect(r.status == 0, "\(r.stderr)")
         let c = try Self.compared(source, path)
         #expect((c["missing"] as? [String])?.isEmpty == true, "chunks lost: \(c)")
         #expect(c["sameAudio"] as? Bool == true, "\(c)")
         #expect((c["ids"] as? [String])?.contains("bext") == true, "\(c)")
         let fields = try #require(c["bext"] as? [Int])
-        let integrated = try #require((try cli.takes().first?["loudness"] as? [String: Any])?["integrated"] as? Double)
+        let integrated = try #require((try await cli.takes().first?["loudness"] as? [String: Any])?["integrated"] as? Double)
         #expect(abs(Double(fields[0]) - integrated * 100) <= 1, "\(fields) \(integrated)")
         // And again: nothing grows or goes.
-        #expect(try cli.run("loudness", "last").status == 0)
+        #expect(try await cli.run("loudness", "last").status == 0)
         let again = try Self.compared(path, path)
         #expect(again["ids"] as? [String] == c["ids"] as? [String], "\(again)")
-        #expect(try CLIHarness.tool("sox", [path, "-n"]).status == 0)
+        #expect(try await CLIHarness.tool("sox", [path, "-n"]).status == 0)
     }
 
     @Test("`loudness --all` goes on past a take whose file it cannot change: that file is left as it was, the take named, exit 74")
-    func allGoesOnPastABadTake() throws {
+    func allGoesOnPastABadTake() async throws {
         let cli = try CLIHarness()
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try Self.makeWAV(folder + "/plain.wav", pmx: 0, id3: 0)
         try Self.makeWAV(folder + "/xmp.wav", pmx: 6 << 20, id3: 0)
-        let imported = try cli.run("import", folder + "/plain.wav", folder + "/xmp.wav", "--session", "S", "--json")
+        let imported = try await cli.run("import", folder + "/plain.wav", folder + "/xmp.wav", "--session", "S", "--json")
         try #require(imported.status == 0, "\(imported.stderr)")
         let takes = try #require(try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])
         let plain = try #require(takes.first { $0["name"] as? String == "plain" }?["path"] as? String)
@@ -118,7 +118,7 @@ struct LoudnessRewriteEndToEndTests {
         try handle.close()
         let damaged = try Data(contentsOf: URL(fileURLWithPath: plain))
 
-        let r = try cli.run("loudness", "--all")
+        let r = try await cli.run("loudness", "--all")
         #expect(r.status == 74, "\(r.status) \(r.stderr)")
         #expect(r.stderr.contains("S/plain") && r.stderr.contains("left the file as it was") && r.stderr.contains("stored in the library"), "\(r.stderr)")
         #expect(!r.stderr.contains("S/xmp"), "\(r.stderr)")

@@ -122,11 +122,11 @@ struct MarkerEndToEndTests {
     static func waitUntilRecording(_ cli: CLIHarness, _ p: Process, runtime: String) {
         #expect(CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
         #expect(cli.waitForPendingFile())
-        Thread.sleep(forTimeInterval: 0.3)
+        try await Task.sleep(for: .seconds(0.3))
     }
 
     @Test("over 999 markers: the take keeps its first 999 and all else it learnt (loudness, first frame's time, run end); the report counts the rest, stderr says so once, the WAV's cue chunk holds the same 999")
-    func overTheMarkerLimit() throws {
+    func overTheMarkerLimit() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, err) = try cli.start(["record", "-d", "5s", "--split", "1h", "--json"])
         Self.waitUntilRecording(cli, p, runtime: runtime)
@@ -146,7 +146,7 @@ struct MarkerEndToEndTests {
         #expect(notKept > 0, "\(report["message"] ?? "")")
         #expect((report["message"] as? String)?.contains("not kept: a take keeps at most 999.") == true, "\(report["message"] ?? "")")
         #expect(stderr.components(separatedBy: "A take keeps at most 999 markers").count == 2, "said once: \(stderr)")
-        let shown = try cli.run("show", "last", "--json")
+        let shown = try await cli.run("show", "last", "--json")
         try #require(shown.status == 0, "\(shown.stderr)")
         let take = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
         let markers = try #require(take["markers"] as? [[String: Any]])
@@ -159,11 +159,11 @@ struct MarkerEndToEndTests {
         #expect(((report["take"] as? [String: Any])?["markers"] as? [Any])?.count == 999, "the report's take is the catalog's")
         let cues = try Self.wavCues(try #require(take["path"] as? String))
         #expect(cues.offsets == frames, "the cue chunk holds the markers the catalog keeps")
-        #expect(try cli.run("doctor").status == 0)
+        #expect(try await cli.run("doctor").status == 0)
     }
 
     @Test("a flood of SIGUSR1 (a tight loop for 2 s) costs a FLAC take nothing: no overrun, every frame in order, markers within the limit")
-    func signalFlood() throws {
+    func signalFlood() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, err) = try cli.start(["record", "-d", "4s", "--set", "encoder.name=flac", "--set", "capture.null.signal=counter", "--json"])
         Self.waitUntilRecording(cli, p, runtime: runtime)
@@ -180,12 +180,12 @@ struct MarkerEndToEndTests {
         #expect(take["overruns"] as? Int == 0, "\(take["overrunEvents"] ?? "")")
         #expect(((take["markers"] as? [Any])?.count ?? 0) <= 999)
         let path = try #require(take["path"] as? String)
-        #expect(try CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
-        #expect(try CLIHarness.firstWrongCounterSample(path, from: 0) == nil, "every frame, in order")
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
+        #expect(try await CLIHarness.firstWrongCounterSample(path, from: 0) == nil, "every frame, in order")
     }
 
     @Test("50 `tapedeck mark LABEL` at once: each label arrives once, and no marker comes without one")
-    func concurrentMarks() throws {
+    func concurrentMarks() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, _) = try cli.start(["record", "--json"])
         Self.waitUntilRecording(cli, p, runtime: runtime)
@@ -196,7 +196,7 @@ struct MarkerEndToEndTests {
             try? FileManager.default.removeItem(at: mout)
             try? FileManager.default.removeItem(at: merr)
         }
-        Thread.sleep(forTimeInterval: 0.5)
+        try await Task.sleep(for: .seconds(0.5))
         kill(p.processIdentifier, SIGINT)
         CLIHarness.waitForExit(p)
         let (take, _, _) = try CLIHarness.stoppedRecording(out)
