@@ -111,7 +111,7 @@ struct CLIHarness {
     /// ``waitForExit(_:limit:sourceLocation:)`` does.
     func start(_ args: [String]) throws -> (Process, URL, URL) {
         let (p, out, err) = try process(args)
-        try await p.run()
+        try p.run()
         return (p, out, err)
     }
 
@@ -257,7 +257,7 @@ struct CLIHarness {
     static func runToExit(_ p: Process, limit: Double? = 300, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let end = ProcessExit()
         p.terminationHandler = { _ in end.exited() }
-        try await p.run()
+        try p.run()
         if let limit {
             if await !end.wait(limit: limit) {
                 await recordHang(p, limit: limit, sourceLocation: sourceLocation) { await end.wait() }
@@ -318,7 +318,7 @@ struct CLIHarness {
     /// Runs `arguments` (the program looked up in PATH) to its end on a thread of its own, not
     /// waited for: clean-up where nothing can be awaited (a `defer`, a `deinit`).
     static func runDetached(_ arguments: [String]) {
-        Thread.detachNewThread { _ = try? await ChildProcess.run(arguments) }
+        Thread.detachNewThread { _ = try? ChildProcess.run(arguments) }
     }
 
     /// Waits until `condition` holds, checking every 20 ms, up to `timeout` seconds; the task

@@ -48,7 +48,7 @@ struct DiskFullEndToEndTests {
 
     @Test("a full disk and a catalog whose -shm and -wal another SQLite client removed: list, show, doctor and delete still work")
     func fullDiskWithoutWALIndex() async throws {
-        try withSmallDisk(megabytes: 8) { library in
+        try await withSmallDisk(megabytes: 8) { library in
             let cli = try CLIHarness(storage: "directory", library: library)
             #expect(try await cli.run("record", "-d", "2", "--name", "A").status == 0)
             #expect(try await cli.run("record", "-d", "2", "--name", "B").status == 0)

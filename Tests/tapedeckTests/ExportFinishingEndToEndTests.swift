@@ -209,10 +209,10 @@ struct ExportFinishingEndToEndTests {
 
     @Test("MP3 at 11.025, 12 and 24 kHz (frames too small for LAME's gapless tag) is verified: the full length, and no more than the codec's delay and padding beyond", arguments: [11_025, 12_000, 24_000])
     func mp3AtLowRates(_ rate: Int) async throws {
-        let (cli, take, folder) = try Self.library(["synth", "2", "sine", "440", "vol", "-6dB"])
+        let (cli, take, folder) = try await Self.library(["synth", "2", "sine", "440", "vol", "-6dB"])
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("low.mp3").path
-        let (r, report) = try Self.export(cli, [take, "--format", "mp3", "--rate", String(rate), "-o", out])
+        let (r, report) = try await Self.export(cli, [take, "--format", "mp3", "--rate", String(rate), "-o", out])
         try #require(r.status == 0, "\(r.stderr)")
         #expect(report?["sampleRate"] as? Int == rate)
         let written = try #require(report?["frames"] as? Int)
@@ -225,21 +225,21 @@ struct ExportFinishingEndToEndTests {
         #expect(try await CLIHarness.tool("ffmpeg", ["-v", "error", "-i", out, "-c:a", "pcm_s16le", decoded]).status == 0)
         let samples = Int(try await CLIHarness.tool("sox", ["--i", "-s", decoded]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(samples >= written && samples <= written + 1152 + 576, "ffmpeg decodes \(samples) frames of \(written)")
-        let tones = try Self.tones(decoded, [440, 550])
+        let tones = try await Self.tones(decoded, [440, 550])
         #expect(tones[0] > tones[1] + 30, "still 440 Hz: \(tones)")
     }
 
     @Test("a refusal says only what helps: 8 channels to MP3 or Opus another --format, never --sample-format; a take too short for --loudness neither")
     func refusalAdvice() async throws {
-        let (cli, take, folder) = try Self.library(["synth", "1", "sine", "440"], channels: 8)
+        let (cli, take, folder) = try await Self.library(["synth", "1", "sine", "440"], channels: 8)
         defer { try? FileManager.default.removeItem(at: folder) }
         for format in ["mp3", "opus"] {
             let r = try await cli.run("export", take, "--format", format, "-o", folder.path)
             #expect(r.status == 65 && r.stderr.contains("Choose another --format") && !r.stderr.contains("--sample-format"), "\(format): \(r.stderr)")
         }
-        let short = try Self.library(["synth", "0.2", "sine", "440"], name: "short")
+        let short = try await Self.library(["synth", "0.2", "sine", "440"], name: "short")
         defer { try? FileManager.default.removeItem(at: short.2) }
-        let r = try short.0.run("export", short.1, "--loudness", "-23", "-o", short.2.path)
+        let r = try await short.0.run("export", short.1, "--loudness", "-23", "-o", short.2.path)
         #expect(r.status == 65 && r.stderr.contains("--normalize-peak"), "\(r.stderr)")
         #expect(!r.stderr.contains("--sample-format") && !r.stderr.contains("another --format"), "no advice that cannot help: \(r.stderr)")
     }

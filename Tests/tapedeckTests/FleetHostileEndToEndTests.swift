@@ -15,7 +15,7 @@ struct FleetHostileEndToEndTests {
     static func bucket(_ server: S3Server) -> URL { server.dataDirectory.appendingPathComponent(server.bucket) }
 
     /// Records a take on `cli` (machine `machine`) into `session` and pushes it.
-    static func recordAndPush(_ cli: CLIHarness, machine: String, session: String, name: String? = nil) throws {
+    static func recordAndPush(_ cli: CLIHarness, machine: String, session: String, name: String? = nil) async throws {
         let r = try await cli.run(["record", "--machine", machine, "--session", session, "-d", "1"] + (name.map { ["--name", $0] } ?? []))
         #expect(r.status == 0, "\(r.stderr)")
         let p = try await cli.run("push", "--machine", machine)
@@ -34,7 +34,7 @@ struct FleetHostileEndToEndTests {
     /// Writes, behind the server's back, a take of `machine` in a new session `session`: the
     /// manifest `base` given new ids, changed by `change`, and `audio` as its audio object.
     static func forge(_ base: [String: Any], machine: String, session: String, audio: Data, extension ext: String = "wav", under root: URL,
-                      change: (inout [String: Any]) -> Void = { _ in }) throws {
+                      change: (inout [String: Any]) -> Void = { _ in }) async throws {
         let (sid, tid) = (uuid(), uuid())
         var object = base
         var take = try #require(object["take"] as? [String: Any])
@@ -48,7 +48,7 @@ struct FleetHostileEndToEndTests {
         object["session"] = sessionSummary
         object["machine"] = machine
         let key = "\(machine)/\(sid)/\(tid).\(ext)"
-        let digest = try sha256(audio)
+        let digest = try await sha256(audio)
         let audioEntry: [String: Any] = ["key": key, "size": audio.count, "sha256": digest]
         object["audio"] = audioEntry
         change(&object)
@@ -58,18 +58,18 @@ struct FleetHostileEndToEndTests {
         try JSONSerialization.data(withJSONObject: object).write(to: folder.appendingPathComponent("\(tid).json"))
     }
 
-    static func sha256(_ data: Data) throws -> String {
+    static func sha256(_ data: Data) async throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("sha-\(uuid())")
         try data.write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
-        return try FleetEndToEndTests.sha256(url.path)
+        return try await FleetEndToEndTests.sha256(url.path)
     }
 
     /// Runs `tapedeck ARGS` on `cli`, killing it (a recorded failure) after `limit` seconds: a
     /// command that would read a hostile server's answer forever must not hold the suite.
-    static func run(_ cli: CLIHarness, _ args: [String], limit: Double = 30) throws -> CLIHarness.Result {
+    static func run(_ cli: CLIHarness, _ args: [String], limit: Double = 30) async throws -> CLIHarness.Result {
         let (p, out, err) = try cli.start(args)
-        CLIHarness.waitForExit(p, limit: limit)
+        try await CLIHarness.waitForExit(p, limit: limit)
         defer {
             try? FileManager.default.removeItem(at: out)
             try? FileManager.default.removeItem(at: err)
@@ -79,7 +79,7 @@ struct FleetHostileEndToEndTests {
     }
 
     /// The names of the sessions in `cli`'s library.
-    static func sessions(_ cli: CLIHarness) throws -> [String] {
+    static func sessions(_ cli: CLIHarness) async throws -> [String] {
         try await cli.listJSON().compactMap { $0["name"] as? String }
     }
 
@@ -138,14 +138,14 @@ struct FleetHostileEndToEndTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try Self.recordAndPush(studio, machine: "studio", session: "Concert")
+        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
         let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: ".wav", action: .endless)])
         defer { proxy.stop() }
         let start = Date()
         let r = try await Self.run(office, ["fleet", "pull", "--machine", "office", "studio/Concert", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
         #expect(r.status == 74 && r.stderr.contains("more than"), "\(r.stdout) \(r.stderr)")
         #expect(Date().timeIntervalSince(start) < 30, "the pull read on")
-        #expect(try Self.sessions(office).isEmpty, "no session is left behind")
+        await #expect(try Self.sessions(office).isEmpty, "no session is left behind")
         let left = (try? FileManager.default.subpathsOfDirectory(atPath: office.library.path)) ?? []
         #expect(!left.contains { $0.contains(".partial") }, "\(left)")
         // Straight from the server, the take comes.
@@ -161,11 +161,11 @@ struct FleetHostileEndToEndTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try Self.recordAndPush(studio, machine: "studio", session: "Concert")
+        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
         let root = Self.bucket(server).appendingPathComponent("fleet")
         let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
         // A take of a pebibyte, by its manifest.
-        try Self.forge(manifest, machine: "big", session: "Huge", audio: audio, under: root) { object in
+        try await Self.forge(manifest, machine: "big", session: "Huge", audio: audio, under: root) { object in
             var a = object["audio"] as? [String: Any] ?? [:]
             a["size"] = 1 << 50
             object["audio"] = a
@@ -176,7 +176,7 @@ struct FleetHostileEndToEndTests {
         let r = try await office.run("fleet", "pull", "--machine", "office", "big/Huge", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
         #expect(r.status == 74 && r.stderr.contains("free"), "\(r.stdout) \(r.stderr)")
         #expect(!proxy.arrivals.contains { $0.method == "GET" && $0.path.contains(".wav") }, "the audio was fetched: \(proxy.arrivals)")
-        #expect(try Self.sessions(office).isEmpty)
+        await #expect(try Self.sessions(office).isEmpty)
     }
 
     @Test("\"already pulled\" compares ids and hashes: another machine's take with the same name, length and start is pulled")
@@ -187,14 +187,14 @@ struct FleetHostileEndToEndTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try Self.recordAndPush(studio, machine: "studio", session: "Concert")
+        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
         #expect(try await office.run("fleet", "pull", "--machine", "office", "studio/Concert").status == 0)
         // The laptop's take: the studio's name, length and start, other ids, other bytes.
         let root = Self.bucket(server).appendingPathComponent("fleet")
         let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
         var other = audio
         other[other.count / 2] ^= 0x5A
-        try Self.forge(manifest, machine: "laptop", session: "Concert", audio: other, under: root)
+        try await Self.forge(manifest, machine: "laptop", session: "Concert", audio: other, under: root)
         try await Task.sleep(for: .seconds(1.5))
         let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Concert")
         #expect(r.status == 0 && r.stdout.contains("pulled, SHA-256 checked") && !r.stdout.contains("already in"), "\(r.stdout) \(r.stderr)")
@@ -211,11 +211,11 @@ struct FleetHostileEndToEndTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try Self.recordAndPush(laptop, machine: "laptop", session: "Field")
+        try await Self.recordAndPush(laptop, machine: "laptop", session: "Field")
         let root = Self.bucket(server).appendingPathComponent("fleet")
         let (manifest, flac) = try Self.pushed(under: root, machine: "laptop")
         #expect(flac.prefix(4) == Data("fLaC".utf8))
-        try Self.forge(manifest, machine: "laptop", session: "Forged", audio: flac, under: root) { object in
+        try await Self.forge(manifest, machine: "laptop", session: "Forged", audio: flac, under: root) { object in
             var take = object["take"] as? [String: Any] ?? [:]
             take["encoding"] = "wav"
             object["take"] = take
@@ -223,7 +223,7 @@ struct FleetHostileEndToEndTests {
         try await Task.sleep(for: .seconds(1.5))
         let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Forged")
         #expect(r.status == 74 && r.stderr.contains("flac"), "\(r.stdout) \(r.stderr)")
-        #expect(try Self.sessions(office).isEmpty, "the session made for the take is removed again")
+        await #expect(try Self.sessions(office).isEmpty, "the session made for the take is removed again")
     }
 
     @Test("a take whose name a library refuses is refused before a session is made for it")
@@ -234,10 +234,10 @@ struct FleetHostileEndToEndTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try Self.recordAndPush(studio, machine: "studio", session: "Concert")
+        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
         let root = Self.bucket(server).appendingPathComponent("fleet")
         let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
-        try Self.forge(manifest, machine: "studio", session: "Hostile", audio: audio, under: root) { object in
+        try await Self.forge(manifest, machine: "studio", session: "Hostile", audio: audio, under: root) { object in
             var take = object["take"] as? [String: Any] ?? [:]
             take["name"] = "\u{2003}\u{2003}"  // blank: no library keeps a take of that name
             object["take"] = take
@@ -245,7 +245,7 @@ struct FleetHostileEndToEndTests {
         try await Task.sleep(for: .seconds(1.5))
         let r = try await office.run("fleet", "pull", "--machine", "office", "studio/Hostile")
         #expect(r.status != 0, "\(r.stdout)")
-        #expect(try !Self.sessions(office).contains("Hostile"), "an empty session was left behind")
+        await #expect(try !Self.sessions(office).contains("Hostile"), "an empty session was left behind")
     }
 
     @Test("a server that repeats its continuation token: fleet list and doctor end with exit 69 naming the server")

@@ -11,7 +11,7 @@ struct InvalidSamplesEndToEndTests {
     /// Writes a 48 kHz stereo float WAV: a 1 kHz sine at 0.25 (or NaN throughout with
     /// `allNaN`), with NaN at interleaved samples 1000, 50000 and 100001, +inf at 2000, -inf at
     /// 3001 and 1e30 at 4000: six invalid samples.
-    static func floatWAV(_ path: String, seconds: Int, allNaN: Bool = false) throws {
+    static func floatWAV(_ path: String, seconds: Int, allNaN: Bool = false) async throws {
         let script = """
             import math, struct, sys
             path, seconds, all_nan = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
@@ -34,7 +34,7 @@ struct InvalidSamplesEndToEndTests {
     /// The samples of a WAV (PCM 16/24/32 or float, plain or extensible) as Python reads them:
     /// rate, count, whether all are finite, the largest magnitude (full scale 1), and the
     /// samples at the given interleaved indices.
-    static func samples(_ path: String, at indices: [Int] = []) throws -> [String: Any] {
+    static func samples(_ path: String, at indices: [Int] = []) async throws -> [String: Any] {
         let script = """
             import json, struct, sys
             b = open(sys.argv[1], "rb").read()
@@ -63,7 +63,7 @@ struct InvalidSamplesEndToEndTests {
         return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
     }
 
-    static func export(_ cli: CLIHarness, _ args: [String]) throws -> (CLIHarness.Result, [String: Any]?) {
+    static func export(_ cli: CLIHarness, _ args: [String]) async throws -> (CLIHarness.Result, [String: Any]?) {
         let r = try await cli.run(["export"] + args + ["--json"])
         let reports = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [[String: Any]]
         return (r, reports?.first)
@@ -76,7 +76,7 @@ struct InvalidSamplesEndToEndTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("hostile.wav").path
-        try Self.floatWAV(source, seconds: 2)
+        try await Self.floatWAV(source, seconds: 2)
         let imported = try await cli.run("import", source, "--session", "S")
         try #require(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stderr.contains("warning") && imported.stderr.contains("6 samples that are NaN, infinite or past +40 dBFS"), "\(imported.stderr)")
@@ -87,7 +87,7 @@ struct InvalidSamplesEndToEndTests {
         #expect(loudness.stderr.contains("warning") && loudness.stderr.contains("6 samples"), "\(loudness.stderr)")
 
         // MP3: LAME aborted the process on the first NaN (exit 134) and left a hidden .partial.
-        let (mp3, mp3Report) = try Self.export(cli, ["S/hostile", "--format", "mp3", "-o", folder.path])
+        let (mp3, mp3Report) = try await Self.export(cli, ["S/hostile", "--format", "mp3", "-o", folder.path])
         try #require(mp3.status == 0, "\(mp3.stderr)")
         #expect(mp3Report?["invalidSamples"] as? Int == 6, "\(mp3Report ?? [:])")
         #expect(mp3.stderr.contains("warning") && mp3.stderr.contains("exported with 6 samples"), "\(mp3.stderr)")
@@ -97,14 +97,14 @@ struct InvalidSamplesEndToEndTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".") }, "no partial file left")
 
         // FLAC (s24, dithered): NaN is silence, the infinities and 1e30 full scale with their sign.
-        let (flac, flacReport) = try Self.export(cli, ["S/hostile", "--format", "flac", "-o", folder.path])
+        let (flac, flacReport) = try await Self.export(cli, ["S/hostile", "--format", "flac", "-o", folder.path])
         try #require(flac.status == 0, "\(flac.stderr)")
         #expect(flacReport?["invalidSamples"] as? Int == 6, "\(flacReport ?? [:])")
         let flacPath = try #require(flacReport?["output"] as? String)
         #expect(try await CLIHarness.tool("flac", ["-t", "-s", flacPath]).status == 0)
         let decoded = folder.appendingPathComponent("decoded.wav").path
         #expect(try await CLIHarness.tool("flac", ["-d", "-s", "-o", decoded, flacPath]).status == 0)
-        let pcm = try Self.samples(decoded, at: [1000, 2000, 3001, 4000, 50000, 100001])
+        let pcm = try await Self.samples(decoded, at: [1000, 2000, 3001, 4000, 50000, 100001])
         let picks = (pcm["picks"] as? [Any])?.compactMap { $0 as? Double } ?? []
         try #require(picks.count == 6, "\(pcm)")
         let step = 1.0 / 8_388_608
@@ -112,10 +112,10 @@ struct InvalidSamplesEndToEndTests {
         #expect(picks[1] >= 1 - 3 * step && picks[3] >= 1 - 3 * step && picks[2] <= -1 + 3 * step, "full scale: \(picks)")
 
         // --rate 44100 into a float WAV: every sample a finite number near full scale at most.
-        let (resampled, rateReport) = try Self.export(cli, ["S/hostile", "--format", "wav", "--rate", "44100", "-o", folder.path])
+        let (resampled, rateReport) = try await Self.export(cli, ["S/hostile", "--format", "wav", "--rate", "44100", "-o", folder.path])
         try #require(resampled.status == 0, "\(resampled.stderr)")
         #expect(rateReport?["sampleRate"] as? Int == 44_100 && rateReport?["invalidSamples"] as? Int == 6, "\(rateReport ?? [:])")
-        let converted = try Self.samples(try #require(rateReport?["output"] as? String))
+        let converted = try await Self.samples(try #require(rateReport?["output"] as? String))
         #expect(converted["rate"] as? Int == 44_100 && converted["finite"] as? Bool == true, "\(converted)")
         #expect((converted["peak"] as? Double ?? 99) < 2, "\(converted)")
         #expect(abs((converted["count"] as? Int ?? 0) - 2 * 88_200) <= 4, "\(converted)")
@@ -128,25 +128,25 @@ struct InvalidSamplesEndToEndTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("nan.wav").path
-        try Self.floatWAV(source, seconds: 1, allNaN: true)
+        try await Self.floatWAV(source, seconds: 1, allNaN: true)
         let imported = try await cli.run("import", source, "--session", "S")
         try #require(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stderr.contains("96000 samples"), "\(imported.stderr)")
 
-        let (wav, wavReport) = try Self.export(cli, ["S/nan", "--format", "wav", "--rate", "44100", "-o", folder.path])
+        let (wav, wavReport) = try await Self.export(cli, ["S/nan", "--format", "wav", "--rate", "44100", "-o", folder.path])
         try #require(wav.status == 0, "\(wav.stderr)")
         #expect(wavReport?["invalidSamples"] as? Int == 96_000, "\(wavReport ?? [:])")
-        let floats = try Self.samples(try #require(wavReport?["output"] as? String))
+        let floats = try await Self.samples(try #require(wavReport?["output"] as? String))
         #expect(floats["finite"] as? Bool == true && floats["peak"] as? Double == 0, "digital silence: \(floats)")
 
         // The default format (FLAC, s24 with TPDF dither): at most the dither's step, no DC.
-        let (flac, flacReport) = try Self.export(cli, ["S/nan", "--rate", "44100", "-o", folder.path])
+        let (flac, flacReport) = try await Self.export(cli, ["S/nan", "--rate", "44100", "-o", folder.path])
         try #require(flac.status == 0, "\(flac.stderr)")
         let flacPath = try #require(flacReport?["output"] as? String)
         #expect(try await CLIHarness.tool("flac", ["-t", "-s", flacPath]).status == 0)
         let decoded = folder.appendingPathComponent("decoded.wav").path
         #expect(try await CLIHarness.tool("flac", ["-d", "-s", "-o", decoded, flacPath]).status == 0)
-        let pcm = try Self.samples(decoded)
+        let pcm = try await Self.samples(decoded)
         #expect(pcm["rate"] as? Int == 44_100 && (pcm["peak"] as? Double ?? 1) <= 2.0 / 8_388_608, "\(pcm)")
     }
 }

@@ -53,12 +53,12 @@ struct LoudnessRewriteEndToEndTests {
                               ids=[e['id'] for e in new], bext=next((e['loudness'] for e in new if e['id'] == 'bext'), None))))
         """
 
-    static func makeWAV(_ path: String, pmx: Int, id3: Int) throws {
+    static func makeWAV(_ path: String, pmx: Int, id3: Int) async throws {
         let r = try await CLIHarness.tool("python3", ["-c", maker, path, String(pmx), String(id3)])
         try #require(r.status == 0, "\(r.stderr)")
     }
 
-    static func compared(_ original: String, _ now: String) throws -> [String: Any] {
+    static func compared(_ original: String, _ now: String) async throws -> [String: Any] {
         let r = try await CLIHarness.tool("python3", ["-c", compare, original, now])
         try #require(r.status == 0, "\(r.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
@@ -76,7 +76,7 @@ struct LoudnessRewriteEndToEndTests {
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let source = folder + "/cover.wav"
-        try Self.makeWAV(source, pmx: 5 << 20, id3: (17 << 20) + 1)
+        try await Self.makeWAV(source, pmx: 5 << 20, id3: (17 << 20) + 1)
         let imported = try await cli.run("import", source, "--json")
         try #require(imported.status == 0, "\(imported.stderr)")
         let take = try #require((try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])?.first)
@@ -84,7 +84,7 @@ struct LoudnessRewriteEndToEndTests {
 
         let r = try await cli.run("loudness", "last")
         #expect(r.status == 0, "\(r.stderr)")
-        let c = try Self.compared(source, path)
+        let c = try await Self.compared(source, path)
         #expect((c["missing"] as? [String])?.isEmpty == true, "chunks lost: \(c)")
         #expect(c["sameAudio"] as? Bool == true, "\(c)")
         #expect((c["ids"] as? [String])?.contains("bext") == true, "\(c)")
@@ -93,7 +93,7 @@ struct LoudnessRewriteEndToEndTests {
         #expect(abs(Double(fields[0]) - integrated * 100) <= 1, "\(fields) \(integrated)")
         // And again: nothing grows or goes.
         #expect(try await cli.run("loudness", "last").status == 0)
-        let again = try Self.compared(path, path)
+        let again = try await Self.compared(path, path)
         #expect(again["ids"] as? [String] == c["ids"] as? [String], "\(again)")
         #expect(try await CLIHarness.tool("sox", [path, "-n"]).status == 0)
     }
@@ -103,8 +103,8 @@ struct LoudnessRewriteEndToEndTests {
         let cli = try CLIHarness()
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        try Self.makeWAV(folder + "/plain.wav", pmx: 0, id3: 0)
-        try Self.makeWAV(folder + "/xmp.wav", pmx: 6 << 20, id3: 0)
+        try await Self.makeWAV(folder + "/plain.wav", pmx: 0, id3: 0)
+        try await Self.makeWAV(folder + "/xmp.wav", pmx: 6 << 20, id3: 0)
         let imported = try await cli.run("import", folder + "/plain.wav", folder + "/xmp.wav", "--session", "S", "--json")
         try #require(imported.status == 0, "\(imported.stderr)")
         let takes = try #require(try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])
@@ -124,7 +124,7 @@ struct LoudnessRewriteEndToEndTests {
         #expect(!r.stderr.contains("S/xmp"), "\(r.stderr)")
         #expect(r.stdout.contains("S/xmp"), "the take after it was measured: \(r.stdout)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == damaged, "not a byte of it changed")
-        let c = try Self.compared(folder + "/xmp.wav", xmp)
+        let c = try await Self.compared(folder + "/xmp.wav", xmp)
         #expect((c["missing"] as? [String])?.isEmpty == true && c["sameAudio"] as? Bool == true, "\(c)")
         #expect((c["bext"] as? [Int])?.first.map { $0 != 0x7FFF } == true, "\(c)")
     }

@@ -119,9 +119,9 @@ struct MarkerEndToEndTests {
     }
 
     /// Waits until recorder `p` has registered (its signals are trapped) and writes its take.
-    static func waitUntilRecording(_ cli: CLIHarness, _ p: Process, runtime: String) {
-        #expect(CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
-        #expect(cli.waitForPendingFile())
+    static func waitUntilRecording(_ cli: CLIHarness, _ p: Process, runtime: String) async throws {
+        #expect(try await CLIHarness.wait(timeout: 10) { FileManager.default.fileExists(atPath: runtime + "/tapedeck/recorder-\(p.processIdentifier).json") })
+        #expect(try await cli.waitForPendingFile())
         try await Task.sleep(for: .seconds(0.3))
     }
 
@@ -129,7 +129,7 @@ struct MarkerEndToEndTests {
     func overTheMarkerLimit() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, err) = try cli.start(["record", "-d", "5s", "--split", "1h", "--json"])
-        Self.waitUntilRecording(cli, p, runtime: runtime)
+        await try Self.waitUntilRecording(cli, p, runtime: runtime)
         // One signal at a time: the kernel merges a signal sent while the last one is pending,
         // so of 4,000 well over 1,200 arrive. All are sent while the take records (5 s), never
         // after the recorder has given SIGUSR1 its default action back.
@@ -138,7 +138,7 @@ struct MarkerEndToEndTests {
             kill(p.processIdentifier, SIGUSR1)
             usleep(250)
         }
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let stderr = try String(contentsOf: err, encoding: .utf8)
         #expect(p.terminationStatus == 0, "\(stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
@@ -157,7 +157,7 @@ struct MarkerEndToEndTests {
         #expect(take["firstFrameAt"] as? String != nil, "the first frame's time is kept: \(take.keys.sorted())")
         #expect((take["run"] as? [String: Any])?["ended"] as? String == "duration", "the run's end is kept: \(take["run"] ?? "none")")
         #expect(((report["take"] as? [String: Any])?["markers"] as? [Any])?.count == 999, "the report's take is the catalog's")
-        let cues = try Self.wavCues(try #require(take["path"] as? String))
+        let cues = try await Self.wavCues(try #require(take["path"] as? String))
         #expect(cues.offsets == frames, "the cue chunk holds the markers the catalog keeps")
         #expect(try await cli.run("doctor").status == 0)
     }
@@ -166,12 +166,12 @@ struct MarkerEndToEndTests {
     func signalFlood() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, err) = try cli.start(["record", "-d", "4s", "--set", "encoder.name=flac", "--set", "capture.null.signal=counter", "--json"])
-        Self.waitUntilRecording(cli, p, runtime: runtime)
+        await try Self.waitUntilRecording(cli, p, runtime: runtime)
         let until = Date().addingTimeInterval(2)
         while Date() < until && p.isRunning {
             for _ in 0..<200 { kill(p.processIdentifier, SIGUSR1) }
         }
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let stderr = try String(contentsOf: err, encoding: .utf8)
         #expect(p.terminationStatus == 0, "no overruns (exit 3): \(stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
@@ -188,17 +188,17 @@ struct MarkerEndToEndTests {
     func concurrentMarks() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, _) = try cli.start(["record", "--json"])
-        Self.waitUntilRecording(cli, p, runtime: runtime)
+        await try Self.waitUntilRecording(cli, p, runtime: runtime)
         let marks = try (0..<50).map { try cli.start(["mark", "L\($0)"]) }
         for (m, mout, merr) in marks {
-            CLIHarness.waitForExit(m)
+            try await CLIHarness.waitForExit(m)
             #expect(m.terminationStatus == 0, "\((try? String(contentsOf: merr, encoding: .utf8)) ?? "")")
             try? FileManager.default.removeItem(at: mout)
             try? FileManager.default.removeItem(at: merr)
         }
         try await Task.sleep(for: .seconds(0.5))
         kill(p.processIdentifier, SIGINT)
-        CLIHarness.waitForExit(p)
+        try await CLIHarness.waitForExit(p)
         let (take, _, _) = try CLIHarness.stoppedRecording(out)
         let labels = ((take["markers"] as? [[String: Any]]) ?? []).compactMap { $0["label"] as? String }
         #expect(labels.sorted() == (0..<50).map { "L\($0)" }.sorted(), "\(labels)")

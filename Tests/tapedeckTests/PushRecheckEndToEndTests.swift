@@ -46,7 +46,7 @@ struct PushRecheckEndToEndTests {
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
         #expect(Self.results(verify) == ["resent"], "\(verify.stdout)")
         #expect(FileManager.default.fileExists(atPath: audio.path))
-        #expect(try FleetEndToEndTests.sha256(audio.path) == (try FleetEndToEndTests.sha256(local)))
+        await #expect(try FleetEndToEndTests.sha256(audio.path) == (try FleetEndToEndTests.sha256(local)))
         // Checked again with everything there: confirmed, nothing sent.
         let again = try await studio.run("push", "--machine", "studio", "--verify-remote", "--json")
         #expect(again.status == 0 && Self.results(again) == ["confirmed"], "\(again.stdout) \(again.stderr)")
@@ -96,9 +96,9 @@ struct PushRecheckEndToEndTests {
         let push = try await studio.run("push", "--machine", "studio", "--json")
         #expect(push.status == 0 && Self.results(push) == ["resent"], "\(push.stdout) \(push.stderr)")
         let listed = FleetEndToEndTests.json(try await studio.run("fleet", "list", "--machine", "studio", "--json").stdout)
-        #expect(listed.first?["sha256"] as? String == (try FleetEndToEndTests.sha256(path)), "the remote holds the take as it is now")
+        await #expect(listed.first?["sha256"] as? String == (try FleetEndToEndTests.sha256(path)), "the remote holds the take as it is now")
         let remote = try #require(Self.objects(server, suffix: ".wav").first)
-        #expect(try FleetEndToEndTests.sha256(remote.path) == (try FleetEndToEndTests.sha256(path)))
+        await #expect(try FleetEndToEndTests.sha256(remote.path) == (try FleetEndToEndTests.sha256(path)))
 
         // Confirmed now: retention deletes it.
         let pruned = try await studio.run("push", "--machine", "studio", "--set", "sync.keep-local=2s")
