@@ -129,7 +129,7 @@ struct MarkerEndToEndTests {
     func overTheMarkerLimit() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, err) = try cli.start(["record", "-d", "5s", "--split", "1h", "--json"])
-        await try Self.waitUntilRecording(cli, p, runtime: runtime)
+        try await Self.waitUntilRecording(cli, p, runtime: runtime)
         // One signal at a time: the kernel merges a signal sent while the last one is pending,
         // so of 4,000 well over 1,200 arrive. All are sent while the take records (5 s), never
         // after the recorder has given SIGUSR1 its default action back.
@@ -166,7 +166,7 @@ struct MarkerEndToEndTests {
     func signalFlood() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, err) = try cli.start(["record", "-d", "4s", "--set", "encoder.name=flac", "--set", "capture.null.signal=counter", "--json"])
-        await try Self.waitUntilRecording(cli, p, runtime: runtime)
+        try await Self.waitUntilRecording(cli, p, runtime: runtime)
         let until = Date().addingTimeInterval(2)
         while Date() < until && p.isRunning {
             for _ in 0..<200 { kill(p.processIdentifier, SIGUSR1) }
@@ -188,7 +188,7 @@ struct MarkerEndToEndTests {
     func concurrentMarks() async throws {
         let (cli, runtime) = try Self.privateRuntime()
         let (p, out, _) = try cli.start(["record", "--json"])
-        await try Self.waitUntilRecording(cli, p, runtime: runtime)
+        try await Self.waitUntilRecording(cli, p, runtime: runtime)
         let marks = try (0..<50).map { try cli.start(["mark", "L\($0)"]) }
         for (m, mout, merr) in marks {
             try await CLIHarness.waitForExit(m)
