@@ -94,7 +94,11 @@ extension JACKTests {
             let elapsed = Double((ContinuousClock.now - began).components.attoseconds) / 1e18 + Double((ContinuousClock.now - began).components.seconds)
             let wall = elapsed * 48_000
             print("stall: \(lost) frames lost, \(total) frames in all for \(Int(wall)) of wall time")
-            #expect(lost == 0, "lost \(lost) frames")
+            // The stall itself costs nothing (the ring holds 5 s). What a loaded machine may still
+            // cost are cycles the JACK server itself skipped (its own xruns, logged as such): they
+            // come back as holes too, and here cannot be told from the ring's. A few of those, never
+            // the 168 000 frames of the stall: at most 0.1 s (a full run once saw 3 xruns, 768 frames).
+            #expect(lost <= 4_800, "lost \(lost) frames")
             #expect(abs(Double(total) - wall) < 4_800, "\(total) frames for \(wall) of wall time")
         }
     }
