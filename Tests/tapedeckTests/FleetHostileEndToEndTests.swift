@@ -22,6 +22,20 @@ struct FleetHostileEndToEndTests {
         #expect(p.status == 0, "\(p.stderr)")
     }
 
+    /// A private `rclone serve s3` and two machines sharing one config: `pusher` has recorded a
+    /// take into `session` and pushed it; `puller` has nothing yet. Removed after `body`.
+    static func withFleet(pushing pusher: String, session: String, puller: String,
+                          _ body: (CLIHarness, CLIHarness, S3Server) async throws -> Void) async throws {
+        let server = try await S3Server.startAsync(.rclone)
+        defer { server.remove() }
+        let (folder, file) = try FleetEndToEndTests.workspace(server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = FleetEndToEndTests.machine(file, server, folder: folder, name: pusher)
+        let target = FleetEndToEndTests.machine(file, server, folder: folder, name: puller)
+        try await recordAndPush(source, machine: pusher, session: session)
+        try await body(source, target, server)
+    }
+
     /// The manifest (as JSON) and audio bytes of the one take `machine` pushed under `root`.
     static func pushed(under root: URL, machine: String) throws -> (manifest: [String: Any], audio: Data) {
         let folder = root.appendingPathComponent(machine)
@@ -56,6 +70,7 @@ struct FleetHostileEndToEndTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try audio.write(to: root.appendingPathComponent(key))
         try JSONSerialization.data(withJSONObject: object).write(to: folder.appendingPathComponent("\(tid).json"))
+        try await Task.sleep(for: .seconds(1.5))  // rclone's folder cache (--dir-cache-time 1s) then serves it
     }
 
     static func sha256(_ data: Data) async throws -> String {
@@ -132,120 +147,91 @@ struct FleetHostileEndToEndTests {
 
     @Test("fleet pull stops as soon as the body passes the manifest's size: nothing kept, no session made")
     func endlessBody() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
-        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
-        let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: ".wav", action: .endless)])
-        defer { proxy.stop() }
-        let start = Date()
-        let r = try await Self.run(office, ["fleet", "pull", "--machine", "office", "studio/Concert", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
-        #expect(r.status == 74 && r.stderr.contains("more than"), "\(r.stdout) \(r.stderr)")
-        #expect(Date().timeIntervalSince(start) < 30, "the pull read on")
-        await #expect(try Self.sessions(office).isEmpty, "no session is left behind")
-        let left = (try? FileManager.default.subpathsOfDirectory(atPath: office.library.path)) ?? []
-        #expect(!left.contains { $0.contains(".partial") }, "\(left)")
-        // Straight from the server, the take comes.
-        let good = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
-        #expect(good.status == 0 && good.stdout.contains("pulled"), "\(good.stderr)")
+        try await Self.withFleet(pushing: "studio", session: "Concert", puller: "office") { studio, office, server in
+            let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: ".wav", action: .endless)])
+            defer { proxy.stop() }
+            let start = Date()
+            let r = try await Self.run(office, ["fleet", "pull", "--machine", "office", "studio/Concert", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
+            #expect(r.status == 74 && r.stderr.contains("more than"), "\(r.stdout) \(r.stderr)")
+            #expect(Date().timeIntervalSince(start) < 30, "the pull read on")
+            await #expect(try Self.sessions(office).isEmpty, "no session is left behind")
+            let left = (try? FileManager.default.subpathsOfDirectory(atPath: office.library.path)) ?? []
+            #expect(!left.contains { $0.contains(".partial") }, "\(left)")
+            // Straight from the server, the take comes.
+            let good = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
+            #expect(good.status == 0 && good.stdout.contains("pulled"), "\(good.stderr)")
+        }
     }
 
     @Test("fleet pull checks the library's free space first: a take that cannot fit is refused before a byte is fetched")
     func noRoom() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
-        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
-        let root = Self.bucket(server).appendingPathComponent("fleet")
-        let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
-        // A take of a pebibyte, by its manifest.
-        try await Self.forge(manifest, machine: "big", session: "Huge", audio: audio, under: root) { object in
-            var a = object["audio"] as? [String: Any] ?? [:]
-            a["size"] = 1 << 50
-            object["audio"] = a
+        try await Self.withFleet(pushing: "studio", session: "Concert", puller: "office") { studio, office, server in
+            let root = Self.bucket(server).appendingPathComponent("fleet")
+            let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
+            // A take of a pebibyte, by its manifest.
+            try await Self.forge(manifest, machine: "big", session: "Huge", audio: audio, under: root) { object in
+                var a = object["audio"] as? [String: Any] ?? [:]
+                a["size"] = 1 << 50
+                object["audio"] = a
+            }
+            let proxy = try FaultProxy(upstream: server.port, plan: [])
+            defer { proxy.stop() }
+            let r = try await office.run("fleet", "pull", "--machine", "office", "big/Huge", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
+            #expect(r.status == 74 && r.stderr.contains("free"), "\(r.stdout) \(r.stderr)")
+            #expect(!proxy.arrivals.contains { $0.method == "GET" && $0.path.contains(".wav") }, "the audio was fetched: \(proxy.arrivals)")
+            await #expect(try Self.sessions(office).isEmpty)
         }
-        try await Task.sleep(for: .seconds(1.5))
-        let proxy = try FaultProxy(upstream: server.port, plan: [])
-        defer { proxy.stop() }
-        let r = try await office.run("fleet", "pull", "--machine", "office", "big/Huge", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
-        #expect(r.status == 74 && r.stderr.contains("free"), "\(r.stdout) \(r.stderr)")
-        #expect(!proxy.arrivals.contains { $0.method == "GET" && $0.path.contains(".wav") }, "the audio was fetched: \(proxy.arrivals)")
-        await #expect(try Self.sessions(office).isEmpty)
     }
 
     @Test("\"already pulled\" compares ids and hashes: another machine's take with the same name, length and start is pulled")
     func samePropertiesOtherTake() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
-        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
-        #expect(try await office.run("fleet", "pull", "--machine", "office", "studio/Concert").status == 0)
-        // The laptop's take: the studio's name, length and start, other ids, other bytes.
-        let root = Self.bucket(server).appendingPathComponent("fleet")
-        let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
-        var other = audio
-        other[other.count / 2] ^= 0x5A
-        try await Self.forge(manifest, machine: "laptop", session: "Concert", audio: other, under: root)
-        try await Task.sleep(for: .seconds(1.5))
-        let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Concert")
-        #expect(r.status == 0 && r.stdout.contains("pulled, SHA-256 checked") && !r.stdout.contains("already in"), "\(r.stdout) \(r.stderr)")
-        #expect(try await office.takes().count == 2)
-        let again = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
-        #expect(again.status == 0 && again.stdout.contains("already in"), "\(again.stdout) \(again.stderr)")
+        try await Self.withFleet(pushing: "studio", session: "Concert", puller: "office") { studio, office, server in
+            #expect(try await office.run("fleet", "pull", "--machine", "office", "studio/Concert").status == 0)
+            // The laptop's take: the studio's name, length and start, other ids, other bytes.
+            let root = Self.bucket(server).appendingPathComponent("fleet")
+            let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
+            var other = audio
+            other[other.count / 2] ^= 0x5A
+            try await Self.forge(manifest, machine: "laptop", session: "Concert", audio: other, under: root)
+            let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Concert")
+            #expect(r.status == 0 && r.stdout.contains("pulled, SHA-256 checked") && !r.stdout.contains("already in"), "\(r.stdout) \(r.stderr)")
+            #expect(try await office.takes().count == 2)
+            let again = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
+            #expect(again.status == 0 && again.stdout.contains("already in"), "\(again.stdout) \(again.stderr)")
+        }
     }
 
     @Test("a manifest saying wav over FLAC bytes is refused, and the pull leaves no session behind")
     func formatLie() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
-        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try await Self.recordAndPush(laptop, machine: "laptop", session: "Field")
-        let root = Self.bucket(server).appendingPathComponent("fleet")
-        let (manifest, flac) = try Self.pushed(under: root, machine: "laptop")
-        #expect(flac.prefix(4) == Data("fLaC".utf8))
-        try await Self.forge(manifest, machine: "laptop", session: "Forged", audio: flac, under: root) { object in
-            var take = object["take"] as? [String: Any] ?? [:]
-            take["encoding"] = "wav"
-            object["take"] = take
+        try await Self.withFleet(pushing: "laptop", session: "Field", puller: "office") { laptop, office, server in
+            let root = Self.bucket(server).appendingPathComponent("fleet")
+            let (manifest, flac) = try Self.pushed(under: root, machine: "laptop")
+            #expect(flac.prefix(4) == Data("fLaC".utf8))
+            try await Self.forge(manifest, machine: "laptop", session: "Forged", audio: flac, under: root) { object in
+                var take = object["take"] as? [String: Any] ?? [:]
+                take["encoding"] = "wav"
+                object["take"] = take
+            }
+            let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Forged")
+            #expect(r.status == 74 && r.stderr.contains("flac"), "\(r.stdout) \(r.stderr)")
+            await #expect(try Self.sessions(office).isEmpty, "the session made for the take is removed again")
         }
-        try await Task.sleep(for: .seconds(1.5))
-        let r = try await office.run("fleet", "pull", "--machine", "office", "laptop/Forged")
-        #expect(r.status == 74 && r.stderr.contains("flac"), "\(r.stdout) \(r.stderr)")
-        await #expect(try Self.sessions(office).isEmpty, "the session made for the take is removed again")
     }
 
     @Test("a take whose name a library refuses is refused before a session is made for it")
     func hostileName() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
-        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        try await Self.recordAndPush(studio, machine: "studio", session: "Concert")
-        let root = Self.bucket(server).appendingPathComponent("fleet")
-        let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
-        try await Self.forge(manifest, machine: "studio", session: "Hostile", audio: audio, under: root) { object in
-            var take = object["take"] as? [String: Any] ?? [:]
-            take["name"] = "\u{2003}\u{2003}"  // blank: no library keeps a take of that name
-            object["take"] = take
+        try await Self.withFleet(pushing: "studio", session: "Concert", puller: "office") { studio, office, server in
+            let root = Self.bucket(server).appendingPathComponent("fleet")
+            let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
+            try await Self.forge(manifest, machine: "studio", session: "Hostile", audio: audio, under: root) { object in
+                var take = object["take"] as? [String: Any] ?? [:]
+                take["name"] = "\u{2003}\u{2003}"  // blank: no library keeps a take of that name
+                object["take"] = take
+            }
+            let r = try await office.run("fleet", "pull", "--machine", "office", "studio/Hostile")
+            #expect(r.status != 0, "\(r.stdout)")
+            await #expect(try !Self.sessions(office).contains("Hostile"), "an empty session was left behind")
         }
-        try await Task.sleep(for: .seconds(1.5))
-        let r = try await office.run("fleet", "pull", "--machine", "office", "studio/Hostile")
-        #expect(r.status != 0, "\(r.stdout)")
-        await #expect(try !Self.sessions(office).contains("Hostile"), "an empty session was left behind")
     }
 
     @Test("a server that repeats its continuation token: fleet list and doctor end with exit 69 naming the server")
