@@ -116,6 +116,7 @@ let package = Package(
         // C shims.
         // fallocate(2) for take preallocation (Glibc's Swift module leaves it out).
         .target(name: "CFileSpace", path: "Sources/Shims/CFileSpace"),
+        .target(name: "CChildSpawn", path: "Sources/Shims/CChildSpawn"),
         // The ring stream's real-time half (TapedeckCore's DeviceRing): the SPSC ring, its hole
         // queue and its eventfd, shared by every callback backend's C shim.
         .target(name: "CRingStream", path: "Sources/Shims/CRingStream"),
@@ -234,7 +235,7 @@ let package = Package(
         .target(
             name: "TapedeckServer",
             dependencies: [
-                "TapedeckCore", "TapedeckApp",
+                "TapedeckCore", "TapedeckApp", "CChildSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

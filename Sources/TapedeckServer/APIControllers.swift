@@ -296,14 +296,14 @@ struct ExportsController: Sendable {
     }
 
     /// `POST /api/takes/{id}/exports`: starts exporting a take. - Thread: main actor; the export
-    /// runs off it.
+    /// runs in a child process.
     @MainActor func create(_ request: Request, context: Context) async throws -> sending EditedResponse<WebServer.ExportStatus> {
-        let (t, s) = try await server.library.take(context.parameters.require("id"))
+        let (t, _) = try await server.library.take(context.parameters.require("id"))
         guard t.state != .recording else {
             throw APIError(.conflict, "busy", "Take \"\(t.name)\" is being recorded. Export it when the recording has stopped.")
         }
         let body = try await request.decode(as: WebServer.ExportRequest.self, context: context)
-        let job = try server.exports.start(take: t, session: s, format: body.format ?? server.parts.defaultExportFormat)
+        let job = try server.exports.start(take: t, format: body.format ?? server.parts.defaultExportFormat)
         return EditedResponse(status: .accepted, response: server.status(job))
     }
 

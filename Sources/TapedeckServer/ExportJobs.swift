@@ -2,10 +2,11 @@ import TapedeckApp
 import TapedeckCore
 import Foundation
 
-/// Exports made on request from the page (`POST /api/takes/{id}/exports`): each runs the same
-/// ``TakeExporter`` as `tapedeck export` (verified, placed atomically) into a private folder of
-/// the server's, is offered for download, and is removed ``keepSeconds`` after it finished, or
-/// when the server stops. Runs on the main actor; exports run on their own threads.
+/// Exports made on request from the page (`POST /api/takes/{id}/exports`): each is a
+/// `tapedeck export` (verified, placed atomically) run as a child process (``ExportChild``) into
+/// a private folder of the server's, so that nothing an export meets can take down the server
+/// or its recording; it is offered for download, and removed ``keepSeconds`` after it finished,
+/// or when the server stops (a running one is stopped with SIGTERM). Runs on the main actor.
 @MainActor
 final class ExportJobs {
     /// Where an export is (docs/openapi.yaml, `Export.state`). A plain value; any thread.
@@ -18,13 +19,8 @@ final class ExportJobs {
         var takeID: String
         var format: String
         var state: State
-        var exporter: TakeExporter?
         /// Done so far, 0…1.
-        @MainActor var progress: Double {
-            if state == .done { return 1 }
-            guard let p = exporter?.jobs.first?.progress, p.totalFrames > 0 else { return 0 }
-            return min(1, Double(p.framesDone) / Double(p.totalFrames))
-        }
+        var progress: Double = 0
         var file: URL?
         var downloadName: String?
         var report: ExportReport?
@@ -37,6 +33,7 @@ final class ExportJobs {
     private let parts: ServerParts
     private let folder: URL
     private var jobs: [String: Job] = [:]
+    private var children: [String: ExportChild] = [:]
     /// Set by ``removeAll()``: no new export (the server is stopping).
     private var closed = false
 
@@ -45,9 +42,10 @@ final class ExportJobs {
         self.folder = folder
     }
 
-    /// Starts exporting `take` of `session` as `format`.
-    /// - Throws: 400 for a format this build cannot export to, 409 while ``maxRunning`` run.
-    func start(take: Take, session: Session, format: String) throws -> Job {
+    /// Starts exporting `take` as `format` in a child process.
+    /// - Throws: 400 for a format this build cannot export to, 409 while ``maxRunning`` run, 503
+    ///   when the server is stopping or cannot start a process.
+    func start(take: Take, format: String) throws -> Job {
         expire()
         guard !closed else { throw APIError(.serviceUnavailable, "stopping", "The server is stopping; it starts no new export.") }
         guard parts.exportFormats.contains(format) else {
@@ -56,36 +54,70 @@ final class ExportJobs {
         guard jobs.values.filter({ $0.state == .running }).count < Self.maxRunning else {
             throw APIError(.conflict, "busy", "\(Self.maxRunning) exports are running already. Wait for one to finish.")
         }
-        let encoder = try parts.makeEncoder(format)
+        let command = parts.exportCommand
+        guard let executable = command.first else {
+            throw APIError(.serviceUnavailable, "unavailable", "This server was started without a program to export with.")
+        }
         let id = UUID().uuidString.lowercased()
         let jobFolder = folder.appendingPathComponent(id)
         try FileManager.default.createDirectory(at: jobFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let conversion = ExportPolicy.sampleFormat(for: [take], encoder: encoder)
-        let exporter = parts.makeExporter()
-        jobs[id] = Job(id: id, takeID: take.id, format: format, state: .running, exporter: exporter)
-        Task {
-            let result = await exporter.export([ExportItem(take: take, session: session)], with: encoder, to: jobFolder,
-                                               force: false, sampleFormat: conversion).first
-            switch result {
-            case .success(let report):
-                self.jobs[id]?.state = .done
-                self.jobs[id]?.report = report
-                self.jobs[id]?.file = URL(fileURLWithPath: report.output)
-                self.jobs[id]?.downloadName = URL(fileURLWithPath: report.output).lastPathComponent
-            case .failure(let e):
-                self.jobs[id]?.state = .failed
-                self.jobs[id]?.file = nil
-                self.jobs[id]?.error = e.message
-                try? FileManager.default.removeItem(at: jobFolder)
-            case nil:
-                self.jobs[id]?.state = .failed
-                self.jobs[id]?.error = "The export did not run."
-            }
-            self.jobs[id]?.finishedAt = Date()
-            // Finished after the server began stopping: nothing will offer it.
-            if self.closed { try? FileManager.default.removeItem(at: jobFolder) }
+        let arguments = ["export", take.id] + command.dropFirst() + ["--format", format, "-o", jobFolder.path + "/", "--json", "--progress-fd", "3"]
+        let child: ExportChild
+        do {
+            child = try ExportChild.start(
+                executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+                progress: { [weak self] done, total in
+                    guard total > 0, self?.jobs[id]?.state == .running else { return }
+                    self?.jobs[id]?.progress = min(1, Double(done) / Double(total))
+                },
+                end: { [weak self] outcome in self?.finish(id, outcome, folder: jobFolder) })
+        } catch let e as ExportChildError {
+            try? FileManager.default.removeItem(at: jobFolder)
+            parts.logger.error("\(e.message)")
+            throw APIError(.serviceUnavailable, "unavailable", e.message)
         }
+        children[id] = child
+        jobs[id] = Job(id: id, takeID: take.id, format: format, state: .running)
         return jobs[id]!
+    }
+
+    /// The child's outcome: its JSON report (`tapedeck export --json`), else what it said on
+    /// stderr, else how it ended.
+    private func finish(_ id: String, _ outcome: ExportChild.Outcome, folder jobFolder: URL) {
+        children[id] = nil
+        defer {
+            jobs[id]?.finishedAt = Date()
+            // Finished after the server began stopping: nothing will offer it.
+            if closed { try? FileManager.default.removeItem(at: jobFolder) }
+        }
+        let first = (try? JSONSerialization.jsonObject(with: outcome.output) as? [[String: Any]])?.first
+        if outcome.status == 0, let first, first["status"] as? String == "ok",
+           let data = try? JSONSerialization.data(withJSONObject: first),
+           let report = try? JSONDecoder().decode(ExportReport.self, from: data),
+           URL(fileURLWithPath: report.output).deletingLastPathComponent().standardizedFileURL.path == jobFolder.standardizedFileURL.path {
+            jobs[id]?.state = .done
+            jobs[id]?.progress = 1
+            jobs[id]?.report = report
+            jobs[id]?.file = URL(fileURLWithPath: report.output)
+            jobs[id]?.downloadName = URL(fileURLWithPath: report.output).lastPathComponent
+            return
+        }
+        jobs[id]?.state = .failed
+        jobs[id]?.file = nil
+        try? FileManager.default.removeItem(at: jobFolder)
+        if let message = first?["error"] as? String {
+            jobs[id]?.error = message
+        } else if let signal = outcome.signal {
+            jobs[id]?.error = "The export stopped with signal \(signal) (\(String(cString: strsignal(signal)))); nothing was kept. The take is unchanged."
+            parts.logger.error("An export on request (take \(jobs[id]?.takeID ?? "?")) ended with signal \(signal).")
+        } else if outcome.status == 130 {
+            jobs[id]?.error = "The export was stopped; nothing was kept."
+        } else {
+            // Its last line on stderr says why (without the program's name).
+            let said = String(decoding: outcome.errors, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+            let message = said.hasPrefix("tapedeck: ") ? String(said.dropFirst("tapedeck: ".count)) : said
+            jobs[id]?.error = message.isEmpty ? "The export ended with exit status \(outcome.status); nothing was kept." : message
+        }
     }
 
     func job(_ id: String) -> Job? {
@@ -101,9 +133,10 @@ final class ExportJobs {
         }
     }
 
-    /// Removes every export's files (the server stops).
+    /// Stops every running export (SIGTERM) and removes every export's files (the server stops).
     func removeAll() {
         closed = true
+        for child in children.values { child.terminate() }
         try? FileManager.default.removeItem(at: folder)
         jobs.removeAll()
     }

@@ -20,11 +20,22 @@ struct ConnectionLimits: Sendable {
     var idleTimeout: TimeAmount
     /// Connections one address (an IPv6 /64 network) may hold open at once.
     var perAddress: Int
+    /// Connections from every address together (loopback may open ``loopbackAllowance`` more).
+    var inAll: Int
+    static let loopbackAllowance = 64
+
+    /// Descriptors kept for everything but connections: the recording's files, the library, the
+    /// export children's pipes, the event loops, and loopback's allowance.
+    static let reserve = 256
 
     init(_ options: ServerOptions) {
         headerTimeout = TimeAmount(options.headerTimeout)
         idleTimeout = TimeAmount(options.idleTimeout)
         perAddress = max(1, options.connectionsPerAddress)
+        var limit = rlimit()
+        let descriptors = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur != rlim_t.max
+            ? Int(clamping: limit.rlim_cur) : 1 << 20
+        inAll = max(1, options.connectionsInAll ?? max(16, descriptors - Self.reserve))
     }
 }
 
@@ -46,8 +57,12 @@ final class OpenConnections: Sendable {
     private struct State {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var perAddress: [String: Int] = [:]
+        /// Connections counted, from every address.
+        var counted = 0
         /// Addresses told of in the log as holding too many (until they hold none).
         var reported: Set<String> = []
+        /// Whether the log has said that connections in all are at their limit (until below).
+        var reportedInAll = false
     }
     private let state = Mutex(State())
     let limits: ConnectionLimits
@@ -80,20 +95,28 @@ final class OpenConnections: Sendable {
     }
 
     /// Counts one more connection from `address` (an ``addressKey(_:)``), or refuses it (`false`)
-    /// when that address already holds ``ConnectionLimits/perAddress``: said in the log once
-    /// while it goes on.
+    /// when that address already holds ``ConnectionLimits/perAddress``, or when
+    /// ``ConnectionLimits/inAll`` are open (loopback has ``ConnectionLimits/loopbackAllowance``
+    /// more, so the owner on this machine is still answered): said in the log once while it
+    /// goes on.
     func admit(_ address: String) -> Bool {
-        let (admitted, first) = state.withLock { s -> (Bool, Bool) in
+        let loopback = Self.isLoopback(address)
+        let (admitted, report) = state.withLock { s -> (Bool, String?) in
             let held = s.perAddress[address, default: 0]
-            guard held >= limits.perAddress else {
-                s.perAddress[address] = held + 1
-                return (true, false)
+            if held >= limits.perAddress {
+                return (false, s.reported.insert(address).inserted
+                    ? "\(address.isEmpty ? "An unknown address" : address) holds \(limits.perAddress) connections, the most one address may: its further connections are closed as they arrive (other addresses are still served)." : nil)
             }
-            return (false, s.reported.insert(address).inserted)
+            if s.counted >= limits.inAll + (loopback ? ConnectionLimits.loopbackAllowance : 0) {
+                defer { s.reportedInAll = true }
+                return (false, s.reportedInAll ? nil
+                    : "\(limits.inAll) connections are open, the most the server takes (its descriptor limit less a reserve for recording): further ones are closed as they arrive, but for \(ConnectionLimits.loopbackAllowance) more from this machine. Raise the limit with `ulimit -n` (or LimitNOFILE= in a systemd unit).")
+            }
+            s.perAddress[address] = held + 1
+            s.counted += 1
+            return (true, nil)
         }
-        if first {
-            logger.warning("\(address.isEmpty ? "An unknown address" : address) holds \(limits.perAddress) connections, the most one address may: its further connections are closed as they arrive (other addresses are still served).")
-        }
+        if let report { logger.warning("\(report)") }
         return admitted
     }
 
@@ -103,7 +126,15 @@ final class OpenConnections: Sendable {
             let held = s.perAddress[address, default: 1] - 1
             s.perAddress[address] = held > 0 ? held : nil
             if held <= 0 { s.reported.remove(address) }
+            s.counted = max(0, s.counted - 1)
+            if s.counted < limits.inAll { s.reportedInAll = false }
         }
+    }
+
+    /// Whether an ``addressKey(_:)`` is this machine's loopback: 127.0.0.0/8, or ::1 (whose /64,
+    /// `::/64`, holds no address another machine can have).
+    static func isLoopback(_ key: String) -> Bool {
+        key.hasPrefix("127.") || key == "0000:0000:0000:0000::/64"
     }
 
     /// What connections are counted by: an IPv4 address (also when it comes as an IPv4-mapped

@@ -26,6 +26,12 @@ public struct ServerOptions: Sendable, Hashable {
     /// How many connections one address (an IPv6 /64 network) may hold open at once; more are
     /// closed as they arrive, so that one client holding connections cannot starve the others.
     public var connectionsPerAddress = 32
+    /// How many connections may be open at once, all addresses together (nil: the descriptor
+    /// limit less a reserve of 256 for the recording, the library and the server's own; see
+    /// ``ConnectionLimits``). Loopback may open 64 more, so the owner on this machine is
+    /// answered while others hold the rest; and the server never runs out of descriptors (where
+    /// `accept` would fail over and over).
+    public var connectionsInAll: Int?
 
     /// The default `--listen`: the loopback address only.
     public static let defaultListen = "127.0.0.1:8470"

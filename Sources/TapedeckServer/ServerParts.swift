@@ -10,10 +10,11 @@ public struct ServerParts {
     public var store: SessionStore
     public var desk: RecordingDesk
     public var waveforms: TakeWaveforms
-    /// An exporter (with every decoder, the loudness meter and resampler), per export.
-    public var makeExporter: @MainActor () -> TakeExporter
-    /// An encoder by format name (`flac`, `wav`, …) with its configured settings.
-    public var makeEncoder: @MainActor (String) throws -> any AudioEncoder
+    /// The program that exports on request and the options that give it this server's
+    /// configuration and library: the `tapedeck` executable, then e.g. `--config …`, `--set
+    /// storage.directory.path=…`. Each export runs as `EXECUTABLE export ID OPTIONS… --format F
+    /// -o DIR/ --json --progress-fd 3` (``ExportChild``).
+    public var exportCommand: [String]
     /// The format names exports may use, the one offered first, and each encoding's media type.
     public var exportFormats: [String]
     public var defaultExportFormat: String
@@ -26,14 +27,13 @@ public struct ServerParts {
     public var logger: Logger
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
-                makeExporter: @escaping @MainActor () -> TakeExporter, makeEncoder: @escaping @MainActor (String) throws -> any AudioEncoder,
+                exportCommand: [String],
                 exportFormats: [String], defaultExportFormat: String, mediaTypes: [String: String],
                 makeDoctor: @escaping @MainActor () throws -> LibraryDoctor, configuredFormat: AudioFormat, version: String, logger: Logger) {
         self.store = store
         self.desk = desk
         self.waveforms = waveforms
-        self.makeExporter = makeExporter
-        self.makeEncoder = makeEncoder
+        self.exportCommand = exportCommand
         self.exportFormats = exportFormats
         self.defaultExportFormat = defaultExportFormat
         self.mediaTypes = mediaTypes

@@ -15,8 +15,11 @@ extension Studio {
     ///   - otherRecorder, started, ended: how the desk learns of recorders in other processes and
     ///     tells them of its own (the command line's registry of running recorders).
     ///   - exportFolder: a private folder for exports made on request.
+    ///   - exportCommand: the `tapedeck` executable and the options of `export` that give
+    ///     it this studio's configuration (``ServerParts/exportCommand``): exports on request
+    ///     run in child processes.
     /// - Thread: main actor. Never blocks.
-    public func makeServer(options: ServerOptions, token: AccessToken?, exportFolder: URL,
+    public func makeServer(options: ServerOptions, token: AccessToken?, exportFolder: URL, exportCommand: [String],
                            otherRecorder: @escaping @MainActor () -> String? = { nil },
                            started: @escaping @MainActor (String) -> Void = { _ in },
                            ended: @escaping @MainActor () -> Void = {}) -> WebServer {
@@ -24,8 +27,7 @@ extension Studio {
                                  otherRecorder: otherRecorder, started: started, ended: ended)
         let parts = ServerParts(
             store: store, desk: desk, waveforms: makeWaveforms(),
-            makeExporter: { [unowned self] in self.makeExporter() },
-            makeEncoder: { [unowned self] name in try self.makeEncoder(named: name, overrides: [:]).0 },
+            exportCommand: exportCommand,
             exportFormats: encoders.map(\.name), defaultExportFormat: "flac",
             mediaTypes: Dictionary(encoders.map { ($0.name, $0.mediaType) }, uniquingKeysWith: { a, _ in a }),
             makeDoctor: { [unowned self] in try self.makeDoctor() }, configuredFormat: configuration.recording.format,

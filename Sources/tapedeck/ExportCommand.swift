@@ -74,6 +74,10 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON report per file.")
     var json = false
 
+    @Option(name: .customLong("progress-fd"),
+            help: ArgumentHelp("For a program running the export: write progress as JSON lines to this open file descriptor; when its reader closes it, the export stops as at Ctrl-C.", valueName: "fd"))
+    var progressFD: Int32?
+
     /// The encoders with a `level` setting and its range, for `--level`'s help.
     static var levels: String {
         PluginCatalog.builtIn.encoders.compactMap { e in
@@ -96,6 +100,7 @@ struct ExportCommand: AsyncParsableCommand {
             let partials = PartialFiles()
             let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in partials.stop() }
             defer { signals.cancel() }
+            let progressPipe = try progressFD.map { try ProgressPipe(fd: $0, onClosed: { partials.stop() }) }
             let studio = try await global.makeStudio()
             let formats = studio.catalog.encoders.map(\.name).joined(separator: ", ")
             let toStdout = output == "-"
@@ -156,9 +161,17 @@ struct ExportCommand: AsyncParsableCommand {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             } : nil
+            let feed = progressPipe.map { pipe in Task { @MainActor in
+                while !Task.isCancelled {
+                    pipe.send(exporter.jobs)
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            } }
             let results = await exporter.export(items, with: encoder, encoderSettings: settings, to: directory,
                                                 force: force, sampleFormat: conversion, finishing: finishing)
             bar?.cancel()
+            feed?.cancel()
+            progressPipe?.send(exporter.jobs)
             if showProgress { Terminal.endStatus() }
             if partials.isStopped {
                 throw try Self.reportStopped(items: items, results: results, toStdout: toStdout, json: json)

@@ -19,6 +19,12 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Log level on stderr (default notice, or $TAPEDECK_LOG_LEVEL).")
     var logLevel: LogLevelChoice?
 
+    /// These options as arguments again, for a `tapedeck` this one starts (exports on request).
+    var arguments: [String] {
+        (config.map { ["--config", $0] } ?? []) + settings.flatMap { ["--set", $0] }
+            + (machine.map { ["--machine", $0] } ?? []) + (logLevel.map { ["--log-level", $0.rawValue] } ?? [])
+    }
+
     /// `--set` pairs as a dictionary.
     func flagSettings() throws -> [String: String] {
         var out: [String: String] = [:]

@@ -54,10 +54,14 @@ struct ServeCommand: AsyncParsableCommand {
             let loaded = options.requiresToken ? try AccessToken.load(from: tokenURL, makingFolders: tokenFile == nil) : nil
             let (token, madeToken) = (loaded?.token, loaded?.created == true)
             let library = studio.store.storage.rootURL.path
+            Self.removeStaleExportFolders()
+            Self.raiseDescriptorLimit()
             let exportFolder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tapedeck-serve-\(getpid())-\(UUID().uuidString.prefix(8))")
             let registration = RegistrationBox()
+            // Exports on request run as this same program, on this library, in child processes.
+            let exportCommand = ["/proc/self/exe"] + global.arguments + (studio.libraryPathKey.map { ["--set", "\($0)=\(library)"] } ?? [])
             let server = studio.makeServer(
-                options: options, token: token, exportFolder: exportFolder,
+                options: options, token: token, exportFolder: exportFolder, exportCommand: exportCommand,
                 otherRecorder: {
                     RecorderRegistry.running(paths).first { $0.library == library && $0.pid != getpid() }
                         .map { "Another tapedeck (PID \($0.pid)) is recording into \"\($0.session)\" of this library." }
@@ -119,6 +123,31 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
+    /// Raises the soft limit of open descriptors to the hard limit (as servers do; the soft
+    /// limit's 1024 is for programs that still use `select`): each connection holds one, and the
+    /// server takes connections up to this limit less a reserve (``ServerOptions/connectionsInAll``).
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = min(limit.rlim_max, 1 << 20)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// Removes the export folders (`tapedeck-serve-PID-…` in the temporary folder) of this
+    /// user's servers that are gone without stopping (SIGKILL, power loss): a server removes its
+    /// own when it stops. - Blocks while it removes them.
+    static func removeStaleExportFolders() {
+        let temporary = URL(fileURLWithPath: NSTemporaryDirectory())
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("tapedeck-serve-") {
+            let fields = name.split(separator: "-")
+            guard fields.count == 4, let pid = pid_t(fields[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let url = temporary.appendingPathComponent(name)
+            var info = stat()
+            guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { continue }
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+
     /// This machine's addresses other machines can reach (not loopback), IPv4 first.
     static func addresses(ipv6: Bool) -> [String] {
         var list: UnsafeMutablePointer<ifaddrs>?

@@ -11,6 +11,7 @@ import TapedeckApp
 import TapedeckAssembly
 import TapedeckServerAssembly
 import TapedeckCore
+import TapedeckTesting
 @testable import TapedeckServer
 
 /// The JSON API over real HTTP (Hummingbird's live test server on a loopback port), with the
@@ -27,7 +28,7 @@ struct ServerAPITests {
 
     nonisolated static let script: HTTPFields = [HTTPField.Name("X-Tapedeck-Request")!: "1"]
 
-    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0",
+    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0", exportCommand: [String]? = nil,
                  adjust: (inout ServerOptions) -> Void = { _ in }) async throws -> Fixture {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -40,13 +41,16 @@ struct ServerAPITests {
               directory:
                 path: \(folder.appendingPathComponent("library").path)
             """
+        let configFile = folder.appendingPathComponent("config.yaml")
+        try yaml.write(to: configFile, atomically: true, encoding: .utf8)
         let config = try ConfigurationLoader(catalog: .builtIn, environment: [:]).resolve(file: ConfigFile.parse(yaml, name: "test"), flags: [:])
         let studio = try Studio(configuration: config, catalog: .builtIn, logger: Logger(label: "serve-test"),
                                 environment: ["HOME": folder.path, "XDG_CACHE_HOME": folder.appendingPathComponent("cache").path])
         try await studio.openLibrary()
         var options = try ServerOptions(listen: listen, tokenFile: folder.appendingPathComponent("token"), alwaysRequireToken: requireToken)
         adjust(&options)
-        let server = studio.makeServer(options: options, token: token, exportFolder: folder.appendingPathComponent("exports"))
+        let server = studio.makeServer(options: options, token: token, exportFolder: folder.appendingPathComponent("exports"),
+                                       exportCommand: try exportCommand ?? [BuiltTapedeck.url.path, "--config", configFile.path])
         server.live.start()
         return Fixture(server: server, studio: studio, folder: folder)
     }
@@ -198,13 +202,9 @@ struct ServerAPITests {
                 return try Self.json($0.body)
             }
             let exportID = try #require(started["id"] as? String)
-            var state = ""
-            let exportDeadline = Self.deadline(120)
-            while state != "done", state != "failed", ContinuousClock.now < exportDeadline {
-                try await Task.sleep(for: .milliseconds(100))
-                state = try await client.execute(uri: "/api/exports/\(exportID)", method: .get) { try Self.json($0.body)["state"] as? String ?? "" }
-            }
-            #expect(state == "done")
+            let exported = try await Self.exportStatus(client, exportID)
+            #expect(exported["state"] as? String == "done", "\(exported)")
+            #expect(exported["progress"] as? Double == 1)
             try await client.execute(uri: "/api/exports/\(exportID)/file", method: .get) {
                 #expect($0.status == .ok)
                 #expect(Array($0.body.readableBytesView.prefix(4)) == Array("fLaC".utf8))
@@ -234,6 +234,97 @@ struct ServerAPITests {
             }
             try await client.execute(uri: "/api/sessions/\(sessionID)", method: .delete, headers: Self.script) { #expect($0.status == .noContent) }
         }
+    }
+
+    /// Records a take of about a second through the API and waits for it to be finished.
+    nonisolated static func recordTake(_ client: any TestClientProtocol, session: String) async throws -> String {
+        try await client.execute(uri: "/api/record", method: .post, headers: script, body: body(#"{"session": "\#(session)"}"#)) {
+            #expect($0.status == .accepted)
+        }
+        try await Task.sleep(for: .milliseconds(1000))
+        try await client.execute(uri: "/api/stop", method: .post, headers: script) { #expect($0.status == .accepted) }
+        let stopDeadline = deadline(60)
+        while ContinuousClock.now < stopDeadline {
+            let state = try await client.execute(uri: "/api/state", method: .get) { try json($0.body) }
+            if state["recording"] as? Bool == false, let last = state["last"] as? [String: Any], let id = last["takeID"] as? String { return id }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw CancellationError()
+    }
+
+    /// A shell script that stands in for `tapedeck export`.
+    nonisolated static func script(_ body: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID().uuidString).sh")
+        try "#!/bin/sh\n\(body)\n".write(to: url, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+        return url
+    }
+
+    /// Waits for an export on request to leave `running`; its status.
+    nonisolated static func exportStatus(_ client: any TestClientProtocol, _ id: String) async throws -> [String: Any] {
+        let until = deadline(120)
+        while ContinuousClock.now < until {
+            let status = try await client.execute(uri: "/api/exports/\(id)", method: .get) { try json($0.body) }
+            if status["state"] as? String != "running" { return status }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return [:]
+    }
+
+    @Test("an export on request runs in a child process: one that crashes fails its job, and the server and its recording go on")
+    func exportCrashIsolated() async throws {
+        // Stands in for an encoder's assertion: the export process aborts.
+        let script = try Self.script("kill -ABRT $$")
+        defer { try? FileManager.default.removeItem(at: script) }
+        let f = try await fixture(exportCommand: [script.path])
+        try await serving(f) { client in
+            let takeID = try await Self.recordTake(client, session: "Crash")
+            try await client.execute(uri: "/api/record", method: .post, headers: Self.script, body: Self.body(#"{"session": "Crash", "take": "Going on"}"#)) {
+                #expect($0.status == .accepted)
+            }
+            let started = try await client.execute(uri: "/api/takes/\(takeID)/exports", method: .post, headers: Self.script, body: Self.body(#"{"format": "mp3"}"#)) {
+                #expect($0.status == .accepted)
+                return try Self.json($0.body)
+            }
+            let status = try await Self.exportStatus(client, try #require(started["id"] as? String))
+            #expect(status["state"] as? String == "failed")
+            #expect((status["error"] as? String)?.contains("signal 6") == true, "\(status)")
+            #expect(status["file"] == nil || status["file"] is NSNull)
+            let state = try await client.execute(uri: "/api/state", method: .get) { try Self.json($0.body) }
+            #expect(state["recording"] as? Bool == true)
+            try await Task.sleep(for: .milliseconds(500))
+            try await client.execute(uri: "/api/stop", method: .post, headers: Self.script) { #expect($0.status == .accepted) }
+        }
+        let takes = try #require(f.studio.store.sessions.first { $0.name == "Crash" }?.takes)
+        #expect(takes.map(\.name).contains("Going on"))
+        #expect(takes.allSatisfy { $0.state == .complete && $0.frames > 0 })
+        // Nothing of the failed export is left.
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: f.folder.appendingPathComponent("exports").path)) ?? []
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("stopping the server stops the exports still running (SIGTERM) and removes their folder")
+    func exportStoppedWithServer() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("export-pid-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = try Self.script("echo $$ > \(folder.path); exec sleep 60")
+        defer { try? FileManager.default.removeItem(at: script) }
+        let f = try await fixture(exportCommand: [script.path])
+        try await serving(f) { client in
+            let takeID = try await Self.recordTake(client, session: "Slow")
+            try await client.execute(uri: "/api/takes/\(takeID)/exports", method: .post, headers: Self.script, body: Self.body(#"{"format": "flac"}"#)) {
+                #expect($0.status == .accepted)
+            }
+            let until = Self.deadline(30)
+            while (try? String(contentsOf: folder, encoding: .utf8))?.hasSuffix("\n") != true, ContinuousClock.now < until {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let pid = try #require(pid_t((try String(contentsOf: folder, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let until = Self.deadline(10)
+        while kill(pid, 0) == 0, ContinuousClock.now < until { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(kill(pid, 0) != 0, "the export process \(pid) still runs after the server stopped")
+        #expect(!FileManager.default.fileExists(atPath: f.folder.appendingPathComponent("exports").path))
     }
 
     @Test("Split ends the take and goes on in the next of the same run; nothing to split is refused")

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import Synchronization
 import Testing
@@ -219,6 +220,35 @@ extension ServerAPITests {
         #expect(OpenConnections.addressKey(one) == "2001:0db8:0001:0002::/64")
         #expect(OpenConnections.addressKey(other) == "2001:0db8:0001:0002::/64")
         #expect(OpenConnections.addressKey(nil) == "")
+    }
+
+    @Test("connections in all stay below the descriptor limit: past the cap every address is refused but loopback, which has 64 more; each closed one is counted back")
+    func connectionsInAll() throws {
+        var options = try ServerOptions(tokenFile: URL(fileURLWithPath: "/nonexistent"))
+        options.connectionsInAll = 40
+        let connections = OpenConnections(limits: ConnectionLimits(options), logger: Logger(label: "connections-test"))
+        // Two addresses of 32 (the most per address): the cap of 40 stops the second at 8.
+        let first = (0..<32).map { _ in connections.admit("10.0.0.1") }
+        let second = (0..<32).map { _ in connections.admit("10.0.0.2") }
+        #expect(first.allSatisfy { $0 } && second.filter { $0 }.count == 8)
+        #expect(!connections.admit("2001:0db8:0001:0002::/64"))
+        // This machine still gets in, up to its own allowance.
+        let local = (0..<32).map { _ in connections.admit("127.0.0.1") } + (0..<32).map { _ in connections.admit("0000:0000:0000:0000::/64") }
+        #expect(local.allSatisfy { $0 })
+        #expect(!connections.admit("127.0.0.2"))
+        connections.release("10.0.0.1")
+        connections.release("127.0.0.1")
+        #expect(!connections.admit("10.0.0.3"), "loopback's allowance is above the cap, not in it")
+        // Every connection counts toward the cap, this machine's too.
+        for _ in 0..<31 { connections.release("127.0.0.1") }
+        for _ in 0..<32 { connections.release("0000:0000:0000:0000::/64") }
+        #expect(connections.admit("10.0.0.3"))
+        #expect(!connections.admit("10.0.0.4"))
+        // Without the option: the descriptor limit less the reserve.
+        let defaults = ConnectionLimits(try ServerOptions(tokenFile: URL(fileURLWithPath: "/nonexistent")))
+        var limit = rlimit()
+        #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        #expect(defaults.inAll == max(16, Int(clamping: limit.rlim_cur) - ConnectionLimits.reserve))
     }
 
     @Test("a request with two Host headers (or an HTTP/1.1 request with none) is refused 400, never decided by the first")

@@ -9,19 +9,7 @@ struct CLIHarness {
 
     /// The `tapedeck` executable next to the test bundle.
     static var binary: URL {
-        get throws {
-            var dir = Bundle.main.bundleURL
-            for _ in 0..<4 {
-                let candidate = dir.appendingPathComponent("tapedeck")
-                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-                dir.deleteLastPathComponent()
-            }
-            let fallback = packageRoot.appendingPathComponent(".build/debug/tapedeck")
-            guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-                throw CLIError("The tapedeck binary was not built; run `swift build` first.")
-            }
-            return fallback
-        }
+        get throws { try BuiltTapedeck.url }
     }
 
     struct CLIError: Error, CustomStringConvertible {

@@ -22,6 +22,36 @@ struct ExportEndToEndTests {
         return try Data(contentsOf: URL(fileURLWithPath: raw))
     }
 
+    @Test("--progress-fd: JSON lines that end at every frame; a reader that closes it stops the export as Ctrl-C does (130, nothing left); a descriptor not open for writing is refused (64)")
+    func progressDescriptor() async throws {
+        let cli = try CLIHarness()
+        #expect(try await cli.run("record", "--duration", "120s", "--session", "P", "--name", "Long", "--set", "capture.null.paced=false").status == 0)
+        let out = try outputFolder()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let binary = try CLIHarness.binary.path
+        let options = "--config '\(cli.config)' --set 'storage.directory.path=\(cli.library.path)' -o '\(out.path)/'"
+        let log = out.appendingPathComponent("progress.log").path
+        let whole = try await CLIHarness.tool("sh", ["-c", "exec \"$0\" export P/Long \(options) --progress-fd 3 3>'\(log)'", binary])
+        #expect(whole.status == 0, "\(whole.stderr)")
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        let last = try #require(lines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        #expect(last["kind"] as? String == "progress" && last["take"] as? String == "P/Long")
+        #expect(last["framesDone"] as? Int == 120 * 48_000 && last["totalFrames"] as? Int == 120 * 48_000, "\(last)")
+
+        // The reader reads one byte and goes: the next report fails, and the export stops.
+        let again = out.appendingPathComponent("again")
+        try FileManager.default.createDirectory(at: again, withIntermediateDirectories: true)
+        let rc = out.appendingPathComponent("rc").path, err = out.appendingPathComponent("err").path
+        let cut = try await CLIHarness.tool("sh", ["-c", "{ \"$0\" export P/Long --config '\(cli.config)' --set 'storage.directory.path=\(cli.library.path)' -o '\(again.path)/' --progress-fd 3; echo $? > '\(rc)'; } 3>&1 >/dev/null 2>'\(err)' | head -c 1 >/dev/null", binary])
+        #expect(cut.status == 0)
+        let said = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(try String(contentsOfFile: rc, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == "130", "\(said)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: again.path).isEmpty)
+
+        let refused = try await cli.run("export", "P/Long", "-o", again.path + "/", "--progress-fd", "9")
+        #expect(refused.status == 64 && refused.stderr.contains("--progress-fd 9"), "\(refused.stderr)")
+    }
+
     @Test("a take exported as FLAC passes flac -t, carries its tags, total samples and MD5, and decodes to the same samples")
     func exportFLAC() async throws {
         let cli = try CLIHarness()
