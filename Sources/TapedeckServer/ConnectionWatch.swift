@@ -11,8 +11,10 @@ import NIOHTTP1
 /// - between requests, and between the pieces of a request's body, a connection may be idle for
 ///   ``ConnectionLimits/idleTimeout``;
 /// - while a response is being written (a download, the Server-Sent Events of `/api/events`)
-///   and once a connection has become a WebSocket (`/api/live`), nothing is timed: those end
-///   when the client or the server ends them.
+///   and once a connection has become a WebSocket (`/api/live`), their length is not timed:
+///   those end when the client or the server ends them. But a client that stops reading (the
+///   connection stays unwritable: its socket's buffer and NIO's are full) for
+///   ``ConnectionLimits/stallTimeout`` is closed, whatever is under way.
 ///
 /// Where a request begins and ends it learns from the ``RequestGuard`` after the HTTP decoder.
 /// When the server stops, a connection that has sent nothing is closed at once (the upgrade
@@ -46,6 +48,8 @@ final class ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler {
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
     private var timerAt: NIODeadline?
+    /// Set while the connection is unwritable: closes it when that lasts ``ConnectionLimits/stallTimeout``.
+    private var stall: Scheduled<Void>?
 
     init(connections: OpenConnections) {
         self.connections = connections
@@ -86,6 +90,24 @@ final class ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler {
             break
         }
         context.fireChannelRead(data)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            stall?.cancel()
+            stall = nil
+        } else if stall == nil, phase != .closing {
+            let channel = context.channel
+            stall = context.eventLoop.assumeIsolated().scheduleTask(in: connections.limits.stallTimeout) { [weak self] () -> Void in
+                guard let self, self.stall != nil, !channel.isWritable else { return }
+                self.stall = nil
+                self.phase = .closing
+                self.deadline = nil
+                self.connections.logger.debug("Closed a connection from \(channel.remoteAddress?.ipAddress ?? "an unknown address"): it read nothing of its response for \(self.connections.limits.stallTimeout.nanoseconds / 1_000_000_000) s.")
+                Self.closeQuietly(channel)
+            }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -202,6 +224,8 @@ final class ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         timerAt = nil
+        stall?.cancel()
+        stall = nil
     }
 
     /// Closes the connection at `now + delay` unless another deadline (or none) is set first. One

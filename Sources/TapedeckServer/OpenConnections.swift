@@ -18,6 +18,9 @@ struct ConnectionLimits: Sendable {
     var headerTimeout: TimeAmount
     /// Between requests on a connection kept open, and between the pieces of a request's body.
     var idleTimeout: TimeAmount
+    /// How long a connection may read nothing of what it is sent (a download, the event stream,
+    /// the live socket) before it is closed.
+    var stallTimeout: TimeAmount
     /// Connections one address (an IPv6 /64 network) may hold open at once.
     var perAddress: Int
     /// Connections from every address together (loopback may open ``loopbackAllowance`` more).
@@ -31,6 +34,7 @@ struct ConnectionLimits: Sendable {
     init(_ options: ServerOptions) {
         headerTimeout = TimeAmount(options.headerTimeout)
         idleTimeout = TimeAmount(options.idleTimeout)
+        stallTimeout = TimeAmount(options.stallTimeout)
         perAddress = max(1, options.connectionsPerAddress)
         var limit = rlimit()
         let descriptors = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur != rlim_t.max

@@ -21,8 +21,11 @@ public struct ServerOptions: Sendable, Hashable {
     public var headerTimeout: Duration = .seconds(10)
     /// How long a connection may stay idle between requests, or between the pieces of a request's
     /// body. A response being written (a download, `/api/events`) and a WebSocket (`/api/live`)
-    /// are never cut short.
+    /// are not timed, unless the client reads nothing of them for ``stallTimeout``.
     public var idleTimeout: Duration = .seconds(30)
+    /// How long a client may read nothing of a response under way (a download, `/api/events`,
+    /// `/api/live`) before its connection is closed.
+    public var stallTimeout: Duration = .seconds(60)
     /// How many connections one address (an IPv6 /64 network) may hold open at once; more are
     /// closed as they arrive, so that one client holding connections cannot starve the others.
     public var connectionsPerAddress = 32

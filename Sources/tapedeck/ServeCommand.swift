@@ -22,8 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
             Ctrl-C (SIGINT) or SIGTERM stops it; a recording in progress is finished first, as \
             `tapedeck record` finishes its take, and connections still open 5 s later are closed. `tapedeck mark` sets a marker in its recording.
             A connection that sends no complete request within 10 s, or stays idle for 30 s between requests, is \
-            closed (a download or the live state is never cut short), a malformed request is answered 400 and \
-            closed, and one address may hold at most 32 connections at once.
+            closed (a download or the live state is not timed, unless the client reads nothing of it for 60 s), a malformed request is answered 400 and \
+            closed, one address may hold at most 32 connections at once, and all together stay below the open-file limit (`ulimit -n`, raised to its hard limit at start).
             """)
 
     @OptionGroup var global: GlobalOptions

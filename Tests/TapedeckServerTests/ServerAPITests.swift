@@ -28,7 +28,7 @@ struct ServerAPITests {
 
     nonisolated static let script: HTTPFields = [HTTPField.Name("X-Tapedeck-Request")!: "1"]
 
-    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0", exportCommand: [String]? = nil,
+    func fixture(token: AccessToken? = nil, requireToken: Bool = false, listen: String = "127.0.0.1:0", exportCommand: [String]? = nil, paced: Bool = true,
                  adjust: (inout ServerOptions) -> Void = { _ in }) async throws -> Fixture {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -36,7 +36,7 @@ struct ServerAPITests {
             capture:
               backend: null
               null:
-                paced: true
+                paced: \(paced)
             storage:
               directory:
                 path: \(folder.appendingPathComponent("library").path)

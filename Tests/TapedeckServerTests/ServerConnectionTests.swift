@@ -405,6 +405,54 @@ extension ServerAPITests {
         #expect(refusal?.message.contains("named pipe") == true && refusal?.message.contains("--token-file") == true, "\(refusal?.message ?? "no refusal")")
     }
 
+    @Test("a client that reads nothing of a download is closed after the stall timeout; the next download is whole")
+    func stalledDownload() async throws {
+        // The null source as fast as it goes: a take of many megabytes, more than the sockets hold.
+        let f = try await fixture(paced: false) { $0.stallTimeout = .seconds(1) }
+        try await running(f) { port in
+            let takeID = try await offMain { () -> String in
+                func call(_ method: String, _ path: String, _ body: String = "") throws -> String {
+                    let c = try RawConnection(port: port)
+                    defer { c.hangUp() }
+                    c.transmit(Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tapedeck-Request: 1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+                    return String(decoding: c.receive(for: 10).bytes, as: UTF8.self)
+                }
+                _ = try call("POST", "/api/record", #"{"session": "Stall"}"#)
+                Thread.sleep(forTimeInterval: 1)
+                _ = try call("POST", "/api/stop")
+                for _ in 0..<300 {
+                    let state = try call("GET", "/api/state")
+                    if state.contains(#""recording":false"#), let range = state.range(of: #""takeID":""#) {
+                        return String(state[range.upperBound...].prefix { $0 != "\"" })
+                    }
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+                return ""
+            }
+            try #require(!takeID.isEmpty)
+            let (stalled, whole) = try await offMain { () -> ((bytes: Int, closed: Bool), (bytes: Int, closed: Bool)) in
+                let request = HTTPText.request("/api/takes/\(takeID)/audio")
+                let idle = try RawConnection(port: port, receiveBuffer: 4096)
+                defer { idle.hangUp() }
+                idle.transmit(request)
+                Thread.sleep(forTimeInterval: 4)
+                let late = idle.receive(for: 10)
+                let reader = try RawConnection(port: port)
+                defer { reader.hangUp() }
+                reader.transmit(request)
+                let read = reader.receive(for: 20) { bytes in
+                    let head = String(decoding: bytes.prefix(1000), as: UTF8.self)
+                    guard let end = head.range(of: "\r\n\r\n"), let line = head[..<end.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+                          let length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else { return false }
+                    return bytes.count >= head[..<end.upperBound].utf8.count + length
+                }
+                return ((late.bytes.count, late.closed), (read.bytes.count, read.closed))
+            }
+            #expect(stalled.closed && stalled.bytes < whole.bytes, "the stalled download: \(stalled), the whole one: \(whole)")
+            #expect(whole.bytes > 8_000_000)
+        }
+    }
+
     /// Records a take of about half a second through the API; its id.
     nonisolated static func recordShortTake(_ client: any TestClientProtocol) async throws -> String {
         try await client.execute(uri: "/api/record", method: .post, headers: script, body: body(#"{"session": "Short"}"#)) {
@@ -459,9 +507,11 @@ final class RawConnection: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     /// Connects to 127.0.0.1:`port` from `source` (every 127.x.y.z address is this machine's on Linux).
-    init(port: Int, from source: String = "127.0.0.1") throws {
+    /// `receiveBuffer`: a small one makes a client that reads nothing stall the server soon.
+    init(port: Int, from source: String = "127.0.0.1", receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_port = 0
