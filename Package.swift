@@ -117,6 +117,7 @@ let package = Package(
         // fallocate(2) for take preallocation (Glibc's Swift module leaves it out).
         .target(name: "CFileSpace", path: "Sources/Shims/CFileSpace"),
         .target(name: "CChildSpawn", path: "Sources/Shims/CChildSpawn"),
+        .target(name: "CUnixSocket", path: "Sources/Shims/CUnixSocket"),
         // The ring stream's real-time half (TapedeckCore's DeviceRing): the SPSC ring, its hole
         // queue and its eventfd, shared by every callback backend's C shim.
         .target(name: "CRingStream", path: "Sources/Shims/CRingStream"),
@@ -222,7 +223,7 @@ let package = Package(
         // Presentation: observable objects that own every mutation.
         .target(
             name: "TapedeckApp",
-            dependencies: ["TapedeckCore", "CZlib", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TapedeckCore", "CZlib", "CUnixSocket", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // zlib, for the PNG files `tapedeck waveform` draws.

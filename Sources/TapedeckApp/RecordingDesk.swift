@@ -3,9 +3,11 @@ public import TapedeckCore
 public import Logging
 public import Foundation
 
-/// One recorder at a time for a front end that starts and stops recordings on request (the web
-/// page of `tapedeck serve`): it makes a ``TakeRecorder`` per recording, runs it, keeps how the
-/// last one ended, and refuses a second start while one runs. Recording itself is
+/// The recorder of a front end that starts and stops recordings on request (the web page of
+/// `tapedeck serve`): it makes a ``TakeRecorder`` per recording, runs it, keeps how the last one
+/// ended, and refuses a second start while its own runs. (Other processes may record into the
+/// same library at the same time, each into takes of its own; the page sees them through their
+/// control sockets, ``RecorderControl``.) Recording itself is
 /// ``TakeRecorder/record(sessionName:takeName:duration:plan:)``, the same as `tapedeck record`.
 ///
 /// Runs on the main actor. Never blocks: recordings run as tasks; ``finish()`` suspends until
@@ -27,7 +29,6 @@ public final class RecordingDesk {
     }
 
     @ObservationIgnored private let makeRecorder: @MainActor () throws -> TakeRecorder
-    @ObservationIgnored private let otherRecorder: @MainActor () -> String?
     @ObservationIgnored private let started: @MainActor (String) -> Void
     @ObservationIgnored private let ended: @MainActor () -> Void
     @ObservationIgnored private let logger: Logger
@@ -37,20 +38,19 @@ public final class RecordingDesk {
 
     /// The recorder of the recording running now (observe it for meters), `nil` between recordings.
     public private(set) var recorder: TakeRecorder?
+    /// When the running recording started, and the session it was asked to record into.
+    @ObservationIgnored public private(set) var startedAt: Date?
+    @ObservationIgnored public private(set) var session: String?
     public private(set) var last: Outcome?
     /// Counts finished recordings, so a view knows when the library changed.
     public private(set) var finishedCount = 0
 
     /// - Parameters:
     ///   - makeRecorder: a recorder wired by the composition root (`Studio.makeRecorder()`).
-    ///   - otherRecorder: a sentence naming another process that records into the same library,
-    ///     or `nil`; a start is refused while there is one.
     ///   - started, ended: told when a recording starts (with its session's name) and ends.
     public init(makeRecorder: @escaping @MainActor () throws -> TakeRecorder, logger: Logger,
-                otherRecorder: @escaping @MainActor () -> String? = { nil },
                 started: @escaping @MainActor (String) -> Void = { _ in }, ended: @escaping @MainActor () -> Void = {}) {
         self.makeRecorder = makeRecorder
-        self.otherRecorder = otherRecorder
         self.started = started
         self.ended = ended
         self.logger = logger
@@ -61,23 +61,22 @@ public final class RecordingDesk {
 
     /// Starts recording into `session` (created if missing; `nil` for the most recent) as a take
     /// named `take` (`nil` for "Take N"), until ``stop()`` or `duration`.
-    /// - Throws: `.busy` while a recording runs here or another process records into the
-    ///   library; the recorder's own errors when it cannot be made (no capture backend).
+    /// - Throws: `.busy` while a recording of this desk runs; the recorder's own errors when it
+    ///   cannot be made (no capture backend).
     public func start(session: String?, take: String?, duration: RecordingLength? = nil, plan: RunPlan = RunPlan()) throws {
         if closed {
             throw TapedeckError(.busy, "The server is stopping; it starts no new recording.")
         }
         if let recorder {
             let what = recorder.target?.take.map { " (\($0))" } ?? ""
-            throw TapedeckError(.busy, "A recording is running already\(what). Stop it first; one recorder at a time records into a library.")
-        }
-        if let other = otherRecorder() {
-            throw TapedeckError(.busy, "\(other) Stop it first; one recorder at a time records into a library.")
+            throw TapedeckError(.busy, "A recording is running already\(what). Stop it first.")
         }
         if let session { _ = try NameRules.validate(session, what: "session") }
         if let take { _ = try NameRules.validate(take, what: "take") }
         let recorder = try makeRecorder()
         self.recorder = recorder
+        self.startedAt = Date()
+        self.session = session
         started(session ?? "")
         task = Task { [logger] in
             let began = Date()
@@ -102,10 +101,20 @@ public final class RecordingDesk {
             }
             self.last = outcome
             self.recorder = nil
+            self.startedAt = nil
+            self.session = nil
             self.finishedCount += 1
             self.task = nil
             self.ended()
         }
+    }
+
+    /// The running recording's status (``RecorderControl``), `nil` between recordings.
+    public func status(pid: Int32, library: String) -> RecorderStatus? {
+        guard let recorder, let startedAt else { return nil }
+        recorder.refreshProgress()
+        return RecorderStatus(recorder: recorder, pid: pid, startedBy: "serve", library: library, session: session,
+                              startedAt: startedAt, splits: true, stopsAt: nil)
     }
 
     /// Asks the running recording to stop (drained, the take finished); nothing when none runs.

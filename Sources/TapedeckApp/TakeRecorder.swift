@@ -498,6 +498,18 @@ public final class TakeRecorder {
                                      wallSeconds: result.wallSeconds, summary: summary)
     }
 
+    /// Brings the observable progress up to date now, for a reader that asks now and then (the
+    /// recorder's control socket, ``RecorderControl``) when nothing refreshes it on a timer
+    /// (``RecordingSettings/progressInterval`` is `nil`); the peaks are then those of the audio
+    /// that arrived since the last call (the writer takes audio in batches: with none new, the
+    /// last batch's stay). - Thread: main actor. Never blocks.
+    public func refreshProgress() {
+        guard settings.progressInterval == nil, phase == .recording, let engine else { return }
+        let (before, held) = (frames, peaks)
+        apply(engine.takeProgress())
+        if frames == before { peaks = held }
+    }
+
     /// Refreshes the observable progress from `engine` every ``RecordingSettings/progressInterval``
     /// while recording; `nil` when nothing watches it. - Thread: main actor.
     private func followProgress(of engine: RecordingEngine) -> Task<Void, Never>? {

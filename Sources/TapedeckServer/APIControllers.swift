@@ -85,7 +85,15 @@ struct RecordingController: Sendable {
     /// `POST /api/stop`: stops the recording. - Thread: main actor. Never blocks.
     @MainActor func stop(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
         guard server.parts.desk.isRecording else {
-            throw APIError(.conflict, "not-recording", "Nothing is recording, so there is nothing to stop.")
+            // Another process's recording, shown on the page, is stopped through its socket.
+            let answered: RecorderControl.Answer?
+            do { answered = try await server.live.controlOther(RecorderControl.Request(op: "stop")) } catch let e as TapedeckError {
+                throw APIError(.conflict, "busy", e.message)
+            }
+            guard answered != nil else {
+                throw APIError(.conflict, "not-recording", "Nothing is recording, so there is nothing to stop.")
+            }
+            return EditedResponse(status: .accepted, response: server.live.snapshot())
         }
         server.parts.desk.stop()
         return EditedResponse(status: .accepted, response: server.live.snapshot())
@@ -95,8 +103,14 @@ struct RecordingController: Sendable {
     /// `not-recording` (not the 404 the desk's `.notFound` stands for). - Thread: main actor.
     /// Never blocks.
     @MainActor func split(_ request: Request, context: Context) async throws -> sending EditedResponse<LiveSnapshot> {
-        do { try server.parts.desk.split() } catch let e as TapedeckError {
-            throw APIError(.conflict, "not-recording", e.message)
+        do {
+            if server.parts.desk.isRecording {
+                try server.parts.desk.split()
+            } else if try await server.live.controlOther(RecorderControl.Request(op: "split")) == nil {
+                try server.parts.desk.split()
+            }
+        } catch let e as TapedeckError {
+            throw APIError(.conflict, e.code == .busy ? "busy" : "not-recording", e.message)
         }
         return EditedResponse(status: .accepted, response: server.live.snapshot())
     }
@@ -111,8 +125,14 @@ struct RecordingController: Sendable {
         guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
             throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes, without control characters.")
         }
-        do { try server.parts.desk.mark(label: label) } catch let e as TapedeckError {
-            throw APIError(.conflict, "not-recording", e.message)
+        do {
+            if server.parts.desk.isRecording {
+                try server.parts.desk.mark(label: label)
+            } else if try await server.live.controlOther(RecorderControl.Request(op: "mark", label: label)) == nil {
+                try server.parts.desk.mark(label: label)
+            }
+        } catch let e as TapedeckError {
+            throw APIError(.conflict, e.code == .busy ? "busy" : "not-recording", e.message)
         }
         return EditedResponse(status: .accepted, response: server.live.snapshot())
     }

@@ -26,8 +26,8 @@ final class LibraryView {
 
     /// The sessions, newest state known; the first call (or one after a change) waits for them.
     func sessions() async throws -> [Session] {
-        if store.isLoaded, indexed == nil {
-            reindex()  // loaded as the server started
+        if store.isLoaded, indexed == nil, generation() == 0 {
+            reindex()  // loaded as the server started, and nothing changed since
         } else if !store.isLoaded || indexed?.finished != generation() {
             try await store.refresh()
             reindex()

@@ -1,7 +1,10 @@
 public import TapedeckApp
 public import TapedeckCore
-import Foundation
+public import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the page's live view shows, sent as JSON over the live socket and events stream and
 /// returned by `GET /api/state` (docs/openapi.yaml, `State`), written the same way both times
@@ -11,14 +14,9 @@ public struct LiveSnapshot: Codable, Sendable, Hashable {
     public enum Phase: String, Codable, Sendable, Hashable {
         case idle, opening, recording, finishing
 
-        /// The phase of a recorder (`nil`: none records).
-        init(_ phase: TakeRecorder.Phase?) {
-            self = switch phase {
-            case nil: .idle
-            case .idle?, .opening?: .opening
-            case .recording?: .recording
-            case .finishing?, .finished?: .finishing
-            }
+        /// The phase a ``RecorderStatus`` gives (`nil`: none records).
+        init(_ phase: String?) {
+            self = phase.flatMap(Phase.init(rawValue:)) ?? (phase == nil ? .idle : .opening)
         }
     }
     public struct Channel: Codable, Sendable, Hashable {
@@ -36,6 +34,20 @@ public struct LiveSnapshot: Codable, Sendable, Hashable {
         public var seconds: Double
         public var summary: String
         public var failed: Bool
+    }
+    /// The recorder shown: the server's own, or another process's recording into this library
+    /// (`tapedeck record`), which the page controls all the same.
+    public struct Recorder: Codable, Sendable, Hashable {
+        public var pid: Int32
+        /// `serve` or `record`.
+        public var startedBy: String
+        /// Whether it is this server's own recording.
+        public var own: Bool
+        /// Whether it splits on request (the page's Split).
+        public var splits: Bool
+        public var startedAt: Date
+        /// When it stops by itself (`-d`, `--until`), if it does.
+        public var stopsAt: Date?
     }
     public var kind = "state"
     public var phase: Phase
@@ -61,6 +73,9 @@ public struct LiveSnapshot: Codable, Sendable, Hashable {
     public var secondsLeft: Double?
     /// How the last recording ended.
     public var last: Last?
+    /// The recorder shown (`nil` while none records), and how many more record into the library.
+    public var recorder: Recorder?
+    public var otherRecorders: Int
     /// Counts finished recordings: a page reloads its list when it changes.
     public var libraryGeneration: Int
     /// Counts snapshots, and when this one was made (milliseconds since 1970), for latency.
@@ -89,13 +104,24 @@ public final class LiveState {
     private var lastTakeIndex = 0
     private var wasRecording = false
     private var task: Task<Void, Never>?
+    private var polling: Task<Void, Never>?
     private nonisolated let listeners = Listeners()
+    private let others: @MainActor () -> [URL]
+    /// Another process's recorder (shown while the desk is idle): its control socket, its last
+    /// answer, and how many recorders record besides the one shown.
+    private(set) var foreignSocket: URL?
+    private var foreign: RecorderStatus?
+    private var foreignCount = 0
+    /// Takes other processes' recorders finished while shown (they change the library's list).
+    private var foreignChanges = 0
 
-    public init(desk: RecordingDesk, libraryPath: String, configuredFormat: AudioFormat, interval: Duration) {
+    public init(desk: RecordingDesk, libraryPath: String, configuredFormat: AudioFormat, interval: Duration,
+                others: @escaping @MainActor () -> [URL] = { [] }) {
         self.desk = desk
         self.libraryPath = libraryPath
         self.configuredFormat = configuredFormat
         self.interval = interval
+        self.others = others
     }
 
     /// Starts publishing: every ``interval`` while recording, once a second otherwise.
@@ -111,12 +137,58 @@ public final class LiveState {
                 try? await Task.sleep(for: snapshot.recording || snapshot.phase != .idle ? self.interval : .seconds(1))
             }
         }
+        polling = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                await self.pollOthers()
+                try? await Task.sleep(for: self.foreign != nil ? self.interval : .seconds(1))
+            }
+        }
+    }
+
+    /// Asks the first other recorder of the library for its status (off the main actor, at most
+    /// a second); while the desk records, nobody else is shown.
+    private func pollOthers() async {
+        let sockets = desk.recorder == nil ? others() : []
+        var status: RecorderStatus?
+        var socket: URL?
+        for candidate in sockets {
+            let answer = try? await OffMain.run(on: OffMain.files) {
+                try RecorderControl.ask(RecorderControl.Request(op: "status"), at: candidate, timeout: 1)
+            }
+            if let found = answer?.status {
+                (status, socket) = (found, candidate)
+                break
+            }
+        }
+        // A take of the one shown ended (a split, or the recording): the list changed.
+        if let shown = foreign, status?.pid != shown.pid || status?.target != shown.target { foreignChanges += 1 }
+        foreign = status
+        foreignSocket = socket
+        foreignCount = max(0, sockets.count - (status == nil ? 0 : 1))
+    }
+
+    /// Sends `request` to the other process's recorder shown; `nil` when none is shown.
+    /// - Throws: `.busy` with the recorder's refusal, or when it does not answer.
+    func controlOther(_ request: RecorderControl.Request) async throws -> RecorderControl.Answer? {
+        guard desk.recorder == nil, let socket = foreignSocket else { return nil }
+        let answer: RecorderControl.Answer
+        do {
+            answer = try await OffMain.run(on: OffMain.files) { try RecorderControl.ask(request, at: socket, timeout: 2) }
+        } catch let e as RecorderControl.Failure {
+            throw TapedeckError(.busy, e.message)
+        }
+        guard answer.ok else { throw TapedeckError(.busy, answer.error ?? "The recorder refused.") }
+        if let status = answer.status { foreign = status }
+        return answer
     }
 
     /// Stops publishing and ends every listener's stream.
     public func stop() {
         task?.cancel()
         task = nil
+        polling?.cancel()
+        polling = nil
         listeners.finishAll()
     }
 
@@ -128,14 +200,15 @@ public final class LiveState {
 
     /// Changes to the library's list of takes so far: recordings finished, and takes a split
     /// run finished while it goes on. Only ever grows.
-    public var libraryGeneration: Int { desk.finishedCount + splitsSeen }
+    public var libraryGeneration: Int { desk.finishedCount + splitsSeen + foreignChanges }
 
     /// The state now. Only the publishing task advances the meter's ballistics
     /// (`advancing`); a request for the state reads the meter as it stands, so polling
     /// `/api/state` never disturbs what the live listeners see.
     public func snapshot(advancing: Bool = false) -> LiveSnapshot {
         let recorder = desk.recorder
-        let recording = recorder != nil
+        let own = desk.status(pid: getpid(), library: libraryPath)
+        let shown = own ?? (recorder == nil ? foreign : nil)
         if advancing {
             if let index = recorder?.takeIndex, index > lastTakeIndex {
                 if lastTakeIndex > 0 { splitsSeen += index - lastTakeIndex }
@@ -143,10 +216,12 @@ public final class LiveState {
             }
             if recorder == nil { lastTakeIndex = 0 }
         }
-        guard advancing else { return build(recorder: recorder, channels: currentChannels(recorder)) }
+        let format = recorder?.format ?? shown?.sampleRate.map { AudioFormat(sampleRate: $0, channels: max(1, shown?.peaks.count ?? 0), sampleFormat: configuredFormat.sampleFormat) } ?? configuredFormat
+        guard advancing else { return build(shown, own: own != nil, channels: currentChannels(shown), format: format) }
         let now = ContinuousClock.now
         let elapsed = Double((now - lastTick).components.attoseconds) / 1e18 + Double((now - lastTick).components.seconds)
         lastTick = now
+        let recording = shown != nil
         if recording != wasRecording {
             meter = PeakMeter()
             clips = []
@@ -154,48 +229,47 @@ public final class LiveState {
             wasRecording = recording
         }
         var channels: [LiveSnapshot.Channel] = []
-        var format = configuredFormat
-        if let recorder {
-            if let f = recorder.format { format = f }
-            let peaks = recorder.peaks
+        if let shown {
+            let peaks = shown.peaks
             if clips.count != peaks.count { clips = Array(repeating: 0, count: peaks.count) }
-            let fresh = recorder.frames != lastFrames
-            lastFrames = recorder.frames
+            let fresh = shown.frames != lastFrames
+            lastFrames = shown.frames
             meter.update(peaks: peaks, elapsed: elapsed, fresh: fresh)
             if fresh { for (c, p) in peaks.enumerated() where p >= 0.99999 { clips[c] += 1 } }
-            channels = currentChannels(recorder)
+            channels = currentChannels(shown)
         }
         sequence += 1
-        return build(recorder: recorder, channels: channels, format: format)
+        return build(shown, own: own != nil, channels: channels, format: format)
     }
 
     /// The meter as it stands, one entry per channel of the recording.
-    private func currentChannels(_ recorder: TakeRecorder?) -> [LiveSnapshot.Channel] {
-        guard let recorder else { return [] }
-        return recorder.peaks.indices.map { c in
+    private func currentChannels(_ shown: RecorderStatus?) -> [LiveSnapshot.Channel] {
+        guard let shown else { return [] }
+        return shown.peaks.indices.map { c in
             LiveSnapshot.Channel(level: meter.levels.indices.contains(c) ? meter.levels[c] : PeakMeter.floorDecibels,
                                  hold: meter.holds.indices.contains(c) ? meter.holds[c] : PeakMeter.floorDecibels,
                                  clips: clips.indices.contains(c) ? clips[c] : 0)
         }
     }
 
-    private func build(recorder: TakeRecorder?, channels: [LiveSnapshot.Channel], format explicitFormat: AudioFormat? = nil) -> LiveSnapshot {
-        let recording = recorder != nil
-        let format = explicitFormat ?? recorder?.format ?? configuredFormat
+    private func build(_ shown: RecorderStatus?, own: Bool, channels: [LiveSnapshot.Channel], format: AudioFormat) -> LiveSnapshot {
         let free = FreeSpace.available(at: libraryPath)
-        let rate = format.sampleRate
+        let rate = max(1, format.sampleRate)
         return LiveSnapshot(
-            phase: LiveSnapshot.Phase(recorder?.phase), recording: recording, target: recorder?.target?.take,
-            seconds: recorder?.seconds ?? 0, frames: recorder?.frames ?? 0, sampleRate: recorder?.format?.sampleRate,
-            channels: channels, clippedSamples: recorder?.clippedSamples ?? 0, overruns: recorder?.overrunCount ?? 0,
-            markers: recorder?.markerCount ?? 0, takeIndex: recorder?.takeIndex ?? 1,
-            secondsToSplit: recorder?.framesToSplit.map { Double($0) / Double(max(1, rate)) },
-            waiting: recorder?.waiting.map { $0 == .armed ? "trigger" : "sound" },
-            preRollSeconds: Double(recorder?.preRollFrames ?? 0) / Double(max(1, rate)),
-            voxHolding: recorder?.voxHolding ?? false,
+            phase: LiveSnapshot.Phase(shown?.phase), recording: shown != nil, target: shown?.target,
+            seconds: shown?.seconds ?? 0, frames: shown?.frames ?? 0, sampleRate: shown?.sampleRate,
+            channels: channels, clippedSamples: shown?.clippedSamples ?? 0, overruns: shown?.overruns ?? 0,
+            markers: shown?.markers ?? 0, takeIndex: shown?.takeIndex ?? 1,
+            secondsToSplit: shown?.framesToSplit.map { Double($0) / Double(rate) },
+            waiting: shown?.waiting,
+            preRollSeconds: Double(shown?.preRollFrames ?? 0) / Double(rate),
+            voxHolding: shown?.voxHolding ?? false,
             freeBytes: free, secondsLeft: free.map { Double($0) / Double(max(1, format.bytesPerSecond)) },
             last: desk.last.map { LiveSnapshot.Last(takeID: $0.takeID, take: $0.takeName, sessionID: $0.sessionID, session: $0.sessionName,
                                                     seconds: $0.seconds, summary: $0.summary, failed: $0.failed) },
+            recorder: shown.map { LiveSnapshot.Recorder(pid: $0.pid, startedBy: $0.startedBy, own: own, splits: $0.splits,
+                                                        startedAt: $0.startedAt, stopsAt: $0.stopsAt) },
+            otherRecorders: own ? others().count : foreignCount,
             libraryGeneration: libraryGeneration, sequence: sequence, sentAt: (Date().timeIntervalSince1970 * 1000).rounded())
     }
 

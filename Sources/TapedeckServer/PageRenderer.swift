@@ -90,7 +90,7 @@ enum PageRenderer {
         let options = sessions.suffix(200).reversed().map { "<option value=\"\(escape($0.name))\"></option>" }.joined()
         let body = """
         <section id="live" class="live" data-live="/api/live">
-        <div class="status"><span id="phase" class="phase">idle</span> <span id="target" class="target"></span></div>
+        <div class="status"><span id="phase" class="phase">idle</span> <span id="target" class="target"></span> <span id="recorder" class="recorder"></span></div>
         <div id="meters" class="meters" aria-label="Input levels"></div>
         <dl class="facts">
         <div><dt>Elapsed</dt><dd id="elapsed">0:00.0</dd></div>

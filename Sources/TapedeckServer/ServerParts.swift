@@ -1,6 +1,6 @@
 public import TapedeckApp
 public import TapedeckCore
-import Foundation
+public import Foundation
 public import Logging
 import Dispatch
 
@@ -25,11 +25,15 @@ public struct ServerParts {
     public var configuredFormat: AudioFormat
     public var version: String
     public var logger: Logger
+    /// The control sockets (``RecorderControl``) of other processes' recorders recording into
+    /// this library now: the page shows and controls the first while the desk is idle.
+    public var otherRecorders: @MainActor () -> [URL]
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 exportCommand: [String],
                 exportFormats: [String], defaultExportFormat: String, mediaTypes: [String: String],
-                makeDoctor: @escaping @MainActor () throws -> LibraryDoctor, configuredFormat: AudioFormat, version: String, logger: Logger) {
+                makeDoctor: @escaping @MainActor () throws -> LibraryDoctor, configuredFormat: AudioFormat, version: String, logger: Logger,
+                otherRecorders: @escaping @MainActor () -> [URL] = { [] }) {
         self.store = store
         self.desk = desk
         self.waveforms = waveforms
@@ -41,6 +45,7 @@ public struct ServerParts {
         self.configuredFormat = configuredFormat
         self.version = version
         self.logger = logger
+        self.otherRecorders = otherRecorders
     }
 }
 

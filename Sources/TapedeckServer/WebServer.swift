@@ -1,5 +1,5 @@
 public import Hummingbird
-import TapedeckApp
+public import TapedeckApp
 import TapedeckCore
 import Logging
 import ServiceLifecycle
@@ -49,7 +49,7 @@ public final class WebServer {
         self.options = options
         self.token = options.requiresToken ? token : nil
         let live = LiveState(desk: parts.desk, libraryPath: parts.store.storage.rootURL.path, configuredFormat: parts.configuredFormat,
-                             interval: options.stateInterval)
+                             interval: options.stateInterval, others: parts.otherRecorders)
         self.live = live
         connections = OpenConnections(limits: ConnectionLimits(options), logger: parts.logger)
         library = LibraryView(store: parts.store, generation: { live.libraryGeneration })
@@ -137,6 +137,9 @@ public final class WebServer {
         guard let g = group.withLock({ $0 }) else { return }
         Task { await g.triggerGracefulShutdown() }
     }
+
+    /// The server's own recorder (its recording's control socket answers from it).
+    public var desk: RecordingDesk { parts.desk }
 
     /// Sets a marker in the recording (`tapedeck mark`, SIGUSR1). - Thread: main actor. Never blocks.
     public func markFromSignal(label: String) throws {

@@ -12,26 +12,28 @@ extension Studio {
     /// The web server over this studio's store and a recording desk whose recorders are made
     /// here (``makeRecorder(encoder:)``).
     /// - Parameters:
-    ///   - otherRecorder, started, ended: how the desk learns of recorders in other processes and
-    ///     tells them of its own (the command line's registry of running recorders).
+    ///   - otherRecorders: the control sockets (``RecorderControl``) of the recorders of other
+    ///     processes recording into this library now (the command line's registry), which the
+    ///     page shows and controls when its own desk is idle.
+    ///   - started, ended: told when the desk's own recording starts and ends.
     ///   - exportFolder: a private folder for exports made on request.
     ///   - exportCommand: the `tapedeck` executable and the options of `export` that give
     ///     it this studio's configuration (``ServerParts/exportCommand``): exports on request
     ///     run in child processes.
     /// - Thread: main actor. Never blocks.
     public func makeServer(options: ServerOptions, token: AccessToken?, exportFolder: URL, exportCommand: [String],
-                           otherRecorder: @escaping @MainActor () -> String? = { nil },
+                           otherRecorders: @escaping @MainActor () -> [URL] = { [] },
                            started: @escaping @MainActor (String) -> Void = { _ in },
                            ended: @escaping @MainActor () -> Void = {}) -> WebServer {
         let desk = RecordingDesk(makeRecorder: { [unowned self] in try self.makeRecorder() }, logger: logger,
-                                 otherRecorder: otherRecorder, started: started, ended: ended)
+                                 started: started, ended: ended)
         let parts = ServerParts(
             store: store, desk: desk, waveforms: makeWaveforms(),
             exportCommand: exportCommand,
             exportFormats: encoders.map(\.name), defaultExportFormat: "flac",
             mediaTypes: Dictionary(encoders.map { ($0.name, $0.mediaType) }, uniquingKeysWith: { a, _ in a }),
             makeDoctor: { [unowned self] in try self.makeDoctor() }, configuredFormat: configuration.recording.format,
-            version: TapedeckVersion.string, logger: logger)
+            version: TapedeckVersion.string, logger: logger, otherRecorders: otherRecorders)
         return WebServer(parts: parts, options: options, token: token, exportFolder: exportFolder)
     }
 }

@@ -236,6 +236,8 @@ struct RecordCommand: AsyncParsableCommand {
             let recorder = try studio.makeRecorder(encoder: chosen)
             // capture.resume in the config does what --resume does (not for -o: one file).
             if output == nil && recorder.settings.resume { plan.resume = true }
+            // A run splits on request too (the page's Split, `tapedeck` control socket).
+            if plan.makesRun { plan.splitOnRequest = true }
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
             }
@@ -261,8 +263,13 @@ struct RecordCommand: AsyncParsableCommand {
             let storage = studio.store.storage
             // `tapedeck mark` finds this recording through the user's runtime folder.
             stops.registration = RecorderRegistry.register(session: session ?? "the most recent session", library: storage.rootURL.path,
-                                                           paths: UserPaths(environment: ProcessInfo.processInfo.environment))
+                                                           startedBy: "record", paths: UserPaths(environment: ProcessInfo.processInfo.environment))
             defer { RecorderRegistry.unregister(stops.registration) }
+            // `tapedeck status` and the page of a `tapedeck serve` on this library see and control it.
+            let startedAt = Date()
+            let control = Control(recorder: recorder, stops: stops, library: storage.rootURL.path, session: session, startedAt: startedAt,
+                                  stopsAt: seconds.map { startedAt.addingTimeInterval($0) }, splits: plan.makesRun).listen(beside: stops.registration)
+            defer { control?.close() }
             let report: RecordingReport
             do {
                 report = try await Self.endingMeter(meter) {

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// Running recorders, as files in the user's runtime folder (``UserPaths/runtimeFolder``, private
-/// to the user): `record` writes `recorder-PID.json` (what it records into) while it runs and
-/// removes it at the end; `tapedeck mark` appends a label to `recorder-PID.marks` and sends the
+/// to the user): `record` (and `serve` while its page records) writes `recorder-PID.json` (what
+/// it records into) and listens at `recorder-PID.sock` (``RecorderControl``: status, mark, split,
+/// stop) while it runs, and removes both at the end; `tapedeck mark` appends a label to `recorder-PID.marks` and sends the
 /// recorder SIGUSR1, which reads the new labels (``MarkInbox``). A file whose process is gone is
 /// skipped (and removed by the next recorder). Plain functions; any thread; they block briefly on
 /// disk I/O.
@@ -17,13 +18,25 @@ enum RecorderRegistry {
         var session: String
         var library: String
         var startedAt: Date
+        /// `record` or `serve` (absent in files of earlier versions).
+        var startedBy: String?
+
+        /// Its control socket (``RecorderControl``).
+        func socket(_ paths: UserPaths) -> URL {
+            RecorderRegistry.folder(paths).appendingPathComponent("recorder-\(pid).sock")
+        }
+    }
+
+    /// The control socket beside a registration (``register(session:library:startedBy:paths:)``).
+    static func socket(for registration: URL) -> URL {
+        registration.deletingPathExtension().appendingPathExtension("sock")
     }
 
     static func folder(_ paths: UserPaths) -> URL { URL(fileURLWithPath: paths.runtimeFolder) }
 
     /// Says this process records into `session` of `library`; `nil` when the folder cannot be made
     /// (then `mark` cannot find it; SIGUSR1 and `m` still work).
-    static func register(session: String, library: String, paths: UserPaths) -> URL? {
+    static func register(session: String, library: String, startedBy: String, paths: UserPaths) -> URL? {
         let dir = folder(paths)
         guard (try? FileModes.makePrivateFolder(dir)) != nil else { return nil }
         // Files of recorders that died without removing them.
@@ -35,7 +48,7 @@ enum RecorderRegistry {
         let url = dir.appendingPathComponent("recorder-\(pid).json")
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(Entry(pid: pid, session: session, library: library, startedAt: Date())),
+        guard let data = try? encoder.encode(Entry(pid: pid, session: session, library: library, startedAt: Date(), startedBy: startedBy)),
               (try? data.write(to: url, options: .atomic)) != nil else { return nil }
         return url
     }
@@ -45,6 +58,7 @@ enum RecorderRegistry {
         guard let url else { return }
         try? FileManager.default.removeItem(at: url)
         try? FileManager.default.removeItem(at: url.deletingPathExtension().appendingPathExtension("marks"))
+        try? FileManager.default.removeItem(at: socket(for: url))
     }
 
     /// The running recorders.

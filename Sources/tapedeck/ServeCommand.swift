@@ -62,20 +62,26 @@ struct ServeCommand: AsyncParsableCommand {
             let exportCommand = ["/proc/self/exe"] + global.arguments + (studio.libraryPathKey.map { ["--set", "\($0)=\(library)"] } ?? [])
             let server = studio.makeServer(
                 options: options, token: token, exportFolder: exportFolder, exportCommand: exportCommand,
-                otherRecorder: {
-                    RecorderRegistry.running(paths).first { $0.library == library && $0.pid != getpid() }
-                        .map { "Another tapedeck (PID \($0.pid)) is recording into \"\($0.session)\" of this library." }
+                otherRecorders: {
+                    RecorderRegistry.running(paths).filter { $0.library == library && $0.pid != getpid() }.map { $0.socket(paths) }
                 },
                 started: { session in
                     registration.inbox = MarkInbox(registration: RecorderRegistry.register(
-                        session: session.isEmpty ? "the most recent session" : session, library: library, paths: paths))
+                        session: session.isEmpty ? "the most recent session" : session, library: library, startedBy: "serve", paths: paths))
                     registration.recording = true
+                    // `tapedeck status` and other servers on this library see it as any recorder.
+                    registration.control = registration.inbox.registration.flatMap { url in
+                        try? RecorderControl.listen(at: RecorderRegistry.socket(for: url)) { request in registration.answer(request, library: library) }
+                    }
                 },
                 ended: {
+                    registration.control?.close()
+                    registration.control = nil
                     RecorderRegistry.unregister(registration.inbox.registration)
                     registration.inbox = MarkInbox()
                     registration.recording = false
                 })
+            registration.desk = server.desk
             // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
             let markers = SignalTally()
             let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1], requests: [SIGUSR1],
@@ -90,6 +96,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             defer {
                 signals.cancel()
+                registration.control?.close()
                 RecorderRegistry.unregister(registration.inbox.registration)
             }
             let requiresToken = options.requiresToken
@@ -175,4 +182,28 @@ final class RegistrationBox {
     /// Whether the desk records (markers go nowhere otherwise), and what `tapedeck mark` left it.
     var recording = false
     var inbox = MarkInbox()
+    /// The desk's recording's control socket (``RecorderControl``) while it records.
+    var control: RecorderControl?
+    weak var desk: RecordingDesk?
+
+    /// The desk's answer through its control socket.
+    func answer(_ request: RecorderControl.Request, library: String) -> RecorderControl.Answer {
+        guard let desk, desk.isRecording else { return RecorderControl.Answer(error: "The recording has ended.") }
+        switch request.op {
+        case "status":
+            break
+        case "mark":
+            let label = request.label ?? ""
+            if let problem = RecordCommand.Control.labelProblem(label) { return RecorderControl.Answer(error: problem) }
+            try? desk.mark(label: label)
+        case "split":
+            try? desk.split()
+        case "stop":
+            desk.stop()
+        default:
+            return RecorderControl.Answer(error: "Unknown request \"\(request.op.prefix(40))\": ask for status, mark, split or stop.")
+        }
+        guard let status = desk.status(pid: getpid(), library: library) else { return RecorderControl.Answer(error: "The recording has ended.") }
+        return RecorderControl.Answer(status: status)
+    }
 }

@@ -19,7 +19,7 @@ struct Tapedeck: AsyncParsableCommand {
         version: "tapedeck \(TapedeckVersion.string)\n" + PluginCatalog.libraries.map { "  " + $0 }.joined(separator: "\n"),
         subcommands: [
             RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, ExportCommand.self, ImportCommand.self,
-            MarkCommand.self, NoteCommand.self, TagCommand.self, LoudnessCommand.self, RenameCommand.self, DeleteCommand.self,
+            MarkCommand.self, StatusCommand.self, NoteCommand.self, TagCommand.self, LoudnessCommand.self, RenameCommand.self, DeleteCommand.self,
             DevicesCommand.self, BackendsCommand.self, ConfigCommand.self, DoctorCommand.self, ServeCommand.self, WaveformCommand.self, PushCommand.self, FleetCommand.self,
         ])
 

@@ -49,6 +49,10 @@ const live = {
     phase.textContent = state.waiting ? `waiting for ${state.waiting}` : state.phase;
     phase.className = "phase " + state.phase;
     $("target").textContent = state.target || "";
+    // Who records: another process's recording (a `tapedeck record`) is shown and controlled too.
+    const r = state.recorder;
+    const more = state.otherRecorders > 0 ? ` (${state.otherRecorders} more recording; \`tapedeck status\` lists them)` : "";
+    $("recorder").textContent = r ? (r.own ? "" : `started by tapedeck ${r.startedBy} (PID ${r.pid})`) + (r.stopsAt ? ` · stops ${new Date(r.stopsAt).toLocaleTimeString()}` : "") + more : "";
     $("elapsed").textContent = clock(state.seconds);
     $("left").textContent = left(state.secondsLeft);
     $("overruns").textContent = state.overruns;
@@ -66,7 +70,7 @@ const live = {
     $("record").disabled = recording;
     $("stop").disabled = !recording;
     $("mark").disabled = state.phase !== "recording";
-    $("split").disabled = state.phase !== "recording" || !!state.waiting;
+    $("split").disabled = state.phase !== "recording" || !!state.waiting || (r != null && !r.splits);
     if (state.last) {
       const l = state.last;
       const last = $("last");

@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One view of every running recorder (issue 38, point 1): a `tapedeck record` is seen by
+/// `tapedeck status` and by the page of a `tapedeck serve` on the same library, which marks,
+/// splits and stops it as it does its own recordings.
+@Suite("recorders seen and controlled from every place", .endToEnd, .serialized)
+struct RecorderControlEndToEndTests {
+    /// A harness whose runtime folder is the test's own, and that folder.
+    static func harness() throws -> (CLIHarness, String) {
+        var cli = try CLIHarness()
+        let runtime = cli.library.path + "-run"
+        cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime
+        return (cli, runtime)
+    }
+
+    /// `status --json`, parsed.
+    static func statuses(_ cli: CLIHarness) async throws -> [[String: Any]] {
+        let r = try await cli.run("status", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
+    }
+
+    /// An HTTP request with python's urllib: the status and the body.
+    static func http(_ method: String, _ url: String, _ body: String? = nil) async throws -> (status: Int, body: String) {
+        let script = """
+            import sys, urllib.request, urllib.error
+            method, url, body = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None
+            req = urllib.request.Request(url, method=method, data=body.encode() if body is not None else None,
+                                         headers={"X-Tapedeck-Request": "1", "Content-Type": "application/json"})
+            try:
+                r = urllib.request.urlopen(req, timeout=20); print(r.status); sys.stdout.write(r.read().decode())
+            except urllib.error.HTTPError as e:
+                print(e.code); sys.stdout.write(e.read().decode())
+            """
+        let r = try await CLIHarness.tool("python3", ["-c", script, method, url] + (body.map { [$0] } ?? []))
+        let lines = r.stdout.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        return (Int(lines.first ?? "") ?? 0, lines.count > 1 ? String(lines[1]) : "")
+    }
+
+    @Test("`tapedeck status` shows a running record (target, rate, levels, markers, when it stops; --json), and nothing once it ends")
+    func status() async throws {
+        let (cli, _) = try Self.harness()
+        let idle = try await cli.run("status")
+        #expect(idle.status == 0 && idle.stdout.contains("Nothing is recording"), "\(idle.stdout)")
+        #expect(try await Self.statuses(cli).isEmpty)
+        let (p, _, _) = try cli.start(["record", "--session", "Watched", "--name", "One", "-d", "30s"])
+        var found: [String: Any]?
+        _ = try await CLIHarness.wait(timeout: 20) {
+            found = try? await Self.statuses(cli).first { $0["phase"] as? String == "recording" && ($0["frames"] as? Int ?? 0) >= 48_000 }
+            return found != nil
+        }
+        let s = try #require(found)
+        #expect(s["pid"] as? Int == Int(p.processIdentifier) && s["startedBy"] as? String == "record")
+        #expect(s["target"] as? String == "Watched/One" && s["sampleRate"] as? Int == 48_000)
+        #expect(s["library"] as? String == cli.library.path)
+        #expect((s["peaks"] as? [Double])?.count == 2)
+        // The null source's sine at half scale: about -6 dBFS, measured over the audio that arrived last.
+        #expect((s["peaks"] as? [Double])?.allSatisfy { (0.4...0.6).contains($0) } == true, "\(s)")
+        #expect(s["stopsAt"] is String && s["splits"] as? Bool == false)
+        #expect(try await cli.run("mark", "seen").status == 0)
+        let text = try await cli.run("status")
+        #expect(text.stdout.contains("PID \(p.processIdentifier) recording Watched/One"), "\(text.stdout)")
+        #expect(text.stdout.contains("48 kHz") && text.stdout.contains("L -6.0 R -6.0 dBFS") && text.stdout.contains("stops "), "\(text.stdout)")
+        #expect(text.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 })
+        kill(p.processIdentifier, SIGTERM)
+        try await CLIHarness.waitForExit(p)
+        #expect(p.terminationStatus == 0)
+        #expect(try await Self.statuses(cli).isEmpty)
+    }
+
+    @Test("the page of a serve on the same library shows a tapedeck record's recording, and marks, splits and stops it")
+    func pageControlsRecord() async throws {
+        let (cli, _) = try Self.harness()
+        let (recorder, out, _) = try cli.start(["record", "--session", "CLIrec", "--split", "1h", "--json"])
+        let (server, served, _) = try cli.start(["serve", "--listen", "127.0.0.1:0"])
+        defer {
+            kill(recorder.processIdentifier, SIGKILL)
+            kill(server.processIdentifier, SIGTERM)
+        }
+        var base = ""
+        _ = try await CLIHarness.wait(timeout: 30) {
+            let text = (try? String(contentsOf: served, encoding: .utf8)) ?? ""
+            guard let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) else { return false }
+            base = String(text[range])
+            return true
+        }
+        try #require(!base.isEmpty)
+        // The page's state: recording, with levels, started by `tapedeck record`.
+        var state: [String: Any] = [:]
+        _ = try await CLIHarness.wait(timeout: 20) {
+            guard let body = try? await Self.http("GET", base + "api/state").body,
+                  let parsed = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
+            state = parsed
+            return parsed["recording"] as? Bool == true && ((parsed["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90) > -20
+        }
+        let shown = try #require(state["recorder"] as? [String: Any], "\(state)")
+        #expect(shown["startedBy"] as? String == "record" && shown["own"] as? Bool == false && shown["splits"] as? Bool == true)
+        #expect(shown["pid"] as? Int == Int(recorder.processIdentifier))
+        #expect((state["target"] as? String)?.hasPrefix("CLIrec/") == true)
+        // A marker, a split, then stop: all from the page, all reaching the recorder.
+        #expect(try await Self.http("POST", base + "api/markers", #"{"label": "from the page"}"#).status == 202)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await Self.http("POST", base + "api/split").status == 202)
+        _ = try await CLIHarness.wait(timeout: 10) {
+            let body = (try? await Self.http("GET", base + "api/state").body) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["takeIndex"] as? Int == 2
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await Self.http("POST", base + "api/stop").status == 202)
+        try await CLIHarness.waitForExit(recorder, limit: 30)
+        #expect(recorder.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let takes = try #require(report["takes"] as? [[String: Any]])
+        #expect(takes.count == 2)
+        #expect((takes.first?["markers"] as? [[String: Any]])?.first?["label"] as? String == "from the page")
+        #expect(takes.map { ($0["run"] as? [String: Any])?["ended"] as? String } == ["requested", "stopped"])
+        // Nothing records now: the page says so, and the list has the two takes.
+        _ = try await CLIHarness.wait(timeout: 10) {
+            let body = (try? await Self.http("GET", base + "api/state").body) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["recording"] as? Bool == false
+        }
+        let sessions = try await Self.http("GET", base + "api/sessions")
+        #expect(sessions.body.contains("CLIrec") && sessions.body.contains(#""takeCount":2"#), "\(sessions.body)")
+        #expect(try await Self.http("POST", base + "api/stop").status == 409)
+    }
+}
