@@ -161,8 +161,8 @@ public final class LiveState {
                 break
             }
         }
-        // A take of the one shown ended (a split, or the recording): the list changed.
-        if let shown = foreign, status?.pid != shown.pid || status?.target != shown.target { foreignChanges += 1 }
+        // A take of the one shown began or ended (a start, a split, the stop): the list changed.
+        if status?.pid != foreign?.pid || status?.target != foreign?.target { foreignChanges += 1 }
         foreign = status
         foreignSocket = socket
         foreignCount = max(0, sockets.count - (status == nil ? 0 : 1))

@@ -98,7 +98,8 @@ const live = {
         row.dataset.channel = String(i + 1);
         const label = document.createElement("span");
         label.className = "label";
-        label.textContent = String(i + 1);
+        // As the terminal meter names them.
+        label.textContent = channels.length === 2 ? ["L", "R"][i] : String(i + 1);
         const bar = document.createElement("div");
         bar.className = "bar";
         const fill = document.createElement("div");
@@ -115,7 +116,10 @@ const live = {
     }
     channels.forEach((c, i) => {
       const m = this.meters[i];
-      m.fill.style.width = position(c.level) + "%";
+      const p = position(c.level);
+      m.fill.style.width = p + "%";
+      // The colours belong to the scale, not to the filled part: the gradient spans the whole bar.
+      m.fill.style.backgroundSize = p > 0 ? `${10000 / p}% 100%` : "100% 100%";
       m.hold.style.left = `calc(${position(c.hold)}% - 2px)`;
       m.value.textContent = c.level <= -90 ? "-inf" : c.level.toFixed(1);
       m.row.classList.toggle("clipped", c.clips > 0);
