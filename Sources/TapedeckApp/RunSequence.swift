@@ -55,16 +55,23 @@ final class RunSequence: TakeSequence {
     func pending(index: Int) -> PendingTake? { state.withLock { $0.pending[index] } }
 
     func prepareTake(index: Int, format: AudioFormat, start: Date) throws -> PreparedTake {
-        var pending: PendingTake
-        do {
-            // The first take has the name as given (a run that waited makes it here too).
-            pending = try storage.beginTake(in: session.id, named: baseName.map { index == 1 ? $0 : "\($0) \(index)" }, format: format,
-                                            encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: start)
-        } catch let error as TapedeckError where error.code == .alreadyExists && baseName != nil {
-            // "NAME 2" is taken already: the session's next default name.
-            pending = try storage.beginTake(in: session.id, named: nil, format: format, encoding: encoder.name,
-                                            fileExtension: encoder.fileExtension, startDate: start)
+        var made: PendingTake?
+        // The first take has the name as given (a run that waited makes it here too), the next
+        // ones "NAME 2", "NAME 3"; a template (`%H.%M`) is made at each take's own start, and a
+        // name it makes twice gets " (2)", " (3)".
+        let template = baseName.map(NameTemplate.isTemplate) == true
+        let name = baseName.map { template ? NameTemplate.expand($0, at: start) : index == 1 ? $0 : "\($0) \(index)" }
+        for attempt in 1...(template ? 9 : 1) where made == nil {
+            do {
+                made = try storage.beginTake(in: session.id, named: name.map { attempt == 1 ? $0 : "\($0) (\(attempt))" }, format: format,
+                                                encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: start)
+            } catch let error as TapedeckError where error.code == .alreadyExists && baseName != nil {
+                continue
+            }
         }
+        // The names are taken already: the session's next default name.
+        var pending = try made ?? storage.beginTake(in: session.id, named: nil, format: format, encoding: encoder.name,
+                                                       fileExtension: encoder.fileExtension, startDate: start)
         do {
             pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
             let metadata = facts.metadata(for: pending.take, sessionName: session.name)

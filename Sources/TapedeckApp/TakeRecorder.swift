@@ -217,8 +217,21 @@ public final class TakeRecorder {
         let storage = store.storage
         let encoder = self.encoder
         return try await store.perform {
-            var pending = try storage.beginTake(in: session.id, named: takeName, format: negotiated, encoding: encoder.name,
-                                                fileExtension: encoder.fileExtension, startDate: Date())
+            // A name template (`%Y-%m-%d %H.%M`) is made at the take's start; a name it made
+            // already in the session gets " (2)", " (3)" (a plain name taken is refused).
+            let start = Date()
+            let name = takeName.map { NameTemplate.expand($0, at: start) }
+            let attempts = takeName.map(NameTemplate.isTemplate) == true ? 9 : 1
+            var made: PendingTake?
+            for attempt in 1...attempts where made == nil {
+                do {
+                    made = try storage.beginTake(in: session.id, named: name.map { attempt == 1 ? $0 : "\($0) (\(attempt))" }, format: negotiated,
+                                                 encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: start)
+                } catch let error as TapedeckError where error.code == .alreadyExists && attempt < attempts {
+                    continue
+                }
+            }
+            guard var pending = made else { throw TapedeckError(.alreadyExists, "Every name \(name ?? "") makes is taken in this session.") }
             if let runID {
                 do {
                     pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))

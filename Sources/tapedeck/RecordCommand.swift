@@ -21,7 +21,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "The session to record into (created if it does not exist).")
     var session: String?
 
-    @Option(help: "The take's name (default: Take N).")
+    @Option(help: ArgumentHelp("The take's name (default: Take N); strftime's %Y %m %d %H %M %S … make it from the time each take begins, e.g. --name \"%Y-%m-%d %H.%M\" (as arecord --use-strftime).", valueName: "name"))
     var name: String?
 
     @Option(name: [.customShort("d"), .long],
@@ -325,7 +325,8 @@ struct RecordCommand: AsyncParsableCommand {
         if output != nil && session != nil {
             throw TapedeckError(.invalidArgument, "-o records outside the library, so --session does not apply. Leave out one of them.")
         }
-        let fileURL = output.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) }
+        // -o "%Y%m%d-%H%M%S.wav": the time the recording starts (arecord --use-strftime).
+        let fileURL = output.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: NameTemplate.expand($0, at: Date())) }
         let chosen = fileURL.flatMap { url in studio.encoders.first { $0.fileExtension == url.pathExtension.lowercased() } }
         if let fileURL, chosen == nil {
             throw TapedeckError(.invalidArgument, "-o \(fileURL.path): no encoder writes .\(fileURL.pathExtension) files. End the name in .\(studio.encoders.map(\.fileExtension).joined(separator: ", .")).")

@@ -37,7 +37,7 @@ struct ShowCommand: AsyncParsableCommand {
                     Format:    \(t.format.sampleRate) Hz, \(t.format.channels) ch, \(t.format.sampleFormat), \(t.encoding)
                     Channels:  \(take.format.layout)
                     File:      \(t.path)  (\(t.bytes.map(Terminal.bytes) ?? "missing"))
-                    Recorded:  \(Terminal.date(t.createdAt))
+                    Recorded:  \(Terminal.date(t.createdAt)) \(LocalTimeOfDay(t.createdAt).utcOffset)
                     Overruns:  \(t.overruns)\(t.overruns > 0 ? " (\(t.overrunFrames) frames of silence)" : "")
                     Clipped:   \(t.clippedSamples == 0 ? "no" : Terminal.counted(Int(t.clippedSamples), "sample") + " at full scale")
                     """)
@@ -50,9 +50,7 @@ struct ShowCommand: AsyncParsableCommand {
                 if let began = take.began {
                     // Here in this machine's time zone; the file's TimeReference is in the
                     // recording machine's (the Broadcast line).
-                    let clock = LocalTimeOfDay(began)
-                    let ms = Int((began.timeIntervalSince1970 * 1000).rounded()) % 1000
-                    print("Began:     \(clock.date) \(clock.time).\(zeroPadded(ms, width: 3)) (the first frame)")
+                    print("Began:     \(Terminal.preciseDate(began)) (the first frame)")
                 }
                 if let l = take.loudness {
                     print("Loudness:  \(Terminal.loudness(l, seconds: take.seconds))")
@@ -61,8 +59,9 @@ struct ShowCommand: AsyncParsableCommand {
                 }
                 if let f = facts {
                     // What the file says of itself (an imported file's own, or Tapedeck's).
-                    let seconds = Double(f.timeReference) / Double(max(1, take.format.sampleRate))
-                    let clock = "\(zeroPadded(Int(seconds) / 3600, width: 2)):\(zeroPadded(Int(seconds) / 60 % 60, width: 2)):\(zeroPadded(Int(seconds) % 60, width: 2))"
+                    // To the millisecond, rounded as a whole (samples 14:59:59.9998 read 15:00:00.000).
+                    let ms = Int((Double(f.timeReference) * 1000 / Double(max(1, take.format.sampleRate))).rounded())
+                    let clock = "\(zeroPadded(ms / 3_600_000, width: 2)):\(zeroPadded(ms / 60_000 % 60, width: 2)):\(zeroPadded(ms / 1000 % 60, width: 2)).\(zeroPadded(ms % 1000, width: 3))"
                     print("Broadcast: \(Terminal.safe(f.originator.isEmpty ? "(no originator)" : f.originator)), \(Terminal.safe(f.originationDate)) \(Terminal.safe(f.originationTime)), TimeReference \(f.timeReference) (\(clock))")
                     let description = f.description.split(whereSeparator: \.isNewline).map { Terminal.safe(String($0)) }.joined(separator: "; ")
                     if !description.isEmpty { print("           \(description)") }

@@ -192,11 +192,21 @@ enum Terminal {
 
     static func date(_ d: Date) -> String {
         // localtime_r, not a DateFormatter: making one costs more than the rest of a listed row.
-        var seconds = time_t(d.timeIntervalSince1970.rounded(.down))
+        // The nearest second, as every date Tapedeck writes (UTCTimestamp, LocalTimeOfDay).
+        var seconds = time_t(d.timeIntervalSince1970.rounded())
         var t = tm()
         guard localtime_r(&seconds, &t) != nil else { return UTCTimestamp.seconds(d) }
         return "\(zeroPadded(Int(t.tm_year) + 1900, width: 4))-\(zeroPadded(Int(t.tm_mon) + 1, width: 2))-\(zeroPadded(Int(t.tm_mday), width: 2)) "
             + "\(zeroPadded(Int(t.tm_hour), width: 2)):\(zeroPadded(Int(t.tm_min), width: 2)):\(zeroPadded(Int(t.tm_sec), width: 2))"
+    }
+
+    /// A moment in this machine's local time to the millisecond, with its UTC offset:
+    /// `2026-11-29 15:00:00.000 +01:00` (rounded as a whole: 14:59:59.9998 is 15:00:00.000).
+    static func preciseDate(_ d: Date) -> String {
+        let ms = (d.timeIntervalSince1970 * 1000).rounded()
+        let whole = (ms / 1000).rounded(.down)
+        let clock = LocalTimeOfDay(Date(timeIntervalSince1970: whole))
+        return "\(clock.date) \(clock.time).\(zeroPadded(Int(ms - whole * 1000), width: 3)) \(clock.utcOffset)"
     }
 
     /// A level in dBFS as the meter prints it: one decimal, full scale as ` 0.0` (never `-0.0`),

@@ -33,12 +33,27 @@ struct ModelTests {
         #expect(throws: TapedeckError.self) { try PluginSettings.resolving(decls, overrides: ["nope": "1"]) }
     }
 
-    @Test("the DATE text is ISO 8601 in UTC to the second, exactly as Foundation writes it",
-          arguments: [0.0, 1_700_000_000.7, 951_782_400, 4_102_444_799.999, -86_400.5, 1_234_567_890])
+    @Test("the DATE text is ISO 8601 in UTC at the nearest second (never the one before), as Foundation writes that second",
+          arguments: [0.0, 1_700_000_000.7, 951_782_400, 4_102_444_799.999, -86_400.5, 1_234_567_890, 1_764_428_399.99978])
     func startDateText(seconds: Double) {
         let date = Date(timeIntervalSince1970: seconds)
         let metadata = TakeMetadata(takeName: "t", sessionName: "s", takeNumber: 1, startDate: date)
-        #expect(metadata.startDateISO8601 == date.ISO8601Format())
+        #expect(metadata.startDateISO8601 == Date(timeIntervalSince1970: seconds.rounded()).ISO8601Format())
+    }
+
+    @Test("a take that began a fraction before a second is labelled with that second everywhere: BWF date and time, TimeReference keeps the fraction")
+    func localTimeRounds() {
+        // 0.22 ms before a whole second (a take of a --split-align run that began on the boundary).
+        let whole = 1_764_428_400.0
+        let early = LocalTimeOfDay(Date(timeIntervalSince1970: whole - 0.00022))
+        let exact = LocalTimeOfDay(Date(timeIntervalSince1970: whole))
+        #expect(early.date == exact.date && early.time == exact.time)
+        #expect(abs(early.secondsSinceMidnight - (exact.secondsSinceMidnight - 0.00022)) < 1e-6
+                || abs(early.secondsSinceMidnight - (exact.secondsSinceMidnight + 86_400 - 0.00022)) < 1e-6)
+        // Half a second is rounded up, less is not.
+        #expect(LocalTimeOfDay(Date(timeIntervalSince1970: whole + 0.4)).time == exact.time)
+        #expect(LocalTimeOfDay(Date(timeIntervalSince1970: whole - 0.5)).time == exact.time)
+        #expect(exact.utcOffset.count == 6 && ["+", "-"].contains(exact.utcOffset.first))
     }
 
     @Test("start-up helpers that avoid Foundation give Foundation's results")

@@ -43,8 +43,9 @@ struct BroadcastWaveEndToEndTests {
                 i += 8 + size + (size & 1)
             out['order'] = order
             if len(sys.argv) > 2:
-                t = float(sys.argv[2]); lt = time.localtime(t)
-                out['local'] = dict(date=time.strftime('%Y-%m-%d', lt), time=time.strftime('%H:%M:%S', lt),
+                # Date and time at the nearest second (a take 0.2 ms before 15:00 says 15:00:00).
+                t = float(sys.argv[2]); lt = time.localtime(t); nearest = time.localtime(round(t))
+                out['local'] = dict(date=time.strftime('%Y-%m-%d', nearest), time=time.strftime('%H:%M:%S', nearest),
                                     seconds=lt.tm_hour * 3600 + lt.tm_min * 60 + lt.tm_sec + (t - int(t)))
             print(json.dumps(out))
             """
@@ -217,7 +218,7 @@ struct BroadcastWaveEndToEndTests {
         let path = try #require(take["path"] as? String)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(contentsOf: URL(fileURLWithPath: source)), "kept byte for byte")
         let shown = try await cli.run("show", "last")
-        #expect(shown.stdout.contains("Broadcast: Field Recorder F6, 2026-05-01 06:30:00, TimeReference 1123200000 (06:30:00)"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("Broadcast: Field Recorder F6, 2026-05-01 06:30:00, TimeReference 1123200000 (06:30:00.000)"), "\(shown.stdout)")
         let shownJSON = try await cli.run("show", "last", "--json")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(shownJSON.stdout.utf8)) as? [String: Any])
         #expect((json["broadcast"] as? [String: Any])?["originatorReference"] as? String == "F6-0042", "\(json)")

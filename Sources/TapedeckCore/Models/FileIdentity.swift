@@ -52,15 +52,29 @@ public struct LocalTimeOfDay: Sendable, Hashable {
     /// Seconds since local midnight, with the fraction.
     public var secondsSinceMidnight: Double
 
+    /// UTC offset of local time at that moment, in seconds (east positive).
+    public var utcOffsetSeconds: Int
+
+    /// `date` and `time` are the moment rounded to the nearest second (14:59:59.9998 is 15:00:00,
+    /// as a take that began on the hour must say); ``secondsSinceMidnight`` keeps the fraction.
     public init(_ moment: Date) {
         // Years 0001 to 9999 (a damaged catalog's date must not trap).
         let seconds = min(max(moment.timeIntervalSince1970, -62_135_596_800), 253_402_300_799)
         var whole = time_t(seconds.rounded(.down))
         var parts = tm()
         localtime_r(&whole, &parts)
+        secondsSinceMidnight = Double(Int(parts.tm_hour) * 3600 + Int(parts.tm_min) * 60 + Int(parts.tm_sec)) + (seconds - seconds.rounded(.down))
+        var nearest = time_t(min(seconds.rounded(), 253_402_300_799))
+        localtime_r(&nearest, &parts)
         date = "\(zeroPadded(Int(parts.tm_year) + 1900, width: 4))-\(zeroPadded(Int(parts.tm_mon) + 1, width: 2))-\(zeroPadded(Int(parts.tm_mday), width: 2))"
         time = "\(zeroPadded(Int(parts.tm_hour), width: 2)):\(zeroPadded(Int(parts.tm_min), width: 2)):\(zeroPadded(Int(parts.tm_sec), width: 2))"
-        secondsSinceMidnight = Double(Int(parts.tm_hour) * 3600 + Int(parts.tm_min) * 60 + Int(parts.tm_sec)) + (seconds - seconds.rounded(.down))
+        utcOffsetSeconds = Int(parts.tm_gmtoff)
+    }
+
+    /// The UTC offset as ISO 8601 writes it: `+01:00`, `-05:30`, `+00:00`.
+    public var utcOffset: String {
+        let minutes = abs(utcOffsetSeconds) / 60
+        return (utcOffsetSeconds < 0 ? "-" : "+") + zeroPadded(minutes / 60, width: 2) + ":" + zeroPadded(minutes % 60, width: 2)
     }
 }
 

@@ -137,7 +137,8 @@ public enum UTCTimestamp {
 
     /// `2024-05-01T18:30:00Z`: to the whole second (rounded down), as `Date.ISO8601Format()`.
     public static func seconds(_ date: Date) -> String {
-        let full = format(date)
+        // The nearest second, never the one before: a take that began at 14:59:59.9998 says 15:00:00.
+        let full = format(Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded()))
         return String(full.prefix(19)) + "Z"
     }
 

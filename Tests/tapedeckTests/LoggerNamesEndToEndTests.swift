@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+
+/// The unattended logger's takes (issue 38, points 2 and 3): named from the time each take
+/// begins (`--name` with strftime conversions), and labelled with that time everywhere (list,
+/// show, the BWF OriginationTime, ffprobe's creation_time), rounded, never a second early.
+@Suite("takes named and dated by the time they begin", .endToEnd, .serialized)
+struct LoggerNamesEndToEndTests {
+    @Test("record --split 2s --split-align --name \"%Y-%m-%d %H.%M.%S\": each aligned take is named at its boundary, and list, show, bext and ffprobe all agree")
+    func alignedNames() async throws {
+        let cli = try CLIHarness()
+        let r = try await cli.run("record", "-d", "5s", "--split", "2s", "--split-align", "--session", "Logger",
+                                  "--name", "%Y-%m-%d %H.%M.%S", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let takes = try #require(report["takes"] as? [[String: Any]])
+        #expect(takes.count >= 3)
+        let listed = try await cli.run("list", "Logger").stdout
+        for (i, take) in takes.enumerated() {
+            let name = try #require(take["name"] as? String)
+            // "2026-11-29 15.00.04", maybe with " (2)" when the first take began in the same second.
+            let stamp = String(name.prefix(19))
+            #expect(stamp.range(of: #"^\d{4}-\d\d-\d\d \d\d\.\d\d\.\d\d$"#, options: .regularExpression) != nil, "\(name)")
+            let time = stamp.suffix(8).replacingOccurrences(of: ".", with: ":")
+            let details = try await cli.run("show", take["id"] as? String ?? "", "--json")
+            let detail = try #require(try JSONSerialization.jsonObject(with: Data(details.stdout.utf8)) as? [String: Any])
+            let broadcast = try #require(detail["broadcast"] as? [String: Any])
+            #expect(broadcast["originationTime"] as? String == time, "\(name): \(broadcast)")
+            #expect(broadcast["originationDate"] as? String == String(stamp.prefix(10)))
+            #expect(listed.contains("\(String(stamp.prefix(10))) \(time)"), "list shows \(time) for \(name): \(listed)")
+            let path = try #require(take["path"] as? String)
+            let probed = try await CLIHarness.tool("ffprobe", ["-v", "quiet", "-show_entries", "format_tags=creation_time", "-of", "default=nw=1:nk=1", path])
+            #expect(probed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == time, "ffprobe: \(probed.stdout) for \(name)")
+            // Takes after the first begin on the clock's 2-second boundaries, at their first frame.
+            if i > 0 {
+                #expect(Int(time.suffix(2))! % 2 == 0, "\(name) is not on a boundary")
+                let shown = try await cli.run("show", take["id"] as? String ?? "")
+                #expect(shown.stdout.contains("Began:     \(String(stamp.prefix(10))) \(time)."), "\(shown.stdout)")
+            }
+        }
+    }
+
+    @Test("a template names each take at its start, a name it makes twice gets (2); a % that begins no conversion is kept")
+    func templates() async throws {
+        let cli = try CLIHarness()
+        for name in ["%H:%M", "%H:%M", "50% mix"] {
+            let r = try await cli.run("record", "-d", "0.3s", "--session", "Names", "--name", name)
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
+        let names = try await cli.takes().compactMap { $0["name"] as? String }
+        #expect(names.count == 3)
+        #expect(names.contains("50% mix"))
+        let timed = names.filter { $0 != "50% mix" }.sorted()
+        #expect(timed.first?.range(of: #"^\d\d:\d\d$"#, options: .regularExpression) != nil, "\(names)")
+        // The two made in the same minute, or across a minute's turn.
+        #expect(timed.last == timed.first! + " (2)" || timed.last?.range(of: #"^\d\d:\d\d$"#, options: .regularExpression) != nil, "\(names)")
+        #expect(!names.contains("%H:%M"))
+    }
+}
