@@ -82,6 +82,13 @@ public final class TakeRecorder {
         engine?.stop()
     }
 
+    /// Ends the recording as its length would, on the wall clock (``RecordingEngine/stopAtLength()``).
+    /// - Thread: main actor. Never blocks.
+    public func stopAtLength() {
+        stopRequested = true
+        engine?.stopAtLength()
+    }
+
     /// Records one take.
     ///
     /// The device is opened first (a missing device fails before anything is written), then the

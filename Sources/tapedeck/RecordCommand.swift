@@ -205,6 +205,9 @@ struct RecordCommand: AsyncParsableCommand {
     mutating func run() async throws {
         try await reportingErrors {
             let seconds = try recordingSeconds()
+            // When it stops by itself, on the wall clock; said when that is on another day.
+            let stopsAt = seconds.map { Date().addingTimeInterval($0) }
+            if let stopsAt, !Calendar.current.isDateInToday(stopsAt) { Terminal.printError(Self.stopLine(stopsAt)) }
             var plan = try runPlan()
             // The trap is armed before the config is read and the library opened, so a stop
             // that arrives while the command starts is a stop request too, not the default
@@ -246,7 +249,9 @@ struct RecordCommand: AsyncParsableCommand {
             // recording (fewer wake-ups). Levels are still measured, for the clip count.
             if !showMeter { recorder.settings.progressInterval = nil }
             let source = Self.source(of: studio.configuration)
-            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan) } : nil
+            let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan, stopsAt: stopsAt, total: seconds) } : nil
+            let clock = Self.wallClockStop(recorder: recorder, until: until == nil ? nil : stopsAt, duration: seconds, resume: plan.resume)
+            defer { clock?.cancel() }
             // Keys on a terminal: `m` sets a marker, Enter triggers an armed run. The terminal's
             // mode is restored when the command ends.
             let keys = Terminal.stdinIsTerminal && !toStdout ? Self.terminalKeys(recorder: recorder, stops: stops) : nil
@@ -514,7 +519,8 @@ struct RecordCommand: AsyncParsableCommand {
     /// Prints the banner once audio flows, then redraws the meter at every progress update
     /// (``PeakMeter`` ballistics), and "Stopping…" at once when a stop is asked for.
     @MainActor
-    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay, toStdout: Bool = false, plan: RunPlan = RunPlan()) async {
+    static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay, toStdout: Bool = false, plan: RunPlan = RunPlan(),
+                          stopsAt: Date? = nil, total: Double? = nil) async {
         let split: SplitRule? = plan.split.splits ? plan.split : nil
         var meter = PeakMeter()
         var bannerShown = false
@@ -533,6 +539,7 @@ struct RecordCommand: AsyncParsableCommand {
                         : target.take.map { "into \($0) in \(target.fileURL.deletingLastPathComponent().path)/" } ?? "to \(target.fileURL.path)"
                 } else { "" }
                 var lines = ["  \(destination)"]
+                if let stopsAt { lines.append("  " + Self.stopLine(stopsAt)) }
                 if let split { lines.append("  \(Self.describe(split)).") }
                 let preRoll = plan.preRollSeconds > 0 ? " (with the \(RunText.seconds(plan.preRollSeconds)) before it)" : ""
                 if let vox = plan.vox {
@@ -571,7 +578,8 @@ struct RecordCommand: AsyncParsableCommand {
             if recorder.markerCount > 0 { run = [run, "markers \(recorder.markerCount)"].compactMap { $0 }.joined(separator: "  ") }
             if recorder.silenceAlarms > 0 { run = [run, "SILENT"].compactMap { $0 }.joined(separator: "  ") }
             Terminal.status(Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
-                                               overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head))
+                                               overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head,
+                                               of: total))
         }
     }
 }

@@ -231,12 +231,15 @@ enum Terminal {
     /// fold to this). Never wider than `columns`, so it never wraps.
     /// - Parameter run: a split run's state, e.g. `take 3, split in 59:12`; `nil` without splitting.
     /// - Parameter head: what replaces `● REC` (`○ ARMED` while a run waits).
+    /// - Parameter total: how long the recording lasts (`-d`, `--until`), shown as sox does:
+    ///   `0:00:09.0 of 0:00:10`.
     static func meterLine(seconds: Double, meter: PeakMeter, clipped: Int64, overruns: Int, columns: Int, run: String? = nil,
-                          head label: String? = nil) -> String {
+                          head label: String? = nil, of total: Double? = nil) -> String {
         let width = columns > 0 ? columns - 1 : 79
         let tenths = Int((seconds * 10).rounded(.down))
         let clock = String(format: "%d:%02d:%02d.%d", tenths / 36000, (tenths / 600) % 60, (tenths / 10) % 60, tenths % 10)
-        let head = "\(label ?? "● REC") \(clock)"
+        let whole = total.map { Int($0.rounded()) }
+        let head = "\(label ?? "● REC") \(clock)" + (whole.map { String(format: " of %d:%02d:%02d", $0 / 3600, $0 / 60 % 60, $0 % 60) } ?? "")
         var tail = clipped > 0 ? "  CLIP \(clipped)" : "  clip 0"
         if overruns > 0 { tail += "  overruns \(overruns)" }
         if let run { tail += "  " + run }

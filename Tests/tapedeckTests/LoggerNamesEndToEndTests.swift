@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The unattended logger's takes (issue 38, points 2 and 3): named from the time each take
 /// begins (`--name` with strftime conversions), and labelled with that time everywhere (list,
@@ -55,5 +58,28 @@ struct LoggerNamesEndToEndTests {
         // The two made in the same minute, or across a minute's turn.
         #expect(timed.last == timed.first! + " (2)" || timed.last?.range(of: #"^\d\d:\d\d$"#, options: .regularExpression) != nil, "\(names)")
         #expect(!names.contains("%H:%M"))
+    }
+}
+
+extension LoggerNamesEndToEndTests {
+    @Test("on a terminal, -d and --until say when the run stops and how long that is, and the meter shows the length; an --until that passed today is tomorrow, said off a terminal too")
+    func stopTimes() async throws {
+        let cli = try CLIHarness()
+        let screen = try await PickUpEndToEndTests.Screen(cli, ["record", "-d", "8"])
+        let shown = try await screen.wait(for: "● REC")
+        #expect(shown.contains("Stops at ") && shown.contains(", in 0:00:0"), "\(shown)")
+        _ = try await CLIHarness.wait(timeout: 10) { await screen.text.contains(" of 0:00:08") }
+        let meter = await screen.text
+        #expect(meter.contains(" of 0:00:08"), "\(meter)")
+        // A minute ago: tomorrow at that time, said at once, even into a pipe.
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm:ss"
+        let past = f.string(from: Date().addingTimeInterval(-60))
+        let (p, _, err) = try cli.start(["record", "--until", past])
+        _ = try await CLIHarness.wait(timeout: 15) { ((try? String(contentsOf: err, encoding: .utf8)) ?? "").contains("Stops at") }
+        kill(p.processIdentifier, SIGTERM)
+        try await CLIHarness.waitForExit(p)
+        let said = try String(contentsOf: err, encoding: .utf8)
+        #expect(said.contains("Stops at \(past) tomorrow, in 23:5"), "\(said)")
     }
 }

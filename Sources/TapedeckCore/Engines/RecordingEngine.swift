@@ -238,6 +238,17 @@ public final class RecordingEngine: Sendable {
         dataSignal.signal()
     }
 
+    /// Ends the recording as its length would (``RecordingEnd/reachedDuration``), on the wall
+    /// clock: `-d` of time passed after a device came back with less audio (`--resume`), or
+    /// `--until`'s moment. - Thread: any. Never blocks.
+    public func stopAtLength() {
+        lengthReached.store(true, ordering: .releasing)
+        stop()
+    }
+
+    /// Set by ``stopAtLength()``.
+    let lengthReached = Atomic<Bool>(false)
+
     /// The latest progress; taking it resets the peak levels.
     /// - Thread: any. Takes a lock the writer thread holds only briefly; never the device thread.
     public func takeProgress() -> RecordingProgress {
@@ -346,7 +357,7 @@ public final class RecordingEngine: Sendable {
                 }
             }
             guard let back = reopened else {
-                end = stopFlag.load(ordering: .acquiring) ? .stopped : .reachedDuration
+                end = stopFlag.load(ordering: .acquiring) && !lengthReached.load(ordering: .acquiring) ? .stopped : .reachedDuration
                 stoppedAt = ContinuousClock.now
                 break
             }
@@ -405,7 +416,7 @@ public final class RecordingEngine: Sendable {
                         deviceGap = 0
                         dataSignal.signal()
                     }
-                    end = .stopped
+                    end = lengthReached.load(ordering: .acquiring) ? .reachedDuration : .stopped
                     break
                 }
                 if let limit, timeline >= limit {

@@ -188,6 +188,8 @@ extension RunWriter {
             end = deviceEnd
         } else if let limit, position >= limit {
             end = .reachedDuration
+        } else if engine.lengthReached.load(ordering: .acquiring) {
+            end = .reachedDuration
         } else {
             end = deviceEnd
         }
