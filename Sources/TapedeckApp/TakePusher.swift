@@ -132,6 +132,9 @@ public final class TakePusher {
             logger.info("Pushed", metadata: ["take": "\(item.take.id)", "outcome": "\(outcome)"])
             outcomes.append((item, outcome))
             progress(.finished(item, outcome))
+            // Wrong credentials, a missing bucket, a server that does not answer: every other
+            // take would fail the same way. Said once; the next push goes on from here.
+            if case .failed(let e) = outcome, Self.stopsThePush(e) { break }
         }
         return outcomes
     }
@@ -139,6 +142,27 @@ public final class TakePusher {
     /// A key that holds something else: never overwritten; the likely cause and its remedy said.
     func conflict(_ key: RemoteKey, _ reason: String) -> TapedeckError {
         TapedeckError(.alreadyExists, "\(key) on \(remote.location) already holds other audio: \(reason). It was left as it is. If another machine pushes under the name \(machine) too, give each machine its own: a machines: section per machine in the config file, chosen with --machine NAME.")
+    }
+
+    /// Whether a take's failure is the remote's as a whole (configuration: credentials, the
+    /// bucket; or a server that cannot be reached), so the push stops rather than fail every take.
+    public static func stopsThePush(_ error: TapedeckError) -> Bool {
+        error.code == .configuration || error.code == .remoteUnavailable
+    }
+
+    /// What the remote holds already of each item, as a dry run says it (`push --dry-run`,
+    /// as `rclone sync --dry-run` compares): one listing of this machine's objects, so wrong
+    /// credentials, a missing bucket or a dead server are found now, not at the real push.
+    /// - Returns: per take id, the size of the object at its audio key, when there is one.
+    /// - Throws: the remote's error (said once).
+    public func remoteSizes(of items: [Item]) async throws -> [String: Int64] {
+        let objects = try await remote.list(under: machine + "/")
+        let sizes = Dictionary(objects.map { ($0.key, $0.size) }, uniquingKeysWith: { a, _ in a })
+        var out: [String: Int64] = [:]
+        for item in items {
+            if let key = try? keys(item.take).audio.rawValue, let size = sizes[key] { out[item.take.id] = size }
+        }
+        return out
     }
 
     func keys(_ take: Take) throws -> (audio: RemoteKey, manifest: RemoteKey) {

@@ -111,7 +111,9 @@ struct PushCommand: AsyncParsableCommand {
                         let items = try pusher.pending(in: selected, verifyRemote: verifyRemote && rounds.isEmpty)
                         let empty = !selected.contains { $0.0.state != .recording }
                         if dryRun {
-                            rounds.append(PushRound(items: items, outcomes: [], deleted: [], dryRun: true, libraryIsEmpty: empty))
+                            // Asks the remote what it holds: credentials, bucket and server checked now.
+                            let held = items.isEmpty ? [:] : try await pusher.remoteSizes(of: items)
+                            rounds.append(PushRound(items: items, outcomes: [], deleted: [], dryRun: true, libraryIsEmpty: empty, remoteSizes: held))
                             break
                         }
                         if items.isEmpty && watch {
@@ -186,16 +188,25 @@ struct PushCommand: AsyncParsableCommand {
                 print(round.libraryIsEmpty ? "The library has no finished takes yet: record or import some, then push." : "Every take is verified on \(location); nothing to push.")
             }
             for item in round.items {
-                let state = item.recheck ? "verified; its remote copy is checked again"
-                    : item.record.map { r in r.state == .uploading ? "resumes an upload" : "failed before: \(r.reason ?? "")" } ?? "pending"
+                let state = switch round.dryRunResult(item) {
+                case "check": "verified; its remote copy is checked again"
+                case "already-there": "on \(location) already (same size): checked, not sent"
+                case "conflict": "the remote holds other audio under its key (\(Terminal.bytes(round.remoteSizes[item.take.id] ?? 0))): the push would refuse it"
+                case "resumes": "resumes an upload"
+                case "retry": "failed before: \(item.record?.reason ?? "")"
+                default: "pending"
+                }
                 print("\(Terminal.safe(item.session.name))/\(Terminal.safe(item.take.name)) [\(item.take.shortID)] \(Terminal.bytes(item.size)): \(state)")
             }
-            let sending = round.items.filter { !$0.recheck }
+            let sending = round.items.filter { ["pending", "resumes", "retry"].contains(round.dryRunResult($0)) }
             if !sending.isEmpty {
                 print("\(Terminal.counted(sending.count, "take")) (\(Terminal.bytes(sending.reduce(0) { $0 + $1.size }))) would go to \(location) as \(machine)/. Run without --dry-run to push.")
             }
-            if sending.count < round.items.count {
-                print("\(Terminal.counted(round.items.count - sending.count, "verified take")) would be checked again on \(location) (sent again where missing or stale). Run without --dry-run to check.")
+            let there = round.items.filter { round.dryRunResult($0) == "already-there" }.count
+            if there > 0 { print("\(Terminal.counted(there, "take")) \(there == 1 ? "is" : "are") on \(location) already: checked and recorded, not sent again.") }
+            let checks = round.items.filter(\.recheck).count
+            if checks > 0 {
+                print("\(Terminal.counted(checks, "verified take")) would be checked again on \(location) (sent again where missing or stale). Run without --dry-run to check.")
             }
             return
         }
@@ -218,6 +229,17 @@ struct PushRound {
     var dryRun: Bool
     /// Whether the takes looked at were none at all (not: all verified already).
     var libraryIsEmpty = false
+    /// A dry run: the size of what the remote holds at each take's key (by take id).
+    var remoteSizes: [String: Int64] = [:]
+
+    /// What a dry run says of an item: `pending`, `resumes`, `retry`, `check`, `already-there`
+    /// (the remote holds an object of its size at its key: checked, not sent) or `conflict`
+    /// (another size there: the push would refuse it).
+    func dryRunResult(_ i: TakePusher.Item) -> String {
+        if i.recheck { return "check" }
+        if let size = remoteSizes[i.take.id] { return size == i.size ? "already-there" : "conflict" }
+        return i.record.map { $0.state == .uploading ? "resumes" : "retry" } ?? "pending"
+    }
 
     struct Entry: Encodable {
         var kind = "push-result"
@@ -238,7 +260,7 @@ struct PushRound {
         if dryRun {
             return items.map { i in
                 Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: i.record?.key,
-                      result: i.recheck ? "check" : i.record.map { $0.state == .uploading ? "resumes" : "retry" } ?? "pending", size: i.size,
+                      result: dryRunResult(i), size: i.size,
                       reason: i.recheck ? i.record?.unconfirmed : i.record?.reason)
             }
         }

@@ -89,7 +89,8 @@ final class PushDisplay {
         if failed > 0 { line += ", \(failed) not pushed: run push again to retry" }
         if refused > 0 { line += ", \(refused) refused: the remote holds other audio under their keys (see above)" }
         let left = round.items.count - round.outcomes.count
-        if left > 0 { line += ", \(left) not finished (stopped: the next push resumes)" }
+        let serverStopped = round.outcomes.last.map { if case .failed(let e) = $0.1 { TakePusher.stopsThePush(e) } else { false } } ?? false
+        if left > 0 { line += serverStopped ? ", \(left) not tried: the remote's error above stopped the push (the next push goes on)" : ", \(left) not finished (stopped: the next push resumes)" }
         if !round.deleted.isEmpty { line += "; \(Terminal.counted(round.deleted.count, "take")) deleted locally (sync.keep-local)" }
         print(line + ".")
     }

@@ -263,12 +263,25 @@ struct FleetEndToEndTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         var studio = Self.machine(file, server, folder: folder, name: "studio")
         #expect(try await studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        #expect(try await studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        let goodKeys = studio.extraEnvironment
         studio.extraEnvironment = [:]
         let noKeys = try await studio.run("push", "--machine", "studio")
         #expect(noKeys.status == 78 && noKeys.stderr.contains("AWS_ACCESS_KEY_ID") && noKeys.stderr.contains("credentials-file"), "\(noKeys.stderr)")
         studio.extraEnvironment = ["AWS_ACCESS_KEY_ID": server.accessKeyID, "AWS_SECRET_ACCESS_KEY": "wrong-secret-value"]
         let wrong = try await studio.run("push", "--machine", "studio")
         #expect(wrong.status == 78 && !wrong.stderr.contains("wrong-secret-value") && wrong.stderr.contains("credentials"), "\(wrong.stderr)")
+        // Said once, not once per take: the first refusal stops the push.
+        #expect(wrong.stderr.components(separatedBy: "refused to").count - 1 == 1, "\(wrong.stderr)")
+        #expect(wrong.stdout.contains("1 not tried"), "\(wrong.stdout)")
+        // A dry run asks the server too (as rclone sync --dry-run): wrong keys are found now.
+        let dryWrong = try await studio.run("push", "--machine", "studio", "--dry-run")
+        #expect(dryWrong.status == 78 && dryWrong.stderr.contains("credentials") && !dryWrong.stdout.contains("would go"), "\(dryWrong.stdout) \(dryWrong.stderr)")
+        studio.extraEnvironment = goodKeys
+        let dryGood = try await studio.run("push", "--machine", "studio", "--dry-run")
+        #expect(dryGood.status == 0 && dryGood.stdout.contains("2 takes") && dryGood.stdout.contains("would go"), "\(dryGood.stdout) \(dryGood.stderr)")
+        let dryAway = try await studio.run("push", "--machine", "studio", "--dry-run", "--set", "sync.s3.endpoint=http://127.0.0.1:\(try S3Server.freePort())")
+        #expect(dryAway.status == 69 && dryAway.stderr.contains("connection refused"), "\(dryAway.stderr)")
         // A credentials file others may read is refused; chmod 600 makes it good.
         let credentials = folder.appendingPathComponent("credentials")
         try "[default]\naws_access_key_id = \(server.accessKeyID)\naws_secret_access_key = \(server.secretAccessKey)\n".write(to: credentials, atomically: true, encoding: .utf8)
