@@ -85,6 +85,12 @@ let package = Package(
         // EBU R128 loudness over libebur128 (a LoudnessAnalyzer the composition root hands the app).
         .target(name: "TapedeckLoudness", dependencies: ["TapedeckCore", "CEBUR128"], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckLoudnessTests", dependencies: ["TapedeckLoudness", "TapedeckResample", "TapedeckTesting"], swiftSettings: swiftSettings),
+        // libqrencode: the QR code of `serve`'s login link, drawn on the terminal.
+        .systemLibrary(
+            name: "CQRencode", path: "Sources/Shims/CQRencode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
         .systemLibrary(
             name: "CEBUR128", path: "Sources/Shims/CEBUR128",
             pkgConfig: "libebur128",
@@ -299,7 +305,7 @@ let package = Package(
         .executableTarget(
             name: "tapedeck",
             dependencies: [
-                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals",
+                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals", "CQRencode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,6 +1,11 @@
 import TapedeckApp
 import TapedeckCore
 import Foundation
+import HTTPTypes
+import Hummingbird
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Exports made on request from the page (`POST /api/takes/{id}/exports`): each is a
 /// `tapedeck export` (verified, placed atomically) run as a child process (``ExportChild``) into
@@ -26,6 +31,8 @@ final class ExportJobs {
         var report: ExportReport?
         var error: String?
         var finishedAt: Date?
+        /// The most the export's file can take (``estimate(_:)``).
+        var estimate: Int64 = 0
     }
 
     static let keepSeconds = 600.0
@@ -58,6 +65,15 @@ final class ExportJobs {
         guard let executable = command.first else {
             throw APIError(.serviceUnavailable, "unavailable", "This server was started without a program to export with.")
         }
+        // Room for the file, beside the exports running, and for the recording (a full disk
+        // would end a take being recorded on it).
+        let estimate = Self.estimate(take)
+        let running = jobs.values.filter { $0.state == .running }.reduce(Int64(0)) { $0 + $1.estimate }
+        let reserve = reserve()
+        if let free = FreeSpace.available(at: existingFolder().path), free < estimate + running + reserve {
+            throw APIError(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "insufficient-storage",
+                           "Not enough free space to export this take: it needs up to \(Self.megabytes(estimate))\(running > 0 ? ", the exports running \(Self.megabytes(running))" : ""), and \(Self.megabytes(reserve)) stay free for recording; \(Self.megabytes(free)) are free. Download the finished exports (kept \(Int(Self.keepSeconds / 60)) minutes), or free space on the disk.")
+        }
         let id = UUID().uuidString.lowercased()
         let jobFolder = folder.appendingPathComponent(id)
         try FileManager.default.createDirectory(at: jobFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -77,7 +93,7 @@ final class ExportJobs {
             throw APIError(.serviceUnavailable, "unavailable", e.message)
         }
         children[id] = child
-        jobs[id] = Job(id: id, takeID: take.id, format: format, state: .running)
+        jobs[id] = Job(id: id, takeID: take.id, format: format, state: .running, estimate: estimate)
         return jobs[id]!
     }
 
@@ -118,6 +134,30 @@ final class ExportJobs {
             let message = said.hasPrefix("tapedeck: ") ? String(said.dropFirst("tapedeck: ".count)) : said
             jobs[id]?.error = message.isEmpty ? "The export ended with exit status \(outcome.status); nothing was kept." : message
         }
+    }
+
+    /// The most an export of `take` can take: its samples at 4 bytes (the widest an encoder
+    /// writes them), and a mebibyte for headers and metadata.
+    static func estimate(_ take: Take) -> Int64 {
+        take.frames * Int64(max(1, take.format.channels)) * 4 + (1 << 20)
+    }
+
+    /// What exports leave free: on the library's disk, ten minutes of recording at the configured
+    /// format (at least 64 MiB); elsewhere 64 MiB.
+    func reserve() -> Int64 {
+        let least: Int64 = 64 << 20
+        var here = stat(), library = stat()
+        guard stat(existingFolder().path, &here) == 0, stat(parts.store.storage.rootURL.path, &library) == 0, here.st_dev == library.st_dev else { return least }
+        return max(least, Int64(parts.configuredFormat.bytesPerSecond) * 600)
+    }
+
+    /// The export folder, or the folder it will be made in.
+    private func existingFolder() -> URL {
+        FileManager.default.fileExists(atPath: folder.path) ? folder : folder.deletingLastPathComponent()
+    }
+
+    static func megabytes(_ bytes: Int64) -> String {
+        String(format: "%.1f MB", Double(bytes) / 1_000_000)
     }
 
     func job(_ id: String) -> Job? {

@@ -47,9 +47,26 @@ extension WebServer {
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))
         }
 
-        router.get("login") { @MainActor request, _ in
+        router.get("login") { @MainActor request, context in
             let next = request.uri.queryParameters.get("next") ?? "/"
-            if self.token == nil { return Response(status: .seeOther, headers: [.location: "/"]) }
+            guard let token = self.token else { return Response(status: .seeOther, headers: [.location: "/"]) }
+            // A one-time link (printed by `serve`, scanned from its QR code): logs in once.
+            if let once = request.uri.queryParameters.get("once") {
+                if let wait = self.limiter.retryAfter(context.peer) {
+                    var response = Self.html(PageRenderer.login(next: "/", message: "Too many wrong tokens. Try again in \(wait) s.", version: self.parts.version),
+                                             status: .tooManyRequests)
+                    response.headers[.retryAfter] = String(wait)
+                    return response
+                }
+                guard self.loginLinks.redeem(String(once)) else {
+                    self.limiter.failed(context.peer)
+                    self.parts.logger.warning("A used, expired or wrong login link was opened from \(context.peer.isEmpty ? "an unknown address" : context.peer).")
+                    return Self.html(PageRenderer.login(next: "/", message: "That login link was used already or has expired (a link logs in once, within 15 minutes). Log in with the token, or restart the server for a new link.",
+                                                        version: self.parts.version), status: .unauthorized)
+                }
+                self.parts.logger.notice("Logged in with a one-time link from \(context.peer.isEmpty ? "an unknown address" : context.peer).")
+                return Self.loggedIn(token: token, request: request, next: "/")
+            }
             return Self.html(PageRenderer.login(next: Self.localPath(next), message: nil, version: self.parts.version))
         }
         router.post("login") { @MainActor request, context in
@@ -69,17 +86,22 @@ extension WebServer {
                 self.parts.logger.warning("A wrong token was given at /login from \(context.peer.isEmpty ? "an unknown address" : context.peer).")
                 return Self.html(PageRenderer.login(next: next, message: "That token is wrong.", version: self.parts.version), status: .unauthorized)
             }
-            var response = Response(status: .seeOther, headers: [.location: next])
-            let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
-            response.setCookie(Cookie(name: AccessGuard.cookieName, value: token.value, maxAge: 30 * 24 * 3600, path: "/",
-                                      secure: secure, httpOnly: true, sameSite: .strict))
-            return response
+            return Self.loggedIn(token: token, request: request, next: next)
         }
         router.post("logout") { @MainActor _, _ in
             var response = Response(status: .seeOther, headers: [.location: self.token == nil ? "/" : "/login"])
             response.setCookie(Cookie(name: AccessGuard.cookieName, value: "", maxAge: 0, path: "/", httpOnly: true, sameSite: .strict))
             return response
         }
+    }
+
+    /// The answer that logs a browser in: the token's cookie, and on to `next`.
+    nonisolated static func loggedIn(token: AccessToken, request: Request, next: String) -> Response {
+        var response = Response(status: .seeOther, headers: [.location: next])
+        let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
+        response.setCookie(Cookie(name: AccessGuard.cookieName, value: token.value, maxAge: 30 * 24 * 3600, path: "/",
+                                  secure: secure, httpOnly: true, sameSite: .strict))
+        return response
     }
 
     /// A `next` that is a path on this server, never another site: it starts with one `/`, holds

@@ -28,6 +28,7 @@ public final class WebServer {
     let library: LibraryView
     let exports: ExportJobs
     let limiter = LoginLimiter()
+    let loginLinks = LoginLinks()
     var doctorCache: (Date, [DoctorFinding])?
     var doctorScan: Task<[DoctorFinding], any Error>?
     static let doctorKeepSeconds = 10.0
@@ -136,6 +137,14 @@ public final class WebServer {
     public nonisolated func shutdown() {
         guard let g = group.withLock({ $0 }) else { return }
         Task { await g.triggerGracefulShutdown() }
+    }
+
+    /// A one-time login link to this server at `base` (its address, e.g. `http://192.168.1.5:8470/`),
+    /// good once within 15 minutes; `nil` when no token is asked for.
+    /// - Thread: any. Never blocks.
+    public nonisolated func loginLink(at base: String) -> String? {
+        guard token != nil else { return nil }
+        return (base.hasSuffix("/") ? base : base + "/") + "login?once=" + loginLinks.issue()
     }
 
     /// The server's own recorder (its recording's control socket answers from it).

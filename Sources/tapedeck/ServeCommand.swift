@@ -104,9 +104,11 @@ struct ServeCommand: AsyncParsableCommand {
             let onTerminal = Terminal.stdoutIsTerminal
             try await server.run { address in
                 var lines: [String]
+                var firstAddress = address
                 if wide, let port = URLComponents(string: address)?.port, ["0.0.0.0", "::"].contains(options.host) {
                     // Every network: the addresses a phone or another computer can open.
                     let reachable = ServeCommand.addresses(ipv6: options.host == "::").map { "http://\($0):\(port)/" }
+                    firstAddress = reachable.first ?? address
                     lines = ["Serving \(library) on every network (the page asks for the token), at "
                              + (reachable.isEmpty ? address : reachable.joined(separator: ", ")) + "."]
                 } else {
@@ -118,6 +120,13 @@ struct ServeCommand: AsyncParsableCommand {
                     lines.append("It is kept in \(tokenURL.path) (only you can read it)" + (onTerminal ? "; it is not printed again." : "; `cat` it to log in."))
                 } else if requiresToken {
                     lines.append("Log in with the token in \(tokenURL.path).")
+                }
+                // A one-time link and its QR code, for a phone: to a person at a terminal only.
+                if requiresToken && onTerminal, let link = server.loginLink(at: firstAddress) {
+                    lines.append("Or open this link, once, within 15 minutes (a phone can scan the code):")
+                    lines.append("  " + link)
+                    let colours = ProcessInfo.processInfo.environment["TERM"].map { $0 != "dumb" && !$0.isEmpty } ?? false
+                    lines += TerminalQRCode.lines(link, columns: Terminal.terminalColumns(), colours: colours) ?? []
                 }
                 lines.append("Press Ctrl-C to stop (a recording in progress is finished first).")
                 // At once, even into a pipe or a log: whoever started the server waits for its address.

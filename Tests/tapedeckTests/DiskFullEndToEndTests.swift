@@ -288,3 +288,43 @@ struct ByteQuotaEndToEndTests {
         #expect(!takes.contains { $0["state"] as? String == "recording" })
     }
 }
+
+extension ByteQuotaEndToEndTests {
+    @Test("exports asked of the page leave the recording its room: refused 507 when the disk cannot hold them and ten minutes of recording, and the recording goes on")
+    func exportsLeaveRoomForRecording() async throws {
+        try #require(FileManager.default.fileExists(atPath: Self.shim), "build the package first: \(Self.shim) is missing")
+        var cli = try CLIHarness()
+        defer { try? FileManager.default.removeItem(at: cli.library) }
+        #expect(try await cli.run("record", "--session", "Old", "-d", "30s", "--set", "capture.null.paced=false").status == 0)
+        let temporary = cli.library.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        // 60 MB free for the library and the server's exports (one disk, as on a small recorder).
+        cli.extraEnvironment = ["LD_PRELOAD": Self.shim, "QUOTA_SHIM_DIR": cli.library.path, "QUOTA_SHIM_BYTES": "60000000",
+                                "TMPDIR": temporary.path, "XDG_RUNTIME_DIR": cli.library.path + "-run"]
+        let (server, served, _) = try cli.start(["serve", "--listen", "127.0.0.1:0"])
+        defer { kill(server.processIdentifier, SIGTERM) }
+        var base = ""
+        _ = try await CLIHarness.wait(timeout: 30) {
+            let text = (try? String(contentsOf: served, encoding: .utf8)) ?? ""
+            guard let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) else { return false }
+            base = String(text[range])
+            return true
+        }
+        try #require(!base.isEmpty)
+        let old = try #require(try await cli.takes().first?["id"] as? String)
+        #expect(try await RecorderControlEndToEndTests.http("POST", base + "api/record", #"{"session": "Live"}"#).status == 202)
+        for format in ["wav", "aiff", "flac"] {
+            let asked = try await RecorderControlEndToEndTests.http("POST", base + "api/takes/\(old)/exports", #"{"format": "\#(format)"}"#)
+            #expect(asked.status == 507 && asked.body.contains("insufficient-storage") && asked.body.contains("stay free for recording"), "\(format): \(asked)")
+        }
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await RecorderControlEndToEndTests.http("POST", base + "api/stop").status == 202)
+        _ = try await CLIHarness.wait(timeout: 20) {
+            let body = (try? await RecorderControlEndToEndTests.http("GET", base + "api/state").body) ?? ""
+            return body.contains(#""recording":false"#)
+        }
+        cli.extraEnvironment = [:]
+        let live = try await cli.takes().filter { ($0["path"] as? String)?.contains("/live-") == true }
+        #expect(live.count == 1 && live.first?["state"] as? String == "complete", "\(live)")
+    }
+}

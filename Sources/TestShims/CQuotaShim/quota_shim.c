@@ -293,3 +293,29 @@ int renameat(int fromfd, const char *from, int tofd, const char *to) {
     pthread_mutex_unlock(&quota_lock);
     return r;
 }
+
+// The free space statvfs reports inside the quota folder is what the quota leaves, so a program
+// that looks before it writes (an export refused for want of room) sees the same disk its writes meet.
+#include <sys/statvfs.h>
+static int (*real_statvfs)(const char *, struct statvfs *);
+
+static void quota_statvfs(const char *path, struct statvfs *info) {
+    if (quota_free < 0) return;
+    char resolved[PATH_MAX];
+    const char *full = realpath(path, resolved) ? resolved : path;
+    if (!(path_counted(full) || strcmp(full, quota_dir) == 0) || info->f_frsize == 0) return;
+    pthread_mutex_lock(&quota_lock);
+    unsigned long long blocks = (unsigned long long)(quota_free > 0 ? quota_free : 0) / info->f_frsize;
+    pthread_mutex_unlock(&quota_lock);
+    if (blocks < info->f_bavail) info->f_bavail = blocks;
+    if (blocks < info->f_bfree) info->f_bfree = blocks;
+}
+
+int statvfs(const char *path, struct statvfs *info) {
+    if (!real_statvfs) real_statvfs = dlsym(RTLD_NEXT, "statvfs");
+    int result = real_statvfs(path, info);
+    if (result == 0) quota_statvfs(path, info);
+    return result;
+}
+
+int statvfs64(const char *path, struct statvfs64 *info) { return statvfs(path, (struct statvfs *)info); }
