@@ -174,8 +174,9 @@ extension CharacterSet {
 
 /// Counts wrong tokens per address: after ``limit`` failures within ``window`` the address is
 /// refused (429) until the oldest falls out of the window; all addresses together get
-/// ``globalLimit`` in the same window (a guesser with many addresses; high, so that others'
-/// guessing does not lock the owner out for long). Any thread; never blocks
+/// ``globalLimit`` in the same window (a guesser with many addresses), which holds back only
+/// addresses that guessed wrong themselves: an address with no wrong guess is never refused, so
+/// others' guessing cannot lock the owner out. Any thread; never blocks
 /// beyond a lock held for a dictionary update.
 public final class LoginLimiter: Sendable {
     public let limit: Int
@@ -198,7 +199,9 @@ public final class LoginLimiter: Sendable {
             let mine = all[peer] ?? []
             let every = all.values.flatMap { $0 }
             if mine.count >= limit, let oldest = mine.min() { return max(1, Int((oldest + window - now).rounded(.up))) }
-            if every.count >= globalLimit, let oldest = every.min() { return max(1, Int((oldest + window - now).rounded(.up))) }
+            // Only an address that guessed wrong itself: others' guessing never locks out the
+            // owner, who sends the right token.
+            if !mine.isEmpty, every.count >= globalLimit, let oldest = every.min() { return max(1, Int((oldest + window - now).rounded(.up))) }
             return nil
         }
     }

@@ -8,8 +8,8 @@ import NIOHTTP1
 /// - a request's head must be complete within ``ConnectionLimits/headerTimeout`` of the
 ///   connection's opening, or of the request's first byte after an idle spell (a client that
 ///   sends nothing, half a head, or a head a byte at a time is closed then);
-/// - between requests, and between the pieces of a request's body, a connection may be idle for
-///   ``ConnectionLimits/idleTimeout``;
+/// - between requests a connection may be idle for ``ConnectionLimits/idleTimeout``, and a
+///   request's body must have arrived within that time of its head;
 /// - while a response is being written (a download, the Server-Sent Events of `/api/events`)
 ///   and once a connection has become a WebSocket (`/api/live`), their length is not timed:
 ///   those end when the client or the server ends them. But a client that stops reading (the
@@ -85,7 +85,9 @@ final class ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler {
             phase = .awaitingHead(started: true)
             setDeadline(after: connections.limits.headerTimeout)
         case .readingBody:
-            setDeadline(after: connections.limits.idleTimeout)
+            // The body's deadline is set once, at its head: a byte now and then does not hold
+            // the connection (the API's bodies are small).
+            break
         default:
             break
         }

@@ -135,10 +135,11 @@ final class OpenConnections: Sendable {
         }
     }
 
-    /// Whether an ``addressKey(_:)`` is this machine's loopback: 127.0.0.0/8, or ::1 (whose /64,
-    /// `::/64`, holds no address another machine can have).
+    /// Whether an ``addressKey(_:)`` is where the owner on this machine connects from:
+    /// 127.0.0.1, or ::1 (whose /64, `::/64`, holds no address another machine can have). The
+    /// rest of 127.0.0.0/8 is not: many such addresses must not take the owner's allowance.
     static func isLoopback(_ key: String) -> Bool {
-        key.hasPrefix("127.") || key == "0000:0000:0000:0000::/64"
+        key == "127.0.0.1" || key == "0000:0000:0000:0000::/64"
     }
 
     /// What connections are counted by: an IPv4 address (also when it comes as an IPv4-mapped

@@ -88,6 +88,25 @@ extension ServerAPITests {
         }
     }
 
+    @Test("a request's body must arrive within the idle timeout of its head: a byte now and then does not hold the connection")
+    func slowBody() async throws {
+        let f = try await fixture { $0.headerTimeout = .seconds(1); $0.idleTimeout = .seconds(2) }
+        try await running(f) { port in
+            let (closed, after) = try await offMain { () -> (Bool, Double) in
+                let c = try RawConnection(port: port)
+                defer { c.hangUp() }
+                let start = Date()
+                c.transmit(Array("POST /api/markers HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tapedeck-Request: 1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n".utf8))
+                for _ in 0..<40 {
+                    guard c.transmit([UInt8(ascii: " ")]), !c.isClosed else { break }
+                    Thread.sleep(forTimeInterval: 0.25)
+                }
+                return (c.isClosed || c.receive(for: 2).closed, Date().timeIntervalSince(start))
+            }
+            #expect(closed && after < 6, "a body dripped a byte every 250 ms held the connection \(after) s")
+        }
+    }
+
     @Test("answers under way are never cut short: the event stream and the live socket outlast both timeouts")
     func streamsOutlastTimeouts() async throws {
         let f = try await fixture { $0.headerTimeout = .seconds(1); $0.idleTimeout = .seconds(1) }
