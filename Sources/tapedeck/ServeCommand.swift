@@ -21,7 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
             its API at /api/openapi.yaml (OpenAPI 3.1). For TLS, put it behind a reverse proxy (see the README).
             Ctrl-C (SIGINT) or SIGTERM stops it; a recording in progress is finished first, as \
             `tapedeck record` finishes its take, and connections still open 5 s later are closed. `tapedeck mark` sets a marker in its recording.
-            A connection that sends no complete request within 10 s, or stays idle for 30 s between requests, is \
+            A connection that sends no complete request head within 10 s (or body within 30 s of it), or stays idle for 30 s between requests, is \
             closed (a download or the live state is not timed, unless the client reads nothing of it for 60 s), a malformed request is answered 400 and \
             closed, one address may hold at most 32 connections at once, and all together stay below the open-file limit (`ulimit -n`, raised to its hard limit at start).
             """)
