@@ -18,7 +18,7 @@ extension TakePusher {
     /// Whether the remote still holds `digest` (what the ledger says was sent) at `audioKey`, as
     /// the take's file `file` holds it, and a manifest at `manifestKey` naming it; `nil` when it
     /// does. - Thread: main actor; suspends while the network and the disk work.
-    func doubt(about digest: ContentDigest, audioKey: RemoteKey, manifestKey: RemoteKey, file: URL) async -> Doubt? {
+    func doubt(about digest: ContentDigest, audioKey: RemoteKey, manifestKey: RemoteKey, file: URL, take: Take? = nil) async -> Doubt? {
         do {
             switch try await remote.verify(audioKey, against: file) {
             case .missing:
@@ -35,6 +35,11 @@ extension TakePusher {
             }
             guard let there = try? RemoteManifest.decode(data, key: manifestKey.rawValue), there.audio.sha256 == digest.sha256 else {
                 return .answered("its manifest there describes other audio")
+            }
+            // Renamed, noted or tagged since it was pushed: the remote has the old words, and
+            // deleting the take here would lose the new ones.
+            if let take, there.take.name != take.name || there.take.notes != take.notes || there.take.tags != take.tags {
+                return .answered("its name, notes or tags changed since it was pushed, and the remote's manifest has the old ones")
             }
             return nil
         } catch {

@@ -247,7 +247,7 @@ public final class TakePusher {
                       let file = try? store.storage.audioURL(for: take),
                       let received = Self.receivedDate(of: take, file: file), received.addingTimeInterval(age) < now else { continue }
                 let name = "\(session.name)/\(take.name) [\(take.shortID)]"
-                switch await doubt(about: digest, audioKey: audioKey, manifestKey: manifestKey, file: file) {
+                switch await doubt(about: digest, audioKey: audioKey, manifestKey: manifestKey, file: file, take: take) {
                 case nil:
                     try await store.delete(.take(take, in: session))
                     deleted.append(take)
