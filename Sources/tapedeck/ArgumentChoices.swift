@@ -52,6 +52,7 @@ struct EncoderChoice: ExpressibleByArgument, Sendable {
     }
 
     static var allValueStrings: [String] { PluginCatalog.builtIn.encoders.map(\.name) }
+    static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
     var defaultValueDescription: String { name }
 }
 

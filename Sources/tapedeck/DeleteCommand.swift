@@ -11,7 +11,7 @@ struct DeleteCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String
 
     @Flag(name: .shortAndLong, help: "Delete without asking.")

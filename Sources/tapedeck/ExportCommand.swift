@@ -22,7 +22,7 @@ struct ExportCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Takes to export: SESSION/TAKE, short ids, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "Takes to export: SESSION/TAKE, short ids, or `last`.", completion: TakeCompletion.kind(.takes))
     var takes: [String] = []
 
     @Option(help: "Export every take of this session (name or id).")
@@ -48,7 +48,7 @@ struct ExportCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("o"), .long],
             help: ArgumentHelp("A folder to write into, a file name (one take), or - for stdout (one take). Default: the current folder.", valueName: "path"),
-            completion: .directory)
+            completion: .file())
     var output: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Bring each take to this integrated loudness, e.g. -23 (EBU R128) or -16.", valueName: "LUFS"))

@@ -17,7 +17,7 @@ struct ListCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Only this session (name or id).", completion: TakeCompletion.kind)
+    @Argument(help: "Only this session (name or id).", completion: TakeCompletion.kind(.sessions))
     var session: String?
 
     @Option(help: ArgumentHelp("Only takes recorded since a date (2026-11-01, \"2026-11-01 14:00\") or within a time back (3d, 12h, 30m).", valueName: "when"))

@@ -24,7 +24,7 @@ struct LoudnessCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to measure.", completion: TakeCompletion.kind)
+    @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to measure.", completion: TakeCompletion.kind(.both))
     var references: [String] = []
 
     @Flag(help: "Measure every take of the library.")

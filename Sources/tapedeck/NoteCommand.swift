@@ -10,7 +10,7 @@ struct NoteCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String
 
     @Argument(help: "The notes: any text up to 64 KiB.")
@@ -50,7 +50,7 @@ struct TagCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String
 
     @Argument(help: ArgumentHelp("Tags to set (an empty VALUE removes the tag).", valueName: "KEY=VALUE"))

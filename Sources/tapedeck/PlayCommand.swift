@@ -11,11 +11,11 @@ struct PlayCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String
 
     @Option(name: [.customShort("D"), .long],
-            help: "The device to play to (the playback backend's device setting; names from `tapedeck devices`).")
+            help: "The device to play to (the playback backend's device setting; names from `tapedeck devices`).", completion: DeviceCompletion.kind(capture: false))
     var device: String?
 
     @Option(name: [.customShort("s"), .long], help: ArgumentHelp("Start here: 80, 1:20, 1m20s (any form -d takes).", valueName: "time"))

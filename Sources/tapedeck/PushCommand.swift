@@ -30,7 +30,7 @@ struct PushCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to push.", completion: TakeCompletion.kind)
+    @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to push.", completion: TakeCompletion.kind(.both))
     var references: [String] = []
 
     @Flag(help: "Push every finished take of the library (the default when no take or session is named).")

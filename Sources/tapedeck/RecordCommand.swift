@@ -29,7 +29,7 @@ struct RecordCommand: AsyncParsableCommand {
     var duration: String?
 
     @Option(name: [.customShort("D"), .long],
-            help: "The device to record from (the capture backend's device setting; names from `tapedeck devices`).")
+            help: "The device to record from (the capture backend's device setting; names from `tapedeck devices`).", completion: DeviceCompletion.kind(capture: true))
     var device: String?
 
     @Option(name: [.customShort("r"), .long], help: "Sample rate in hertz (format.sample-rate).")

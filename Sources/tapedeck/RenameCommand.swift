@@ -9,7 +9,7 @@ struct RenameCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String
 
     @Argument(help: "The new name: any Unicode text.")

@@ -37,7 +37,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Ask for the token on 127.0.0.1 too (other users of this machine can reach that address).")
     var requireToken = false
 
-    @Option(name: [.customShort("D"), .long], help: "The capture device to record from (as `tapedeck devices` lists it).")
+    @Option(name: [.customShort("D"), .long], help: "The capture device to record from (as `tapedeck devices` lists it).", completion: DeviceCompletion.kind(capture: true))
     var device: String?
 
     @MainActor

@@ -10,7 +10,7 @@ struct ShowCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION/TAKE, SESSION, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION/TAKE, SESSION, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String
 
     @Flag(help: "Print JSON.")

@@ -20,7 +20,7 @@ struct WaveformCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind)
+    @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.takes))
     var reference: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (.png or .dat), or - for a PNG on standard output.", valueName: "file"))

@@ -245,7 +245,49 @@ struct PickUpEndToEndTests {
         let names = try await cli.run("---completion", "play", "--", "positional@0", "2", "0", "")
         #expect(names.status == 0)
         let lines = Set(names.stdout.split(separator: "\n").map(String.init))
-        #expect(lines.isSuperset(of: ["last", "Band", "Band/Intro"]), "\(names.stdout)")
+        // play takes a take: never a bare session, which it would refuse.
+        #expect(lines.isSuperset(of: ["last", "Band/Intro"]) && !lines.contains("Band"), "\(names.stdout)")
+        let sessions = try await cli.run("---completion", "list", "--", "positional@0", "2", "0", "")
+        #expect(sessions.stdout.split(separator: "\n").map(String.init) == ["Band"], "\(sessions.stdout)")
+    }
+
+    @Test("completion in a real bash: names with spaces, quotes and brackets complete escaped, after SESSION/ too, and play then plays them; formats and devices complete")
+    func completionInBash() async throws {
+        let cli = try CLIHarness()
+        #expect(try await cli.run("record", "0.3s", "--session", "Session 1", "--name", "Take 1").status == 0)
+        #expect(try await cli.run("record", "0.3s", "--session", "Band's", "--name", "Song (2)").status == 0)
+        let folder = cli.library.appendingPathExtension("bash")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = try await cli.run("--generate-completion-script", "bash").stdout
+        try script.write(to: folder.appendingPathComponent("tapedeck.bash"), atomically: true, encoding: .utf8)
+        let exports = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") }.map { "export \($0.key)='\($0.value)'" }.joined(separator: "\n")
+        try """
+            export PATH='\(try CLIHarness.binary.deletingLastPathComponent().path)':"$PATH"
+            \(exports)
+            source '\(folder.appendingPathComponent("tapedeck.bash").path)'
+            PS1='$ '
+            """.write(to: folder.appendingPathComponent("rc"), atomically: true, encoding: .utf8)
+        let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
+        func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
+        defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
+        _ = try await tmux(["new-session", "-d", "-x", "120", "-y", "20", "-e", "TERM=xterm", "bash --noprofile --rcfile '\(folder.appendingPathComponent("rc").path)' -i"])
+        func complete(_ typed: String) async throws -> String {
+            _ = try await tmux(["send-keys", "C-u", typed, "Tab"])
+            var line = ""
+            _ = try await CLIHarness.wait(timeout: 10) {
+                line = ((try? await tmux(["capture-pane", "-p"])) ?? "").split(separator: "\n").last.map(String.init) ?? ""
+                return line.count > typed.count + 2
+            }
+            return line
+        }
+        #expect(try await complete("tapedeck play Band").hasSuffix(#"tapedeck play Band\'s/Song\ \(2\)"#))
+        _ = try await tmux(["send-keys", "Enter"])
+        _ = try await CLIHarness.wait(timeout: 15) { ((try? await tmux(["capture-pane", "-p"])) ?? "").contains("Played Band's/Song (2)") }
+        #expect(try await tmux(["capture-pane", "-p"]).contains("Played Band's/Song (2)"))
+        #expect(try await complete(#"tapedeck play Session\ 1/"#).hasSuffix(#"tapedeck play Session\ 1/Take\ 1"#))
+        #expect(try await complete("tapedeck export --format op").hasSuffix("tapedeck export --format opus"))
+        #expect(try await complete("tapedeck record -D nu").hasSuffix("tapedeck record -D null"))
     }
 
     @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
