@@ -250,7 +250,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.embedInCode("Page/app.js"), .embedInCode("Page/app.css"), .embedInCode("Page/openapi.yaml")],
+            resources: [.embedInCode("Page/app.js"), .embedInCode("Page/app.css"), .embedInCode("Page/openapi.yaml"), .embedInCode("Page/favicon.svg")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

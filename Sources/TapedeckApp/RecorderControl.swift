@@ -13,8 +13,8 @@ import Glibc
 /// is `{"ok":true,"status":{…}}` (a ``RecorderStatus``) or `{"ok":false,"error":"…"}`.
 ///
 /// Only this user (or root) is answered (`SO_PEERCRED`), on top of the folder's mode 0700. A
-/// thread of its own accepts and answers one connection at a time, each within 2 s (a client
-/// that sends nothing is dropped then); the handler runs on the main actor. Members run on any
+/// thread of its own accepts and answers one connection at a time, each within seconds (a
+/// client that sends nothing is dropped after 2 s, a busy recorder answers within 5); the handler runs on the main actor. Members run on any
 /// thread; ``ask(_:at:timeout:)`` blocks up to its timeout.
 public final class RecorderControl: Sendable {
     public struct Request: Codable, Sendable {
@@ -115,7 +115,7 @@ public final class RecorderControl: Sendable {
                 box.withLock { $0 = a }
                 done.signal()
             }
-            guard done.wait(timeout: .now() + 2) == .success, let a = box.withLock({ $0 }) else { return }
+            guard done.wait(timeout: .now() + 5) == .success, let a = box.withLock({ $0 }) else { return }
             answer = a
         } else {
             answer = Answer(error: "Not a request: send one JSON line, e.g. {\"op\":\"status\"}.")

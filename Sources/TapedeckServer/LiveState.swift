@@ -147,14 +147,14 @@ public final class LiveState {
     }
 
     /// Asks the first other recorder of the library for its status (off the main actor, at most
-    /// a second); while the desk records, nobody else is shown.
+    /// a few seconds); while the desk records, nobody else is shown.
     private func pollOthers() async {
         let sockets = desk.recorder == nil ? others() : []
         var status: RecorderStatus?
         var socket: URL?
         for candidate in sockets {
             let answer = try? await OffMain.run(on: OffMain.files) {
-                try RecorderControl.ask(RecorderControl.Request(op: "status"), at: candidate, timeout: 1)
+                try RecorderControl.ask(RecorderControl.Request(op: "status"), at: candidate, timeout: 5)
             }
             if let found = answer?.status {
                 (status, socket) = (found, candidate)
@@ -174,7 +174,7 @@ public final class LiveState {
         guard desk.recorder == nil, let socket = foreignSocket else { return nil }
         let answer: RecorderControl.Answer
         do {
-            answer = try await OffMain.run(on: OffMain.files) { try RecorderControl.ask(request, at: socket, timeout: 2) }
+            answer = try await OffMain.run(on: OffMain.files) { try RecorderControl.ask(request, at: socket, timeout: 5) }
         } catch let e as RecorderControl.Failure {
             throw TapedeckError(.busy, e.message)
         }

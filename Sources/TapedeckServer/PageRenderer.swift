@@ -34,6 +34,7 @@ enum PageRenderer {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(escape(title)) · Tapedeck</title>
         <link rel="stylesheet" href="/assets/app.css">
+        <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
         <script src="/assets/app.js" defer></script>
         </head>
         <body>
@@ -163,7 +164,7 @@ enum PageRenderer {
         <p class="crumbs"><a href="/">Library</a> › <a href="/sessions/\(escape(s.id))">\(escape(s.name))</a> ›</p>
         <h1 id="take-name">\(escape(t.name))</h1>
         <section class="take" data-take-id="\(id)" data-session-id="\(escape(s.id))" data-seconds="\(t.seconds)">
-        <canvas id="waveform" class="waveform" width="1200" height="160" data-peaks="/api/takes/\(id)/waveform" aria-label="Waveform"></canvas>
+        <canvas id="waveform" class="waveform" width="1200" height="160" data-peaks="/api/takes/\(id)/waveform" data-take="/api/takes/\(id)" aria-label="Waveform"></canvas>
         <audio id="player" controls preload="metadata" src="/api/takes/\(id)/audio"></audio>
         <dl class="facts">
         <div><dt>Length</dt><dd>\(duration(t.seconds))</dd></div>

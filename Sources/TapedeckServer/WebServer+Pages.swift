@@ -158,5 +158,6 @@ extension WebServer {
     nonisolated static let assets: [String: (type: String, bytes: [UInt8])] = [
         "app.js": ("text/javascript; charset=utf-8", PackageResources.app_js),
         "app.css": ("text/css; charset=utf-8", PackageResources.app_css),
+        "favicon.svg": ("image/svg+xml", PackageResources.favicon_svg),
     ]
 }

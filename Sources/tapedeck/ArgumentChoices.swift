@@ -44,14 +44,22 @@ struct EncoderChoice: ExpressibleByArgument, Sendable {
     /// An encoder name as written in the code (the default).
     init(_ name: String) { self.name = name }
 
-    /// Any case: `--format FLAC` is `flac`.
+    /// Any case: `--format FLAC` is `flac`; a file extension names its encoder too
+    /// (`--format ogg` is vorbis, `aif` aiff), as `-o NAME.EXT` does.
     init?(argument: String) {
         let word = argument.lowercased()
-        guard Self.allValueStrings.contains(word) else { return nil }
-        name = word
+        if Self.allValueStrings.contains(word) {
+            name = word
+        } else if let alias = Self.extensions[word], Self.allValueStrings.contains(alias) {
+            name = alias
+        } else {
+            return nil
+        }
     }
 
     static var allValueStrings: [String] { PluginCatalog.builtIn.encoders.map(\.name) }
+    /// File extensions that are not their encoder's name.
+    static let extensions = ["ogg": "vorbis", "oga": "vorbis", "aif": "aiff", "aifc": "aiff"]
     static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
     var defaultValueDescription: String { name }
 }

@@ -25,8 +25,8 @@ struct ExportCommand: AsyncParsableCommand {
     @Argument(help: "Takes to export: SESSION/TAKE, short ids, or `last`.", completion: TakeCompletion.kind(.takes))
     var takes: [String] = []
 
-    @Option(help: "Export every take of this session (name or id).")
-    var session: String?
+    @Option(help: "Export every take of this session (name or id; repeatable).", completion: TakeCompletion.kind(.sessions))
+    var session: [String] = []
 
     @Option(help: "The output format: any encoder `tapedeck backends` lists (default: from -o's extension, else flac).")
     var format: EncoderChoice?
@@ -43,7 +43,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A tag for the exported files only, over the take's own (repeatable).", valueName: "KEY=VALUE"))
     var tag: [String] = []
 
-    @Option(help: "Convert samples to this integer format first (f32 takes are converted with dither to s24 for FLAC by default).")
+    @Option(name: [.customShort("f"), .long], help: "Convert samples to this integer format first, as record's -f (f32 takes are converted with dither to s24 for FLAC by default).")
     var sampleFormat: ConversionChoice?
 
     @Option(name: [.customShort("o"), .long],
@@ -88,7 +88,7 @@ struct ExportCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            if takes.isEmpty && session == nil {
+            if takes.isEmpty && session.isEmpty {
                 throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), or a whole session with --session NAME.")
             }
             var conversion = sampleFormat?.sampleFormat
@@ -218,7 +218,7 @@ struct ExportCommand: AsyncParsableCommand {
     @MainActor
     func exportItems(in store: SessionStore) throws -> [ExportItem] {
         var items: [ExportItem] = []
-        if let session {
+        for session in session {
             guard case .session(let s) = try store.resolve(session) else {
                 throw TapedeckError(.invalidArgument, "\"\(session)\" is a take; give it without --session.")
             }
@@ -231,7 +231,9 @@ struct ExportCommand: AsyncParsableCommand {
             }
             items.append(ExportItem(take: t, session: s))
         }
-        return items
+        // A take named twice (by name and by id, or a take and its session) is exported once.
+        var seen = Set<String>()
+        return items.filter { seen.insert($0.take.id).inserted }
     }
 
     /// After a stop: says which files were finished before it (they are kept) and returns the

@@ -24,7 +24,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The take's name (default: Take N); strftime's %Y %m %d %H %M %S … make it from the time each take begins, e.g. --name \"%Y-%m-%d %H.%M\" (as arecord --use-strftime).", valueName: "name"))
     var name: String?
 
-    @Option(name: [.customShort("d"), .long],
+    @Option(name: [.customShort("d"), .long], parsing: .unconditional,
             help: "How long to record: seconds (5, 2.5), units (2m, 1h30m, 1h30) or a clock (00:05, 01:02:03.5); default: until Ctrl-C.")
     var duration: String?
 

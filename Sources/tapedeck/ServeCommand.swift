@@ -5,6 +5,7 @@ import TapedeckApp
 import TapedeckCore
 import TapedeckServer
 import TapedeckServerAssembly
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,6 +85,7 @@ struct ServeCommand: AsyncParsableCommand {
             registration.desk = server.desk
             // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
             let markers = SignalTally()
+            let stopAsked = Mutex<Date?>(nil)
             let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1], requests: [SIGUSR1],
                                          onRequest: { _, count in
                                              markers.add(count) { n in
@@ -92,6 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
                                              }
                                          }) { _ in
                 Terminal.writeStderr("Stopping…\n")
+                stopAsked.withLock { $0 = $0 ?? Date() }
                 server.shutdown()
             }
             defer {
@@ -132,6 +135,10 @@ struct ServeCommand: AsyncParsableCommand {
                 // At once, even into a pipe or a log: whoever started the server waits for its address.
                 StandardOutput.write(lines.joined(separator: "\n") + "\n")
                 StandardOutput.flush()
+            }
+            // The recording the stop finished, named as `record` names its take.
+            if let last = server.desk.last, let take = last.takeName, let session = last.sessionName, let stop = stopAsked.withLock({ $0 }), last.endedAt >= stop {
+                StandardOutput.write("Finished the recording in progress: \(Terminal.safe(session))/\(Terminal.safe(take)) (\(Terminal.clock(last.seconds))). \(last.failed ? last.summary : "")".trimmingCharacters(in: .whitespaces) + "\n")
             }
             StandardOutput.write("Stopped.\n")
         }

@@ -33,7 +33,7 @@ struct StatusCommand: AsyncParsableCommand {
             var silent: [RecorderRegistry.Entry] = []
             for entry in running {
                 let socket = entry.socket(paths)
-                let ask = { (try? RecorderControl.ask(RecorderControl.Request(op: "status"), at: socket, timeout: 1))?.status }
+                let ask = { (try? RecorderControl.ask(RecorderControl.Request(op: "status"), at: socket, timeout: 5))?.status }
                 guard let first = ask() else {
                     silent.append(entry)
                     continue

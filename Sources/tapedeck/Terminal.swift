@@ -13,8 +13,15 @@ enum Terminal {
     /// Meters and progress bars go to stderr, and only when it is a terminal.
     static var showsProgress: Bool { isatty(STDERR_FILENO) == 1 }
 
+    /// Back to the start of the status line, erased: the erase-line escape, or blanks on a
+    /// terminal that takes none (`TERM=dumb`).
+    static var clearLine: String {
+        guard ProcessInfo.processInfo.environment["TERM"] == "dumb" else { return "\r\u{1B}[K" }
+        return "\r" + String(repeating: " ", count: max(0, (terminalColumns() > 0 ? terminalColumns() : 80) - 1)) + "\r"
+    }
+
     static func printError(_ message: String) {
-        let clear = statusShown.load(ordering: .relaxed) ? "\r\u{1B}[K" : ""
+        let clear = statusShown.load(ordering: .relaxed) ? clearLine : ""
         writeStderr("\(clear)tapedeck: \(safe(message))\n")
     }
 
@@ -56,7 +63,7 @@ enum Terminal {
         let line = safe(line)
         let columns = terminalColumns()
         let fitted = columns > 1 && line.count >= columns ? String(line.prefix(columns - 2)) + "…" : line
-        writeStderr("\r\u{1B}[K\(fitted)")
+        writeStderr(clearLine + fitted)
     }
 
     /// The width of the terminal on stderr; 0 when it is not a terminal or does not say.
@@ -121,7 +128,7 @@ enum Terminal {
 
     static func endStatus() {
         statusShown.store(false, ordering: .relaxed)
-        writeStderr("\r\u{1B}[K")
+        writeStderr(clearLine)
     }
 
     /// Whether a status line is on screen (a message then clears it first, and the next redraw

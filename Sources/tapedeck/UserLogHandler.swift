@@ -19,7 +19,7 @@ struct UserLogHandler: LogHandler {
         case .warning: "warning: "
         default: ""
         }
-        let clear = Terminal.statusShown.load(ordering: .relaxed) ? "\r\u{1B}[K" : ""
+        let clear = Terminal.statusShown.load(ordering: .relaxed) ? Terminal.clearLine : ""
         Terminal.writeStderr("\(clear)tapedeck: \(label)\(Terminal.safe(event.message.description))\n")
     }
 

@@ -49,7 +49,7 @@ struct RecorderControlEndToEndTests {
         #expect(try await Self.statuses(cli).isEmpty)
         let (p, _, _) = try cli.start(["record", "--session", "Watched", "--name", "One", "-d", "30s"])
         var found: [String: Any]?
-        _ = try await CLIHarness.wait(timeout: 20) {
+        _ = try await CLIHarness.wait(timeout: 60) {
             found = try? await Self.statuses(cli).first { $0["phase"] as? String == "recording" && ($0["frames"] as? Int ?? 0) >= 48_000 }
             return found != nil
         }
@@ -91,7 +91,7 @@ struct RecorderControlEndToEndTests {
         try #require(!base.isEmpty)
         // The page's state: recording, with levels, started by `tapedeck record`.
         var state: [String: Any] = [:]
-        _ = try await CLIHarness.wait(timeout: 20) {
+        _ = try await CLIHarness.wait(timeout: 60) {
             guard let body = try? await Self.http("GET", base + "api/state").body,
                   let parsed = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
             state = parsed
@@ -105,7 +105,7 @@ struct RecorderControlEndToEndTests {
         #expect(try await Self.http("POST", base + "api/markers", #"{"label": "from the page"}"#).status == 202)
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await Self.http("POST", base + "api/split").status == 202)
-        _ = try await CLIHarness.wait(timeout: 10) {
+        _ = try await CLIHarness.wait(timeout: 30) {
             let body = (try? await Self.http("GET", base + "api/state").body) ?? ""
             return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["takeIndex"] as? Int == 2
         }
@@ -119,7 +119,7 @@ struct RecorderControlEndToEndTests {
         #expect((takes.first?["markers"] as? [[String: Any]])?.first?["label"] as? String == "from the page")
         #expect(takes.map { ($0["run"] as? [String: Any])?["ended"] as? String } == ["requested", "stopped"])
         // Nothing records now: the page says so, and the list has the two takes.
-        _ = try await CLIHarness.wait(timeout: 10) {
+        _ = try await CLIHarness.wait(timeout: 30) {
             let body = (try? await Self.http("GET", base + "api/state").body) ?? ""
             return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["recording"] as? Bool == false
         }

@@ -28,7 +28,7 @@ public struct FreeSpace: Sendable, Hashable {
     /// The warning for `free` bytes left when `format` is recorded uncompressed.
     public static func lowSpaceMessage(free: Int64, format: AudioFormat, path: String) -> String {
         let minutes = Double(free) / Double(max(1, format.bytesPerSecond)) / 60
-        let megabytes = Double(free) / 1_048_576
+        let megabytes = Double(free) / 1_000_000
         let left = minutes >= 1 ? "about \(Int(minutes)) minute\(Int(minutes) == 1 ? "" : "s")" : "less than a minute"
         return "The disk holding \(path) has room for \(left) of \(format) audio (\(Int(megabytes)) MB free). "
             + "A recording that fills it stops and keeps what was written; free some space to record longer."

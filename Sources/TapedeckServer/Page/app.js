@@ -197,6 +197,31 @@ async function drawWaveform(canvas) {
     const top = Math.round(half - hi / 32768 * half), bottom = Math.round(half - lo / 32768 * half);
     g.fillRect(x, top, 1, Math.max(1, bottom - top + 1));
   }
+  // The take's markers: a line on the waveform each, and a list whose entries seek to them.
+  let take = null;
+  try { take = await api("GET", canvas.dataset.take); } catch (e) { /* drawn without markers */ }
+  const markers = (take && take.markers) || [];
+  const frames = take ? take.frames : 0;
+  if (frames > 0 && markers.length > 0) {
+    g.fillStyle = "#c62828";
+    for (const m of markers) g.fillRect(Math.min(width - 2, Math.round(m.frame / frames * width)), 0, 2, height);
+    const list = document.createElement("ol");
+    list.id = "marker-list";
+    list.className = "markers";
+    for (const m of markers) {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "link";
+      const seconds = m.frame / frames * (take.seconds || 0);
+      button.textContent = `${clock(seconds)}${m.label ? " " + m.label : ""}`;
+      button.addEventListener("click", () => { const p = $("player"); p.currentTime = seconds; p.play().catch(() => {}); });
+      item.append(button);
+      list.append(item);
+    }
+    canvas.after(list);
+  }
+  canvas.dataset.markers = String(markers.length);
   canvas.dataset.drawn = "true";
   const player = $("player");
   canvas.addEventListener("click", (event) => {
@@ -217,12 +242,12 @@ function setupTake() {
       const take = await api("PATCH", path, { name: event.target.name.value });
       $("take-name").textContent = take.name;
       document.title = `${take.name} · Tapedeck`;
-      say("");
+      say(`Renamed to “${take.name}”.`);
     } catch (e) { say(e.message); }
   });
   $("notes").addEventListener("submit", async (event) => {
     event.preventDefault();
-    try { await api("PATCH", path, { notes: event.target.notes.value }); say(""); } catch (e) { say(e.message); }
+    try { await api("PATCH", path, { notes: event.target.notes.value }); say("Notes saved."); } catch (e) { say(e.message); }
   });
   $("delete").addEventListener("click", async () => {
     if (!window.confirm(`Delete take "${$("take-name").textContent}", audio included? This cannot be undone.`)) return;
