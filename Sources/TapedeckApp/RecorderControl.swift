@@ -57,15 +57,15 @@ public final class RecorderControl: Sendable {
     }
 
     /// Listens at `url` (replacing a stale socket there) and answers with `handler`.
-    /// - Throws: ``Failure`` when the socket cannot be made (a path over 107 bytes, no folder).
+    /// - Throws: ``Failure`` when the socket cannot be made (no folder).
     public static func listen(at url: URL, handler: @escaping @MainActor @Sendable (Request) -> Answer) throws -> RecorderControl {
-        var address = try socketAddress(url.path)
-        unlink(url.path)
+        var (address, length) = try socketAddress(url.path)
+        if !isAbstract(url.path) { unlink(url.path) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(message: "socket: \(String(cString: strerror(errno)))") }
         let previous = umask(0o177)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
         umask(previous)
         guard bound == 0, Glibc.listen(fd, 8) == 0 else {
@@ -83,7 +83,7 @@ public final class RecorderControl: Sendable {
     /// Stops answering and removes the socket.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        unlink(path)
+        if !Self.isAbstract(path) { unlink(path) }
         // Wakes the thread blocked in accept, which then closes the socket.
         shutdown(fd, Int32(SHUT_RDWR))
     }
@@ -128,13 +128,13 @@ public final class RecorderControl: Sendable {
     /// Sends `request` to the recorder listening at `url` and returns its answer.
     /// - Throws: ``Failure`` when no recorder answers there within `timeout` seconds.
     public static func ask(_ request: Request, at url: URL, timeout: Double = 2) throws -> Answer {
-        var address = try socketAddress(url.path)
+        var (address, length) = try socketAddress(url.path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(message: "socket: \(String(cString: strerror(errno)))") }
         defer { Glibc.close(fd) }
         setTimeouts(fd, seconds: timeout)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
         }
         guard connected == 0 else { throw Failure(message: "No recorder answers at \(url.path): \(String(cString: strerror(errno))).") }
         var data = try encoder.encode(request)
@@ -162,19 +162,34 @@ public final class RecorderControl: Sendable {
         return d
     }()
 
-    private static func socketAddress(_ path: String) throws -> sockaddr_un {
+    /// The address for `path`, and its length. A path longer than a Unix socket's 107 bytes (a
+    /// runtime folder deep in a temporary one) is named in Linux's abstract namespace instead,
+    /// by a hash of the path, the same for the listener and its clients; only the peer check
+    /// (`SO_PEERCRED`) guards it then, as it guards the file socket too.
+    private static func socketAddress(_ path: String) throws -> (sockaddr_un, socklen_t) {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
+        var bytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard bytes.count < capacity else {
-            throw Failure(message: "The socket path \(path) is longer than a Unix socket's \(capacity - 1) bytes. Set XDG_RUNTIME_DIR to a shorter folder.")
+        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? 2
+        var abstract = false
+        if bytes.count >= capacity {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in bytes { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+            bytes = [0] + Array("tapedeck-control-\(getuid())-\(String(hash, radix: 16))".utf8)
+            abstract = true
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
+            if !abstract { raw[bytes.count] = 0 }
         }
-        return address
+        let length = abstract ? pathOffset + bytes.count : MemoryLayout<sockaddr_un>.size
+        return (address, socklen_t(length))
+    }
+
+    /// Whether `path` is too long for a file socket (its name is then abstract: nothing to remove).
+    static func isAbstract(_ path: String) -> Bool {
+        path.utf8.count >= MemoryLayout.size(ofValue: sockaddr_un().sun_path)
     }
 
     private static func setTimeouts(_ fd: Int32, seconds: Double) {

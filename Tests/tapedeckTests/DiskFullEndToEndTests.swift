@@ -303,14 +303,7 @@ extension ByteQuotaEndToEndTests {
                                 "TMPDIR": temporary.path, "XDG_RUNTIME_DIR": cli.library.path + "-run"]
         let (server, served, _) = try cli.start(["serve", "--listen", "127.0.0.1:0"])
         defer { kill(server.processIdentifier, SIGTERM) }
-        var base = ""
-        _ = try await CLIHarness.wait(timeout: 30) {
-            let text = (try? String(contentsOf: served, encoding: .utf8)) ?? ""
-            guard let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) else { return false }
-            base = String(text[range])
-            return true
-        }
-        try #require(!base.isEmpty)
+        let base = try await RecorderControlEndToEndTests.servedAddress(served)
         let old = try #require(try await cli.takes().first?["id"] as? String)
         #expect(try await RecorderControlEndToEndTests.http("POST", base + "api/record", #"{"session": "Live"}"#).status == 202)
         for format in ["wav", "aiff", "flac"] {

@@ -41,19 +41,36 @@ struct RecorderControlEndToEndTests {
         return (Int(lines.first ?? "") ?? 0, lines.count > 1 ? String(lines[1]) : "")
     }
 
+    /// The address a `tapedeck serve` started by `cli.start` prints (`http://127.0.0.1:PORT/`).
+    static func servedAddress(_ output: URL) async throws -> String {
+        var base = ""
+        _ = try await CLIHarness.wait(timeout: 30) {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            guard let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) else { return false }
+            base = String(text[range])
+            return true
+        }
+        try #require(!base.isEmpty, "the server did not say where it listens")
+        return base
+    }
+
     @Test("`tapedeck status` shows a running record (target, rate, levels, markers, when it stops; --json), and nothing once it ends")
     func status() async throws {
         let (cli, _) = try Self.harness()
         let idle = try await cli.run("status")
         #expect(idle.status == 0 && idle.stdout.contains("Nothing is recording"), "\(idle.stdout)")
         #expect(try await Self.statuses(cli).isEmpty)
-        let (p, _, _) = try cli.start(["record", "--session", "Watched", "--name", "One", "-d", "30s"])
+        let (p, _, recordErr) = try cli.start(["record", "--session", "Watched", "--name", "One", "-d", "120s"])
         var found: [String: Any]?
+        var last = ""
         _ = try await CLIHarness.wait(timeout: 60) {
-            found = try? await Self.statuses(cli).first { $0["phase"] as? String == "recording" && ($0["frames"] as? Int ?? 0) >= 48_000 }
+            let r = try? await cli.run("status", "--json")
+            last = (r?.stdout ?? "") + (r?.stderr ?? "")
+            let all = (try? JSONSerialization.jsonObject(with: Data((r?.stdout ?? "").utf8)) as? [[String: Any]]) ?? []
+            found = all.first { $0["phase"] as? String == "recording" && ($0["frames"] as? Int ?? 0) >= 48_000 }
             return found != nil
         }
-        let s = try #require(found)
+        let s = try #require(found, "status said: \(last); the recorder said: \((try? String(contentsOf: recordErr, encoding: .utf8)) ?? "")")
         #expect(s["pid"] as? Int == Int(p.processIdentifier) && s["startedBy"] as? String == "record")
         #expect(s["target"] as? String == "Watched/One" && s["sampleRate"] as? Int == 48_000)
         #expect(s["library"] as? String == cli.library.path)
@@ -81,14 +98,7 @@ struct RecorderControlEndToEndTests {
             kill(recorder.processIdentifier, SIGKILL)
             kill(server.processIdentifier, SIGTERM)
         }
-        var base = ""
-        _ = try await CLIHarness.wait(timeout: 30) {
-            let text = (try? String(contentsOf: served, encoding: .utf8)) ?? ""
-            guard let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) else { return false }
-            base = String(text[range])
-            return true
-        }
-        try #require(!base.isEmpty)
+        let base = try await Self.servedAddress(served)
         // The page's state: recording, with levels, started by `tapedeck record`.
         var state: [String: Any] = [:]
         _ = try await CLIHarness.wait(timeout: 60) {
