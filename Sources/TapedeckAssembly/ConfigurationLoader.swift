@@ -79,14 +79,15 @@ public struct ConfigurationLoader: Sendable {
     /// - Thread: any. Never blocks (the file was read already).
     public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil,
                         overrides: [PluginOverride] = [], detection: BackendDetection? = nil) throws -> TapedeckConfiguration {
-        let keyProblems = self.keyProblems(file: file, flags: flags)
-        if !keyProblems.isEmpty { throw Self.error(keyProblems) }
+        let keyProblems = Self.inFileOrder(self.keyProblems(file: file, flags: flags))
+        // The first problem, and how many more the whole check finds (bad values too).
+        if !keyProblems.isEmpty { throw Self.error(keyProblems, total: problems(file: file, flags: flags, machine: explicitMachine).count) }
         var detect: (@Sendable (PluginRole) -> (plugin: String, reason: String)?)?
         if let detection { detect = { role in detection.choose(for: role) } }
         var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: explicitMachine),
                                     overrides: overrides, detect: detect)
         let configuration = resolution.run()
-        if !resolution.problems.isEmpty { throw Self.error(resolution.problems) }
+        if !resolution.problems.isEmpty { throw Self.error(Self.inFileOrder(resolution.problems)) }
         return configuration
     }
 
@@ -98,9 +99,24 @@ public struct ConfigurationLoader: Sendable {
                      paths: UserPaths(environment: environment))
     }
 
-    private static func error(_ problems: [String]) -> TapedeckError {
-        let more = problems.count > 1 ? " (\(problems.count - 1) more: run `tapedeck config check` to see them all.)" : ""
+    private static func error(_ problems: [String], total: Int? = nil) -> TapedeckError {
+        let others = max(problems.count, total ?? 0) - 1
+        let more = others > 0 ? " (\(others) more: run `tapedeck config check` to see them all.)" : ""
         return TapedeckError(.configuration, problems[0] + more)
+    }
+
+    /// Problems of the file in the order of its lines (`FILE:LINE: …`), then the others (flags,
+    /// environment) as they came. - Thread: any. Never blocks.
+    static func inFileOrder(_ problems: [String]) -> [String] {
+        func place(_ text: String) -> (Int, String, Int) {
+            let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, let line = Int(parts[1]) else { return (1, "", 0) }
+            return (0, String(parts[0]), line)
+        }
+        return problems.enumerated().sorted { a, b in
+            let (pa, pb) = (place(a.element), place(b.element))
+            return pa.0 != pb.0 ? pa.0 < pb.0 : pa.1 != pb.1 ? pa.1 < pb.1 : pa.2 != pb.2 ? pa.2 < pb.2 : a.offset < b.offset
+        }.map(\.element)
     }
 
     // MARK: checking everything (tapedeck config check)
@@ -127,7 +143,7 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         var seen = Set<String>()
-        return problems.filter { seen.insert($0).inserted }
+        return Self.inFileOrder(problems.filter { seen.insert($0).inserted })
     }
 
     /// Every key given that no host section or plugin declares: the file's (each machine
@@ -138,13 +154,16 @@ public struct ConfigurationLoader: Sendable {
             do { try body() } catch let error as TapedeckError { problems.append(error.message) } catch { problems.append("\(error)") }
         }
         if let file {
+            // A section is checked on its own only when no key in it is (a misspelt section's
+            // keys say it better, with a guess).
+            func bare(_ section: String, _ entries: [String: ConfigFile.Entry]) -> Bool { !entries.keys.contains { $0.hasPrefix(section + ".") } }
             for key in file.entries.keys.sorted() { collect { try validateKey(key, origin: file.location(of: key)) } }
-            for key in file.sections.keys.sorted() { collect { try validateSection(key, origin: file.location(of: key)) } }
+            for key in file.sections.keys.sorted() where bare(key, file.entries) { collect { try validateSection(key, origin: file.location(of: key)) } }
             // Every machine's section is checked, not only this machine's: a typo for the studio
             // Pi is found on the laptop too.
             for (name, m) in file.machines.sorted(by: { $0.key < $1.key }) {
                 for key in m.entries.keys.sorted() { collect { try validateKey(key, origin: file.location(of: key, machine: name)) } }
-                for key in m.sections.keys.sorted() { collect { try validateSection(key, origin: file.location(of: key, machine: name)) } }
+                for key in m.sections.keys.sorted() where bare(key, m.entries) { collect { try validateSection(key, origin: file.location(of: key, machine: name)) } }
             }
         }
         for key in flags.keys.sorted() { collect { try validateKey(key, origin: "--set \(key)") } }
@@ -203,9 +222,11 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         let siblings = keys.filter { $0.split(separator: ".").dropLast().joined(separator: ".") == parts.dropLast().joined(separator: ".") }
-        let guess = Suggestion.closest(to: path, in: keys).map { " (did you mean \"\($0)\"?)" } ?? ""
+        // A plugin's own section (encoder.wav.…) is guessed from within: never another plugin's key.
+        let inPlugin = parts.count == 3 && HostSettings.sections.contains { $0.name == parts[0] && $0.role != nil }
+        let guess = Suggestion.closest(to: path, in: inPlugin ? siblings : keys).map { " (did you mean \"\($0)\"?)" } ?? ""
         let accepted = siblings.isEmpty
-            ? "Sections: " + HostSettings.sections.map(\.name).joined(separator: ", ")
+            ? (inPlugin ? "\(parts[0]).\(parts[1]) has no settings" : "Sections: " + HostSettings.sections.map(\.name).joined(separator: ", "))
             : "Accepted here: " + siblings.map { $0.split(separator: ".").last.map(String.init) ?? $0 }.sorted().joined(separator: ", ")
         return TapedeckError(.configuration, "\(origin): \(path): unknown setting\(guess). \(accepted).")
     }

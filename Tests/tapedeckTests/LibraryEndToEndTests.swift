@@ -381,6 +381,22 @@ struct ConfigEndToEndTests {
         ], "\(r.stdout)")
     }
 
+    @Test("a file with five problems: config check lists them in the file's order, a command counts the other four, and a plugin's typo is guessed from its own settings only")
+    func problemsInOrder() async throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-bad-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data("capture:\n  backend: nul\nformat:\n  sample-rate: abc\n  channels: 0\nencoder:\n  name: wav\n  wav:\n    levl: 3\nstorage:\n  directory:\n    pth: /x\n".utf8).write(to: url)
+        let check = try await CLIHarness().run("config", "check", "--offline", "--config", url.path)
+        #expect(check.status == 78)
+        let lines = check.stdout.split(separator: "\n").map(String.init)
+        let numbers = lines.compactMap { Int($0.dropFirst(url.path.count + 1).prefix { $0.isNumber }) }
+        #expect(numbers == [2, 4, 5, 9, 12], "\(check.stdout)")
+        let wav = try #require(lines.first { $0.contains("encoder.wav.levl") })
+        #expect(!wav.contains("flac") && wav.contains("encoder.wav has no settings"), "\(wav)")
+        let listed = try await CLIHarness().run("list", "--config", url.path)
+        #expect(listed.status == 78 && listed.stderr.contains("(4 more: run `tapedeck config check`"), "\(listed.stderr)")
+    }
+
     @Test("config show --json names the plugin in each role and where every setting came from")
     func show() async throws {
         var cli = try CLIHarness()
