@@ -400,7 +400,7 @@ struct RecordCommand: AsyncParsableCommand {
         } else {
             for t in report.earlierTakes + [report.take] {
                 let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
-                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)\(t.run?.ended.map { " (\($0.rawValue))" } ?? "")")
+                print("\(t.state == .complete ? "Recorded" : "Saved") \(report.session.name)/\(t.name) [\(t.shortID)]: \(Terminal.clock(t.seconds)), \(Terminal.format(t.format)) \(t.encoding)\(t.state == .complete ? "" : ", " + t.state.rawValue)\(t.run?.ended.map { " (\($0.rawValue))" } ?? "")")
                 print("  \(path)")
                 if let l = t.loudness { print("  Loudness: \(Terminal.loudness(l, seconds: t.seconds))") }
                 if t.clippedSamples > 0 {

@@ -216,6 +216,12 @@ enum Terminal {
         return "\(clock.date) \(clock.time).\(zeroPadded(Int(ms - whole * 1000), width: 3)) \(clock.utcOffset)"
     }
 
+    /// A format as `list` shows it: `48 kHz 2ch s16` (44.1 kHz with its decimal).
+    static func format(_ f: AudioFormat) -> String {
+        let rate = f.sampleRate % 1000 == 0 ? "\(f.sampleRate / 1000)" : "\(Double(f.sampleRate) / 1000)"
+        return "\(rate) kHz \(f.channels)ch \(f.sampleFormat)"
+    }
+
     /// A level in dBFS as the meter prints it: one decimal, full scale as ` 0.0` (never `-0.0`),
     /// quieter than the meter's floor as `<-90`.
     static func decibels(_ db: Double) -> String {

@@ -49,6 +49,8 @@ struct LoggerNamesEndToEndTests {
         for name in ["%H:%M", "%H:%M", "50% mix"] {
             let r = try await cli.run("record", "-d", "0.3s", "--session", "Names", "--name", name)
             #expect(r.status == 0, "\(name): \(r.stderr)")
+            // Off a terminal too, the report says the format (a journal has nothing else).
+            #expect(r.stdout.contains(", 48 kHz 2ch s16 wav"), "\(r.stdout)")
         }
         let names = try await cli.takes().compactMap { $0["name"] as? String }
         #expect(names.count == 3)
