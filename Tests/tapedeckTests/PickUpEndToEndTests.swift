@@ -272,22 +272,29 @@ struct PickUpEndToEndTests {
         func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
         defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
         _ = try await tmux(["new-session", "-d", "-x", "120", "-y", "20", "-e", "TERM=xterm", "bash --noprofile --rcfile '\(folder.appendingPathComponent("rc").path)' -i"])
-        func complete(_ typed: String) async throws -> String {
+        // The prompt first: keys typed while bash still reads its rc file reach no completion.
+        _ = try await CLIHarness.wait(timeout: 30) { ((try? await tmux(["capture-pane", "-p"])) ?? "").contains("$ ") }
+        func complete(_ typed: String, to expected: String) async throws -> String {
             _ = try await tmux(["send-keys", "C-u", typed, "Tab"])
             var line = ""
-            _ = try await CLIHarness.wait(timeout: 10) {
+            _ = try await CLIHarness.wait(timeout: 30) {
                 line = ((try? await tmux(["capture-pane", "-p"])) ?? "").split(separator: "\n").last.map(String.init) ?? ""
-                return line.count > typed.count + 2
+                return line.hasSuffix(expected)
             }
             return line
         }
-        #expect(try await complete("tapedeck play Band").hasSuffix(#"tapedeck play Band\'s/Song\ \(2\)"#))
+        let band = #"tapedeck play Band\'s/Song\ \(2\)"#
+        let completed = try await complete("tapedeck play Band", to: band)
+        #expect(completed.hasSuffix(band), "the line: \(completed)")
         _ = try await tmux(["send-keys", "Enter"])
         _ = try await CLIHarness.wait(timeout: 15) { ((try? await tmux(["capture-pane", "-p"])) ?? "").contains("Played Band's/Song (2)") }
         #expect(try await tmux(["capture-pane", "-p"]).contains("Played Band's/Song (2)"))
-        #expect(try await complete(#"tapedeck play Session\ 1/"#).hasSuffix(#"tapedeck play Session\ 1/Take\ 1"#))
-        #expect(try await complete("tapedeck export --format op").hasSuffix("tapedeck export --format opus"))
-        #expect(try await complete("tapedeck record -D nu").hasSuffix("tapedeck record -D null"))
+        for (typed, expected) in [(#"tapedeck play Session\ 1/"#, #"tapedeck play Session\ 1/Take\ 1"#),
+                                  ("tapedeck export --format op", "tapedeck export --format opus"),
+                                  ("tapedeck record -D nu", "tapedeck record -D null")] {
+            let line = try await complete(typed, to: expected)
+            #expect(line.hasSuffix(expected), "\(typed): the line is \(line)")
+        }
     }
 
     @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
