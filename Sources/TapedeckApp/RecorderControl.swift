@@ -1,5 +1,6 @@
 public import Foundation
 import CUnixSocket
+import TapedeckCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -71,7 +72,7 @@ public final class RecorderControl: Sendable {
         guard bound == 0, Glibc.listen(fd, 8) == 0 else {
             let e = errno
             Glibc.close(fd)
-            throw Failure(message: "Could not listen at \(url.path): \(String(cString: strerror(e))).")
+            throw Failure(message: "Could not listen at \(url.path): \(String(cString: strerror(e))). Check that XDG_RUNTIME_DIR names a folder this user may write.")
         }
         let control = RecorderControl(fd: fd, path: url.path)
         let thread = Thread { control.serve(handler) }
@@ -123,6 +124,32 @@ public final class RecorderControl: Sendable {
         guard var data = try? Self.encoder.encode(answer) else { return }
         data.append(0x0A)
         Self.writeAll(client, data)
+    }
+
+    /// What a recorder answers to `request`, the same for every kind (`record`, the page's desk):
+    /// `mark` (its label checked as the take keeps labels), `split` (refused with `splitRefusal`
+    /// when it does not split), `stop`, then its `status` now; `nil` status: it has ended.
+    /// - Thread: main actor. Never blocks.
+    @MainActor
+    public static func answer(_ request: Request, splitRefusal: String?, mark: (String) -> Void, split: () -> Void, stop: () -> Void,
+                              status: () -> RecorderStatus?) -> Answer {
+        switch request.op {
+        case "status":
+            break
+        case "mark":
+            let label = request.label ?? ""
+            if let problem = TakeMarker.labelProblem(label) { return Answer(error: problem) }
+            mark(label)
+        case "split":
+            if let splitRefusal { return Answer(error: splitRefusal) }
+            split()
+        case "stop":
+            stop()
+        default:
+            return Answer(error: "Unknown request \"\(request.op.prefix(40))\": ask for status, mark, split or stop.")
+        }
+        guard let now = status() else { return Answer(error: "The recording has ended.") }
+        return Answer(status: now)
     }
 
     /// Sends `request` to the recorder listening at `url` and returns its answer.

@@ -122,8 +122,8 @@ struct RecordingController: Sendable {
         let label = body.label ?? ""
         // As the take keeps them (TakeAnnotations.validate): a label it would refuse at the end
         // of the recording is refused now.
-        guard label.utf8.count <= TakeMarker.maxLabelBytes, !label.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-            throw APIError(.badRequest, "invalid-argument", "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes, without control characters.")
+        if let problem = TakeMarker.labelProblem(label) {
+            throw APIError(.badRequest, "invalid-argument", problem)
         }
         do {
             if server.parts.desk.isRecording {

@@ -146,10 +146,16 @@ public final class LiveState {
         }
     }
 
-    /// Asks the first other recorder of the library for its status (off the main actor, at most
-    /// a few seconds); while the desk records, nobody else is shown.
+    /// Counts the other recorders of the library (the registry, read here and never per
+    /// snapshot) and, while the desk is idle, asks the first for its status (off the main actor,
+    /// at most a few seconds); while the desk records, nobody else is shown.
     private func pollOthers() async {
-        let sockets = desk.recorder == nil ? others() : []
+        let all = others()
+        guard desk.recorder == nil else {
+            (foreign, foreignSocket, foreignCount) = (nil, nil, all.count)
+            return
+        }
+        let sockets = all
         var status: RecorderStatus?
         var socket: URL?
         for candidate in sockets {
@@ -269,7 +275,7 @@ public final class LiveState {
                                                     seconds: $0.seconds, summary: $0.summary, failed: $0.failed) },
             recorder: shown.map { LiveSnapshot.Recorder(pid: $0.pid, startedBy: $0.startedBy, own: own, splits: $0.splits,
                                                         startedAt: $0.startedAt, stopsAt: $0.stopsAt) },
-            otherRecorders: own ? others().count : foreignCount,
+            otherRecorders: foreignCount,
             libraryGeneration: libraryGeneration, sequence: sequence, sentAt: (Date().timeIntervalSince1970 * 1000).rounded())
     }
 

@@ -116,8 +116,7 @@ struct ListCommand: AsyncParsableCommand {
         guard !s.takes.isEmpty else { return out }
         var header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
         var rows: [[String]] = s.takes.map { t in
-            let rate = t.format.sampleRate % 1000 == 0 ? "\(t.format.sampleRate / 1000)" : "\(Double(t.format.sampleRate) / 1000)"
-            let format = "\(rate) kHz \(t.format.channels)ch \(t.format.sampleFormat) \(t.encoding)"
+            let format = "\(Terminal.kilohertz(t.format.sampleRate)) kHz \(t.format.channels)ch \(t.format.sampleFormat) \(t.encoding)"
             var state = t.state
             if t.overruns > 0 { state += ", \(Terminal.counted(t.overruns, "overrun"))" }
             if t.clippedSamples > 0 { state += ", clipped" }

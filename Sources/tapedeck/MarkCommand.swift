@@ -23,9 +23,7 @@ struct MarkCommand: AsyncParsableCommand {
     mutating func run() async throws {
         try await reportingErrors {
             let label = label ?? ""
-            if label.utf8.count > TakeMarker.maxLabelBytes || label.unicodeScalars.contains(where: { $0.value < 0x20 }) {
-                throw TapedeckError(.invalidArgument, "A marker's label is at most 256 bytes, on one line. Shorten it.")
-            }
+            if let problem = TakeMarker.labelProblem(label) { throw TapedeckError(.invalidArgument, problem) }
             let paths = UserPaths(environment: ProcessInfo.processInfo.environment)
             let running = RecorderRegistry.running(paths)
             let chosen: RecorderRegistry.Entry

@@ -21,35 +21,15 @@ extension RecordCommand {
         let splits: Bool
 
         func answer(_ request: RecorderControl.Request) -> RecorderControl.Answer {
-            switch request.op {
-            case "status":
-                break
-            case "mark":
-                let label = request.label ?? ""
-                guard let problem = Self.labelProblem(label) else {
-                    recorder.mark(label: label)
-                    break
-                }
-                return RecorderControl.Answer(error: problem)
-            case "split":
-                guard splits else {
-                    return RecorderControl.Answer(error: "This recording (PID \(getpid())) is one take: it was started without --split, --split-size, --split-on-marker, --vox, --armed or --resume, so it cannot be split. Stop it instead, or start the next one with --split.")
-                }
-                recorder.split()
-            case "stop":
-                stops.request()
-            default:
-                return RecorderControl.Answer(error: "Unknown request \"\(request.op.prefix(40))\": ask for status, mark, split or stop.")
-            }
-            recorder.refreshProgress()
-            return RecorderControl.Answer(status: RecorderStatus(recorder: recorder, pid: getpid(), startedBy: "record", library: library,
-                                                                 session: session, startedAt: startedAt, splits: splits, stopsAt: stopsAt))
-        }
-
-        /// Why a marker's label cannot be kept (as the take keeps them), or `nil`.
-        static func labelProblem(_ label: String) -> String? {
-            label.utf8.count <= TakeMarker.maxLabelBytes && !label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) ? nil
-                : "A marker's label is one line of at most \(TakeMarker.maxLabelBytes) bytes, without control characters."
+            RecorderControl.answer(
+                request,
+                splitRefusal: splits ? nil : "This recording (PID \(getpid())) is one take: it was started without --split, --split-size, --split-on-marker, --vox, --armed or --resume, so it cannot be split. Stop it instead, or start the next one with --split.",
+                mark: { recorder.mark(label: $0) }, split: { recorder.split() }, stop: { stops.request() },
+                status: {
+                    recorder.refreshProgress()
+                    return RecorderStatus(recorder: recorder, pid: getpid(), startedBy: "record", library: library,
+                                          session: session, startedAt: startedAt, splits: splits, stopsAt: stopsAt)
+                })
         }
 
         /// Listens at the socket beside `registration`; `nil` (the recording goes on, unseen by
@@ -57,7 +37,14 @@ extension RecordCommand {
         func listen(beside registration: URL?) -> RecorderControl? {
             guard let registration else { return nil }
             let control = self
-            return try? RecorderControl.listen(at: RecorderRegistry.socket(for: registration)) { request in control.answer(request) }
+            do {
+                return try RecorderControl.listen(at: RecorderRegistry.socket(for: registration)) { request in control.answer(request) }
+            } catch {
+                // It records all the same; whoever watches it should know why they cannot.
+                let why = (error as? RecorderControl.Failure)?.message ?? "\(error)"
+                Terminal.printError("warning: `tapedeck status` and the page of `tapedeck serve` cannot see this recording: \(why)")
+                return nil
+            }
         }
     }
 }

@@ -205,21 +205,7 @@ final class RegistrationBox {
     /// The desk's answer through its control socket.
     func answer(_ request: RecorderControl.Request, library: String) -> RecorderControl.Answer {
         guard let desk, desk.isRecording else { return RecorderControl.Answer(error: "The recording has ended.") }
-        switch request.op {
-        case "status":
-            break
-        case "mark":
-            let label = request.label ?? ""
-            if let problem = RecordCommand.Control.labelProblem(label) { return RecorderControl.Answer(error: problem) }
-            try? desk.mark(label: label)
-        case "split":
-            try? desk.split()
-        case "stop":
-            desk.stop()
-        default:
-            return RecorderControl.Answer(error: "Unknown request \"\(request.op.prefix(40))\": ask for status, mark, split or stop.")
-        }
-        guard let status = desk.status(pid: getpid(), library: library) else { return RecorderControl.Answer(error: "The recording has ended.") }
-        return RecorderControl.Answer(status: status)
+        return RecorderControl.answer(request, splitRefusal: nil, mark: { try? desk.mark(label: $0) }, split: { try? desk.split() },
+                                      stop: { desk.stop() }, status: { desk.status(pid: getpid(), library: library) })
     }
 }

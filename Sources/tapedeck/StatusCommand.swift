@@ -70,7 +70,7 @@ struct StatusCommand: AsyncParsableCommand {
         var head = "PID \(s.pid) \(s.phase == "recording" ? (s.waiting != nil ? "waiting for \(s.waiting == "trigger" ? "its trigger" : "sound") in" : "recording") : s.phase) \(what)"
         if s.splits { head += " (take \(s.takeIndex) of a run)" }
         var facts = [Terminal.clock(s.seconds).replacingOccurrences(of: ".000", with: "")]
-        if let rate = s.sampleRate { facts.append("\(rate % 1000 == 0 ? "\(rate / 1000)" : String(format: "%.1f", Double(rate) / 1000)) kHz") }
+        if let rate = s.sampleRate { facts.append("\(Terminal.kilohertz(rate)) kHz") }
         if !s.peaks.isEmpty {
             let names = s.peaks.count == 2 ? ["L", "R"] : s.peaks.indices.map { String($0 + 1) }
             facts.append(zip(names, s.peaks).map { name, peak in

@@ -27,9 +27,8 @@ enum TakeCompletion {
 
     static func candidates(arguments: [String], prefix: String, accepts: Accepts) -> [String] {
         let environment = ProcessInfo.processInfo.environment
-        let config = arguments.firstIndex(of: "--config").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
         let catalog = PluginCatalog.builtIn
-        guard let configuration = try? ConfigurationLoader(catalog: catalog, environment: environment).load(explicitPath: config, flags: [:]),
+        guard let configuration = ShellWords.configuration(arguments: arguments, environment: environment),
               let name = configuration.storage.plugin,
               let plugin = catalog.storage.first(where: { $0.name == name }) else { return [] }
         let logger = Logger(label: "tapedeck") { _ in SwiftLogNoOpLogHandler() }
@@ -60,10 +59,9 @@ enum DeviceCompletion {
     @MainActor
     static func candidates(arguments: [String], prefix: String, capture: Bool) -> [String] {
         let environment = ProcessInfo.processInfo.environment
-        let config = arguments.firstIndex(of: "--config").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
         let catalog = PluginCatalog.builtIn
         let logger = Logger(label: "tapedeck") { _ in SwiftLogNoOpLogHandler() }
-        guard let configuration = try? ConfigurationLoader(catalog: catalog, environment: environment).load(explicitPath: config, flags: [:]),
+        guard let configuration = ShellWords.configuration(arguments: arguments, environment: environment),
               let studio = try? Studio(configuration: configuration, catalog: catalog, logger: logger, environment: environment) else { return [] }
         let configured = capture ? configuration.capture.plugin : configuration.playback.plugin
         let backends = configured.map { [$0] } ?? (capture ? catalog.capture.map(\.name) : catalog.playback.map(\.name))
@@ -78,6 +76,13 @@ enum DeviceCompletion {
 
 /// Completion words as the shell asking for them must get them.
 enum ShellWords {
+    /// The configuration as the line being completed names it (`--config` on it, else the
+    /// usual lookup); `nil` when it cannot be read.
+    static func configuration(arguments: [String], environment: [String: String]) -> TapedeckConfiguration? {
+        let config = arguments.firstIndex(of: "--config").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+        return try? ConfigurationLoader(catalog: .builtIn, environment: environment).load(explicitPath: config, flags: [:])
+    }
+
     /// The words that begin with `prefix` (the word as typed), escaped for the shell in
     /// `SAP_SHELL` (bash: escaped, for `compgen -W`; zsh and fish quote what they insert).
     static func offer(_ words: [String], prefix: String, environment: [String: String]) -> [String] {

@@ -218,8 +218,12 @@ enum Terminal {
 
     /// A format as `list` shows it: `48 kHz 2ch s16` (44.1 kHz with its decimal).
     static func format(_ f: AudioFormat) -> String {
-        let rate = f.sampleRate % 1000 == 0 ? "\(f.sampleRate / 1000)" : "\(Double(f.sampleRate) / 1000)"
-        return "\(rate) kHz \(f.channels)ch \(f.sampleFormat)"
+        "\(kilohertz(f.sampleRate)) kHz \(f.channels)ch \(f.sampleFormat)"
+    }
+
+    /// A sample rate in kHz: `48`, `44.1`.
+    static func kilohertz(_ rate: Int) -> String {
+        rate % 1000 == 0 ? "\(rate / 1000)" : "\(Double(rate) / 1000)"
     }
 
     /// A level in dBFS as the meter prints it: one decimal, full scale as ` 0.0` (never `-0.0`),

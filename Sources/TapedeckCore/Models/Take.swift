@@ -293,6 +293,14 @@ extension TakeMarker {
     /// Whether a take can keep it: at a frame of the take (not before it), its label at most
     /// ``maxLabelBytes`` without control characters. - Thread: any; never blocks.
     public var isValid: Bool {
-        frame >= 0 && label.utf8.count <= Self.maxLabelBytes && !label.unicodeScalars.contains(where: { $0.value < 0x20 })
+        frame >= 0 && Self.labelProblem(label) == nil
+    }
+
+    /// Why a take cannot keep `label` (too long, or more than one line), said so that whoever
+    /// typed it can mend it; `nil` when it can. The one rule for every place a label comes in:
+    /// `tapedeck mark`, the page, a recorder's control socket. - Thread: any; never blocks.
+    public static func labelProblem(_ label: String) -> String? {
+        label.utf8.count <= maxLabelBytes && !label.unicodeScalars.contains(where: { $0.value < 0x20 }) ? nil
+            : "A marker's label is one line of at most \(maxLabelBytes) bytes, without control characters. Shorten it."
     }
 }
