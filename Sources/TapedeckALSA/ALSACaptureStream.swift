@@ -43,8 +43,13 @@ final class ALSACaptureStream: CaptureStream {
     /// two periods when a period is longer than half of that (a read completes once per period).
     private let stallLimitNanos: Int64
 
+    /// The card behind the PCM ("hw:1,0, USB Audio CODEC" for `default` or `plughw:1`); `nil`
+    /// for a PCM on no card (the pulse, null or file plugins).
+    let deviceName: String?
+
     init(device: String, opened: ALSAOpenedPCM, format: AudioFormat) {
         self.device = device
+        self.deviceName = Self.card(of: opened.pcm, named: device)
         self.pcm = opened.pcm
         self.periodFrames = opened.periodFrames
         self.bufferFrames = opened.bufferFrames
@@ -55,6 +60,21 @@ final class ALSACaptureStream: CaptureStream {
         self.waitMillis = Int32(clamping: max(100, opened.periodFrames * 1000 / max(1, format.sampleRate) + 50))
         self.stallLimitNanos = max(ALSAPCMSetup.stallLimitNanos,
                                    2 * Int64(opened.periodFrames) * 1_000_000_000 / Int64(max(1, format.sampleRate)))
+    }
+
+    /// The card and device numbers and the card's name, from `snd_pcm_info`.
+    static func card(of pcm: OpaquePointer, named device: String) -> String? {
+        var info: OpaquePointer?
+        guard snd_pcm_info_malloc(&info) == 0, let info else { return nil }
+        defer { snd_pcm_info_free(info) }
+        guard snd_pcm_info(pcm, info) == 0 else { return nil }
+        let card = snd_pcm_info_get_card(info)
+        guard card >= 0 else { return nil }
+        let number = "hw:\(card),\(snd_pcm_info_get_device(info))"
+        var name: UnsafeMutablePointer<CChar>?
+        guard snd_card_get_name(card, &name) == 0, let name else { return number == device ? nil : number }
+        defer { free(name) }
+        return "\(number), \(String(cString: name))"
     }
 
     /// Blocks until `min(maxFrames, periodFrames)` frames are captured (fewer only when an xrun

@@ -31,8 +31,12 @@ final class ALSAPlaybackStream: PlaybackStream {
     /// When the stream was recovered from an underrun and is not yet running again (0: running).
     private var recoveredAtNanos: Int64 = 0
 
+    /// The card behind the PCM (see ``ALSACaptureStream/card(of:named:)``).
+    let deviceName: String?
+
     init(device: String, opened: ALSAOpenedPCM, format: AudioFormat) {
         self.device = device
+        self.deviceName = ALSACaptureStream.card(of: opened.pcm, named: device)
         self.pcm = opened.pcm
         self.periodFrames = opened.periodFrames
         self.bufferFrames = opened.bufferFrames

@@ -20,6 +20,9 @@ public final class TakePlayer {
     public private(set) var current: Take?
     /// Frames played of the current take.
     public private(set) var playedFrames: Int64 = 0
+    /// The device the last playback went to, as its backend names it (a PulseAudio sink's
+    /// name where the config said "the default"); `nil` when no more is known.
+    public private(set) var deviceName: String?
 
     /// - Parameter periodFrames: frames per device write (`playback.period-frames`).
     public init(playback: any PlaybackBackend, decoders: [any AudioDecoder], store: SessionStore,
@@ -65,6 +68,7 @@ public final class TakePlayer {
             return start > 0 || end != nil ? PartReader(reader, start: start, end: end) : reader
         }
         playedFrames = result.frames
+        deviceName = engine.deviceName
         if result.underrunFrames > 0 {
             logger.warning("Playback ran dry \(result.underrunFrames) frames' worth; silence was played in the gaps.")
         }

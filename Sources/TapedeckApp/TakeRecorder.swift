@@ -24,7 +24,7 @@ public final class TakeRecorder {
     @ObservationIgnored private let analyzer: (any LoudnessAnalyzer)?
     /// Where each finished take's waveform overview goes (drawn as it is written); `nil`: none.
     @ObservationIgnored private let waveforms: TakeWaveforms?
-    @ObservationIgnored private let facts: TakeFacts
+    @ObservationIgnored private var facts: TakeFacts
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
     /// The run being recorded and its session's name, so ``target`` follows the run's takes.
@@ -41,6 +41,10 @@ public final class TakeRecorder {
     public private(set) var overrunCount = 0
     /// The format negotiated with the device.
     public private(set) var format: AudioFormat?
+    /// The device recorded from, as its backend names it once open (a PulseAudio source's name
+    /// where the config said "the default"); `nil` when no more is known than the configured
+    /// name. The takes' files name it too.
+    public private(set) var deviceName: String?
     /// Samples at full scale so far.
     public private(set) var clippedSamples: Int64 = 0
     /// Where the take being recorded goes, once its row is committed (for a banner).
@@ -457,6 +461,8 @@ public final class TakeRecorder {
             throw TapedeckError(.cancelled, "Stopped before recording began; nothing was made.")
         }
         format = negotiated
+        deviceName = engine.deviceName
+        if let name = deviceName { facts.source?.device = name }
         peaks = Array(repeating: 0, count: negotiated.channels)
         return (engine, negotiated)
     }

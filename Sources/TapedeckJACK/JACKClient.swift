@@ -96,6 +96,15 @@ public final class JACKClient: RingDevice {
         TapedeckError(.deviceLost, "\(settings.serverLabel.capitalizedFirst) ran no cycle for \(RingStreams.stallNanos / 1_000_000_000) s while \(doing) (stopped in a debugger, or hung). Restart it and retry.")
     }
 
+    /// The ports connected, in channel order ("system:capture_1, system:capture_2"); `nil` when
+    /// none are (the user connects them).
+    public var deviceName: String? {
+        let all = connections.flatMap { $0 }
+        guard !all.isEmpty else { return nil }
+        var seen = Set<String>()
+        return all.filter { seen.insert($0).inserted }.joined(separator: ", ")
+    }
+
     /// How the connections read in a log line.
     var connectionSummary: String {
         if connections.allSatisfy(\.isEmpty) { return "no ports (connect \(portName(0))… yourself)" }

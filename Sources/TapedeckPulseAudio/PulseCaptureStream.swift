@@ -28,6 +28,8 @@ final class PulseCaptureStream: CaptureStream {
     let format: AudioFormat
     let periodFrames: Int
     var isRealTime: Bool { true }
+    /// The source the server connected, e.g. `null.monitor` for "the default".
+    let deviceName: String?
 
     /// How long the server may deliver nothing while connected before the stream counts as lost.
     static let stallNanos: UInt64 = 5_000_000_000
@@ -79,7 +81,9 @@ final class PulseCaptureStream: CaptureStream {
             throw error
         }
         let negotiated = pa_stream_get_buffer_attr(stream)?.pointee.fragsize ?? fragment
-        let device = pa_stream_get_device_name(stream).map { String(cString: $0) } ?? settings.deviceLabel
+        let connected = pa_stream_get_device_name(stream).map { String(cString: $0) }
+        let device = connected ?? settings.deviceLabel
+        self.deviceName = connected
         self.connection = connection
         self.stream = stream
         self.format = format

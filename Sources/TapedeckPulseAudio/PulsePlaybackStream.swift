@@ -13,6 +13,8 @@ import TapedeckCore
 /// (the target latency) plus 2 s.
 final class PulsePlaybackStream: PlaybackStream {
     let format: AudioFormat
+    /// The sink the server connected, e.g. `alsa_output.pci-…` for "the default".
+    let deviceName: String?
     let periodFrames: Int
     var isRealTime: Bool { true }
 
@@ -44,7 +46,9 @@ final class PulsePlaybackStream: PlaybackStream {
             throw error
         }
         let attr = pa_stream_get_buffer_attr(stream)?.pointee
-        let device = pa_stream_get_device_name(stream).map { String(cString: $0) } ?? settings.deviceLabel
+        let connected = pa_stream_get_device_name(stream).map { String(cString: $0) }
+        let device = connected ?? settings.deviceLabel
+        self.deviceName = connected
         self.connection = connection
         self.stream = stream
         self.format = format

@@ -7,16 +7,31 @@ import Glibc
 /// Writes WAV to a stream that cannot seek: a header whose RIFF and data sizes are 0xFFFFFFFF
 /// ("until the end", as `arecord` and `sox` write to a pipe), then the samples as they come.
 /// WAVE_FORMAT_EXTENSIBLE with the take's channel mask for more than two channels or a layout
-/// other than the conventional one, as the file writer does. Single owner.
+/// other than the conventional one, as the file writer does. When the stream turns out to be a
+/// regular file (`tapedeck record -o - > take.wav`), the sizes are written in at the end, as
+/// `sox` does, so the file is an ordinary WAV; a file killed before the end keeps the "until
+/// the end" sizes, which every reader accepts. Single owner.
 final class WAVStreamWriter: TakeWriter {
     private let fd: Int32
     private let format: AudioFormat
     private var frames: Int64 = 0
+    /// Where the header begins when `fd` is a seekable regular file; `nil` for a pipe, a
+    /// terminal or a socket.
+    private let headerOffset: Int64?
+    private let headerSize: Int
 
     init(fd: Int32, format: AudioFormat) throws {
         self.fd = fd
         self.format = format
         let header = Self.header(format)
+        headerSize = header.count
+        var status = stat()
+        if fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, fcntl(fd, F_GETFL) & O_APPEND == 0 {
+            let at = lseek(fd, 0, SEEK_CUR)
+            headerOffset = at >= 0 ? Int64(at) : nil
+        } else {
+            headerOffset = nil
+        }
         try header.withUnsafeBytes { try StreamOutput.write(fd, $0.baseAddress!, $0.count) }
     }
 
@@ -48,7 +63,21 @@ final class WAVStreamWriter: TakeWriter {
     /// Nothing to bring up to date: a stream's header is final from the start.
     func checkpoint() throws {}
 
-    func finish() throws -> Int64 { frames }
+    func finish() throws -> Int64 {
+        if let start = headerOffset {
+            let data = frames * Int64(format.bytesPerFrame)
+            let riff = data + Int64(headerSize) - 8
+            if riff <= Int64(UInt32.max) {
+                func put(_ value: Int64, at offset: Int) {
+                    var le = UInt32(value).littleEndian
+                    _ = withUnsafeBytes(of: &le) { pwrite(fd, $0.baseAddress!, 4, off_t(start) + off_t(offset)) }
+                }
+                put(riff, at: 4)
+                put(data, at: headerSize - 4)
+            }
+        }
+        return frames
+    }
 
     func abandon() {}
 }

@@ -84,3 +84,11 @@ func decibels(_ text: String?, flag: String, unit: String, range: ClosedRange<Do
     }
     return value
 }
+
+/// A command's help examples, appended to its discussion: each command line, then what it does,
+/// indented below it (two lines each, so nothing depends on the terminal's width).
+enum HelpExamples {
+    static func text(_ examples: KeyValuePairs<String, String>) -> String {
+        "\n\nExamples:\n" + examples.map { "  \($0.key)\n      \($0.value)" }.joined(separator: "\n")
+    }
+}

@@ -105,13 +105,13 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         abstract: "Validate the configuration against what each plugin declares, and that the configured devices can be opened now.",
         discussion: "Exit status 0 only when the configuration is usable; 78 otherwise, with every problem listed.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Flag(help: "Do not open the configured capture and playback devices.")
     var offline = false
 
     @Flag(help: "Print JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     struct Report: Encodable {
         var kind = "config-check"
@@ -237,10 +237,10 @@ struct ConfigShowCommand: AsyncParsableCommand {
         commandName: "show",
         abstract: "Show which plugin fills each role and every effective setting, with where it came from.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Flag(help: "Print JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     struct Row: Encodable {
         var key: String

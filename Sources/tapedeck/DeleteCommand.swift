@@ -9,13 +9,13 @@ struct DeleteCommand: AsyncParsableCommand {
         abstract: "Delete a session (with all its takes) or a take, audio included.",
         discussion: "Asks for confirmation on a terminal; elsewhere --yes is required.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String
 
     @Flag(name: .shortAndLong, help: "Delete without asking.")
     var yes = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

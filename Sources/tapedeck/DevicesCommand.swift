@@ -9,13 +9,13 @@ struct DevicesCommand: AsyncParsableCommand {
         abstract: "List the capture and playback devices each audio backend can see.",
         discussion: "The names shown are what capture.BACKEND.device / playback.BACKEND.device accept in the config.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Option(help: "Only this backend (e.g. alsa, pulse, null).")
     var backend: String?
 
     @Flag(help: "Print JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     struct DeviceJSON: Encodable {
         var kind = "device"

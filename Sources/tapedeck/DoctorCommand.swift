@@ -17,8 +17,6 @@ struct DoctorCommand: AsyncParsableCommand {
             is ever deleted.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Flag(help: "Repair what is found (never deletes audio).")
     var repair = false
 
@@ -27,6 +25,8 @@ struct DoctorCommand: AsyncParsableCommand {
 
     @Flag(help: "Print JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     struct Report: Encodable {
         var kind = "doctor-report"

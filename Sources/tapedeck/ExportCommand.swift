@@ -18,9 +18,12 @@ struct ExportCommand: AsyncParsableCommand {
             --rate converts the sample rate (libsoxr, very high quality). Wherever samples are made integers \
             again (a float take to s24 or s16, fewer bits, a gain, a new rate) they are dithered: TPDF by \
             default, --dither shaped to move the noise to high frequencies, --dither none to round.
-            """)
-
-    @OptionGroup var global: GlobalOptions
+            """ + HelpExamples.text([
+            "tapedeck export last": "The take recorded last, as verified FLAC in this folder.",
+            "tapedeck export --session Interview -o ~/Music": "Every take of Interview into ~/Music.",
+            "tapedeck export e083 --format mp3 --loudness -16": "An MP3 brought to -16 LUFS, for a podcast.",
+            "tapedeck export e083 --format wav --rate 44100 -f s16": "CD format: 44.1 kHz, 16-bit, dithered.",
+        ]))
 
     @Argument(help: "Takes to export: SESSION/TAKE, short ids, or `last`.", completion: TakeCompletion.kind(.takes))
     var takes: [String] = []
@@ -77,6 +80,8 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .customLong("progress-fd"),
             help: ArgumentHelp("For a program running the export: write progress as JSON lines to this open file descriptor; when its reader closes it, the export stops as at Ctrl-C.", valueName: "fd"))
     var progressFD: Int32?
+
+    @OptionGroup var global: GlobalOptions
 
     /// The encoders with a `level` setting and its range, for `--level`'s help.
     static var levels: String {

@@ -41,13 +41,13 @@ struct FleetListCommand: AsyncParsableCommand {
         commandName: "list",
         abstract: "List every machine's sessions and takes on the remote.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Option(name: .customLong("from"), help: "Only this machine's takes (its name on the remote).")
     var from: String?
 
     @Flag(help: "Print the takes (their manifests) as JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {
@@ -125,13 +125,13 @@ struct FleetPullCommand: AsyncParsableCommand {
             with its notes, tags and markers. Takes already pulled are skipped.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "MACHINE/SESSION or MACHINE/SESSION/TAKE.")
     var path: String
 
     @Option(help: "The local session to pull into (made when missing); default: the session's own name.")
     var session: String?
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {
@@ -222,13 +222,13 @@ struct FleetDoctorCommand: AsyncParsableCommand {
             counted. Exit status 0 when nothing was found, 1 when problems remain.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Flag(help: "Remove audio Tapedeck sent that has no manifest, and unfinished uploads, older than a day.")
     var repair = false
 
     @Flag(help: "Print the findings as JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     struct Finding: Encodable {
         var kind = "fleet-finding"

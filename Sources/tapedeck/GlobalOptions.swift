@@ -19,10 +19,25 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Log level on stderr (default notice, or $TAPEDECK_LOG_LEVEL).")
     var logLevel: LogLevelChoice?
 
+    @Flag(name: .shortAndLong, help: "Say only errors on stderr: no meter, banner, progress or warnings (as arecord -q and sox -q). The report on stdout stays.")
+    var quiet = false
+
+    @Flag(name: .shortAndLong, help: "Say more on stderr: each step as it happens (--log-level info).")
+    var verbose = false
+
+    func validate() throws {
+        if quiet && verbose { throw ValidationError("Give -q/--quiet or -v/--verbose, not both.") }
+    }
+
     /// These options as arguments again, for a `tapedeck` this one starts (exports on request).
     var arguments: [String] {
-        (config.map { ["--config", $0] } ?? []) + settings.flatMap { ["--set", $0] }
-            + (machine.map { ["--machine", $0] } ?? []) + (logLevel.map { ["--log-level", $0.rawValue] } ?? [])
+        var out: [String] = config.map { ["--config", $0] } ?? []
+        out += settings.flatMap { ["--set", $0] }
+        if let machine { out += ["--machine", machine] }
+        if let logLevel { out += ["--log-level", logLevel.rawValue] }
+        if quiet { out.append("--quiet") }
+        if verbose { out.append("--verbose") }
+        return out
     }
 
     /// `--set` pairs as a dictionary.
@@ -37,9 +52,12 @@ struct GlobalOptions: ParsableArguments {
         return out
     }
 
+    /// The logger for these options; with `--quiet`, progress and banners are off from here on.
     func makeLogger() throws -> Logger {
+        if quiet { Terminal.quiet.store(true, ordering: .relaxed) }
         let text = ProcessInfo.processInfo.environment["TAPEDECK_LOG_LEVEL"] ?? LogLevelChoice.notice.rawValue
-        guard let level = logLevel ?? LogLevelChoice(rawValue: text.lowercased()) else {
+        let chosen = logLevel ?? (quiet ? .error : verbose ? .info : nil)
+        guard let level = chosen ?? LogLevelChoice(rawValue: text.lowercased()) else {
             throw TapedeckError(.configuration,
                 "environment variable TAPEDECK_LOG_LEVEL: unknown log level \"\(text)\". Use one of: \(LogLevelChoice.allCases.map(\.rawValue).joined(separator: ", ")).")
         }

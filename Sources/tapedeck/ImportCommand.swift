@@ -21,8 +21,6 @@ struct ImportCommand: AsyncParsableCommand {
             with the reader's reason and nothing of it is kept; the others are still imported.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "Audio files, or one NAME.tapedeck bundle.", completion: .file())
     var files: [String]
 
@@ -34,6 +32,8 @@ struct ImportCommand: AsyncParsableCommand {
 
     @Flag(help: "Print the imported takes as JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

@@ -15,8 +15,6 @@ struct ListCommand: AsyncParsableCommand {
         abstract: "List sessions and their takes: id, name, length, format, size, date and state.",
         discussion: "The session a bare `tapedeck record` goes into is marked \"(next record)\". Filters combine; a session is shown when any of its takes passes them.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "Only this session (name or id).", completion: TakeCompletion.kind(.sessions))
     var session: String?
 
@@ -31,6 +29,8 @@ struct ListCommand: AsyncParsableCommand {
 
     @Flag(help: "Print JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

@@ -22,8 +22,6 @@ struct LoudnessCommand: AsyncParsableCommand {
             before it keep their values.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to measure.", completion: TakeCompletion.kind(.both))
     var references: [String] = []
 
@@ -35,6 +33,8 @@ struct LoudnessCommand: AsyncParsableCommand {
 
     @Flag(help: "Print the measured takes as JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

@@ -8,8 +8,6 @@ struct NoteCommand: AsyncParsableCommand {
         abstract: "Set or show a take's notes (written as DESCRIPTION when it is exported).",
         discussion: "With TEXT, replaces the notes (an empty TEXT, \"\", clears them); without, prints them.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String
 
@@ -18,6 +16,8 @@ struct NoteCommand: AsyncParsableCommand {
 
     @Flag(help: "Add TEXT on a new line after the notes there are, instead of replacing them.")
     var append = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {
@@ -48,8 +48,6 @@ struct TagCommand: AsyncParsableCommand {
             like a standard one (TITLE, ALBUM) replaces it in exports. Without KEY=VALUE or --remove, prints the tags.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String
 
@@ -61,6 +59,8 @@ struct TagCommand: AsyncParsableCommand {
 
     @Flag(help: "Print the tags as JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

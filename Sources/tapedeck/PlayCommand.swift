@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import TapedeckApp
 import TapedeckAssembly
 import TapedeckCore
@@ -8,8 +9,6 @@ struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
         abstract: "Play a take through the configured playback backend.")
-
-    @OptionGroup var global: GlobalOptions
 
     @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String
@@ -23,6 +22,8 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("e"), .long], help: ArgumentHelp("Stop here (same forms).", valueName: "time"))
     var end: String?
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {
@@ -45,19 +46,123 @@ struct PlayCommand: AsyncParsableCommand {
                 throw TapedeckError(.invalidArgument, "-e/--end \(end ?? ""): the end must come after the start (\(Terminal.clock(Double(from) / rate))).")
             }
             let player = try studio.makePlayer()
-            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in Task { @MainActor in player.stop() } }
+            let control = PlayControl()
+            let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in Task { @MainActor in control.quit(player) } }
             defer { signals.cancel() }
-            let progress = Terminal.showsProgress ? Task { @MainActor in
-                while !Task.isCancelled {
-                    Terminal.status("▶ \(Terminal.clock(t.format.seconds(forFrames: from + player.playedFrames))) / \(Terminal.clock(t.seconds))  \(session.name)/\(t.name)")
-                    try? await Task.sleep(for: .milliseconds(100))
+            // Keys on a terminal: space pauses and resumes, the arrows seek (5 s, 1 min), q stops.
+            let keys = Terminal.stdinIsTerminal && Terminal.showsProgress ? PlayControl.keys(control, player: player) : nil
+            defer { keys?.restore() }
+            let name = "\(session.name)/\(t.name)"
+            let help = keys == nil ? "" : "  space pause, ←→ seek"
+            var position = from
+            var played: Int64 = 0
+            var stopped = false
+            while true {
+                let at = position
+                let progress = Terminal.showsProgress ? Task { @MainActor in
+                    while !Task.isCancelled {
+                        Terminal.status("▶ \(Terminal.clock(t.format.seconds(forFrames: at + player.playedFrames))) / \(Terminal.clock(t.seconds))  \(name)\(help)")
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                } : nil
+                let result = try await player.play(t, from: position, to: to)
+                progress?.cancel()
+                played += result.frames
+                position += result.frames
+                guard result.stopped, let action = control.take() else {
+                    stopped = result.stopped
+                    break
                 }
-            } : nil
-            let result = try await player.play(t, from: from, to: to)
-            progress?.cancel()
-            if progress != nil { Terminal.endStatus() }
+                switch action {
+                case .seek(let seconds):
+                    position = min(max(0, position + Int64(seconds * rate)), (to ?? t.frames) - 1)
+                case .pause:
+                    Terminal.status("❚❚ \(Terminal.clock(t.format.seconds(forFrames: position))) / \(Terminal.clock(t.seconds))  \(name)  paused: space resumes")
+                    guard await control.waitForResume() else { stopped = true; break }
+                    if case .seek(let seconds) = control.take() {
+                        position = min(max(0, position + Int64(seconds * rate)), (to ?? t.frames) - 1)
+                    }
+                }
+                if stopped { break }
+            }
+            if Terminal.showsProgress { Terminal.endStatus() }
+            let sink = player.deviceName.map { " on \($0)" } ?? ""
+            let result = (frames: played, stopped: stopped)
             if Terminal.stdoutIsTerminal {
-                print("Played \(session.name)/\(t.name): \(Terminal.clock(t.format.seconds(forFrames: result.frames)))\(result.stopped ? " (stopped)" : "")")
+                print("Played \(session.name)/\(t.name)\(sink): \(Terminal.clock(t.format.seconds(forFrames: result.frames)))\(result.stopped ? " (stopped)" : "")")
+            }
+        }
+    }
+}
+
+/// What the keys asked of a playing take: the player is stopped, then the command plays again
+/// from the new place (a seek) or waits for the key that resumes (a pause). - Thread: main actor.
+@MainActor
+final class PlayControl {
+    enum Action { case pause, seek(Double) }
+    private var pending: Action?
+    private var quitting = false
+    private var resume: CheckedContinuation<Bool, Never>?
+
+    /// Stops playback for `action` (the latest one wins).
+    func ask(_ action: Action, _ player: TakePlayer) {
+        if let resume {
+            // Paused: space resumes, a seek moves the paused place and resumes there.
+            self.resume = nil
+            if case .seek = action { pending = action }
+            resume.resume(returning: true)
+            return
+        }
+        pending = action
+        player.stop()
+    }
+
+    /// Ctrl-C, SIGTERM, q: stops for good, paused or not.
+    func quit(_ player: TakePlayer) {
+        quitting = true
+        pending = nil
+        player.stop()
+        resume?.resume(returning: false)
+        resume = nil
+    }
+
+    /// The action that stopped playback, or `nil` for a stop for good.
+    func take() -> Action? {
+        defer { pending = nil }
+        return quitting ? nil : pending
+    }
+
+    /// Suspends until a key resumes (`true`) or a quit (`false`).
+    func waitForResume() async -> Bool {
+        if quitting { return false }
+        return await withCheckedContinuation { resume = $0 }
+    }
+
+    /// The terminal's keys: space or p pauses, ← → seek 5 s, ↑ ↓ seek 1 min, q quits.
+    static func keys(_ control: PlayControl, player: TakePlayer) -> TerminalKeys? {
+        let escape = Mutex<Int>(0)
+        return TerminalKeys { key in
+            // Arrows arrive as ESC [ A…D.
+            let step = escape.withLock { state -> Int in
+                switch (state, key) {
+                case (0, 0x1B): state = 1; return -1
+                case (1, UInt8(ascii: "[")), (1, UInt8(ascii: "O")): state = 2; return -1
+                case (2, _): state = 0; return Int(key)
+                default: state = 0; return 0
+                }
+            }
+            if step == -1 { return }
+            let action: Action? = switch (step, key) {
+            case (Int(UInt8(ascii: "C")), _): .seek(5)
+            case (Int(UInt8(ascii: "D")), _): .seek(-5)
+            case (Int(UInt8(ascii: "A")), _): .seek(60)
+            case (Int(UInt8(ascii: "B")), _): .seek(-60)
+            case (0, UInt8(ascii: " ")), (0, UInt8(ascii: "p")): .pause
+            default: nil
+            }
+            let quit = step == 0 && (key == UInt8(ascii: "q") || key == UInt8(ascii: "Q"))
+            Task { @MainActor in
+                if quit { control.quit(player) } else if let action { control.ask(action, player) }
             }
         }
     }

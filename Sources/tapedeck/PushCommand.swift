@@ -28,8 +28,6 @@ struct PushCommand: AsyncParsableCommand {
             take did not change, 78: configuration or credentials).
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to push.", completion: TakeCompletion.kind(.both))
     var references: [String] = []
 
@@ -54,6 +52,8 @@ struct PushCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("limit-rate"), help: "Send at most this many bytes per second, e.g. 500k, 2M, 2MiB/s.")
     var limitRate: String?
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

@@ -14,9 +14,13 @@ struct RecordCommand: AsyncParsableCommand {
             Without --session, records into the most recently used session (creating "Session 1" if there is none). \
             Stops at --duration (exact to the frame), or on Ctrl-C, SIGTERM or SIGHUP; in every case the captured audio \
             is drained and the file finalized.
-            """)
-
-    @OptionGroup var global: GlobalOptions
+            """ + HelpExamples.text([
+            "tapedeck record 10s": "Ten seconds into the session recorded into last.",
+            "tapedeck record --session Interview": "Into the session Interview, until Ctrl-C; press m to set a marker.",
+            "tapedeck record --split 1h --split-align --name \"%Y-%m-%d %H.00\"": "A logger: a take on every hour, named by the hour it begins.",
+            "tapedeck record -D hw:1 -r 96000 -f s24 -c 2": "From an ALSA card at 96 kHz, 24-bit stereo (names: tapedeck devices).",
+            "tapedeck record -o memo.flac -d 2m": "Two minutes into a file outside the library.",
+        ]))
 
     @Option(help: "The session to record into (created if it does not exist).")
     var session: String?
@@ -87,6 +91,8 @@ struct RecordCommand: AsyncParsableCommand {
 
     @Argument(help: ArgumentHelp("How long to record, as -d takes it (`tapedeck record 5s`).", valueName: "duration"))
     var positionalDuration: String?
+
+    @OptionGroup var global: GlobalOptions
 
     /// `-r`, `-c` and `-f` as the settings they stand for (flags: they beat the environment and
     /// the file, and `--set` for the same key).
@@ -250,6 +256,10 @@ struct RecordCommand: AsyncParsableCommand {
             if !showMeter { recorder.settings.progressInterval = nil }
             let source = Self.source(of: studio.configuration)
             let meter = showMeter ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan, stopsAt: stopsAt, total: seconds) } : nil
+            // Off a terminal (a journal, a pipe) the banner is one line, as arecord's, unless --quiet.
+            let banner = !showMeter && !Terminal.quiet.load(ordering: .relaxed)
+                ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan, stopsAt: stopsAt, total: seconds, bannerOnly: true) } : nil
+            defer { banner?.cancel() }
             let clock = Self.wallClockStop(recorder: recorder, until: until == nil ? nil : stopsAt, duration: seconds, resume: plan.resume)
             defer { clock?.cancel() }
             // Keys on a terminal: `m` sets a marker, Enter triggers an armed run. The terminal's
@@ -343,6 +353,13 @@ struct RecordCommand: AsyncParsableCommand {
     static func source(of c: TapedeckConfiguration) -> String {
         let device = c.capture.settings.values["device"]?.description ?? ""
         return "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
+    }
+
+    /// The banner's source with the device the backend opened, when it names one the config did
+    /// not: "null.monitor, the default device (pulse, detected)".
+    static func source(_ configured: String, device: String?) -> String {
+        guard let device, !configured.hasPrefix(device + " ") else { return configured }
+        return "\(device), \(configured)"
     }
 
     /// The terminal's keys while recording: `m` sets a marker, Enter triggers an armed run;
@@ -519,15 +536,18 @@ struct RecordCommand: AsyncParsableCommand {
     /// Prints the banner once audio flows, then redraws the meter at every progress update
     /// (``PeakMeter`` ballistics), and "Stopping…" at once when a stop is asked for.
     @MainActor
+    /// With `bannerOnly` (off a terminal), one line of banner and nothing more.
     static func showMeter(_ recorder: TakeRecorder, source: String, stops: StopRelay, toStdout: Bool = false, plan: RunPlan = RunPlan(),
-                          stopsAt: Date? = nil, total: Double? = nil) async {
+                          stopsAt: Date? = nil, total: Double? = nil, bannerOnly: Bool = false) async {
         let split: SplitRule? = plan.split.splits ? plan.split : nil
         var meter = PeakMeter()
         var bannerShown = false
         var last = (frames: Int64(-1), time: ContinuousClock.now)
         let states = Observations { (recorder.phase, recorder.frames, recorder.peaks, recorder.overrunCount, recorder.clippedSamples) }
-        stops.onRequest = {
-            if bannerShown { Terminal.status("■ Stopping… finishing the take.") }
+        if !bannerOnly {
+            stops.onRequest = {
+                if bannerShown { Terminal.status("■ Stopping… finishing the take.") }
+            }
         }
         for await (phase, frames, peaks, overruns, clipped) in states {
             if Task.isCancelled { break }
@@ -538,6 +558,14 @@ struct RecordCommand: AsyncParsableCommand {
                     target.waiting ? "into session \(target.take ?? "")"
                         : target.take.map { "into \($0) in \(target.fileURL.deletingLastPathComponent().path)/" } ?? "to \(target.fileURL.path)"
                 } else { "" }
+                let from = Self.source(source, device: recorder.deviceName)
+                if bannerOnly {
+                    var line = "tapedeck: Recording from \(from): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue), \(destination)"
+                    if let stopsAt { line += "; stops at \(Self.stopText(stopsAt, now: Date()))" }
+                    if let split { line += "; " + Self.describe(split).prefix(1).lowercased() + Self.describe(split).dropFirst() }
+                    Terminal.writeStderr(Terminal.safe(line + ".") + "\n")
+                    return
+                }
                 var lines = ["  \(destination)"]
                 if let stopsAt { lines.append("  " + Self.stopLine(stopsAt)) }
                 if let split { lines.append("  \(Self.describe(split)).") }
@@ -554,7 +582,7 @@ struct RecordCommand: AsyncParsableCommand {
                     lines.append("  Warns when the input stays below \(RunText.decibels(alarm.thresholdDB)) for \(RunText.seconds(alarm.seconds)).")
                 }
                 Terminal.writeStderr(Terminal.safe(
-                    "Recording from \(source): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
+                    "Recording from \(from): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
                     + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\(Terminal.stdinIsTerminal && !toStdout ? " Press m to set a marker." : "")\n"))
             }
             // Nothing is drawn before the first audio: no audio yet is not silence.

@@ -7,13 +7,13 @@ struct RenameCommand: AsyncParsableCommand {
         commandName: "rename",
         abstract: "Rename a session or a take (display names only; files keep their names).")
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String
 
     @Argument(help: "The new name: any Unicode text.")
     var newName: String
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

@@ -27,8 +27,6 @@ struct ServeCommand: AsyncParsableCommand {
             closed, one address may hold at most 32 connections at once, and all together stay below the open-file limit (`ulimit -n`, raised to its hard limit at start).
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Option(help: ArgumentHelp("Where to listen: ADDRESS:PORT (127.0.0.1:8470 is this machine only; 0.0.0.0:8470 every network, with a token; port 0 picks a free one).", valueName: "address:port"))
     var listen = ServerOptions.defaultListen
 
@@ -40,6 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("D"), .long], help: "The capture device to record from (as `tapedeck devices` lists it).", completion: DeviceCompletion.kind(capture: true))
     var device: String?
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

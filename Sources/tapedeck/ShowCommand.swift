@@ -8,13 +8,13 @@ struct ShowCommand: AsyncParsableCommand {
         commandName: "show",
         abstract: "Show one take (SESSION/TAKE or id) or session in detail.")
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "SESSION/TAKE, SESSION, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String
 
     @Flag(help: "Print JSON.")
     var json = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

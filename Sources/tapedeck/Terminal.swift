@@ -11,7 +11,9 @@ enum Terminal {
     static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
     static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
     /// Meters and progress bars go to stderr, and only when it is a terminal.
-    static var showsProgress: Bool { isatty(STDERR_FILENO) == 1 }
+    static var showsProgress: Bool { isatty(STDERR_FILENO) == 1 && !quiet.load(ordering: .relaxed) }
+    /// `--quiet`: no meter, banner or progress; only errors on stderr.
+    static let quiet = Atomic<Bool>(false)
 
     /// Back to the start of the status line, erased: the erase-line escape, or blanks on a
     /// terminal that takes none (`TERM=dumb`).

@@ -18,8 +18,6 @@ struct WaveformCommand: AsyncParsableCommand {
             $XDG_CACHE_HOME/tapedeck/waveforms), else from decoding the take once.
             """)
 
-    @OptionGroup var global: GlobalOptions
-
     @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.takes))
     var reference: String
 
@@ -34,6 +32,8 @@ struct WaveformCommand: AsyncParsableCommand {
 
     @Flag(help: "Replace the output file if it exists.")
     var force = false
+
+    @OptionGroup var global: GlobalOptions
 
     @MainActor
     mutating func run() async throws {

@@ -352,3 +352,41 @@ struct PickUpEndToEndTests {
         }
     }
 }
+
+extension PickUpEndToEndTests {
+    /// The position shown on the play line, in seconds ("▶ 0:04.850 / 0:20.000").
+    static func shownPosition(_ screen: String) -> Double? {
+        guard let line = screen.split(separator: "\n").last(where: { $0.contains(" / 0:20.000") }),
+              let clock = line.split(separator: " ").dropFirst().first else { return nil }
+        let parts = clock.split(separator: ":")
+        guard parts.count == 2, let m = Double(parts[0]), let s = Double(parts[1]) else { return nil }
+        return m * 60 + s
+    }
+
+    @Test("play on a terminal: space pauses (the position stands still) and resumes, → seeks 5 s on, q stops")
+    func playKeys() async throws {
+        let cli = try CLIHarness()
+        #expect(try await cli.run("record", "-d", "20s", "-q", "--set", "capture.null.paced=false").status == 0)
+        let screen = try await Screen(cli, ["play", "last"])
+        try await screen.wait(for: "space pause")
+        try await Task.sleep(for: .milliseconds(500))
+        try await screen.tmux(["send-keys", " "])
+        let paused = try await screen.wait(for: "paused")
+        let at = try #require(Self.shownPosition(paused), "\(paused)")
+        try await Task.sleep(for: .seconds(1))
+        let still = await screen.text
+        #expect(still.contains("paused") && Self.shownPosition(still) == at, "\(still)")
+        try await screen.tmux(["send-keys", " "])
+        try await screen.wait(for: "space pause")
+        try await screen.tmux(["send-keys", "Right"])
+        var later = ""
+        let moved = try await CLIHarness.wait(timeout: 5) {
+            later = await screen.text
+            return (Self.shownPosition(later) ?? 0) >= at + 5
+        }
+        #expect(moved, "→ did not seek 5 s on from \(at): \(later)")
+        try await screen.tmux(["send-keys", "q"])
+        let end = try await screen.wait(for: "Played")
+        #expect(end.contains("(stopped)"), "\(end)")
+    }
+}

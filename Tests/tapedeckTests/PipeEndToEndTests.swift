@@ -50,3 +50,28 @@ struct PipeEndToEndTests {
         #expect(takes.first?["frames"] as? Int == 96_000, "\(takes)")
     }
 }
+
+extension PipeEndToEndTests {
+    @Test("record -o - into a file (> take.wav) leaves a WAV whose sizes are the real ones, as sox does; into an append (>>) or a pipe, the sizes say 'until the end'")
+    func standardOutputIntoFile() async throws {
+        var cli = try CLIHarness()
+        let file = cli.library.deletingLastPathComponent().appendingPathComponent("stdout-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        cli.launcher = ["bash", "-c", "\"$0\" \"$@\" > '\(file)'"]
+        let r = try await cli.run("record", "-o", "-", "-d", "1s", "-r", "48000", "-c", "2")
+        #expect(r.status == 0, "\(r.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        func u32(_ at: Int) -> UInt32 { data[at..<at + 4].enumerated().reduce(0) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) } }
+        #expect(Int(u32(4)) == data.count - 8, "RIFF size \(u32(4)) for a file of \(data.count) bytes")
+        #expect(Int(u32(40)) == data.count - 44, "data size \(u32(40)) for a file of \(data.count) bytes")
+        let sox = try await CLIHarness.tool("soxi", ["-s", file])
+        #expect(sox.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "48000", "\(sox.stdout) \(sox.stderr)")
+
+        // Appending cannot rewrite the header in place: it stays "until the end".
+        try Data().write(to: URL(fileURLWithPath: file))
+        cli.launcher = ["bash", "-c", "\"$0\" \"$@\" >> '\(file)'"]
+        #expect(try await cli.run("record", "-o", "-", "-d", "0.5s").status == 0)
+        let appended = try Data(contentsOf: URL(fileURLWithPath: file))
+        #expect(appended[4..<8] == Data([0xFF, 0xFF, 0xFF, 0xFF]))
+    }
+}

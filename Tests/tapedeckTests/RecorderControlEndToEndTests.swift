@@ -138,3 +138,51 @@ struct RecorderControlEndToEndTests {
         #expect(try await Self.http("POST", base + "api/stop").status == 409)
     }
 }
+
+extension RecorderControlEndToEndTests {
+    /// The logger of the README, time-compressed: hourly becomes every 2 s.
+    @Test("a logger started from a shell (--split-align, a strftime --name) is seen on the page with levels, marked and stopped from it; its names, show, bext and ffprobe agree with the boundaries")
+    func loggerFromShellOnPage() async throws {
+        let (cli, _) = try Self.harness()
+        let (recorder, out, recorderErr) = try cli.start(["record", "--session", "Logger", "--split", "2s", "--split-align",
+                                                           "--name", "%Y-%m-%d %H.%M.%S", "--json"])
+        let (server, served, _) = try cli.start(["serve", "--listen", "127.0.0.1:0"])
+        defer {
+            kill(recorder.processIdentifier, SIGKILL)
+            kill(server.processIdentifier, SIGTERM)
+        }
+        let base = try await Self.servedAddress(served)
+        var state: [String: Any] = [:]
+        let seen = try await CLIHarness.wait(timeout: 60) {
+            guard let body = try? await Self.http("GET", base + "api/state").body,
+                  let parsed = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
+            state = parsed
+            return parsed["recording"] as? Bool == true && (parsed["takeIndex"] as? Int ?? 0) >= 2
+                && ((parsed["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90) > -20
+        }
+        #expect(seen, "\(state); the recorder said: \((try? String(contentsOf: recorderErr, encoding: .utf8)) ?? "")")
+        #expect((state["recorder"] as? [String: Any])?["startedBy"] as? String == "record")
+        #expect(try await Self.http("POST", base + "api/markers", #"{"label": "news"}"#).status == 202)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.http("POST", base + "api/stop").status == 202)
+        try await CLIHarness.waitForExit(recorder, limit: 30)
+        #expect(recorder.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let takes = try #require(report["takes"] as? [[String: Any]])
+        #expect(takes.count >= 2)
+        #expect(takes.contains { (($0["markers"] as? [[String: Any]]) ?? []).contains { $0["label"] as? String == "news" } }, "\(takes)")
+        for (i, take) in takes.enumerated() where i > 0 {
+            let name = try #require(take["name"] as? String)
+            let stamp = String(name.prefix(19))
+            let time = stamp.suffix(8).replacingOccurrences(of: ".", with: ":")
+            #expect(Int(time.suffix(2))! % 2 == 0, "\(name) is not on a 2-second boundary")
+            let detail = try #require(try JSONSerialization.jsonObject(with: Data(try await cli.run("show", take["id"] as? String ?? "", "--json").stdout.utf8)) as? [String: Any])
+            #expect((detail["broadcast"] as? [String: Any])?["originationTime"] as? String == time, "\(name): \(detail)")
+            let probed = try await CLIHarness.tool("ffprobe", ["-v", "quiet", "-show_entries", "format_tags=creation_time", "-of", "default=nw=1:nk=1",
+                                                              take["path"] as? String ?? ""])
+            #expect(probed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == time, "ffprobe: \(probed.stdout) for \(name)")
+            let shown = try await cli.run("show", take["id"] as? String ?? "")
+            #expect(shown.stdout.contains("Began:     \(String(stamp.prefix(10))) \(time)."), "\(shown.stdout)")
+        }
+    }
+}

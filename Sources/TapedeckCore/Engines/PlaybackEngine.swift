@@ -26,6 +26,7 @@ public final class PlaybackEngine: Sendable {
     private let stopFlag = Atomic<Bool>(false)
     private let feederDone = Atomic<Bool>(false)
     private let framesPlayed = Atomic<Int64>(0)
+    private let openedDevice = Mutex<String?>(nil)
     private let spaceSignal = DispatchSemaphore(value: 0)
     private let dataSignal = DispatchSemaphore(value: 0)
 
@@ -40,6 +41,10 @@ public final class PlaybackEngine: Sendable {
     /// Frames played so far.
     /// - Thread: any. Never blocks.
     public var playedFrames: Int64 { framesPlayed.load(ordering: .relaxed) }
+
+    /// The device playing, as its backend names it once open (``PlaybackStream/deviceName``).
+    /// - Thread: any. Never blocks.
+    public var deviceName: String? { openedDevice.withLock { $0 } }
 
     /// Stops playback at the next period.
     /// - Thread: any, including a signal-handling queue. Never blocks.
@@ -120,6 +125,8 @@ public final class PlaybackEngine: Sendable {
     private func deviceMain(format: AudioFormat, ring: SlotRing) throws -> PlaybackResult {
         let stream = try backend.openPlaybackStream(format: format, options: PlaybackOptions(periodFrames: periodFrames))
         defer { stream.close() }
+        let name = stream.deviceName
+        openedDevice.withLock { $0 = name }
         let silence = UnsafeMutableRawPointer.allocate(byteCount: ring.slotFrames * ring.bytesPerFrame, alignment: 16)
         silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
         defer { silence.deallocate() }

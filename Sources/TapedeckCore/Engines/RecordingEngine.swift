@@ -132,6 +132,7 @@ public final class RecordingEngine: Sendable {
     struct Shared {
         var ring: SlotRing?
         var format: AudioFormat?
+        var deviceName: String?
         var cancelled = false
         var deviceEnd: RecordingEnd = .stopped
         var captureStart: ContinuousClock.Instant?
@@ -168,6 +169,10 @@ public final class RecordingEngine: Sendable {
         self.frameLimit = frameLimit
         self.logger = logger
     }
+
+    /// The device the open stream records from, as its backend names it (``CaptureStream/deviceName``).
+    /// - Thread: any; never blocks.
+    public var deviceName: String? { shared.withLock { $0.deviceName } }
 
     /// Opens the capture stream on a new device thread and returns the negotiated format.
     /// - Thread: any; suspends (does not block the caller's thread) until the device is open.
@@ -305,9 +310,11 @@ public final class RecordingEngine: Sendable {
         let slots = max(4, Int((settings.bufferSeconds * Double(format.sampleRate)) / Double(slotFrames)))
         let ring = SlotRing(slotCount: slots, slotFrames: slotFrames, bytesPerFrame: format.bytesPerFrame)
         logger.debug("Capture opened on \(backend.name): \(format), period \(stream.periodFrames) frames (\(String(format: "%.1f", Double(stream.periodFrames) * 1000 / Double(format.sampleRate))) ms; asked \(settings.periodFrames)), hand-off buffer \(slots) slots = \(String(format: "%.2f", Double(slots * slotFrames) / Double(format.sampleRate))) s.")
+        let deviceName = stream.deviceName
         shared.withLock {
             $0.ring = ring
             $0.format = format
+            $0.deviceName = deviceName
             $0.progress.peaks = Array(repeating: 0, count: format.channels)
         }
         opened.resume(returning: format)

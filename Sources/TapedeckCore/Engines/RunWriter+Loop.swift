@@ -193,8 +193,9 @@ extension RunWriter {
         } else {
             end = deviceEnd
         }
+        // The report carries the overruns (each with its frame and time): the log only notes them.
         if overrunCount > 0 {
-            logger.warning("Recording had \(overrunCount) overrun(s); \(overrunFrames) frames were filled with silence.")
+            logger.info("Recording had \(overrunCount) overrun(s); \(overrunFrames) frames were filled with silence.")
         }
         if invalidSamples > 0 {
             logger.warning("The device delivered \(InvalidSamples.summary(invalidSamples)). Check its driver, or the program that feeds it.")

@@ -52,6 +52,11 @@ public protocol CaptureStream: AnyObject {
     /// hand-off buffer is full its frames are dropped and counted as an overrun. A stream that is
     /// not real time (an unpaced generator) is made to wait instead.
     var isRealTime: Bool { get }
+    /// The device the stream actually records from, as its backend names it (a PulseAudio
+    /// source such as `alsa_input.usb-…` or `null.monitor` where the config said "the default",
+    /// the JACK ports, an ALSA card): for the banner and the take's files. `nil` when the backend
+    /// cannot tell more than the configured name (the default). Read once after opening.
+    var deviceName: String? { get }
 
     /// Blocks until up to `maxFrames` frames are captured into `buffer`.
     ///
@@ -70,4 +75,9 @@ public protocol CaptureStream: AnyObject {
 
     /// Closes the device. Called once, on the device thread.
     func close()
+}
+
+extension CaptureStream {
+    /// No more than the configured name is known.
+    public var deviceName: String? { nil }
 }

@@ -31,6 +31,9 @@ public protocol PlaybackStream: AnyObject {
     /// Whether the stream consumes audio on a real clock. A real-time stream that runs dry is
     /// fed counted silence; a stream that is not real time (a file, a test sink) is made to wait.
     var isRealTime: Bool { get }
+    /// The device the stream plays to, as its backend names it (a PulseAudio sink, the JACK
+    /// ports, an ALSA card), or `nil` when no more is known than the configured name.
+    var deviceName: String? { get }
 
     /// Blocks until `frames` frames from `buffer` are queued to the device.
     /// - Thread: the device thread only. Blocks for about one period.
@@ -43,4 +46,9 @@ public protocol PlaybackStream: AnyObject {
 
     /// Closes the device. Called once, on the device thread.
     func close()
+}
+
+extension PlaybackStream {
+    /// No more than the configured name is known.
+    public var deviceName: String? { nil }
 }

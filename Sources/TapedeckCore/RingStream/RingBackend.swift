@@ -89,6 +89,9 @@ public protocol RingDevice: AnyObject {
     var cycleNanos: UInt64 { get }
     /// What the log says when the stream opens: where it is connected, in what format.
     var summary: String { get }
+    /// What the device records from or plays to, as ``CaptureStream/deviceName`` says it, or
+    /// `nil` when no more is known than the configured name.
+    var deviceName: String? { get }
     /// The error for a device that went away (the ring was closed) while `doing`.
     func lostError(_ doing: String) -> TapedeckError
     /// The error for a device that ran no cycle for ``RingStreams/stallNanos`` while `doing`.
@@ -104,6 +107,7 @@ public protocol RingDevice: AnyObject {
 
 extension RingDevice {
     public var eventFD: Int32 { -1 }
+    public var deviceName: String? { nil }
     public func dispatchEvents() {}
 }
 

@@ -17,6 +17,7 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     public let format: AudioFormat
     public let periodFrames: Int
     public var isRealTime: Bool { true }
+    public var deviceName: String? { device.deviceName }
 
     private let ends: RingEnds<Backend>
     private var ring: DeviceRing { ends.ring }

@@ -11,6 +11,7 @@ public final class RingPlaybackStream<Backend: RingBackend>: PlaybackStream {
     public let format: AudioFormat
     public let periodFrames: Int
     public var isRealTime: Bool { true }
+    public var deviceName: String? { ends.device.deviceName }
 
     private let ends: RingEnds<Backend>
     private var ring: DeviceRing { ends.ring }
