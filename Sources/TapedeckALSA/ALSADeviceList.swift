@@ -30,10 +30,12 @@ enum ALSADeviceList {
                 .map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
                 .filter { !$0.isEmpty }.joined(separator: " — ")
             let ioid = value(hint, "IOID")
-            result.append(AudioDevice(name: name, description: description,
-                                      canCapture: ioid == nil || ioid == "Input",
-                                      canPlay: ioid == nil || ioid == "Output",
-                                      isDefault: name == "default"))
+            var device = AudioDevice(name: name, description: description,
+                                     canCapture: ioid == nil || ioid == "Input",
+                                     canPlay: ioid == nil || ioid == "Output",
+                                     isDefault: name == "default")
+            device.isProcessingStage = isProcessingStage(name)
+            result.append(device)
         }
         // `default` is defined by alsa.conf itself and usually carries no hint; list it when the
         // configuration defines it (on a machine without cards it may still fail to open).
@@ -42,6 +44,24 @@ enum ALSADeviceList {
                                       canCapture: true, canPlay: true, isDefault: true), at: 0)
         }
         return result
+    }
+
+    /// The PCM types that convert or process in front of another device (alsa-plugins' rate
+    /// converters, speex, up- and downmixers, the OSS emulation, the null sink) rather than
+    /// reach a card or a sound server, as `pcm.NAME.type` says.
+    static let processingTypes: Set<String> = ["rate", "speex", "upmix", "vdownmix", "oss", "null", "a52", "lavrate", "samplerate"]
+
+    /// Whether PCM `name` (its part before any `:`) is of one of ``processingTypes``.
+    private static func isProcessingStage(_ name: String) -> Bool {
+        let base = name.split(separator: ":", maxSplits: 1).first.map(String.init) ?? name
+        var top: OpaquePointer?
+        guard snd_config_update_ref(&top) >= 0, let top else { return false }
+        defer { snd_config_unref(top) }
+        var node: OpaquePointer?
+        guard snd_config_search(top, "pcm.\(base).type", &node) >= 0, let node else { return false }
+        var text: UnsafePointer<CChar>?
+        guard snd_config_get_string(node, &text) >= 0, let text else { return false }
+        return processingTypes.contains(String(cString: text))
     }
 
     /// Whether the ALSA configuration has a node at `key` (e.g. `pcm.default`).

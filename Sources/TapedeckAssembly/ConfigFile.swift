@@ -12,6 +12,9 @@ public struct ConfigFile: Sendable, Hashable {
     public struct Entry: Sendable, Hashable {
         public var value: String
         public var line: Int?
+        /// `key:` with no value (or `~`, `null`): an empty string for a setting, an empty
+        /// section for a section (``nullsAsSections(where:)``).
+        public var isNull = false
     }
 
     /// The file's path (or a name for text that came from elsewhere).
@@ -125,6 +128,22 @@ public struct ConfigFile: Sendable, Hashable {
         return nil
     }
 
+    /// Turns each `key:` with no value whose key names a section, not a setting, into an empty
+    /// section (a section whose settings are all commented out, as `config init` writes them).
+    /// - Thread: any. Never blocks.
+    public mutating func nullsAsSections(where isSection: (String) -> Bool) {
+        for (key, entry) in entries where entry.isNull && isSection(key) {
+            entries[key] = nil
+            sections[key] = entry.line
+        }
+        for name in machines.keys {
+            for (key, entry) in machines[name]!.entries where entry.isNull && isSection(key) {
+                machines[name]!.entries[key] = nil
+                machines[name]!.sections[key] = entry.line
+            }
+        }
+    }
+
     /// Moves `machines.NAME.*` out of the top level into ``machines``.
     private mutating func splitMachines() throws {
         if let value = entries["machines"] {
@@ -206,7 +225,8 @@ public struct ConfigFile: Sendable, Hashable {
             }
             switch value {
             case .scalar(let s):
-                entries[key] = Entry(value: s.string, line: line)
+                let isNull = s.style == .plain && ["", "~", "null", "Null", "NULL"].contains(s.string)
+                entries[key] = Entry(value: s.string, line: line, isNull: isNull)
             case .mapping(let m):
                 sections[key] = line
                 try walk(m, prefix: key)

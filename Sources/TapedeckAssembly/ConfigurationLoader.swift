@@ -79,6 +79,7 @@ public struct ConfigurationLoader: Sendable {
     /// - Thread: any. Never blocks (the file was read already).
     public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil,
                         overrides: [PluginOverride] = [], detection: BackendDetection? = nil) throws -> TapedeckConfiguration {
+        let file = withEmptySections(file)
         let keyProblems = Self.inFileOrder(self.keyProblems(file: file, flags: flags))
         // The first problem, and how many more the whole check finds (bad values too).
         if !keyProblems.isEmpty { throw Self.error(keyProblems, total: problems(file: file, flags: flags, machine: explicitMachine).count) }
@@ -127,6 +128,7 @@ public struct ConfigurationLoader: Sendable {
     /// - Returns: one full sentence per problem, naming its source, line and key; empty when usable.
     /// - Thread: any. Never blocks (the file was read already).
     public func problems(file: ConfigFile?, flags: [String: String], machine: String?) -> [String] {
+        let file = withEmptySections(file)
         // Unknown keys do not change how the known ones resolve, so every bad value is reported
         // in the same run.
         var problems = keyProblems(file: file, flags: flags)
@@ -187,6 +189,22 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         return keys
+    }
+
+    /// `file` with each `SECTION:` or `SECTION.PLUGIN:` that has no value read as an empty
+    /// section, not a setting. - Thread: any. Never blocks.
+    public func withEmptySections(_ file: ConfigFile?) -> ConfigFile? {
+        guard var file else { return nil }
+        let settings = Set(knownKeys())
+        file.nullsAsSections { key in
+            guard !settings.contains(key) else { return false }
+            let parts = key.split(separator: ".").map(String.init)
+            guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else { return key == "machines" }
+            if parts.count == 1 { return true }
+            guard parts.count == 2, let role = section.role else { return false }
+            return catalog.entries(for: role).contains { $0.name == parts[1] }
+        }
+        return file
     }
 
     private func validateSection(_ path: String, origin: String) throws {

@@ -28,15 +28,15 @@ enum JACKDeviceList {
                 if role == .capture { ports[owner, default: ([], [])].capture.append(port) } else { ports[owner, default: ([], [])].playback.append(port) }
             }
         }
-        let facts = ["sample-rate": "\(jack_get_sample_rate(client))", "buffer-frames": "\(jack_get_buffer_size(client))"]
+        let facts = ["sampleRate": "\(jack_get_sample_rate(client))", "bufferFrames": "\(jack_get_buffer_size(client))"]
         return order.map { owner in
             let (capture, playback) = ports[owner]!
             let isPhysical = (capture + playback).contains { physical.contains($0) }
             let counts = [capture.isEmpty ? nil : "\(capture.count) capture", playback.isEmpty ? nil : "\(playback.count) playback"]
                 .compactMap { $0 }.joined(separator: ", ")
             var details = facts
-            if !capture.isEmpty { details["capture-ports"] = capture.joined(separator: ", ") }
-            if !playback.isEmpty { details["playback-ports"] = playback.joined(separator: ", ") }
+            if !capture.isEmpty { details["capturePorts"] = capture.joined(separator: ", ") }
+            if !playback.isEmpty { details["playbackPorts"] = playback.joined(separator: ", ") }
             return AudioDevice(name: owner, description: "\(owner): \(counts) port(s)\(isPhysical ? ", physical" : "")",
                                canCapture: !capture.isEmpty, canPlay: !playback.isEmpty, isDefault: isPhysical, details: details)
         }

@@ -12,7 +12,7 @@ enum PipeWireDeviceList {
         defer { connection.close() }
         let defaultName = settings.role == .capture ? connection.defaultSource : connection.defaultSink
         return connection.nodes.filter { $0.allows(settings.role) }.map { node in
-            var details = ["serial": node.serial, "media-class": node.mediaClass]
+            var details = ["serial": node.serial, "mediaClass": node.mediaClass]
             let positions = node.positions(settings.role)
             if !positions.isEmpty {
                 details["channels"] = "\(positions.count)"

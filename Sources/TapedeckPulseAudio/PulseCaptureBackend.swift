@@ -18,8 +18,8 @@ public struct PulseCaptureBackend: CaptureBackend {
         self.logger = logger
     }
 
-    /// The server's sources, monitors of sinks included (`details["monitor-of"]`), each with its
-    /// `sample-spec`; the default source is marked.
+    /// The server's sources, monitors of sinks included (`details["monitorOf"]`), each with its
+    /// `sampleSpec`; the default source is marked.
     /// - Thread: any that may block. Blocks for a few round trips to the server.
     /// - Throws: `.deviceUnavailable` naming the server when it cannot be reached.
     public func devices() throws -> [AudioDevice] {

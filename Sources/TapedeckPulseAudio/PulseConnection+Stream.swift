@@ -47,7 +47,7 @@ extension PulseConnection {
             closeStream(stream)
             if !contextGood {
                 throw TapedeckError(.deviceUnavailable,
-                    "The PulseAudio server at \(settings.serverLabel) went away while opening \(settings.deviceLabel) (\(reason.lowercased())). Is it running? Check \(settings.key(PulseKeys.server)).")
+                    "The PulseAudio server at \(settings.serverLabel) went away while opening \(settings.deviceLabel) (\(reason.lowercased())). Is it running? \(settings.serverAdvice).")
             }
             if !finished {
                 throw TapedeckError(.deviceUnavailable,

@@ -61,7 +61,7 @@ final class PulseConnection {
 
     private func noServer(_ reason: String) -> TapedeckError {
         TapedeckError(.deviceUnavailable,
-            "No PulseAudio server at \(settings.serverLabel) (\(reason.lowercased())). Is it running? Check \(settings.key(PulseKeys.server)).")
+            "No PulseAudio server at \(settings.serverLabel) (\(reason.lowercased())). Is it running? \(settings.serverAdvice).")
     }
 
     /// Whether a context state is connecting or connected (not failed or terminated).

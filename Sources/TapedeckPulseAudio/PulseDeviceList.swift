@@ -17,8 +17,8 @@ enum PulseDeviceList {
         }
     }
 
-    /// The server's sources (capture; monitors included, with `monitor-of`) and sinks (playback),
-    /// each with `sample-spec` in its details and the server's defaults marked.
+    /// The server's sources (capture; monitors included, with `monitorOf`) and sinks (playback),
+    /// each with `sampleSpec` in its details and the server's defaults marked.
     /// - Thread: any thread that may block. Blocks for a few round trips (at most ~5 s each).
     /// - Throws: `.deviceUnavailable` naming the server when it cannot be reached.
     static func list(settings: PulseSettings) throws -> (sources: [AudioDevice], sinks: [AudioDevice]) {
@@ -36,8 +36,8 @@ enum PulseDeviceList {
         let sources = pa_context_get_source_info_list(context, { _, info, eol, userdata in
             guard let c = Collected.from(userdata) else { return }
             if eol == 0, let i = info?.pointee {
-                var details = ["sample-spec": PulseFormat.describe(i.sample_spec)]
-                if let m = i.monitor_of_sink_name { details["monitor-of"] = String(cString: m) }
+                var details = ["sampleSpec": PulseFormat.describe(i.sample_spec)]
+                if let m = i.monitor_of_sink_name { details["monitorOf"] = String(cString: m) }
                 c.sources.append(AudioDevice(name: i.name.map { String(cString: $0) } ?? "",
                                              description: i.description.map { String(cString: $0) } ?? "",
                                              canCapture: true, canPlay: false, isDefault: false, details: details))
@@ -46,8 +46,8 @@ enum PulseDeviceList {
         let sinks = pa_context_get_sink_info_list(context, { _, info, eol, userdata in
             guard let c = Collected.from(userdata) else { return }
             if eol == 0, let i = info?.pointee {
-                var details = ["sample-spec": PulseFormat.describe(i.sample_spec)]
-                if let m = i.monitor_source_name { details["monitor-source"] = String(cString: m) }
+                var details = ["sampleSpec": PulseFormat.describe(i.sample_spec)]
+                if let m = i.monitor_source_name { details["monitorSource"] = String(cString: m) }
                 c.sinks.append(AudioDevice(name: i.name.map { String(cString: $0) } ?? "",
                                            description: i.description.map { String(cString: $0) } ?? "",
                                            canCapture: false, canPlay: true, isDefault: false, details: details))
@@ -60,7 +60,7 @@ enum PulseDeviceList {
         let (defaultSource, defaultSink) = (collected.defaultSource, collected.defaultSink)
         guard ok, good else {
             throw TapedeckError(.deviceUnavailable,
-                "The PulseAudio server at \(settings.serverLabel) did not list its devices (\(good ? "timed out" : reason.lowercased())). Is it running? Check \(settings.key(PulseKeys.server)).")
+                "The PulseAudio server at \(settings.serverLabel) did not list its devices (\(good ? "timed out" : reason.lowercased())). Is it running? \(settings.serverAdvice).")
         }
         for i in result.sources.indices { result.sources[i].isDefault = result.sources[i].name == defaultSource }
         for i in result.sinks.indices { result.sinks[i].isDefault = result.sinks[i].name == defaultSink }

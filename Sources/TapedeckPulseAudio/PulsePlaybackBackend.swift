@@ -18,7 +18,7 @@ public struct PulsePlaybackBackend: PlaybackBackend {
         self.logger = logger
     }
 
-    /// The server's sinks, each with its `sample-spec`; the default sink is marked.
+    /// The server's sinks, each with its `sampleSpec`; the default sink is marked.
     /// - Thread: any that may block. Blocks for a few round trips to the server.
     /// - Throws: `.deviceUnavailable` naming the server when it cannot be reached.
     public func devices() throws -> [AudioDevice] {

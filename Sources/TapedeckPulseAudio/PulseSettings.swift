@@ -1,5 +1,8 @@
 #if PulseAudio
 import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One Pulse plugin section, validated: where the server is, which device, names, fragment size.
 struct PulseSettings: Sendable, Hashable {
@@ -41,8 +44,22 @@ struct PulseSettings: Sendable, Hashable {
     }
 
     /// The server as messages name it.
+    /// With no server set, what libpulse will try: `PULSE_SERVER` when it is set, else the
+    /// socket in the user's runtime folder.
     var serverLabel: String {
-        server.isEmpty ? "the default address (PULSE_SERVER or the user's runtime folder)" : server
+        guard server.isEmpty else { return server }
+        if let env = getenv("PULSE_SERVER"), env.pointee != 0 { return "PULSE_SERVER=\(String(cString: env))" }
+        if let runtime = getenv("XDG_RUNTIME_DIR"), runtime.pointee != 0 { return "\(String(cString: runtime))/pulse/native" }
+        return "the default address (the user's runtime folder; XDG_RUNTIME_DIR is not set)"
+    }
+
+    /// What to check when the server does not answer: `PULSE_SERVER` when it chose the server,
+    /// else the setting.
+    var serverAdvice: String {
+        if server.isEmpty, let env = getenv("PULSE_SERVER"), env.pointee != 0 {
+            return "Check PULSE_SERVER, or set \(key(PulseKeys.server))"
+        }
+        return "Check \(key(PulseKeys.server))"
     }
 
     /// The device as messages name it.

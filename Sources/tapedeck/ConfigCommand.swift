@@ -25,9 +25,36 @@ struct ConfigInitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Write a commented starter config ($XDG_CONFIG_HOME/tapedeck/config.yaml), never replacing one.",
-        discussion: "The file holds every key with its default (as `config example` prints it) and, as comments, the devices found on this machine now. With --machine NAME it also starts a machines: section for NAME with the backends detected now.")
+        discussion: "The file holds every key (as `config example` prints it), commented out at its default, so `config show` tells what you changed and a later default is not pinned; only the capture and playback backends detected now are set. The devices found now are listed as comments. With --machine NAME the backends go in a machines: section for NAME instead.")
 
     @OptionGroup var global: GlobalOptions
+
+    /// The reference config with every value commented out (`  # period-frames: 8192`),
+    /// sections kept, and `SECTION.backend` set for each `detected` section.
+    static func starter(_ reference: String, detected: [String: String]) -> String {
+        var section = ""
+        var lines: [String] = []
+        for line in reference.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if let first = line.first, first != " ", first != "#", line.hasSuffix(":") { section = String(line.dropLast()) }
+            let indent = line.prefix { $0 == " " }
+            let rest = line.dropFirst(indent.count)
+            if indent.count == 2, rest.hasPrefix("# backend: "), let plugin = detected[section] {
+                lines.append("\(indent)backend: \(plugin)  # detected when this file was written")
+                continue
+            }
+            // `key: value`, a value on the line: the default, as a comment.
+            if !indent.isEmpty, !rest.hasPrefix("#"), let colon = rest.range(of: ": "), !rest[..<colon.lowerBound].contains(" ") {
+                if indent.count == 2, rest.hasPrefix("backend: "), let plugin = detected[section] {
+                    lines.append("\(indent)backend: \(plugin)  # detected when this file was written")
+                } else {
+                    lines.append("\(indent)# \(rest)")
+                }
+                continue
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
 
     @MainActor
     mutating func run() async throws {
@@ -40,22 +67,30 @@ struct ConfigInitCommand: AsyncParsableCommand {
             let paths = UserPaths(environment: environment)
             let target = URL(fileURLWithPath: global.config ?? paths.configHome + "/tapedeck/config.yaml")
             // The reference text, introduced as what it now is: this machine's config.
-            let body = ReferenceConfig.text.split(separator: "\n", omittingEmptySubsequences: false)
+            let reference = ReferenceConfig.text.split(separator: "\n", omittingEmptySubsequences: false)
                 .drop { $0.hasPrefix("#") || $0.isEmpty }.joined(separator: "\n")
             var text = """
                 # Tapedeck configuration for this machine, written by `tapedeck config init`.
-                # Every key is shown with its default; change what this machine needs and check it with
-                # `tapedeck config check`. Precedence: --set flags, then TAPEDECK_* environment
-                # variables, then this file, then the defaults. `tapedeck backends` lists every setting.
+                # Every key is shown, commented out at its default: uncomment and change what this
+                # machine needs, and check it with `tapedeck config check`; `tapedeck config show`
+                # says where each value comes from. Precedence: --set flags, then TAPEDECK_*
+                # environment variables, then this file, then the defaults. `tapedeck backends`
+                # lists every setting.
 
-                """ + body + "\n"
-            let studio = try? global.makeStudioWithoutLibrary(detecting: [.capture, .playback])
+                """
+            // What this machine has, found without the file being written (--config names it).
+            var probe = global
+            probe.config = nil
+            let studio = try? probe.makeStudioWithoutLibrary(detecting: [.capture, .playback])
+            // Only the backends found now are set (at the top, or in the machine's section).
+            let detected = machine != nil ? [:] : ["capture": studio?.configuration.capture.plugin, "playback": studio?.configuration.playback.plugin]
+            text += Self.starter(reference, detected: detected.compactMapValues { $0 })
             var found: [String] = []
             if let studio {
                 for name in BackendDetection.order {
                     guard let devices = try? studio.devices(ofBackend: name), !devices.isEmpty else { continue }
                     var merged: [String: AudioDevice] = [:]
-                    for d in devices {
+                    for d in devices where !d.isProcessingStage {
                         var m = merged[d.name] ?? d
                         m.canCapture = m.canCapture || d.canCapture
                         m.canPlay = m.canPlay || d.canPlay

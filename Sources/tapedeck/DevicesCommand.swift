@@ -7,10 +7,18 @@ struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract: "List the capture and playback devices each audio backend can see.",
-        discussion: "The names shown are what capture.BACKEND.device / playback.BACKEND.device accept in the config.")
+        discussion: """
+            The names shown are what capture.BACKEND.device / playback.BACKEND.device accept in the config. \
+            Endpoints only: cards, sound servers, their sources and sinks. ALSA's converter and effect plugins \
+            (rate converters, speex, up- and downmixers) are listed with --all, as `arecord -L` lists them. \
+            A sound server that is not running gets one line; `tapedeck devices --backend NAME` says why.
+            """)
 
     @Option(help: "Only this backend (e.g. alsa, pulse, null).")
     var backend: String?
+
+    @Flag(help: "Also list ALSA's converter and effect plugins, which are not endpoints (as arecord -L).")
+    var all = false
 
     @Flag(help: "Print JSON.")
     var json = false
@@ -27,6 +35,7 @@ struct DevicesCommand: AsyncParsableCommand {
         var playback: Bool
         var isDefault: Bool
         var details: [String: String]
+        var isProcessingStage: Bool
     }
 
     @MainActor
@@ -39,6 +48,8 @@ struct DevicesCommand: AsyncParsableCommand {
             }
             var devices: [DeviceJSON] = []
             var failures: [TapedeckError] = []
+            var absent: [String] = []
+            var hidden = 0
             for name in names where backend == nil || backend == name {
                 do {
                     var merged: [String: AudioDevice] = [:]
@@ -52,18 +63,26 @@ struct DevicesCommand: AsyncParsableCommand {
                             merged[d.name] = d
                         }
                     }
-                    devices += merged.values.sorted { $0.name < $1.name }.map {
+                    let shown = merged.values.filter { all || !$0.isProcessingStage }
+                    hidden += merged.count - shown.count
+                    devices += shown.sorted { $0.name < $1.name }.map {
                         DeviceJSON(backend: name, name: $0.name, description: $0.description, capture: $0.canCapture,
-                                   playback: $0.canPlay, isDefault: $0.isDefault, details: $0.details)
+                                   playback: $0.canPlay, isDefault: $0.isDefault, details: $0.details, isProcessingStage: $0.isProcessingStage)
                     }
                 } catch let e as TapedeckError {
                     // One backend's audio system being down must not hide the others.
+                    // Asked for all of them, a server that is not running is one line; the whole
+                    // message comes with --backend NAME.
                     failures.append(e)
                     if backend != nil { throw e }
-                    Terminal.printError("\(name): \(e.message)")
+                    absent.append(e.code == .deviceUnavailable ? "\(name): not running (`tapedeck devices --backend \(name)` says why)"
+                                                               : "\(name): \(e.message)")
                 }
             }
-            if json { return try Terminal.printJSON(devices) }
+            if json {
+                for line in absent { Terminal.printError(line) }
+                return try Terminal.printJSON(devices)
+            }
             for name in names where backend == nil || backend == name {
                 let mine = devices.filter { $0.backend == name }
                 guard !mine.isEmpty else { continue }
@@ -74,6 +93,8 @@ struct DevicesCommand: AsyncParsableCommand {
                     print("  \(d.isDefault ? "*" : " ") \(d.name)  [\(roles)]  \(d.description)\(extra.isEmpty ? "" : "  (\(extra))")")
                 }
             }
+            for line in absent { print(line) }
+            if hidden > 0 { print("(\(Terminal.counted(hidden, "ALSA plugin")) not shown: converters and effects; `tapedeck devices --all` lists them.)") }
         }
     }
 }

@@ -68,7 +68,7 @@ enum DeviceCompletion {
         var names: [String] = []
         for backend in backends {
             let devices = (try? studio.devices(ofBackend: backend)) ?? []
-            names += devices.filter { capture ? $0.canCapture : $0.canPlay }.map(\.name)
+            names += devices.filter { (capture ? $0.canCapture : $0.canPlay) && !$0.isProcessingStage }.map(\.name)
         }
         return ShellWords.offer(Array(Set(names)).sorted(), prefix: prefix, environment: environment)
     }

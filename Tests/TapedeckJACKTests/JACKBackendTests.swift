@@ -34,10 +34,10 @@ extension JACKTests {
             let sources = try JACKTestSupport.capture(server).devices()
             let system = try #require(sources.first { $0.name == "system" }, "\(sources)")
             #expect(system.isDefault && system.canCapture && system.canPlay)
-            #expect(system.details["capture-ports"] == "system:capture_1, system:capture_2")
-            #expect(system.details["sample-rate"] == "44100")
+            #expect(system.details["capturePorts"] == "system:capture_1, system:capture_2")
+            #expect(system.details["sampleRate"] == "44100")
             let sinks = try JACKTestSupport.playback(server).devices()
-            #expect(sinks.first { $0.name == "system" }?.details["playback-ports"] == "system:playback_1, system:playback_2")
+            #expect(sinks.first { $0.name == "system" }?.details["playbackPorts"] == "system:playback_1, system:playback_2")
         }
     }
 

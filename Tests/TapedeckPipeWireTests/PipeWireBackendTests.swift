@@ -51,7 +51,7 @@ extension PipeWireTests {
             let sources = try PipeWireTestSupport.capture(daemon).devices()
             let source = try #require(sources.first { $0.name == daemon.sourceName }, "\(sources)")
             #expect(source.isDefault && source.canCapture && !source.canPlay)
-            #expect(source.details["media-class"] == "Audio/Source/Virtual")
+            #expect(source.details["mediaClass"] == "Audio/Source/Virtual")
             #expect(Int(source.details["serial"] ?? "") != nil)
             // A sink can be recorded: what it plays.
             let monitor = try #require(sources.first { $0.name == daemon.sinkName })

@@ -71,11 +71,11 @@ struct PulseBackendTests {
             let sinks = try PulseTestSupport.playback(server: daemon.serverAddress).devices()
             let monitor = try #require(sources.first { $0.name == "null.monitor" })
             #expect(monitor.canCapture && !monitor.canPlay)
-            #expect(monitor.details["monitor-of"] == "null")
-            #expect(monitor.details["sample-spec"] == "s16le 2ch 48000Hz")
+            #expect(monitor.details["monitorOf"] == "null")
+            #expect(monitor.details["sampleSpec"] == "s16le 2ch 48000Hz")
             let sink = try #require(sinks.first { $0.name == "null" })
             #expect(sink.canPlay && !sink.canCapture && sink.isDefault)
-            #expect(sink.details["sample-spec"] == "s16le 2ch 48000Hz")
+            #expect(sink.details["sampleSpec"] == "s16le 2ch 48000Hz")
         }
     }
 

@@ -138,6 +138,15 @@ struct AudioServerEndToEndTests {
         let r = try await cli.run(["record", "-d", "2", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("\"frames\" : 96000"), "\(r.stdout)")
+        // The banner (one line off a terminal) and the file name the source the server chose,
+        // not "default".
+        let source = try await CLIHarness.tool("pactl", ["-s", daemon.serverAddress, "get-default-source"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!source.isEmpty)
+        #expect(r.stderr.contains("Recording from \(source), the default device (pulse, detected): 48000 Hz, 2 channels"), "\(r.stderr)")
+        let path = try #require(try await cli.takes().last?["path"] as? String)
+        let history = try await CLIHarness.tool("ffprobe", ["-v", "quiet", "-show_entries", "format_tags=coding_history", "-of", "default=nw=1:nk=1", path])
+        #expect(history.stdout.contains("T=pulse \(source) on "), "\(history.stdout)")
         let show = try await cli.run(["config", "show"])
         #expect(show.stdout.contains("detected: a sound server answered"), "\(show.stdout)")
         #expect(show.stdout.contains("capture: pulse") && show.stdout.contains("playback: pulse"), "\(show.stdout)")
@@ -176,7 +185,7 @@ struct AudioServerEndToEndTests {
         #expect(sink["playback"] as? Bool == true && sink["isDefault"] as? Bool == true && sink["backend"] as? String == "pulse")
         let monitor = try #require(list.first { $0["name"] as? String == "null.monitor" })
         #expect(monitor["capture"] as? Bool == true)
-        let spec = (monitor["details"] as? [String: String])?["sample-spec"]
+        let spec = (monitor["details"] as? [String: String])?["sampleSpec"]
         #expect(spec?.contains("48000") == true, "\(String(describing: spec))")
 
         let alsa = try await cli.run(["devices", "--backend", "alsa", "--json"])

@@ -153,3 +153,34 @@ struct UserFoldersEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent("music/lib/catalog.sqlite").path))
     }
 }
+
+extension FlagsEndToEndTests {
+    @Test("devices: endpoints only (ALSA's converter and effect plugins with --all), and one line for each sound server that is not running")
+    func devicesQuiet() async throws {
+        var cli = try CLIHarness()
+        cli.extraEnvironment = ["PULSE_SERVER": "unix:/nonexistent/native", "JACK_DEFAULT_SERVER": "nobody-\(UUID().uuidString.prefix(6))",
+                                "PIPEWIRE_REMOTE": "nobody-\(UUID().uuidString.prefix(6))"]
+        let text = try await cli.run("devices")
+        #expect(text.status == 0, "\(text.stderr)")
+        for server in ["pulse", "jack", "pipewire"] {
+            let lines = (text.stdout + text.stderr).split(separator: "\n").filter { $0.hasPrefix("\(server):") }
+            #expect(lines.count == 1 && lines.first?.contains("not running") == true, "\(server): \(text.stdout) \(text.stderr)")
+        }
+        #expect(text.stderr.isEmpty, "\(text.stderr)")
+        func listed(_ args: [String]) async throws -> [[String: Any]] {
+            let r = try await cli.run(["devices", "--backend", "alsa", "--json"] + args)
+            return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]], "\(r.stderr)")
+        }
+        let endpoints = try await listed([])
+        let everything = try await listed(["--all"])
+        #expect(endpoints.allSatisfy { $0["isProcessingStage"] as? Bool == false })
+        let names = Set(endpoints.compactMap { $0["name"] as? String })
+        let stages = Set(everything.filter { $0["isProcessingStage"] as? Bool == true }.compactMap { $0["name"] as? String })
+        #expect(Set(everything.compactMap { $0["name"] as? String }) == names.union(stages))
+        #expect(names.isDisjoint(with: ["lavrate", "samplerate", "speexrate", "upmix", "vdownmix", "oss"]), "\(names)")
+        if !stages.isEmpty { #expect(text.stdout.contains("`tapedeck devices --all` lists them"), "\(text.stdout)") }
+        // Every key of every device is camelCase, details included.
+        let all = try await cli.run("devices", "--json", "--all")
+        #expect(all.stdout.range(of: #""[a-z]+-[a-zA-Z-]*" :"#, options: .regularExpression) == nil, "\(all.stdout)")
+    }
+}

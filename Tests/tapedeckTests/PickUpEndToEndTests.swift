@@ -182,6 +182,12 @@ struct PickUpEndToEndTests {
         let again = try await cli.run("config", "init")
         #expect(again.status == 73 && again.stderr.contains("exists already"))
         #expect(try await cli.run("config", "check", "--offline", "--machine", "studio").status == 0)
+        // Defaults are comments: the only values the file sets are the machine's backends.
+        let shown = try await cli.run("config", "show", "--machine", "studio")
+        let fromFile = shown.stdout.split(separator: "\n").filter { $0.contains("config.yaml:") }.map { $0.split(separator: " ").first ?? "" }
+        #expect(Set(fromFile) == ["capture.backend", "playback.backend"], "\(shown.stdout)")
+        let text = try String(contentsOfFile: written, encoding: .utf8)
+        #expect(text.contains("  # period-frames: 8192") && text.contains("    # signal: sine"), "\(text)")
     }
 
     @Test("record -o FILE writes a file outside the library (never over one); -o - streams WAV or FLAC; a reader that leaves stops it cleanly")

@@ -10,8 +10,12 @@ public struct AudioDevice: Sendable, Hashable, Codable {
     public var canPlay: Bool
     /// Whether the backend considers it the default.
     public var isDefault: Bool
-    /// Backend-specific facts worth showing, e.g. `sample-spec: s16le 2ch 48000Hz`.
+    /// Backend-specific facts worth showing, e.g. `sampleSpec: s16le 2ch 48000Hz`.
     public var details: [String: String]
+    /// A processing stage in front of other devices (an ALSA rate converter, upmixer or
+    /// resampling plugin), not an endpoint: `tapedeck devices` lists it only with `--all`, and
+    /// `config init` never proposes it.
+    public var isProcessingStage = false
 
     public init(name: String, description: String, canCapture: Bool, canPlay: Bool, isDefault: Bool,
                 details: [String: String] = [:]) {
