@@ -28,10 +28,12 @@ public struct ExportReport: Sendable, Hashable, Codable {
     public var take: String
     public var source: String
     public var output: String
-    public var format: String
-    /// The encoder's settings, e.g. `level=5`.
-    public var settings: [String: String]
-    public var sampleFormat: String
+    /// The encoder that wrote it: `flac`, `wav`, `opus`, … (as a take's `encoding`).
+    public var encoding: String
+    /// The file's rate, channels and sample format (as a take's `format`).
+    public var format: FormatJSON
+    /// The encoder's settings, as typed values (`"level": 5`, `"verify": false`).
+    public var settings: [String: SettingValue]
     public var seconds: Double
     public var frames: Int64
     public var bytes: Int64
@@ -40,8 +42,6 @@ public struct ExportReport: Sendable, Hashable, Codable {
     /// How the output was checked.
     public var verification: String
     public var wallSeconds: Double
-    /// The rate written (the take's, unless `--rate` changed it).
-    public var sampleRate: Int
     /// Gain applied, in dB (0 without `--loudness` or `--normalize-peak`).
     public var gain: Double
     /// How samples were quantized again: `none` (copied, or not asked), `tpdf`, `shaped`.
@@ -107,7 +107,7 @@ struct ExportJob {
     /// Every decoder, to check the output of encoders that do not verify their own.
     let decoders: [any AudioDecoder]
     let encoder: any AudioEncoder
-    let encoderSettings: [String: String]
+    let encoderSettings: [String: SettingValue]
     let sampleFormat: SampleFormat?
     let force: Bool
     let threads: Int
@@ -293,12 +293,12 @@ struct ExportJob {
         let wall = ContinuousClock.now - started
         return ExportReport(
             takeID: item.take.id, session: item.session.name, take: item.take.name, source: sourceURL.path, output: target.path,
-            format: encoder.name, settings: encoderSettings, sampleFormat: outFormat.sampleFormat.rawValue,
+            encoding: encoder.name, format: FormatJSON(outFormat), settings: encoderSettings,
             seconds: outFormat.seconds(forFrames: frames), frames: frames, bytes: bytes,
             compressionRatio: pcm > 0 ? Double(bytes) / pcm : 0,
             verification: verification ?? "not verified (no decoder in this build reads \(encoder.name) files)",
             wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
-            sampleRate: outFormat.sampleRate, gain: (plan.gainDB * 100).rounded() / 100, dither: plan.dither.rawValue,
+            gain: (plan.gainDB * 100).rounded() / 100, dither: plan.dither.rawValue,
             resampler: plan.resample?.name, integratedLoudness: metadata.loudness?.integrated.map { ($0 * 100).rounded() / 100 },
             truePeak: metadata.loudness?.truePeak.map { ($0 * 100).rounded() / 100 }, note: plan.note,
             invalidSamples: reader.replacedSamples > 0 ? reader.replacedSamples : nil)

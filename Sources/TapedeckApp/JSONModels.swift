@@ -12,7 +12,7 @@ public enum JSONSchema {
     public static let version = 1
 }
 
-public struct FormatJSON: Encodable {
+public struct FormatJSON: Codable, Sendable, Hashable {
     public var sampleRate: Int
     public var channels: Int
     public var sampleFormat: String

@@ -58,7 +58,7 @@ public final class TakeExporter {
     ///   - finishing: a gain to a loudness or peak, a new rate, and the dither.
     /// - Returns: one result per item, in order.
     /// - Thread: main actor; suspends while the exports run on their own threads.
-    public func export(_ items: [ExportItem], with encoder: any AudioEncoder, encoderSettings: [String: String] = [:],
+    public func export(_ items: [ExportItem], with encoder: any AudioEncoder, encoderSettings: [String: SettingValue] = [:],
                        to directory: URL, force: Bool, sampleFormat: SampleFormat? = nil,
                        finishing: ExportFinishing = ExportFinishing()) async -> [Result<ExportReport, TapedeckError>] {
         var isDir: ObjCBool = false

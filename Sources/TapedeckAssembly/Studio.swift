@@ -117,7 +117,7 @@ public final class Studio {
     /// - Thread: main actor. Never blocks for long.
     /// - Parameter options: the command-line option that gave each override (`level` → `--level`),
     ///   named by the message when its value is refused.
-    public func makeEncoder(named name: String, overrides: [String: String], options: [String: String] = [:]) throws -> (any AudioEncoder, [String: String]) {
+    public func makeEncoder(named name: String, overrides: [String: String], options: [String: String] = [:]) throws -> (any AudioEncoder, [String: SettingValue]) {
         guard let plugin = catalog.encoders.first(where: { $0.name == name }) else {
             throw TapedeckError(.invalidArgument,
                 "Unknown format \"\(name)\". Formats in this build: \(catalog.encoders.map(\.name).joined(separator: ", ")).")
@@ -143,8 +143,7 @@ public final class Studio {
         } catch let e as TapedeckError {
             throw TapedeckError(.invalidArgument, e.message)
         }
-        let effective = settings.values.mapValues(\.description)
-        return (try plugin.make(settings, context(for: "encoder", name)), effective)
+        return (try plugin.make(settings, context(for: "encoder", name)), settings.values)
     }
 
     /// The devices a capture or playback backend sees (both roles merged by the caller), made with

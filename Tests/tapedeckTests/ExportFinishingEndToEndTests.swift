@@ -144,7 +144,7 @@ struct ExportFinishingEndToEndTests {
         let out = folder.appendingPathComponent("cd.flac").path
         let (r, report) = try await Self.export(cli, [take, "--rate", "44.1k", "--sample-format", "s16", "-o", out])
         try #require(r.status == 0, "\(r.stderr)")
-        #expect(report?["sampleRate"] as? Int == 44_100)
+        #expect((report?["format"] as? [String: Any])?["sampleRate"] as? Int == 44_100)
         #expect((report?["resampler"] as? String)?.contains("libsoxr") == true)
         #expect(try await CLIHarness.tool("flac", ["-t", "-s", out]).status == 0)
         let probe = try await CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "stream=sample_rate,duration_ts", "-of", "csv=p=0", out]).stdout
@@ -214,7 +214,7 @@ struct ExportFinishingEndToEndTests {
         let out = folder.appendingPathComponent("low.mp3").path
         let (r, report) = try await Self.export(cli, [take, "--format", "mp3", "--rate", String(rate), "-o", out])
         try #require(r.status == 0, "\(r.stderr)")
-        #expect(report?["sampleRate"] as? Int == rate)
+        #expect((report?["format"] as? [String: Any])?["sampleRate"] as? Int == rate)
         let written = try #require(report?["frames"] as? Int)
         #expect(abs(written - 2 * rate) <= 2, "\(written) frames written")
         let verification = try #require(report?["verification"] as? String)

@@ -114,7 +114,7 @@ struct InvalidSamplesEndToEndTests {
         // --rate 44100 into a float WAV: every sample a finite number near full scale at most.
         let (resampled, rateReport) = try await Self.export(cli, ["S/hostile", "--format", "wav", "--rate", "44100", "-o", folder.path])
         try #require(resampled.status == 0, "\(resampled.stderr)")
-        #expect(rateReport?["sampleRate"] as? Int == 44_100 && rateReport?["invalidSamples"] as? Int == 6, "\(rateReport ?? [:])")
+        #expect((rateReport?["format"] as? [String: Any])?["sampleRate"] as? Int == 44_100 && rateReport?["invalidSamples"] as? Int == 6, "\(rateReport ?? [:])")
         let converted = try await Self.samples(try #require(rateReport?["output"] as? String))
         #expect(converted["rate"] as? Int == 44_100 && converted["finite"] as? Bool == true, "\(converted)")
         #expect((converted["peak"] as? Double ?? 99) < 2, "\(converted)")

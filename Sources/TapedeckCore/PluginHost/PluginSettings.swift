@@ -29,11 +29,31 @@ public enum SettingType: Sendable, Hashable {
 }
 
 /// A validated setting value.
-public enum SettingValue: Sendable, Hashable, CustomStringConvertible {
+public enum SettingValue: Sendable, Hashable, CustomStringConvertible, Codable {
     case string(String)
     case bool(Bool)
     case int(Int)
     case double(Double)
+
+    /// In JSON as the value's own type: `"level": 5`, `"verify": false`, `"name": "x"`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .string(let s): try c.encode(s)
+        case .bool(let b): try c.encode(b)
+        case .int(let i): try c.encode(i)
+        case .double(let d): try c.encode(d)
+        }
+    }
+
+    /// From JSON: a boolean, an integer, another number or a string, in that order.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let i = try? c.decode(Int.self) { self = .int(i) }
+        else if let d = try? c.decode(Double.self) { self = .double(d) }
+        else { self = .string(try c.decode(String.self)) }
+    }
 
     public var description: String {
         switch self {
