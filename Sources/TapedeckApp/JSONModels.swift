@@ -10,6 +10,9 @@ import Glibc
 public enum JSONSchema {
     /// Raised when a field changes meaning or goes away; new fields keep it.
     public static let version = 1
+    /// `export` objects: 2 since `format` became the object a take's is (it was the encoder's
+    /// name, now `encoding`), with `sampleRate` and `sampleFormat` in it, and the settings typed.
+    public static let export = 2
 }
 
 public struct FormatJSON: Codable, Sendable, Hashable {

@@ -307,6 +307,7 @@ public final class S3Remote: TakeRemote {
         let whole = LocalFile.RunningDigest()
         var etags = [String](repeating: "", count: count)
         let sent = SentBytes()
+        var resumed: Int64 = 0
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
             var inFlight = 0
             for index in 0..<count {
@@ -320,6 +321,7 @@ public final class S3Remote: TakeRemote {
                 let number = index + 1
                 if let there = existing[number], there.size == Int64(length), there.etag.lowercased() == part.md5Hex {
                     etags[index] = there.etag.lowercased()
+                    resumed += Int64(length)
                     progress(sent.set(part: index, Int64(length)))
                     continue
                 }
@@ -369,7 +371,7 @@ public final class S3Remote: TakeRemote {
         }
         remember(key, local, LocalFile.Digest(sha256: sha256, sha256Base64: Data(shaDigest).base64EncodedString(), md5: SigV4Signer.hex(md5Digest), partMD5s: etags,
                                               multipartETag: SigV4Signer.hex(Insecure.MD5.hash(data: concatenated)) + "-\(etags.count)"))
-        return ContentDigest(size: local.size, sha256: sha256)
+        return ContentDigest(size: local.size, sha256: sha256, resumedBytes: resuming == nil ? nil : resumed)
     }
 
     /// Keeps the digests of what was just sent for the check that follows.

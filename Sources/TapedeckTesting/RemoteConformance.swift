@@ -163,6 +163,9 @@ public enum RemoteConformance {
         }, progress: { n in first.withLock { if $0 == nil { $0 = n } } })
         #expect(digest == ContentDigest(size: Int64(size), sha256: try sha256(url)))
         #expect((first.withLock { $0 } ?? 0) >= Int64(c.partSize), "the part sent before the stop is kept")
+        // The digest says how much was already there: whole parts, fewer than all of them.
+        let resumed = try #require(digest.resumedBytes, "a resumed upload says how many bytes were already there")
+        #expect(resumed >= Int64(c.partSize) && resumed < Int64(size) && resumed % Int64(c.partSize) == 0, "resumed \(resumed) of \(size)")
         guard case .matches = try await c.remote.verify(key, against: url) else {
             Issue.record("a resumed upload does not verify")
             return

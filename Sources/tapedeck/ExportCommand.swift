@@ -323,7 +323,7 @@ struct ExportCommand: AsyncParsableCommand {
             if let report { try report.encode(to: encoder) }
             var c = encoder.container(keyedBy: Key.self)
             try c.encode("export", forKey: .kind)
-            try c.encode(JSONSchema.version, forKey: .schema)
+            try c.encode(JSONSchema.export, forKey: .schema)
             try c.encode(report == nil ? "failed" : "ok", forKey: .status)
             if report == nil {
                 try c.encode(take, forKey: .take)

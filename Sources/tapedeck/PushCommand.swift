@@ -254,6 +254,8 @@ struct PushRound {
         var sha256: String?
         var checked: String?
         var reason: String?
+        /// Of a resumed upload: bytes already on the remote, not sent again.
+        var resumedBytes: Int64?
     }
 
     var json: [Entry] {
@@ -267,7 +269,8 @@ struct PushRound {
         return outcomes.map { i, o in
             switch o {
             case .uploaded(let d, let how):
-                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "uploaded", size: d.size, sha256: d.sha256, checked: how)
+                Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "uploaded", size: d.size, sha256: d.sha256, checked: how,
+                      resumedBytes: d.resumedBytes)
             case .alreadyThere(let d, let how):
                 Entry(session: i.session.name, sessionID: i.session.id, take: i.take.name, takeID: i.take.id, key: nil, result: "already-there", size: d.size, sha256: d.sha256, checked: how)
             case .confirmed(let d, let how):

@@ -40,7 +40,12 @@ final class PushDisplay {
             if Terminal.showsProgress { Terminal.endStatus() }
             let name = "\(Terminal.safe(item.session.name))/\(Terminal.safe(item.take.name)) [\(item.take.shortID)]"
             switch outcome {
-            case .uploaded(let d, _): print("\(name): uploaded, \(Terminal.bytes(d.size)), verified")
+            case .uploaded(let d, _):
+                if let resumed = d.resumedBytes, resumed > 0 {
+                    print("\(name): uploaded, \(Terminal.bytes(d.size)) (resumed: \(Terminal.bytes(d.size - resumed)) sent now, \(Terminal.bytes(resumed)) already there), verified")
+                } else {
+                    print("\(name): uploaded, \(Terminal.bytes(d.size)), verified")
+                }
             case .alreadyThere(let d, _): print("\(name): already there (\(Terminal.bytes(d.size))), verified")
             case .confirmed(let d, _): print("\(name): still there (\(Terminal.bytes(d.size))), verified")
             case .resent(let d, _, let found, let audio): print("\(name): \(found); \(audio ? "sent again, \(Terminal.bytes(d.size))" : "its manifest written again"), verified")
@@ -74,17 +79,20 @@ final class PushDisplay {
     /// One closing line: how many takes were verified, and what failed or was deleted.
     static func summarize(_ round: PushRound) {
         var verified = 0, failed = 0, refused = 0, resent = 0
-        var bytes: Int64 = 0
+        var bytes: Int64 = 0, skipped: Int64 = 0
         for (_, outcome) in round.outcomes {
             switch outcome {
-            case .uploaded(let d, _): verified += 1; bytes += d.size
+            case .uploaded(let d, _):
+                verified += 1
+                bytes += d.size - (d.resumedBytes ?? 0)
+                skipped += d.resumedBytes ?? 0
             case .alreadyThere, .confirmed: verified += 1
             case .resent(let d, _, _, let audio): verified += 1; resent += 1; bytes += audio ? d.size : 0
             case .failed(let e) where e.code == .alreadyExists: refused += 1
             case .failed: failed += 1
             }
         }
-        var line = "\(Terminal.counted(verified, "take")) verified (\(Terminal.bytes(bytes)) sent)"
+        var line = "\(Terminal.counted(verified, "take")) verified (\(Terminal.bytes(bytes)) sent\(skipped > 0 ? ", \(Terminal.bytes(skipped)) of resumed uploads already there" : ""))"
         if resent > 0 { line += ", \(resent) of them sent again: the remote's copy was missing or stale" }
         if failed > 0 { line += ", \(failed) not pushed: run push again to retry" }
         if refused > 0 { line += ", \(refused) refused: the remote holds other audio under their keys (see above)" }

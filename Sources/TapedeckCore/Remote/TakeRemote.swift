@@ -30,7 +30,8 @@ public protocol TakeRemote: Sendable {
     /// token before the first part is sent, so the caller can record it; `resuming` is such a
     /// token from an earlier, interrupted run: the parts it holds that match the file are kept,
     /// the rest sent. `progress` is called with the bytes sent (or kept) so far.
-    /// - Returns: the size and SHA-256 of what was sent (read from the file as it was sent).
+    /// - Returns: the size and SHA-256 of what was sent (read from the file as it was sent), and
+    ///   for a resumed upload the bytes of the parts kept (``ContentDigest/resumedBytes``).
     /// - Throws: `.alreadyExists` when `key` already holds an object; a ``TapedeckError``
     ///   naming the remote otherwise. The object is then absent (an interrupted resumable upload
     ///   stays resumable until ``abandon(_:key:)``).
@@ -147,10 +148,21 @@ public struct UnfinishedUpload: Sendable, Hashable {
 public struct ContentDigest: Sendable, Hashable, Codable {
     public var size: Int64
     public var sha256: String
+    /// For an upload that resumed one stopped before: the bytes the remote already held and
+    /// were not sent again; `nil` when nothing was resumed. About the upload, not the content:
+    /// two digests of the same bytes are equal whatever it says.
+    public var resumedBytes: Int64?
 
-    public init(size: Int64, sha256: String) {
+    public init(size: Int64, sha256: String, resumedBytes: Int64? = nil) {
         self.size = size
         self.sha256 = sha256
+        self.resumedBytes = resumedBytes
+    }
+
+    public static func == (a: ContentDigest, b: ContentDigest) -> Bool { a.size == b.size && a.sha256 == b.sha256 }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(size)
+        hasher.combine(sha256)
     }
 }
 
