@@ -1,5 +1,5 @@
 public import Foundation
-import TapedeckCore
+public import TapedeckCore
 
 extension SndfileFormatEncoder {
     /// `aiff`: `FORM` then `AIFF` or `AIFC`; `vorbis`: an Ogg page (`OggS`) whose first packet
@@ -17,5 +17,16 @@ extension SndfileFormatEncoder {
         case .mp3:
             return head.count >= 3 && (head.prefix(3).elementsEqual("ID3".utf8) || (head[0] == 0xFF && head[1] & 0xE0 == 0xE0))
         }
+    }
+}
+
+extension SndfileFormatEncoder {
+    /// MP3 and Ogg Vorbis files are kept as they are: decoding them and storing the samples
+    /// again would make them many times larger (32-bit float) and add nothing, and encoding
+    /// them again would lose more. AIFF is decoded and stored with the library's encoder.
+    /// - Thread: any. Blocks on disk I/O (the file is opened to check that it reads).
+    public func storesVerbatim(_ url: URL) -> VerbatimEncoding? {
+        guard !container.isLossless, hasSignature(of: name, at: url) == true, canRead(url) else { return nil }
+        return VerbatimEncoding(encoding: name, fileExtension: container.fileExtension)
     }
 }

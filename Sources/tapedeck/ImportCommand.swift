@@ -12,10 +12,10 @@ struct ImportCommand: AsyncParsableCommand {
         commandName: "import",
         abstract: "Import audio files (WAV, FLAC, AIFF, Ogg, anything libsndfile reads) as takes, or a NAME.tapedeck bundle as a session.",
         discussion: """
-            WAV and FLAC files are copied byte for byte after being decoded from end to end; other \
-            formats are decoded and stored with the configured encoder in their own rate, channels and \
-            sample format (lossy files such as MP3, Opus and Vorbis decode to f32; `export` turns them into \
-            24-bit FLAC with no extra flag). Takes are named after the files: `song`, then `song (2)`, … when \
+            WAV, FLAC, MP3, Ogg Opus and Ogg Vorbis files are copied byte for byte after being decoded from \
+            end to end (a WAV whose header does not match its audio, or one of 8-bit, A-law, µ-law or \
+            64-bit float samples, is converted); other formats, such as AIFF, are decoded and stored with \
+            the configured encoder in their own rate, channels and sample format. Takes are named after the files: `song`, then `song (2)`, … when \
             the session has that name already; --name names a single file's take. Only regular files are \
             read (a FIFO or device is refused before it is opened). A file that cannot be decoded is refused \
             with the reader's reason and nothing of it is kept; the others are still imported.

@@ -444,3 +444,33 @@ struct OpusExportEndToEndTests {
         #expect(info.stdout.contains("TITLE=Hook") && info.stdout.contains("ALBUM=Demo"), "\(info.stdout)")
     }
 }
+
+extension ImportEndToEndTests {
+    @Test("MP3, Ogg Opus and Ogg Vorbis are kept byte for byte (not decoded into 32-bit float WAV), and export and show read them")
+    func importsLossyAsTheyAre() async throws {
+        let wav = try Self.temp("source.wav")
+        #expect(try await CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "2", wav.path, "synth", "2", "sine", "440"]).status == 0)
+        let mp3 = wav.deletingLastPathComponent().appendingPathComponent("Talk.mp3")
+        let opus = wav.deletingLastPathComponent().appendingPathComponent("Song.opus")
+        let ogg = wav.deletingLastPathComponent().appendingPathComponent("Birds.ogg")
+        for (out, codec) in [(mp3, "libmp3lame"), (opus, "libopus"), (ogg, "libvorbis")] {
+            let r = try await CLIHarness.tool("ffmpeg", ["-v", "error", "-i", wav.path, "-c:a", codec, out.path])
+            #expect(r.status == 0, "ffmpeg \(codec): \(r.stderr)")
+        }
+        let cli = try CLIHarness()
+        let r = try await cli.run("import", mp3.path, opus.path, ogg.path, "--session", "Lossy")
+        #expect(r.status == 0, "\(r.stderr)")
+        let takes = try await cli.takes()
+        #expect(takes.map { $0["encoding"] as? String } == ["mp3", "opus", "vorbis"], "\(takes)")
+        for (take, source) in zip(takes, [mp3, opus, ogg]) {
+            let path = try #require(take["path"] as? String)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(contentsOf: source), "\(source.lastPathComponent) kept as it is")
+            #expect(abs((take["seconds"] as? Double ?? 0) - 2) < 0.1, "\(take)")
+        }
+        let folder = wav.deletingLastPathComponent().appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let exported = try await cli.run("export", "Lossy/Talk", "-o", folder.path)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(try await CLIHarness.tool("flac", ["-t", "-s", folder.appendingPathComponent("Lossy - Talk.flac").path]).status == 0)
+    }
+}
