@@ -208,9 +208,20 @@ extension LibraryDoctor {
         }
 
         for path in try storage.unreferencedFiles() {
-            var f = DoctorFinding(kind: "unknown-file", subject: path, problem: "No take names this file.")
+            // Audio someone put here by hand: `tapedeck import` is how it becomes a take.
+            let url = storage.rootURL.appendingPathComponent(path)
+            // Only a regular file is opened (never a FIFO, a device or what a symlink points to).
+            var info = stat()
+            let regular = lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+            let audio = regular && decoders.contains { $0.canRead(url) }
+            var f = DoctorFinding(kind: "unknown-file", subject: path,
+                                  problem: audio ? "No take names this file. It is audio Tapedeck reads: `tapedeck import PATH --session NAME` makes it a take (then remove this copy)."
+                                                 : "No take names this file.")
             if repair {
-                f.attempt { "moved to " + (try storage.quarantine(path)) }
+                f.attempt {
+                    let moved = try storage.quarantine(path)
+                    return "moved to " + moved + (audio ? " (`tapedeck import \(storage.rootURL.appendingPathComponent(moved).path)` makes it a take)" : "")
+                }
             }
             findings.append(f)
         }

@@ -474,3 +474,25 @@ extension ImportEndToEndTests {
         #expect(try await CLIHarness.tool("flac", ["-t", "-s", folder.appendingPathComponent("Lossy - Talk.flac").path]).status == 0)
     }
 }
+
+extension DoctorEndToEndTests {
+    @Test("a WAV dropped into a session folder: doctor says `tapedeck import` makes it a take, --repair moves it aside saying where, and that import works")
+    func droppedWAV() async throws {
+        let cli = try CLIHarness()
+        #expect(try await cli.run("record", "-d", "0.2", "--session", "Field").status == 0)
+        let path = try #require(try await cli.takes().first?["path"] as? String)
+        let dropped = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("by hand.wav")
+        #expect(try await CLIHarness.tool("sox", ["-n", "-r", "48000", "-b", "16", "-c", "2", dropped.path, "synth", "0.3", "sine", "440"]).status == 0)
+        let found = try await cli.run("doctor")
+        #expect(found.status == 1 && found.stdout.contains("tapedeck import PATH --session NAME"), "\(found.stdout)")
+        let repaired = try await cli.run("doctor", "--repair", "--json")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any])
+        let findings = try #require(report["findings"] as? [[String: Any]])
+        let moved = try #require(findings.first { $0["kind"] as? String == "unknown-file" }?["repaired"] as? String, "\(findings)")
+        let command = try #require(moved.range(of: #"`tapedeck import [^`]+`"#, options: .regularExpression).map { String(moved[$0].dropFirst(17).dropLast()) }, "\(moved)")
+        #expect(FileManager.default.fileExists(atPath: command), "\(moved)")
+        let imported = try await cli.run("import", command, "--session", "Field")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await cli.takes().contains { $0["name"] as? String == "by hand" })
+    }
+}
