@@ -154,7 +154,7 @@ public final class TakeRecorder {
         if stopRequested { engine.stop() }
         if triggerRequested { engine.trigger() }
         if let first {
-            logger.debug("Take \(first.take.id) committed in state recording in session \(session.id); audio goes to \(first.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
+            logger.info("Take \(first.take.id) committed in state recording in session \(session.id); audio goes to \(first.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
         }
         let watch = freeSpaceWatch(folder: first?.fileURL.deletingLastPathComponent() ?? storage.rootURL, format: negotiated)
         target = first.map { RecordingTarget(take: "\(session.name)/\($0.take.name)", fileURL: $0.fileURL) }

@@ -89,6 +89,8 @@ func decibels(_ text: String?, flag: String, unit: String, range: ClosedRange<Do
 /// indented below it (two lines each, so nothing depends on the terminal's width).
 enum HelpExamples {
     static func text(_ examples: KeyValuePairs<String, String>) -> String {
-        "\n\nExamples:\n" + examples.map { "  \($0.key)\n      \($0.value)" }.joined(separator: "\n")
+        // Every line begins with a space, so the man page breaks them as --help does (groff
+        // joins a line that does not, and warns about an empty one).
+        "\n  Examples:\n" + examples.map { "    \($0.key)\n        \($0.value)" }.joined(separator: "\n")
     }
 }

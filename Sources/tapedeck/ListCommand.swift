@@ -13,7 +13,11 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List sessions and their takes: id, name, length, format, size, date and state.",
-        discussion: "The session a bare `tapedeck record` goes into is marked \"(next record)\". Filters combine; a session is shown when any of its takes passes them.")
+        discussion: "The session a bare `tapedeck record` goes into is marked \"(next record)\". Filters combine; a session is shown when any of its takes passes them." + HelpExamples.text([
+            "tapedeck list": "Every session and its takes.",
+            "tapedeck list Interview --since 3d": "The takes of Interview from the last three days.",
+            "tapedeck list --json | jq -r '.[].takes[].id'": "Every take's id, for a script.",
+        ]))
 
     @Argument(help: "Only this session (name or id).", completion: TakeCompletion.kind(.sessions))
     var session: String?

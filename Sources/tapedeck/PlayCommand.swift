@@ -8,7 +8,12 @@ import TapedeckCore
 struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
-        abstract: "Play a take through the configured playback backend.")
+        abstract: "Play a take through the configured playback backend.",
+        discussion: "On a terminal: space pauses and resumes, the Left and Right arrow keys seek 5 s, Up and Down a minute, and q stops." + HelpExamples.text([
+            "tapedeck play last": "The take recorded last.",
+            "tapedeck play \"Interview/Take 2\" -s 1:20": "From 1:20 on.",
+            "tapedeck play e083 -D pulse": "Through another device (names: tapedeck devices).",
+        ]))
 
     @Argument(help: "SESSION/TAKE, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.takes))
     var take: String

@@ -26,7 +26,11 @@ struct PushCommand: AsyncParsableCommand {
             failure (69: the server could not be reached or failed, 73: the remote holds other \
             audio under a take's name, 74: the remote's copy and the take here differ though the \
             take did not change, 78: configuration or credentials).
-            """)
+            """ + HelpExamples.text([
+            "tapedeck push --dry-run": "What would go, checked against what the remote holds.",
+            "tapedeck push": "Every finished take not yet verified on the remote.",
+            "tapedeck push --watch": "Each take as it finishes, until Ctrl-C.",
+        ]))
 
     @Argument(help: "Takes (SESSION/TAKE, a short id, `last`) or sessions to push.", completion: TakeCompletion.kind(.both))
     var references: [String] = []

@@ -25,7 +25,10 @@ struct ServeCommand: AsyncParsableCommand {
             A connection that sends no complete request head within 10 s (or body within 30 s of it), or stays idle for 30 s between requests, is \
             closed (a download or the live state is not timed, unless the client reads nothing of it for 60 s), a malformed request is answered 400 and \
             closed, one address may hold at most 32 connections at once, and all together stay below the open-file limit (`ulimit -n`, raised to its hard limit at start).
-            """)
+            """ + HelpExamples.text([
+            "tapedeck serve": "The page on this machine only, at http://127.0.0.1:8470/.",
+            "tapedeck serve --listen 0.0.0.0:8470": "Reachable from a phone: scan the QR code it prints.",
+        ]))
 
     @Option(help: ArgumentHelp("Where to listen: ADDRESS:PORT (127.0.0.1:8470 is this machine only; 0.0.0.0:8470 every network, with a token; port 0 picks a free one).", valueName: "address:port"))
     var listen = ServerOptions.defaultListen

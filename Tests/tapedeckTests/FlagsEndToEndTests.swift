@@ -184,3 +184,30 @@ extension FlagsEndToEndTests {
         #expect(all.stdout.range(of: #""[a-z]+-[a-zA-Z-]*" :"#, options: .regularExpression) == nil, "\(all.stdout)")
     }
 }
+
+extension FlagsEndToEndTests {
+    @Test("help: the command's own options first, the global ones (and -q, -v) last, with examples; -q says nothing on stderr, a run off a terminal says one banner line, -v says more")
+    func quietVerboseAndHelp() async throws {
+        let cli = try CLIHarness()
+        for command in ["record", "export", "list", "play", "serve", "push"] {
+            let help = try await cli.run(command, "--help")
+            #expect(help.stdout.contains("Examples:\n    tapedeck \(command)"), "\(command): \(help.stdout)")
+            let options = try #require(help.stdout.range(of: "OPTIONS:"), "\(command)")
+            let after = help.stdout[options.upperBound...]
+            let own = after.range(of: "\n  -") ?? after.range(of: "\n  --")
+            let global = try #require(after.range(of: "--config <config>"), "\(command)")
+            #expect(own.map { $0.lowerBound < global.lowerBound } == true, "\(command): global options come first: \(after)")
+            #expect(after.contains("-q, --quiet") && after.contains("-v, --verbose"))
+        }
+        let quiet = try await cli.run("record", "-q", "-d", "0.5")
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty && quiet.stdout.contains("Recorded "), "\(quiet.stderr)")
+        let plain = try await cli.run("record", "-d", "0.5", "--session", "Journal")
+        let lines = plain.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines.first?.hasPrefix("tapedeck: Recording from ") == true, "\(plain.stderr)")
+        #expect(plain.stderr.contains("48000 Hz, 2 channels, s16, into Journal/Take 1 in "), "\(plain.stderr)")
+        let verbose = try await cli.run("record", "-v", "-d", "0.5")
+        #expect(verbose.status == 0 && verbose.stderr.split(separator: "\n").count > 1, "\(verbose.stderr)")
+        let both = try await cli.run("record", "-q", "-v", "-d", "0.5")
+        #expect(both.status == 64 && both.stderr.contains("-q/--quiet or -v/--verbose, not both"), "\(both.stderr)")
+    }
+}

@@ -309,7 +309,7 @@ public final class RecordingEngine: Sendable {
         let slotFrames = max(stream.periodFrames, 1)
         let slots = max(4, Int((settings.bufferSeconds * Double(format.sampleRate)) / Double(slotFrames)))
         let ring = SlotRing(slotCount: slots, slotFrames: slotFrames, bytesPerFrame: format.bytesPerFrame)
-        logger.debug("Capture opened on \(backend.name): \(format), period \(stream.periodFrames) frames (\(String(format: "%.1f", Double(stream.periodFrames) * 1000 / Double(format.sampleRate))) ms; asked \(settings.periodFrames)), hand-off buffer \(slots) slots = \(String(format: "%.2f", Double(slots * slotFrames) / Double(format.sampleRate))) s.")
+        logger.info("Capture opened on \(backend.name): \(format), period \(stream.periodFrames) frames (\(String(format: "%.1f", Double(stream.periodFrames) * 1000 / Double(format.sampleRate))) ms; asked \(settings.periodFrames)), hand-off buffer \(slots) slots = \(String(format: "%.2f", Double(slots * slotFrames) / Double(format.sampleRate))) s.")
         let deviceName = stream.deviceName
         shared.withLock {
             $0.ring = ring
