@@ -605,9 +605,14 @@ struct RecordCommand: AsyncParsableCommand {
             }
             if recorder.markerCount > 0 { run = [run, "markers \(recorder.markerCount)"].compactMap { $0 }.joined(separator: "  ") }
             if recorder.silenceAlarms > 0 { run = [run, "SILENT"].compactMap { $0 }.joined(separator: "  ") }
-            Terminal.status(Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
-                                               overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head,
-                                               of: total))
+            let line = Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
+                                          overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head, of: total)
+            if Terminal.usesColour {
+                Terminal.statusShown.store(true, ordering: .relaxed)
+                Terminal.writeStderr(Terminal.clearLine + Terminal.coloured(Terminal.safe(line)))
+            } else {
+                Terminal.status(line)
+            }
         }
     }
 }

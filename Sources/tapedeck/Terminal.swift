@@ -68,6 +68,49 @@ enum Terminal {
         writeStderr(clearLine + fitted)
     }
 
+    /// Whether the status line may use colour: stderr is a terminal that takes escapes (not
+    /// `TERM=dumb`), and `NO_COLOR` is not set (no-color.org).
+    static var usesColour: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb" && (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// The meter line in colour: `● REC` and a clip count in red, each bar's cells green up to
+    /// −18 dBFS, yellow to −6, red above (the page's scale). `line` is a ``meterLine(seconds:meter:clipped:overruns:columns:run:head:of:)``
+    /// already fitted to the terminal: colour adds no width.
+    static func coloured(_ line: String) -> String {
+        let red = "\u{1B}[31m", yellow = "\u{1B}[33m", green = "\u{1B}[32m", bold = "\u{1B}[1m", reset = "\u{1B}[0m"
+        var out = ""
+        var rest = Substring(line)
+        if rest.hasPrefix("● REC") {
+            out += bold + red + "● REC" + reset
+            rest = rest.dropFirst(5)
+        }
+        while let open = rest.firstIndex(of: "["), let close = rest[open...].firstIndex(of: "]"),
+              rest[rest.index(after: open)..<close].allSatisfy({ "#-|".contains($0) }) {
+            out += rest[..<open] + "["
+            let cells = Array(rest[rest.index(after: open)..<close])
+            var current = ""
+            for (i, c) in cells.enumerated() {
+                let db = -60 + Double(i + 1) / Double(cells.count) * 60
+                let colour = c == "-" ? reset : db > -6 ? red : db > -18 ? yellow : green
+                if colour != current {
+                    out += colour
+                    current = colour
+                }
+                out.append(c)
+            }
+            out += reset + "]"
+            rest = rest[rest.index(after: close)...]
+        }
+        if let clip = rest.range(of: "  CLIP ") {
+            let end = rest[clip.upperBound...].firstIndex(where: { !$0.isNumber }) ?? rest.endIndex
+            out += rest[..<clip.lowerBound] + "  " + bold + red + rest[rest.index(clip.lowerBound, offsetBy: 2)..<end] + reset
+            rest = rest[end...]
+        }
+        return out + rest
+    }
+
     /// The width of the terminal on stderr; 0 when it is not a terminal or does not say.
     static func terminalColumns() -> Int {
         var size = winsize()

@@ -15,10 +15,13 @@ struct PickUpEndToEndTests {
         @discardableResult
         func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
 
-        init(_ cli: CLIHarness, _ args: [String], columns: Int = 80) async throws {
+        init(_ cli: CLIHarness, _ args: [String], columns: Int = 80, environment extra: [String: String] = [:]) async throws {
             let command = ([try CLIHarness.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
                 .joined(separator: " ") + "; sleep 60"
+            // As a person's terminal has it: the test runner's NO_COLOR (swift test sets it) is
+            // not passed on, unless a test sets it.
             let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
+                .merging(["NO_COLOR": ""]) { own, _ in own }.merging(extra) { _, own in own }
             try await tmux(["new-session", "-d", "-x", String(columns), "-y", "24"]
                            + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
         }
@@ -301,6 +304,9 @@ struct PickUpEndToEndTests {
             let line = try await complete(typed, to: expected)
             #expect(line.hasSuffix(expected), "\(typed): the line is \(line)")
         }
+        // The interactive bash would outlive the test: the server goes now, not in a detached
+        // kill that a finished test process may never run.
+        _ = try? await tmux(["kill-server"])
     }
 
     @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
@@ -394,5 +400,24 @@ extension PickUpEndToEndTests {
         try await screen.tmux(["send-keys", "q"])
         let end = try await screen.wait(for: "Played")
         #expect(end.contains("(stopped)"), "\(end)")
+    }
+}
+
+extension PickUpEndToEndTests {
+    @Test("the meter is in colour on a terminal (REC red, the bars green, yellow and red by level); NO_COLOR turns it off")
+    func meterColour() async throws {
+        let cli = try CLIHarness()
+        let loud = ["--set", "capture.null.signal=noise", "--set", "capture.null.level=1.0"]
+        let screen = try await Screen(cli, ["record", "-d", "4"] + loud)
+        try await screen.wait(for: "● REC")
+        try await Task.sleep(for: .milliseconds(700))
+        let escaped = (try? await screen.tmux(["capture-pane", "-p", "-e"])) ?? ""
+        #expect(escaped.contains("\u{1B}[1m\u{1B}[31m● REC"), "\(escaped.debugDescription)")
+        #expect(escaped.contains("\u{1B}[32m#") && escaped.contains("\u{1B}[33m#") && escaped.contains("\u{1B}[31m#"), "\(escaped.debugDescription)")
+        let plain = try await Screen(cli, ["record", "-d", "4"] + loud, environment: ["NO_COLOR": "1"])
+        try await plain.wait(for: "● REC")
+        try await Task.sleep(for: .milliseconds(700))
+        let uncoloured = (try? await plain.tmux(["capture-pane", "-p", "-e"])) ?? ""
+        #expect(uncoloured.contains("● REC") && !uncoloured.contains("\u{1B}[3"), "\(uncoloured.debugDescription)")
     }
 }
