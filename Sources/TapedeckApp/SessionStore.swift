@@ -96,16 +96,40 @@ public final class SessionStore {
     /// - Thread: main actor. Never blocks when loaded; otherwise blocks briefly on the catalog.
     public func resolve(_ reference: String) throws -> TakeReference {
         do {
-            if isLoaded { return try TakeReference.resolve(reference, in: sessions) }
             do {
-                return try TakeReference.resolve(reference, in: try storage.sessions(matching: reference))
+                if isLoaded { return try TakeReference.resolve(reference, in: sessions) }
+                do {
+                    return try TakeReference.resolve(reference, in: try storage.sessions(matching: reference))
+                } catch let e as TapedeckError where e.code == .notFound {
+                    return try TakeReference.resolve(reference, in: try storage.sessions())
+                }
             } catch let e as TapedeckError where e.code == .notFound {
-                return try TakeReference.resolve(reference, in: try storage.sessions())
+                // The id a take has on the remote (`fleet list`) names the copy pulled from it.
+                guard let pulled = try pulledCopy(of: reference) else { throw e }
+                return try TakeReference.resolve(pulled, in: isLoaded ? sessions : try storage.sessions(matching: pulled))
             }
         } catch let e as TapedeckError {
             lastError = e
             throw e
         }
+    }
+
+    /// The local id of the take pulled from the remote take whose id begins with `reference`
+    /// (4 or more characters of it), from the upload ledger's record of the pull; `nil` when
+    /// none was pulled. - Thread: main actor. Blocks briefly on the ledger's file.
+    private func pulledCopy(of reference: String) throws -> String? {
+        let lowered = reference.lowercased()
+        guard lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { return nil }
+        let remotes = (try? UploadLedger(libraryURL: storage.rootURL, remote: "").allRecords()) ?? [:]
+        var found = Set<String>()
+        for (takeID, record) in remotes.values.joined() {
+            let remoteID = ((record.key as NSString).lastPathComponent as NSString).deletingPathExtension.lowercased()
+            if remoteID != takeID.lowercased(), remoteID.hasPrefix(lowered) { found.insert(takeID) }
+        }
+        guard found.count <= 1 else {
+            throw TapedeckError(.invalidArgument, "\"\(reference)\" is the start of the remote ids of \(found.count) pulled takes. Give more of the id, or the local id `tapedeck list` prints.")
+        }
+        return found.first
     }
 
     /// The take `reference` names; a session is refused with what to write instead.

@@ -103,6 +103,10 @@ struct FleetEndToEndTests {
         #expect(originalSums == copySums, "the pulled takes are the studio's, bit for bit")
         let officeTakes = try await office.takes()
         #expect(Set(officeTakes.compactMap { $0["name"] as? String }) == ["Take 1", "Take 2"])
+        // The id `fleet list` shows (the studio's) names the office's copy too.
+        let studioLong = try #require(takes.first { $0["machine"] as? String == "studio" && ($0["take"] as? String) == "Take 1" }?["takeID"] as? String, "\(listed.stdout)")
+        let shown = try await office.run("show", String(studioLong.prefix(8)), "--json", "--machine", "office")
+        #expect(shown.status == 0 && shown.stdout.contains("\"name\" : \"Take 1\""), "\(shown.stdout) \(shown.stderr)")
         // Pulled once: again skips; and the copies are not pushed as the office's own.
         let twice = try await office.run("fleet", "pull", "--machine", "office", "studio/Concert")
         #expect(twice.status == 0 && twice.stdout.contains("already in"), "\(twice.stdout) \(twice.stderr)")
