@@ -13,7 +13,8 @@ import TapedeckCore
 ///   Jitter"): before retry `n` (1, 2, …) a random time in `0 ... min(maxDelay, baseDelay × 2^(n-1))`.
 ///   When the answer carries `Retry-After` (seconds, or an HTTP-date) the wait is at least that,
 ///   capped at ``maxRetryAfter`` so that one answer cannot stall a push for long.
-/// - How often: at most ``maxAttempts`` sends of one request in all.
+/// - How often: at most ``maxAttempts`` sends of one request in all; two when the server answers
+///   too slowly (``slowAttempts``).
 ///
 /// A pure value: no clock and no randomness of its own (``jitter`` and the `now` arguments are
 /// given), so it is tested without waiting. Every member runs on any thread and never blocks.
@@ -96,9 +97,24 @@ struct S3RetryPolicy: Sendable {
 
     /// The wait before sending again a request whose attempt `attempt` failed with `error`;
     /// `nil` when it is not to be sent again.
+    /// A server that answers too slowly (an answer that stalls, or drips on past its time) is
+    /// given one more try, not ``maxAttempts``: each such attempt costs a whole timeout, and a
+    /// server that dripped once mostly drips again (five would hold a command for 5 minutes).
     func delay(afterAttempt attempt: Int, error: any Error) -> Duration? {
         guard attempt < maxAttempts, Self.isRetryable(error: error) else { return nil }
+        if Self.isSlowness(error), attempt >= Self.slowAttempts { return nil }
         return backoff(retry: attempt)
+    }
+
+    /// Sends in all of a request whose answers are too slow.
+    static let slowAttempts = 2
+
+    /// Whether `error` says the server was reached but answered too slowly: no byte for the
+    /// idle timeout, or not the whole answer within its time.
+    static func isSlowness(_ error: any Error) -> Bool {
+        if error is S3Client.SlowAnswer { return true }
+        if let error = error as? HTTPClientError { return error == .readTimeout || error == .deadlineExceeded }
+        return false
     }
 
     /// An HTTP-date (RFC 9110 §5.6.7) in its preferred form, `Sun, 06 Nov 1994 08:49:37 GMT`;

@@ -67,6 +67,16 @@ struct S3RetryPolicyTests {
         #expect(p.delay(afterAttempt: 1, status: 200, retryAfter: nil) == nil)
     }
 
+    @Test("a server that answers too slowly gets one more try, not five; a refused connection gets all five")
+    func slowness() {
+        let p = Self.policy(jitter: 1)
+        for slow: any Error in [HTTPClientError.readTimeout, HTTPClientError.deadlineExceeded, S3Client.SlowAnswer(seconds: 60)] {
+            #expect(p.delay(afterAttempt: 1, error: slow) != nil, "\(slow)")
+            #expect(p.delay(afterAttempt: 2, error: slow) == nil, "\(slow)")
+        }
+        #expect(p.delay(afterAttempt: 4, error: HTTPClientError.remoteConnectionClosed) != nil)
+    }
+
     @Test("Retry-After in seconds or as an HTTP-date is waited for at least, up to 60 s")
     func retryAfter() throws {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
