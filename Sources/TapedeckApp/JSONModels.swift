@@ -13,6 +13,9 @@ public enum JSONSchema {
     /// `export` objects: 2 since `format` became the object a take's is (it was the encoder's
     /// name, now `encoding`), with `sampleRate` and `sampleFormat` in it, and the settings typed.
     public static let export = 2
+    /// `config-check` objects: 2 since each of `problems` is an object (the sentence and where it
+    /// is), not the sentence alone.
+    public static let configCheck = 2
 }
 
 public struct FormatJSON: Codable, Sendable, Hashable {

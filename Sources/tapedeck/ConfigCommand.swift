@@ -150,13 +150,46 @@ struct ConfigCheckCommand: AsyncParsableCommand {
 
     struct Report: Encodable {
         var kind = "config-check"
-        var schema = JSONSchema.version
+        var schema = JSONSchema.configCheck
         var file: String?
         var machine: String?
         /// The library folder the configured store opens (the default one when no path is set).
         var library: String?
         var usable: Bool
-        var problems: [String]
+        var problems: [Problem]
+    }
+
+    /// One problem: the sentence, and where it is when it names a place (a file's line and key,
+    /// a `--set` key, an environment variable, a role whose device did not open).
+    struct Problem: Encodable, Equatable {
+        var message: String
+        var file: String?
+        var line: Int?
+        var key: String?
+        var variable: String?
+
+        /// Reads the place from the forms the checks begin their sentences with: `FILE:LINE: KEY: …`,
+        /// `FILE:LINE: …`, `--set KEY: …`, `environment variable NAME: …`, `ROLE.backend PLUGIN: …`.
+        init(_ message: String) {
+            self.message = message
+            let head = message.prefix { $0 != " " }
+            if head.hasPrefix("--set") || message.hasPrefix("--set ") {
+                let rest = message.dropFirst(6)
+                key = rest.firstIndex(of: ":").map { String(rest[..<$0]) }
+            } else if message.hasPrefix("environment variable ") {
+                let rest = message.dropFirst(21)
+                variable = rest.firstIndex(of: ":").map { String(rest[..<$0]) }
+            } else if let range = message.range(of: #"^(capture|playback)\.backend [a-z0-9-]+: "#, options: .regularExpression) {
+                key = String(message[range].prefix { $0 != " " })
+            } else if let range = message.range(of: #":[0-9]+: "#, options: .regularExpression), !message[..<range.lowerBound].contains(" ") {
+                file = String(message[..<range.lowerBound])
+                line = Int(message[range].dropFirst().dropLast(2))
+                let rest = message[range.upperBound...]
+                if let colon = rest.range(of: ": "), rest[..<colon.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) {
+                    key = String(rest[..<colon.lowerBound])
+                }
+            }
+        }
     }
 
     @MainActor
@@ -191,7 +224,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             if json {
                 let library = try? loader.resolve(file: file, flags: flags, machine: machine)
                     .libraryPath(catalog: .builtIn, paths: UserPaths(environment: environment))
-                try Terminal.printJSON(Report(file: url?.path, machine: machine, library: library ?? nil, usable: problems.isEmpty, problems: problems))
+                try Terminal.printJSON(Report(file: url?.path, machine: machine, library: library ?? nil, usable: problems.isEmpty, problems: problems.map(Problem.init)))
             } else if problems.isEmpty {
                 print("\(url?.path ?? "Built-in defaults")\(machine.map { " (machines.\($0))" } ?? ""): the configuration is usable\(offline ? " (devices not opened: --offline)" : "").")
             } else {

@@ -365,7 +365,8 @@ struct ConfigEndToEndTests {
         #expect(dead.status == 78)
         let report = try JSONSerialization.jsonObject(with: Data(dead.stdout.utf8)) as? [String: Any]
         #expect(report?["usable"] as? Bool == false)
-        #expect((report?["problems"] as? [String])?.first?.hasPrefix("capture.backend pulse:") == true, "\(dead.stdout)")
+        let first = (report?["problems"] as? [[String: Any]])?.first
+        #expect((first?["message"] as? String)?.hasPrefix("capture.backend pulse:") == true && first?["key"] as? String == "capture.backend", "\(dead.stdout)")
     }
 
     @Test("config check lists every problem with file, line and key, and exits 78")
@@ -395,6 +396,15 @@ struct ConfigEndToEndTests {
         #expect(!wav.contains("flac") && wav.contains("encoder.wav has no settings"), "\(wav)")
         let listed = try await CLIHarness().run("list", "--config", url.path)
         #expect(listed.status == 78 && listed.stderr.contains("(4 more: run `tapedeck config check`"), "\(listed.stderr)")
+        // As JSON: each problem is an object with its file, line and key.
+        let json = try await CLIHarness().run("config", "check", "--offline", "--config", url.path, "--json")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let problems = try #require(report["problems"] as? [[String: Any]])
+        #expect(problems.compactMap { $0["line"] as? Int } == [2, 4, 5, 9, 12], "\(json.stdout)")
+        #expect(problems.allSatisfy { $0["file"] as? String == url.path && ($0["message"] as? String)?.isEmpty == false })
+        #expect(problems.compactMap { $0["key"] as? String } == ["capture.backend", "format.sample-rate", "format.channels", "encoder.wav.levl", "storage.directory.pth"], "\(json.stdout)")
+        let flagged = try await CLIHarness().run("config", "check", "--offline", "--set", "format.chanels=2", "--json")
+        #expect((flagged.stdout.contains(#""key" : "format.chanels""#)), "\(flagged.stdout)")
     }
 
     @Test("config show --json names the plugin in each role and where every setting came from")

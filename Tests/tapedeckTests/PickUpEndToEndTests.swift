@@ -355,7 +355,7 @@ struct PickUpEndToEndTests {
             let objects = (value as? [Any]) ?? [value]
             for case let object as [String: Any] in objects {
                 let kind = try #require(object["kind"] as? String, "\(args) prints an object without kind")
-                #expect(object["schema"] as? Int == (kind == "export" ? 2 : 1), "\(args)")
+                #expect(object["schema"] as? Int == (["export", "config-check"].contains(kind) ? 2 : 1), "\(args)")
                 var found = Set<String>()
                 keys(object, into: &found)
                 let missing = found.subtracting(sections[kind] ?? [])
