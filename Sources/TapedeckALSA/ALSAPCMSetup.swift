@@ -141,9 +141,20 @@ enum ALSAPCMSetup {
         return snd_pcm_open_lconf(&handle, device, stream, 0, copy)
     }
 
+    /// Whether ALSA knows of any sound card (`snd_card_next`).
+    static func hasSoundCard() -> Bool {
+        var card: Int32 = -1
+        return snd_card_next(&card) == 0 && card >= 0
+    }
+
     /// The error for a failed open, naming the device and what to do.
     static func openError(_ err: Int32, device: String, direction: String) -> TapedeckError {
         switch -err {
+        case ENOENT, ENODEV, ENXIO where !hasSoundCard():
+            // The usual first run on a server or in a container: say that, not "no such name".
+            TapedeckError(.deviceUnavailable,
+                "ALSA cannot open \(device): this machine has no sound card ALSA knows of (\(describe(err))). Connect one, or start a sound server.",
+                systemCode: -err)
         case ENOENT, ENODEV, ENXIO:
             TapedeckError(.deviceUnavailable,
                 "No ALSA device named \(device) (\(describe(err)))\(Suggestion.phrase(device, (try? ALSADeviceList.devices().map(\.name)) ?? [])). Run `tapedeck devices --backend alsa` to see the names.",

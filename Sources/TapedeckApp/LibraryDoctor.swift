@@ -207,6 +207,7 @@ extension LibraryDoctor {
             findings.append(f)
         }
 
+        var folders: [String: String]?
         for path in try storage.unreferencedFiles() {
             // Audio someone put here by hand: `tapedeck import` is how it becomes a take.
             let url = storage.rootURL.appendingPathComponent(path)
@@ -214,17 +215,36 @@ extension LibraryDoctor {
             var info = stat()
             let regular = lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
             let audio = regular && decoders.contains { $0.canRead(url) }
+            // The session whose takes share the file's folder: the import goes back there.
+            if audio && folders == nil { folders = sessionFolders() }
+            let session = audio ? folders?[url.deletingLastPathComponent().standardizedFileURL.path] : nil
+            let into = session.map { " --session " + Self.shellWord($0) } ?? " --session NAME"
             var f = DoctorFinding(kind: "unknown-file", subject: path,
-                                  problem: audio ? "No take names this file. It is audio Tapedeck reads: `tapedeck import PATH --session NAME` makes it a take (then remove this copy)."
+                                  problem: audio ? "No take names this file. It is audio Tapedeck reads: `tapedeck import \(Self.shellWord(url.path))\(into)` makes it a take (then remove this copy)."
                                                  : "No take names this file.")
             if repair {
                 f.attempt {
                     let moved = try storage.quarantine(path)
-                    return "moved to " + moved + (audio ? " (`tapedeck import \(storage.rootURL.appendingPathComponent(moved).path)` makes it a take)" : "")
+                    return "moved to " + moved + (audio ? " (`tapedeck import \(Self.shellWord(storage.rootURL.appendingPathComponent(moved).path))\(into)` makes it a take)" : "")
                 }
             }
             findings.append(f)
         }
+    }
+
+    /// Each session's folder (where its first take's audio lies) → its name.
+    private func sessionFolders() -> [String: String] {
+        var folders: [String: String] = [:]
+        for session in (try? storage.sessions()) ?? [] {
+            guard let first = session.takes.first, let url = try? storage.audioURL(for: first) else { continue }
+            folders[url.deletingLastPathComponent().standardizedFileURL.path] = session.name
+        }
+        return folders
+    }
+
+    /// `text` as one shell word: quoted when it holds anything but letters, digits and `/._-`.
+    static func shellWord(_ text: String) -> String {
+        text.allSatisfy { $0.isLetter || $0.isNumber || "/._-".contains($0) } ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// Makes a new catalog from what can still be read (``LibraryMaintenance/rebuildCatalog(inspect:)``),

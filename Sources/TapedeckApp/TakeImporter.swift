@@ -272,18 +272,25 @@ public struct TakeImporter: Sendable {
 
     /// Why no decoder reads `url`: the first decoder's own reason (its code kept), naming the
     /// decoders tried.
+    /// The file no decoder reads: what the widest reader (libsndfile's, when built in) says
+    /// about it, the decoders tried, and what to do.
     private func unreadable(_ url: URL) -> TapedeckError {
         let tried = decoders.map(\.name).joined(separator: ", ")
-        for decoder in decoders {
+        var said: String?
+        for decoder in decoders where said == nil {
             do {
                 try decoder.openReader(at: url).close()
             } catch let error as TapedeckError {
-                return TapedeckError(error.code, "\(error.message) (No decoder in this build reads it; tried \(tried).)",
-                                     systemCode: error.systemCode)
+                // A file that looks like a decoder's format but does not read is damaged: said as
+                // the decoder says it.
+                if error.code == .corruptFile { return error }
+                // "PATH cannot be read as audio: REASON. …": the reason alone.
+                said = error.message.range(of: "cannot be read as audio: ").map { String(error.message[$0.upperBound...].prefix { $0 != "." }) }
             } catch {}
         }
-        return TapedeckError(.unsupportedFormat, "No decoder in this build reads \(url.path) (tried \(tried)). Convert it to another format first.")
+        return TapedeckError(.notAudio, "\(url.lastPathComponent) is not audio Tapedeck reads (\(said.map { $0 + "; " } ?? "")tried \(tried)). If it is audio in another format, convert it first with ffmpeg or sox.")
     }
+
 
     /// Copies a file to a new file (never replacing) and syncs it.
     func copy(_ source: URL, to destination: URL) throws {

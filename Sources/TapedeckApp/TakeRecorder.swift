@@ -487,8 +487,11 @@ public final class TakeRecorder {
         self.engine = engine
         if stopRequested { engine.stop() }
         let encoder = self.encoder
-        let metadata = TakeMetadata(takeName: name, sessionName: "", takeNumber: 1, startDate: Date(),
-                                    identity: facts.identity, source: facts.source)
+        var described = TakeMetadata(takeName: name, sessionName: "", takeNumber: 1, startDate: Date(),
+                                     identity: facts.identity, source: facts.source)
+        // A stream's header is written once: with the length it will have, when that is known.
+        described.expectedFrames = duration?.frames(at: negotiated.sampleRate)
+        let metadata = described
         if case .file(let url) = output { target = RecordingTarget(take: nil, fileURL: url) }
         phase = .recording
         let meter = followProgress(of: engine)

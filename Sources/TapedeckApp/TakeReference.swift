@@ -36,7 +36,12 @@ public enum TakeReference: Sendable, Hashable {
         if text == "last" {
             // The newest take by its date, always: a session or take that is really called
             // "last" is named by its id (or SESSION/TAKE) instead.
-            let latest = sessions.flatMap { s in s.takes.map { (take: $0, session: s) } }.max { $0.take.createdAt < $1.take.createdAt }
+            // Of takes with the same date, the one listed last (the higher number, the later session).
+            let latest = sessions.flatMap { s in s.takes.map { (take: $0, session: s) } }
+                .reduce(nil as (take: Take, session: Session)?) { best, next in
+                    guard let best, best.take.createdAt > next.take.createdAt else { return next }
+                    return best
+                }
             guard let latest else {
                 throw TapedeckError(.notFound, "There is no take yet, so \"last\" names nothing. Record one with `tapedeck record`.")
             }

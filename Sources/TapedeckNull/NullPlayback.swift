@@ -42,6 +42,8 @@ final class NullPlaybackStream: PlaybackStream {
     let counter: NullPlaybackCounter
     private var written: Int64 = 0
     var isRealTime: Bool { clock != nil }
+    /// Where the audio goes: nowhere but the counter, as `play`'s report says.
+    var deviceName: String? { "null (discarded)" }
     private var startNanos: UInt64?
 
     init(format: AudioFormat, periodFrames: Int, clock: (any PacingClock)?, counter: NullPlaybackCounter) {

@@ -20,10 +20,12 @@ final class WAVStreamWriter: TakeWriter {
     private let headerOffset: Int64?
     private let headerSize: Int
 
-    init(fd: Int32, format: AudioFormat) throws {
+    /// - Parameter expectedFrames: the length the recording will have (`-d`): the header says it
+    ///   (as `arecord -d` does), so a pipe's reader knows the length; `nil`: "until the end".
+    init(fd: Int32, format: AudioFormat, expectedFrames: Int64? = nil) throws {
         self.fd = fd
         self.format = format
-        let header = Self.header(format)
+        let header = Self.header(format, dataBytes: expectedFrames.map { $0 * Int64(format.bytesPerFrame) })
         headerSize = header.count
         var status = stat()
         if fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, fcntl(fd, F_GETFL) & O_APPEND == 0 {
@@ -35,7 +37,7 @@ final class WAVStreamWriter: TakeWriter {
         try header.withUnsafeBytes { try StreamOutput.write(fd, $0.baseAddress!, $0.count) }
     }
 
-    static func header(_ format: AudioFormat) -> [UInt8] {
+    static func header(_ format: AudioFormat, dataBytes: Int64? = nil) -> [UInt8] {
         var b: [UInt8] = []
         func u16(_ v: UInt16) { b += [UInt8(v & 0xFF), UInt8(v >> 8)] }
         func u32(_ v: UInt32) { for i in 0..<4 { b.append(UInt8((v >> (8 * UInt32(i))) & 0xFF)) } }
@@ -44,6 +46,7 @@ final class WAVStreamWriter: TakeWriter {
         let extensible = format.channels > 2 || format.layout != .conventional(channels: format.channels)
         let tag: UInt16 = format.sampleFormat.isFloat ? 3 : 1
         b += Array("RIFF".utf8); u32(0xFFFF_FFFF); b += Array("WAVE".utf8)
+        let riffAt = 4
         b += Array("fmt ".utf8); u32(extensible ? 40 : 16)
         u16(extensible ? 0xFFFE : tag); u16(UInt16(format.channels)); u32(UInt32(format.sampleRate))
         u32(UInt32(format.sampleRate) * UInt32(blockAlign)); u16(blockAlign); u16(bits)
@@ -52,6 +55,12 @@ final class WAVStreamWriter: TakeWriter {
             u16(tag); b += [0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
         }
         b += Array("data".utf8); u32(0xFFFF_FFFF)
+        // A known length that fits 32 bits goes in both sizes.
+        if let dataBytes, dataBytes + Int64(b.count) - 8 <= Int64(UInt32.max) {
+            func put(_ v: Int64, at i: Int) { for k in 0..<4 { b[i + k] = UInt8((UInt64(v) >> (8 * UInt64(k))) & 0xFF) } }
+            put(dataBytes + Int64(b.count) - 8, at: riffAt)
+            put(dataBytes, at: b.count - 4)
+        }
         return b
     }
 
@@ -86,6 +95,6 @@ extension WAVEncoder {
     /// A WAV stream to `fd` (``WAVStreamWriter``). - Thread: the owning writer thread.
     public func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
         try validate(format)
-        return try WAVStreamWriter(fd: fd, format: format)
+        return try WAVStreamWriter(fd: fd, format: format, expectedFrames: metadata.expectedFrames)
     }
 }

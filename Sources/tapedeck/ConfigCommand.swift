@@ -25,6 +25,7 @@ struct ConfigInitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Write a commented starter config ($XDG_CONFIG_HOME/tapedeck/config.yaml), never replacing one.",
+        usage: "tapedeck config init [<options>]",
         discussion: "The file holds every key (as `config example` prints it), commented out at its default, so `config show` tells what you changed and a later default is not pinned; only the capture and playback backends detected now are set. The devices found now are listed as comments. With --machine NAME the backends go in a machines: section for NAME instead.")
 
     @OptionGroup var global: GlobalOptions
@@ -138,6 +139,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Validate the configuration against what each plugin declares, and that the configured devices can be opened now.",
+        usage: "tapedeck config check [<options>]",
         discussion: "Exit status 0 only when the configuration is usable; 78 otherwise, with every problem listed.")
 
     @Flag(help: "Do not open the configured capture and playback devices.")
@@ -303,7 +305,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
 struct ConfigShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Show which plugin fills each role and every effective setting, with where it came from.")
+        abstract: "Show which plugin fills each role and every effective setting, with where it came from.",
+        usage: "tapedeck config show [<options>]")
 
     @Flag(help: "Print JSON.")
     var json = false
@@ -356,7 +359,7 @@ struct ConfigShowCommand: AsyncParsableCommand {
             }
             let width = settings.map(\.key.count).max() ?? 0
             for s in settings {
-                print("  \(s.key.padding(toLength: width, withPad: " ", startingAt: 0))  \(s.value)  [\(s.source)]")
+                print("  \(s.key.padding(toLength: width, withPad: " ", startingAt: 0))  \(s.value.isEmpty ? "\"\"" : s.value)  [\(s.source)]")
             }
         }
     }

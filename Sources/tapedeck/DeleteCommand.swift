@@ -7,6 +7,7 @@ struct DeleteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete a session (with all its takes) or a take, audio included.",
+        usage: "tapedeck delete [<options>] <reference>",
         discussion: "Asks for confirmation on a terminal; elsewhere --yes is required.")
 
     @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.both))

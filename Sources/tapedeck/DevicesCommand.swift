@@ -7,6 +7,7 @@ struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract: "List the capture and playback devices each audio backend can see.",
+        usage: "tapedeck devices [<options>]",
         discussion: """
             The names shown are what capture.BACKEND.device / playback.BACKEND.device accept in the config. \
             Endpoints only: cards, sound servers, their sources and sinks. ALSA's converter and effect plugins \

@@ -7,6 +7,7 @@ struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Find damage in the library: takes left recording, entries without audio, headers that disagree with their audio, unknown files, unreadable bundles.",
+        usage: "tapedeck doctor [<options>]",
         discussion: """
             Without --repair nothing is changed; the exit status is 0 when nothing was found and 1 when \
             something was. With --repair, interrupted takes are recovered, entries without audio removed, \
@@ -68,7 +69,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 } else if problems.contains(where: { $0.problem.contains("--rebuild-catalog") }) && !rebuild {
                     print("\(Terminal.counted(problems.count, "problem")) found. The catalog needs rebuilding first: run `tapedeck doctor --rebuild-catalog`, then `tapedeck doctor` again; no audio is touched.")
                 } else if !repair {
-                    print("\(Terminal.counted(problems.count, "problem")) found. Run `tapedeck doctor --repair` to fix them; no audio is deleted.")
+                    print("\(Terminal.counted(problems.count, "problem")) found. Run `tapedeck doctor --repair` to fix \(problems.count == 1 ? "it" : "them"); no audio is deleted.")
                 }
                 for u in uploads {
                     var line = "Uploads to \(u.remote): \(u.verified) verified, \(u.pending) pending"

@@ -74,7 +74,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(help: "Replace files that exist already.")
     var force = false
 
-    @Flag(help: "Print one JSON report per file.")
+    @Flag(help: "Print the reports as JSON: an array of one object per take.")
     var json = false
 
     @Option(name: .customLong("progress-fd"),

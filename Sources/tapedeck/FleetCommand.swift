@@ -39,7 +39,8 @@ struct FleetCommand: AsyncParsableCommand {
 struct FleetListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List every machine's sessions and takes on the remote.")
+        abstract: "List every machine's sessions and takes on the remote.",
+        usage: "tapedeck fleet list [<options>]")
 
     @Option(name: .customLong("from"), help: "Only this machine's takes (its name on the remote).")
     var from: String?
@@ -118,6 +119,7 @@ struct FleetPullCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull",
         abstract: "Bring a session (or one take) from the remote into this library, verified.",
+        usage: "tapedeck fleet pull [<options>] <path>",
         discussion: """
             Name it as `fleet list` shows it: MACHINE/SESSION or MACHINE/SESSION/TAKE, where SESSION \
             and TAKE are names or ids (the short ids in brackets). Each take is downloaded into the \
@@ -211,6 +213,7 @@ struct FleetDoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Check the remote: manifests without audio, audio without a manifest, unreadable manifests, stale unfinished uploads.",
+        usage: "tapedeck fleet doctor [<options>]",
         discussion: """
             Audio without a manifest is an upload that has not finished (or never will). With \
             --repair, such audio and unfinished multipart uploads older than a day are removed \

@@ -98,8 +98,20 @@ struct GlobalOptions: ParsableArguments {
         for section in ["capture", "playback"] where configuration.isDetected(section) {
             guard let chosen = configuration.settings[section + ".backend"] else { continue }
             // What to do when the backend Tapedeck chose cannot open the machine's default device.
-            ErrorAdvice.current?.on(.deviceUnavailable, say: "(No \(section) backend is configured; Tapedeck chose \(chosen.value) because \(chosen.source.description.replacingOccurrences(of: "detected: ", with: "")).) See what there is with `tapedeck devices`, choose a device with --device NAME, or write a config with `tapedeck config init`.")
+            ErrorAdvice.current?.on(.deviceUnavailable, say: "(No \(section) backend is configured; Tapedeck chose \(chosen.value) because \(chosen.source.description.replacingOccurrences(of: "detected: ", with: "")).) See what there is with `tapedeck devices`, choose a device with --device NAME, or write a config with `tapedeck config init`. To try Tapedeck with no sound card, use its test tone: --set \(section).backend=null.")
             logger.debug("\(section).backend: \(chosen.value) (\(chosen.source))")
+        }
+        // A backend the config file names (as `config init` writes the one it found): when its
+        // server is not running, say where it was chosen and how to let Tapedeck choose.
+        for role in detecting where role == .capture || role == .playback {
+            let section = role == .capture ? "capture" : "playback"
+            guard !configuration.isDetected(section), let chosen = configuration.settings[section + ".backend"] else { continue }
+            switch chosen.source {
+            case .file, .machine:
+                ErrorAdvice.current?.on(.deviceUnavailable, say: "(\(section).backend is \(chosen.value), set at \(chosen.source). Comment that line out to have Tapedeck use whichever sound server is running, or choose another backend with --set \(section).backend=NAME; `tapedeck devices` shows what there is.)")
+            default:
+                break
+            }
         }
         return studio
     }

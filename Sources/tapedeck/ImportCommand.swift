@@ -11,6 +11,7 @@ struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import audio files (WAV, FLAC, AIFF, Ogg, anything libsndfile reads) as takes, or a NAME.tapedeck bundle as a session.",
+        usage: "tapedeck import [<options>] <files> ...",
         discussion: """
             WAV, FLAC, MP3, Ogg Opus and Ogg Vorbis files are copied byte for byte after being decoded from \
             end to end (a WAV whose header does not match its audio, or one of 8-bit, A-law, µ-law or \
@@ -84,7 +85,9 @@ struct ImportCommand: AsyncParsableCommand {
                     } catch let error as TapedeckError where error.code == .cancelled && partials.isStopped {
                         break
                     } catch let error as TapedeckError {
-                        failures.append(TapedeckError(error.code, "\(url.lastPathComponent): \(error.message)", systemCode: error.systemCode))
+                        // Each message names its file, once.
+                        let named = error.message.hasPrefix(url.lastPathComponent + " ") ? error.message : "\(url.lastPathComponent): \(error.message)"
+                        failures.append(TapedeckError(error.code, named, systemCode: error.systemCode))
                     } catch {
                         // Whatever one file does, the others are still imported and reported.
                         failures.append(TapedeckError(.io, "\(url.lastPathComponent): could not be imported: \(error.localizedDescription)"))

@@ -13,6 +13,7 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List sessions and their takes: id, name, length, format, size, date and state.",
+        usage: "tapedeck list [<options>] [<session>]",
         discussion: "The session a bare `tapedeck record` goes into is marked \"(next record)\". Filters combine; a session is shown when any of its takes passes them." + HelpExamples.text([
             "tapedeck list": "Every session and its takes.",
             "tapedeck list Interview --since 3d": "The takes of Interview from the last three days.",

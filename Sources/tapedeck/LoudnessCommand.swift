@@ -10,6 +10,7 @@ struct LoudnessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loudness",
         abstract: "Measure takes' EBU R128 loudness (integrated, range, true peak) and store it.",
+        usage: "tapedeck loudness [<options>] [<references> ...]",
         discussion: """
             Takes recorded or imported by this version are measured as they are made; this measures \
             older ones, or measures again. The values go into the library (`show`, `list --json`) and \

@@ -6,6 +6,7 @@ struct NoteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "note",
         abstract: "Set or show a take's notes (written as DESCRIPTION when it is exported).",
+        usage: "tapedeck note [<options>] <take> [<text>]",
         discussion: "With TEXT, replaces the notes (an empty TEXT, \"\", clears them); without, prints them.")
 
     @Argument(help: "SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.takes))
@@ -43,6 +44,7 @@ struct TagCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tag",
         abstract: "Set, remove or show a take's tags (carried into exports as tags of the same names).",
+        usage: "tapedeck tag [<options>] <take> [<KEY=VALUE> ...]",
         discussion: """
             Names are stored upper-case, as Vorbis comments have them (ARTIST, GENRE, MIC, …). A tag named \
             like a standard one (TITLE, ALBUM) replaces it in exports. Without KEY=VALUE or --remove, prints the tags.

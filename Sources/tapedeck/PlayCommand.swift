@@ -9,6 +9,7 @@ struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
         abstract: "Play a take through the configured playback backend.",
+        usage: "tapedeck play [<options>] <take>",
         discussion: "On a terminal: space pauses and resumes, the Left and Right arrow keys seek 5 s, Up and Down a minute, and q stops." + HelpExamples.text([
             "tapedeck play last": "The take recorded last.",
             "tapedeck play \"Interview/Take 2\" -s 1:20": "From 1:20 on.",
@@ -58,11 +59,28 @@ struct PlayCommand: AsyncParsableCommand {
             let keys = Terminal.stdinIsTerminal && Terminal.showsProgress ? PlayControl.keys(control, player: player) : nil
             defer { keys?.restore() }
             let name = "\(session.name)/\(t.name)"
-            let help = keys == nil ? "" : "  space pause, ←→ seek"
+            let help = keys == nil ? "" : "  space pause, ←→ seek, q stop"
+            let last = (to ?? t.frames) - 1
+            if !Terminal.showsProgress && !Terminal.quiet.load(ordering: .relaxed) {
+                // Off a terminal, one line on stderr, as aplay says what it plays.
+                Terminal.writeStderr(Terminal.safe("tapedeck: Playing \(name): \(Terminal.clock(t.format.seconds(forFrames: (to ?? t.frames) - from))), \(t.format.sampleRate) Hz, \(Terminal.counted(t.format.channels, "channel")), \(t.format.sampleFormat.rawValue).") + "\n")
+            }
             var position = from
             var played: Int64 = 0
             var stopped = false
-            while true {
+            playing: while true {
+                // What the keys asked while the last part played (or since): seek, then pause.
+                if let asked = control.take() {
+                    position = min(max(0, position + Int64(asked.seek * rate)), last)
+                    if asked.pause {
+                        Terminal.status("❚❚ \(Terminal.clock(t.format.seconds(forFrames: position))) / \(Terminal.clock(t.seconds))  \(name)  paused: space resumes, q stops")
+                        guard await control.waitForResume() else {
+                            stopped = true
+                            break playing
+                        }
+                        continue playing
+                    }
+                }
                 let at = position
                 let progress = Terminal.showsProgress ? Task { @MainActor in
                     while !Task.isCancelled {
@@ -74,67 +92,62 @@ struct PlayCommand: AsyncParsableCommand {
                 progress?.cancel()
                 played += result.frames
                 position += result.frames
-                guard result.stopped, let action = control.take() else {
+                // Stopped by a key that seeks or pauses: go on from the new place.
+                guard result.stopped, !control.quitting else {
                     stopped = result.stopped
-                    break
+                    break playing
                 }
-                switch action {
-                case .seek(let seconds):
-                    position = min(max(0, position + Int64(seconds * rate)), (to ?? t.frames) - 1)
-                case .pause:
-                    Terminal.status("❚❚ \(Terminal.clock(t.format.seconds(forFrames: position))) / \(Terminal.clock(t.seconds))  \(name)  paused: space resumes")
-                    guard await control.waitForResume() else { stopped = true; break }
-                    if case .seek(let seconds) = control.take() {
-                        position = min(max(0, position + Int64(seconds * rate)), (to ?? t.frames) - 1)
-                    }
-                }
-                if stopped { break }
             }
             if Terminal.showsProgress { Terminal.endStatus() }
             let sink = player.deviceName.map { " on \($0)" } ?? ""
-            let result = (frames: played, stopped: stopped)
-            if Terminal.stdoutIsTerminal {
-                print("Played \(session.name)/\(t.name)\(sink): \(Terminal.clock(t.format.seconds(forFrames: result.frames)))\(result.stopped ? " (stopped)" : "")")
-            }
+            let end = stopped ? " (stopped at \(Terminal.clock(t.format.seconds(forFrames: position))))" : ""
+            print("Played \(name)\(sink): \(Terminal.clock(t.format.seconds(forFrames: played)))\(end)")
         }
     }
 }
 
 /// What the keys asked of a playing take: the player is stopped, then the command plays again
-/// from the new place (a seek) or waits for the key that resumes (a pause). - Thread: main actor.
+/// from the new place (a seek) or waits for the key that resumes (a pause). Seeks add up, so
+/// every press counts however fast they come. - Thread: main actor.
 @MainActor
 final class PlayControl {
     enum Action { case pause, seek(Double) }
-    private var pending: Action?
-    private var quitting = false
+    /// Seconds to move by, and whether to pause, since the command last looked.
+    private var seekBy: Double = 0
+    private var pause = false
+    private var asked = false
+    private(set) var quitting = false
     private var resume: CheckedContinuation<Bool, Never>?
 
-    /// Stops playback for `action` (the latest one wins).
+    /// Stops playback for `action`; while paused, space resumes and a seek moves and resumes.
     func ask(_ action: Action, _ player: TakePlayer) {
+        switch action {
+        case .seek(let seconds): seekBy += seconds
+        case .pause: pause.toggle()
+        }
+        asked = true
         if let resume {
-            // Paused: space resumes, a seek moves the paused place and resumes there.
             self.resume = nil
-            if case .seek = action { pending = action }
+            pause = false
             resume.resume(returning: true)
             return
         }
-        pending = action
         player.stop()
     }
 
     /// Ctrl-C, SIGTERM, q: stops for good, paused or not.
     func quit(_ player: TakePlayer) {
         quitting = true
-        pending = nil
         player.stop()
         resume?.resume(returning: false)
         resume = nil
     }
 
-    /// The action that stopped playback, or `nil` for a stop for good.
-    func take() -> Action? {
-        defer { pending = nil }
-        return quitting ? nil : pending
+    /// What was asked since the last look (`nil`: nothing, or a stop for good), and forgets it.
+    func take() -> (seek: Double, pause: Bool)? {
+        guard asked, !quitting else { return nil }
+        defer { (seekBy, pause, asked) = (0, false, false) }
+        return (seekBy, pause)
     }
 
     /// Suspends until a key resumes (`true`) or a quit (`false`).

@@ -377,16 +377,20 @@ struct RecordCommand: AsyncParsableCommand {
         }
     }
 
-    /// The report of a run that waited and ended before its trigger: no take, not a failure.
+    /// The report of a run that waited and ended before its trigger: no take. At its length
+    /// (`-d`, `--until`) that is how the run went (exit 0); stopped by Ctrl-C or a signal, it
+    /// is a stop before anything was recorded (exit 130, as the exit codes say).
     @MainActor
     static func reportNothingRecorded(_ nothing: NothingRecorded, json: Bool) throws {
+        let status = nothing.end == .stopped ? TapedeckError.Code.cancelled.exitStatus : ExitStatus.ok
         if json {
             try Terminal.printJSON(RecordReportJSON(take: nil, run: nil, takes: [], end: Self.endName(nothing.end),
                                                     message: nothing.summary, wallSeconds: nothing.wallSeconds,
-                                                    exitStatus: ExitStatus.ok))
+                                                    exitStatus: status))
         } else {
             print(nothing.summary)
         }
+        if status != ExitStatus.ok { throw ExitCode(status) }
     }
 
     /// The JSON report of a recording whose audio is safe but whose take is not finished (with
@@ -425,6 +429,13 @@ struct RecordCommand: AsyncParsableCommand {
                 }
                 if !t.overruns.isEmpty {
                     print("  \(Terminal.counted(t.overruns.count, "overrun")): \(Terminal.counted(Int(t.overruns.reduce(0) { $0 + $1.frames }), "frame")) filled with silence.")
+                }
+                if !t.markers.isEmpty {
+                    let shown = t.markers.prefix(5).map { m in
+                        Terminal.clock(t.format.seconds(forFrames: m.frame)) + (m.label.isEmpty ? "" : " " + Terminal.safe(m.label))
+                    }
+                    let more = t.markers.count > 5 ? " and \(t.markers.count - 5) more (`tapedeck show` lists them)" : ""
+                    print("  \(Terminal.counted(t.markers.count, "marker")): \(shown.joined(separator: ", "))\(more)")
                 }
             }
             if report.markersNotKept > 0 {

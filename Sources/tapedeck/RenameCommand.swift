@@ -5,7 +5,8 @@ import TapedeckCore
 struct RenameCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rename",
-        abstract: "Rename a session or a take (display names only; files keep their names).")
+        abstract: "Rename a session or a take (display names only; files keep their names).",
+        usage: "tapedeck rename [<options>] <reference> <new-name>")
 
     @Argument(help: "SESSION, SESSION/TAKE, a short id, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String

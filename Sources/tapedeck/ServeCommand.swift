@@ -14,6 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve a web page (and JSON API) to watch levels, record, and play and download takes.",
+        usage: "tapedeck serve [<options>]",
         discussion: """
             Open the address it prints in a browser. By default it listens on 127.0.0.1:8470, this machine \
             only. To reach it from a phone or another computer, listen on the network (--listen 0.0.0.0:8470): \

@@ -6,7 +6,8 @@ import TapedeckCore
 struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Show one take (SESSION/TAKE or id) or session in detail.")
+        abstract: "Show one take (SESSION/TAKE or id) or session in detail.",
+        usage: "tapedeck show [<options>] <reference>")
 
     @Argument(help: "SESSION/TAKE, SESSION, a short id from `tapedeck list`, or `last`.", completion: TakeCompletion.kind(.both))
     var reference: String

@@ -15,7 +15,14 @@ struct Tapedeck: AsyncParsableCommand {
         discussion: """
             Backends are chosen per machine in a YAML config file (--config, $TAPEDECK_CONFIG, \
             $XDG_CONFIG_HOME/tapedeck/config.yaml, /etc/tapedeck/config.yaml). Exit codes: \(ExitStatus.summary)
-            """,
+            """ + HelpExamples.text([
+                "tapedeck record 10s": "Ten seconds from the default device (a sound server's, else ALSA's).",
+                "tapedeck record --set capture.backend=null 5s": "Five seconds of a test tone: no sound card needed.",
+                "tapedeck list": "The sessions and their takes.",
+                "tapedeck play last": "The take recorded last.",
+                "tapedeck export last": "The take recorded last, as verified FLAC in this folder.",
+                "tapedeck serve": "A web page to watch levels, record and play: http://127.0.0.1:8470/.",
+            ]),
         version: "tapedeck \(TapedeckVersion.string)\n" + PluginCatalog.libraries.map { "  " + $0 }.joined(separator: "\n"),
         subcommands: [
             RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, ExportCommand.self, ImportCommand.self,

@@ -10,6 +10,7 @@ struct WaveformCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "waveform",
         abstract: "Draw a take's waveform as a PNG picture (or write its peaks file).",
+        usage: "tapedeck waveform [<options>] <reference> --output <file>",
         discussion: """
             The output's extension chooses what is written, as audiowaveform does: .png draws the picture; \
             .dat writes the peaks (audiowaveform's binary format, version 1, 16-bit: the lowest and highest \

@@ -146,7 +146,7 @@ struct DeclarationTests {
         let words: Set<String> = ["null", "directory", "bundle"]
         let own: [String: Set<String>] = [
             "TapedeckNull": ["null"], "TapedeckWAV": ["wav"], "TapedeckFLAC": ["flac"], "TapedeckOpus": ["opus"],
-            "TapedeckALSA": ["alsa", "pulse"], // the ALSA `pulse` PCM is an ALSA device name
+            "TapedeckALSA": ["alsa", "pulse", "null"], // the ALSA `pulse` PCM is an ALSA device name; `null` an ALSA PCM type
             "TapedeckPulseAudio": ["pulse", "pulseaudio", "pipewire"], // PipeWire-Pulse is a PulseAudio server
             "TapedeckJACK": ["jack", "pipewire"], // PipeWire's JACK server is one JACK client can use
             "TapedeckPipeWire": ["pipewire"], "TapedeckDirectoryStorage": ["directory"],

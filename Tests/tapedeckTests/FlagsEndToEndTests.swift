@@ -52,6 +52,12 @@ struct FlagsEndToEndTests {
         try Data("RIFF\u{7f}\u{7f}\u{7f}\u{7f}WAVEjunk".utf8).write(to: bad)
         let i = try await cli.run("import", bad.path)
         #expect(i.status == 74 && i.stderr.contains("cannot be read as audio") && !i.stderr.contains(".."), "\(i.stderr)")
+        // Not audio at all: said once, with what to do, and no advice about encoders.
+        let text = out.appendingPathComponent("notes.txt")
+        try Data("shopping list\n".utf8).write(to: text)
+        let t = try await cli.run("import", text.path)
+        #expect(t.status == 65 && t.stderr.contains("notes.txt is not audio Tapedeck reads") && t.stderr.contains("convert it first with ffmpeg or sox"), "\(t.stderr)")
+        #expect(!t.stderr.contains("encoder.name") && t.stderr.split(separator: "\n").count == 1, "\(t.stderr)")
     }
 
     @Test("bad values name the option the user typed", arguments: [

@@ -366,9 +366,9 @@ struct PickUpEndToEndTests {
 }
 
 extension PickUpEndToEndTests {
-    /// The position shown on the play line, in seconds ("▶ 0:04.850 / 0:20.000").
+    /// The position shown on the play line, in seconds ("▶ 0:04.850 / 1:00.000").
     static func shownPosition(_ screen: String) -> Double? {
-        guard let line = screen.split(separator: "\n").last(where: { $0.contains(" / 0:20.000") }),
+        guard let line = screen.split(separator: "\n").last(where: { $0.contains(" / 1:00.000") }),
               let clock = line.split(separator: " ").dropFirst().first else { return nil }
         let parts = clock.split(separator: ":")
         guard parts.count == 2, let m = Double(parts[0]), let s = Double(parts[1]) else { return nil }
@@ -378,7 +378,7 @@ extension PickUpEndToEndTests {
     @Test("play on a terminal: space pauses (the position stands still) and resumes, → seeks 5 s on, q stops")
     func playKeys() async throws {
         let cli = try CLIHarness()
-        #expect(try await cli.run("record", "-d", "20s", "-q", "--set", "capture.null.paced=false").status == 0)
+        #expect(try await cli.run("record", "-d", "60s", "-q", "--set", "capture.null.paced=false").status == 0)
         let screen = try await Screen(cli, ["play", "last"])
         try await screen.wait(for: "space pause")
         try await Task.sleep(for: .milliseconds(500))
@@ -397,9 +397,18 @@ extension PickUpEndToEndTests {
             return (Self.shownPosition(later) ?? 0) >= at + 5
         }
         #expect(moved, "→ did not seek 5 s on from \(at): \(later)")
+        // Presses that come faster than playback restarts all count: three → are 15 s.
+        let before = Self.shownPosition(await screen.text) ?? 0
+        try await screen.tmux(["send-keys", "Right", "Right", "Right"])
+        var further = ""
+        let all = try await CLIHarness.wait(timeout: 5) {
+            further = await screen.text
+            return (Self.shownPosition(further) ?? 0) >= before + 15
+        }
+        #expect(all, "three → from \(before): \(further)")
         try await screen.tmux(["send-keys", "q"])
         let end = try await screen.wait(for: "Played")
-        #expect(end.contains("(stopped)"), "\(end)")
+        #expect(end.contains("on null (discarded)") && end.contains("(stopped at 0:"), "\(end)")
     }
 }
 

@@ -143,6 +143,13 @@ struct UnattendedEndToEndTests {
         }
         #expect(try await cli.takes().isEmpty)
         #expect(try await cli.run("doctor").status == 0, "a take made ready and never begun leaves nothing behind")
+        // Stopped before the trigger came: nothing was recorded, exit 130 as the codes say.
+        let (p, out, _) = try cli.start(["record", "--armed"])
+        try await Task.sleep(for: .seconds(2))
+        kill(p.processIdentifier, SIGTERM)
+        try await CLIHarness.waitForExit(p)
+        #expect(p.terminationStatus == 130, "\((try? String(contentsOf: out, encoding: .utf8)) ?? "")")
+        #expect(try await cli.takes().isEmpty)
     }
 
     @Test("--silence-alarm: silence past the time warns on stderr, is in the report, and exits 6")

@@ -42,6 +42,9 @@ public struct TapedeckError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let deviceLost = Code(rawValue: "device-lost", exitStatus: 69)
         /// The audio format is not supported by this component. Exit 65 (`EX_DATAERR`).
         public static let unsupportedFormat = Code(rawValue: "unsupported-format", exitStatus: 65)
+        /// A file given as audio is not audio any decoder of this build reads (a text file, a
+        /// video container, a format not compiled in). Exit 65 (`EX_DATAERR`).
+        public static let notAudio = Code(rawValue: "not-audio", exitStatus: 65)
         /// A file's contents are damaged or not what they claim to be. Exit 74 (`EX_IOERR`).
         public static let corruptFile = Code(rawValue: "corrupt-file", exitStatus: 74)
         /// Reading or writing a file failed. Exit 74.

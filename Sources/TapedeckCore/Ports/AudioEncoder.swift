@@ -24,6 +24,10 @@ public struct TakeMetadata: Sendable, Hashable {
     public var preRollFrames: Int64
     /// The take's loudness, once measured (BWF v2's loudness fields, REPLAYGAIN tags).
     public var loudness: Loudness?
+    /// For a stream (``AudioEncoder/makeStreamWriter(to:format:metadata:)``): the frames the
+    /// recording will have when it runs to its length (`record -d 10 -o -`), for a header that
+    /// cannot be rewritten at the end; `nil` when it is not known.
+    public var expectedFrames: Int64?
 
     public init(takeName: String, sessionName: String, takeNumber: Int, startDate: Date, notes: String = "", tags: [String: String] = [:],
                 takeID: String? = nil, identity: FileIdentity = FileIdentity(), source: CaptureSource? = nil, run: TakeRun? = nil,
