@@ -149,15 +149,19 @@ enum ALSAPCMSetup {
 
     /// The error for a failed open, naming the device and what to do.
     static func openError(_ err: Int32, device: String, direction: String) -> TapedeckError {
-        switch -err {
-        case ENOENT, ENODEV, ENXIO where !hasSoundCard():
-            // The usual first run on a server or in a container: say that, not "no such name".
-            TapedeckError(.deviceUnavailable,
+        let missing = [ENOENT, ENODEV, ENXIO].contains(-err)
+        let names = missing ? (try? ALSADeviceList.devices().map(\.name)) ?? [] : []
+        // A name ALSA knows that opens nothing, on a machine with no card: the usual first run
+        // on a server or in a container. Said as that, not as "no such name".
+        if missing, names.contains(device), !hasSoundCard() {
+            return TapedeckError(.deviceUnavailable,
                 "ALSA cannot open \(device): this machine has no sound card ALSA knows of (\(describe(err))). Connect one, or start a sound server.",
                 systemCode: -err)
+        }
+        return switch -err {
         case ENOENT, ENODEV, ENXIO:
             TapedeckError(.deviceUnavailable,
-                "No ALSA device named \(device) (\(describe(err)))\(Suggestion.phrase(device, (try? ALSADeviceList.devices().map(\.name)) ?? [])). Run `tapedeck devices --backend alsa` to see the names.",
+                "No ALSA device named \(device) (\(describe(err)))\(Suggestion.phrase(device, names)). Run `tapedeck devices --backend alsa` to see the names.",
                 systemCode: -err)
         case EBUSY:
             TapedeckError(.deviceUnavailable,
