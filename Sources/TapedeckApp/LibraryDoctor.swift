@@ -225,7 +225,7 @@ extension LibraryDoctor {
             if repair {
                 f.attempt {
                     let moved = try storage.quarantine(path)
-                    return "moved to " + moved + (audio ? " (`tapedeck import \(Self.shellWord(storage.rootURL.appendingPathComponent(moved).path))\(into)` makes it a take)" : "")
+                    return "moved to " + moved + (audio ? " (`tapedeck import \(Self.shellWord(storage.rootURL.appendingPathComponent(moved).path))\(into)` makes it a take; then remove that copy)" : "")
                 }
             }
             findings.append(f)

@@ -9,7 +9,8 @@ public enum TakeReference: Sendable, Hashable {
     /// 1. an id or any unique prefix of it of 4 or more characters (the short id `list` prints,
     ///    the full UUID `--json` prints) of a take or session;
     /// 2. `SESSION/TAKE` by exact names, trying every `/` (names may contain `/` themselves);
-    /// 3. a session by exact name.
+    /// 3. a session by exact name;
+    /// 4. a take by its name alone, when no other take in `sessions` has that name.
     /// - Throws: ``TapedeckError`` `.notFound` (with what to do) or `.invalidArgument` when ambiguous.
     /// - Thread: any. Never blocks.
     public static func resolve(_ text: String, in sessions: [Session]) throws -> TakeReference {
@@ -57,6 +58,9 @@ public enum TakeReference: Sendable, Hashable {
             }
             throw TapedeckError(.invalidArgument, "\"\(text)\" could mean \(ids.joined(separator: ", ")). Name one by its id.")
         }
+        // A take's name alone, when one take in the library has it.
+        let named = sessions.flatMap { s in s.takes.filter { $0.name == text }.map { TakeReference.take($0, in: s) } }
+        if named.count == 1 { return named[0] }
         if (1...3).contains(lowered.count), lowered.allSatisfy(\.isHexDigit) {
             throw TapedeckError(.invalidArgument,
                 "\"\(text)\" is too short for an id: ids need at least 4 characters, as `tapedeck list` prints them.")

@@ -13,7 +13,11 @@ struct DevicesCommand: AsyncParsableCommand {
             Endpoints only: cards, sound servers, their sources and sinks. ALSA's converter and effect plugins \
             (rate converters, speex, up- and downmixers) are listed with --all, as `arecord -L` lists them. \
             A sound server that is not running gets one line; `tapedeck devices --backend NAME` says why.
-            """)
+            """ + HelpExamples.text([
+            "tapedeck devices": "Every backend's devices; the default marked *.",
+            "tapedeck devices --backend pulse": "One backend, with why it cannot answer if it cannot.",
+            "tapedeck record -D NAME 10s": "Then record from one of them.",
+        ]))
 
     @Option(help: "Only this backend (e.g. alsa, pulse, null).")
     var backend: String?

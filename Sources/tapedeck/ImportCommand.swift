@@ -10,7 +10,7 @@ import Glibc
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import audio files (WAV, FLAC, AIFF, Ogg, anything libsndfile reads) as takes, or a NAME.tapedeck bundle as a session.",
+        abstract: "Import audio files (WAV, FLAC, MP3, Ogg, AIFF, anything libsndfile reads) as takes, or a NAME.tapedeck bundle as a session.",
         usage: "tapedeck import [<options>] <files> ...",
         discussion: """
             WAV, FLAC, MP3, Ogg Opus and Ogg Vorbis files are copied byte for byte after being decoded from \
@@ -20,7 +20,11 @@ struct ImportCommand: AsyncParsableCommand {
             the session has that name already; --name names a single file's take. Only regular files are \
             read (a FIFO or device is refused before it is opened). A file that cannot be decoded is refused \
             with the reader's reason and nothing of it is kept; the others are still imported.
-            """)
+            """ + HelpExamples.text([
+            "tapedeck import ~/Recordings/*.wav --session Archive": "Every WAV of a folder, as takes of Archive.",
+            "tapedeck import interview.mp3 --name \"Interview, raw\"": "One file, kept as it is, under a name of your own.",
+            "tapedeck import Concert.tapedeck": "A bundle copied from another machine, as a session.",
+        ]))
 
     @Argument(help: "Audio files, or one NAME.tapedeck bundle.", completion: .file())
     var files: [String]

@@ -23,7 +23,7 @@ struct PlayCommand: AsyncParsableCommand {
             help: "The device to play to (the playback backend's device setting; names from `tapedeck devices`).", completion: DeviceCompletion.kind(capture: false))
     var device: String?
 
-    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("Start here: 80, 1:20, 1m20s (any form -d takes).", valueName: "time"))
+    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("Start here: seconds (80), a clock (1:20) or units (1m20s).", valueName: "time"))
     var start: String?
 
     @Option(name: [.customShort("e"), .long], help: ArgumentHelp("Stop here (same forms).", valueName: "time"))
@@ -63,10 +63,10 @@ struct PlayCommand: AsyncParsableCommand {
             let last = (to ?? t.frames) - 1
             if !Terminal.showsProgress && !Terminal.quiet.load(ordering: .relaxed) {
                 // Off a terminal, one line on stderr, as aplay says what it plays.
-                Terminal.writeStderr(Terminal.safe("tapedeck: Playing \(name): \(Terminal.clock(t.format.seconds(forFrames: (to ?? t.frames) - from))), \(t.format.sampleRate) Hz, \(Terminal.counted(t.format.channels, "channel")), \(t.format.sampleFormat.rawValue).") + "\n")
+                let part = from > 0 || to != nil ? " from \(Terminal.clock(t.format.seconds(forFrames: from))) to \(Terminal.clock(t.format.seconds(forFrames: to ?? t.frames)))" : ""
+                Terminal.writeStderr(Terminal.safe("tapedeck: Playing \(name)\(part) (\(Terminal.clock(t.format.seconds(forFrames: (to ?? t.frames) - from)))): \(t.format.sampleRate) Hz, \(Terminal.counted(t.format.channels, "channel")), \(t.format.sampleFormat.rawValue).") + "\n")
             }
             var position = from
-            var played: Int64 = 0
             var stopped = false
             playing: while true {
                 // What the keys asked while the last part played (or since): seek, then pause.
@@ -90,7 +90,6 @@ struct PlayCommand: AsyncParsableCommand {
                 } : nil
                 let result = try await player.play(t, from: position, to: to)
                 progress?.cancel()
-                played += result.frames
                 position += result.frames
                 // Stopped by a key that seeks or pauses: go on from the new place.
                 guard result.stopped, !control.quitting else {
@@ -99,9 +98,15 @@ struct PlayCommand: AsyncParsableCommand {
                 }
             }
             if Terminal.showsProgress { Terminal.endStatus() }
-            let sink = player.deviceName.map { " on \($0)" } ?? ""
-            let end = stopped ? " (stopped at \(Terminal.clock(t.format.seconds(forFrames: position))))" : ""
-            print("Played \(name)\(sink): \(Terminal.clock(t.format.seconds(forFrames: played)))\(end)")
+            // Where playback left off, and on what: "on null (pulse)", the sink and its backend.
+            let backend = studio.configuration.playback.plugin ?? ""
+            let sink = player.deviceName.map { $0.hasPrefix(backend) || backend.isEmpty ? " on \($0)" : " on \($0) (\(backend))" } ?? (backend.isEmpty ? "" : " on \(backend)")
+            let at = Terminal.clock(t.format.seconds(forFrames: position))
+            if stopped {
+                print("Played \(name)\(sink), stopped at \(at) of \(Terminal.clock(t.seconds)).")
+            } else {
+                print("Played \(name)\(sink) to \(at)\(position >= t.frames ? " (the end)" : "").")
+            }
         }
     }
 }

@@ -57,7 +57,7 @@ extension RecordCommand {
                 }
                 Terminal.writeStderr(Terminal.safe(
                     "Recording from \(from): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
-                    + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\(Terminal.stdinIsTerminal && !toStdout ? " Press m to set a marker." : "")\n"))
+                    + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\(Terminal.stdinIsTerminal && !toStdout ? (plan.startsIdle ? " Once a take runs, m sets a marker." : " Press m to set a marker.") : "")\n"))
             }
             // Nothing is drawn before the first audio: no audio yet is not silence.
             if stops.isRequested || frames == 0 { continue }

@@ -160,6 +160,9 @@ struct PickUpEndToEndTests {
         #expect(lower.status == 66 && lower.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(lower.stderr)")
         let typo = try await cli.run("play", "Hello Wrld")
         #expect(typo.stderr.contains("did you mean \"Session 1/Hello World\"?"), "\(typo.stderr)")
+        // A take's name alone names it when no other take has that name.
+        let bare = try await cli.run("show", "Hello World", "--json")
+        #expect(bare.status == 0 && bare.stdout.contains(#""name" : "Hello World""#), "\(bare.stderr)")
         #expect(try await cli.run("show", "lst").stderr.contains("did you mean \"last\"?"))
         #expect(try await cli.run("play", "last", "-s", "0.5", "-e", "0:00.8").status == 0)
         #expect(try await cli.run("play", "last", "--start", "5").status == 64)
@@ -408,7 +411,7 @@ extension PickUpEndToEndTests {
         #expect(all, "three → from \(before): \(further)")
         try await screen.tmux(["send-keys", "q"])
         let end = try await screen.wait(for: "Played")
-        #expect(end.contains("on null (discarded)") && end.contains("(stopped at 0:"), "\(end)")
+        #expect(end.contains("on null (discarded), stopped at 0:") && end.contains(" of 1:00.000."), "\(end)")
     }
 }
 

@@ -41,6 +41,12 @@ struct RecorderControlEndToEndTests {
         return (Int(lines.first ?? "") ?? 0, lines.count > 1 ? String(lines[1]) : "")
     }
 
+    /// The page's `api/state`, parsed; `nil` when it does not answer.
+    static func pageState(_ base: String) async -> [String: Any]? {
+        guard let body = try? await http("GET", base + "api/state").body else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+    }
+
     /// The address a `tapedeck serve` started by `cli.start` prints (`http://127.0.0.1:PORT/`).
     static func servedAddress(_ output: URL) async throws -> String {
         var base = ""
@@ -102,8 +108,7 @@ struct RecorderControlEndToEndTests {
         // The page's state: recording, with levels, started by `tapedeck record`.
         var state: [String: Any] = [:]
         _ = try await CLIHarness.wait(timeout: 60) {
-            guard let body = try? await Self.http("GET", base + "api/state").body,
-                  let parsed = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
+            guard let parsed = await Self.pageState(base) else { return false }
             state = parsed
             return parsed["recording"] as? Bool == true && ((parsed["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90) > -20
         }
@@ -116,8 +121,7 @@ struct RecorderControlEndToEndTests {
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await Self.http("POST", base + "api/split").status == 202)
         _ = try await CLIHarness.wait(timeout: 30) {
-            let body = (try? await Self.http("GET", base + "api/state").body) ?? ""
-            return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["takeIndex"] as? Int == 2
+            await Self.pageState(base)?["takeIndex"] as? Int == 2
         }
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await Self.http("POST", base + "api/stop").status == 202)
@@ -130,8 +134,7 @@ struct RecorderControlEndToEndTests {
         #expect(takes.map { ($0["run"] as? [String: Any])?["ended"] as? String } == ["requested", "stopped"])
         // Nothing records now: the page says so, and the list has the two takes.
         _ = try await CLIHarness.wait(timeout: 30) {
-            let body = (try? await Self.http("GET", base + "api/state").body) ?? ""
-            return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["recording"] as? Bool == false
+            await Self.pageState(base)?["recording"] as? Bool == false
         }
         let sessions = try await Self.http("GET", base + "api/sessions")
         #expect(sessions.body.contains("CLIrec") && sessions.body.contains(#""takeCount":2"#), "\(sessions.body)")
@@ -154,8 +157,7 @@ extension RecorderControlEndToEndTests {
         let base = try await Self.servedAddress(served)
         var state: [String: Any] = [:]
         let seen = try await CLIHarness.wait(timeout: 60) {
-            guard let body = try? await Self.http("GET", base + "api/state").body,
-                  let parsed = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
+            guard let parsed = await Self.pageState(base) else { return false }
             state = parsed
             return parsed["recording"] as? Bool == true && (parsed["takeIndex"] as? Int ?? 0) >= 2
                 && ((parsed["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90) > -20

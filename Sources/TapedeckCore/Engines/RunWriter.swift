@@ -297,7 +297,7 @@ final class RunWriter {
             case .mark(let marker):
                 current?.markers.append(marker)
             case .dropMarkers(let count):
-                logger.warning("\(count == 1 ? "A marker" : "\(count) markers") set while the run waited, before the audio the next take begins with, \(count == 1 ? "was" : "were") not kept. Set markers while a take records (`tapedeck mark`, or the m key where the recording runs).")
+                logger.warning("\(count == 1 ? "A marker" : "\(count) markers") set while no take was recording \(count == 1 ? "was" : "were") not kept: a marker needs a take to be in. Set markers once a take runs (the m key, or `tapedeck mark`).")
             case .silenceAlarm(let since, let frames):
                 silences.append(SilenceEvent(offset: since, frames: frames, date: Date()))
                 let threshold = plan.silenceAlarm.map { String(format: "%.0f", $0.thresholdDB) } ?? ""
