@@ -5,37 +5,43 @@ enum ReferenceConfig {
     static let text = #"""
 # Tapedeck configuration: every key, with its default.
 #
-# Copy this file to ~/.config/tapedeck/config.yaml (or /etc/tapedeck/config.yaml, or point
-# --config / $TAPEDECK_CONFIG at it) and change what your machine needs.
+# Copy this file to ~/.config/tapedeck/config.yaml (or
+# /etc/tapedeck/config.yaml, or point --config / $TAPEDECK_CONFIG at it) and
+# change what your machine needs.
 #
 # Precedence, highest first:
-#   1. --set KEY=VALUE on the command line     e.g. --set format.channels=1
-#   2. environment variables TAPEDECK_<KEY>    e.g. TAPEDECK_CAPTURE_BACKEND=null
+#   1. --set KEY=VALUE on the command line    e.g. --set format.channels=1
+#   2. environment variables TAPEDECK_<KEY>   e.g. TAPEDECK_CAPTURE_BACKEND=null
 #      (the key path upper-cased, dots and dashes as underscores)
 #   3. this file
 #   4. the built-in defaults shown here
 #
-# Unknown keys, wrong types and out-of-range values are errors that name the line; settings of
-# plugins that are not selected are checked too. `tapedeck backends` lists every plugin compiled
-# in, with its settings; `tapedeck devices` lists the device names each audio backend accepts.
+# Unknown keys, wrong types and out-of-range values are errors that name the
+# line; settings of plugins that are not selected are checked too.
+# `tapedeck backends` lists every plugin compiled in, with its settings;
+# `tapedeck devices` lists the device names each audio backend accepts.
 
 capture:
-  # The capture plugin: alsa, pulse, jack, pipewire or null (a test signal, no sound card
-  # needed). Unset, `tapedeck record` uses a running JACK server, else a running PipeWire, else
-  # the PulseAudio server's default source when one answers, else ALSA's default device; never
-  # null. `tapedeck config show` says which it chose.
+  # The capture plugin: alsa, pulse, jack, pipewire or null (a test signal, no
+  # sound card needed). Unset, `tapedeck record` uses a running JACK server,
+  # else a running PipeWire, else the PulseAudio server's default source when
+  # one answers, else ALSA's default device; never null. `tapedeck config show`
+  # says which it chose.
   # backend: pulse
-  # Frames per device read (16 to 65536): larger costs less CPU; smaller makes the meter and a
-  # stop more prompt (8192 frames at 48 kHz is 171 ms; arecord's default period is 125 ms).
+  # Frames per device read (16 to 65536): larger costs less CPU; smaller makes
+  # the meter and a stop more prompt (8192 frames at 48 kHz is 171 ms; arecord's
+  # default period is 125 ms).
   period-frames: 8192
-  # Seconds of audio buffered between the device thread and the disk writer before frames are
-  # dropped (an overrun: counted, timestamped, filled with silence, and reported).
+  # Seconds of audio buffered between the device thread and the disk writer
+  # before frames are dropped (an overrun: counted, timestamped, filled with
+  # silence, and reported).
   buffer-seconds: 2
-  # When the device is lost mid-run (unplugged, the server gone), end the take, wait for the
-  # device and go on in a new take (record --resume).
+  # When the device is lost mid-run (unplugged, the server gone), end the take,
+  # wait for the device and go on in a new take (record --resume).
   resume: false
-  # Measure each take's EBU R128 loudness while recording, on the writer thread (about 7 ms of
-  # CPU per second of 48 kHz stereo). Off: `tapedeck loudness` measures takes later.
+  # Measure each take's EBU R128 loudness while recording, on the writer thread
+  # (about 7 ms of CPU per second of 48 kHz stereo). Off: `tapedeck loudness`
+  # measures takes later.
   measure-loudness: true
   # Settings of the null backend (generated audio, no sound card needed).
   null:
@@ -49,68 +55,76 @@ capture:
     seed: 1
     # true: deliver audio in real time. false: as fast as it is written.
     paced: true
-    # Fault injection for tests: a device xrun at this frame (-1: never) losing this many frames.
+    # Fault injection for tests: a device xrun at this frame (-1: never) losing
+    # this many frames.
     overrun-at-frame: -1
     overrun-frames: 1024
-    # Fault injection for tests: the device disappears at this frame (-1: never).
+    # Fault injection for tests: the device disappears at this frame (-1:
+    # never).
     device-loss-at-frame: -1
-    # Fault injection for tests: seconds after the loss when the device can be opened again (-1: never).
+    # Fault injection for tests: seconds after the loss when the device can be
+    # opened again (-1: never).
     device-back-after: -1
-    # Switch the signal off and on, for sound-activated runs: seconds off, on, off… ("2,1,3,0.5"),
-    # repeating; empty: always on.
+    # Switch the signal off and on, for sound-activated runs: seconds off, on,
+    # off… ("2,1,3,0.5"), repeating; empty: always on.
     gate: ""
   # Settings of the ALSA backend (libasound).
   alsa:
-    # Any ALSA PCM name: default, hw:CARD=USB,DEV=0, plughw:CARD=USB,DEV=0 (converts rate and
-    # depth), pulse, or a name from ~/.asoundrc.
+    # Any ALSA PCM name: default, hw:CARD=USB,DEV=0, plughw:CARD=USB,DEV=0
+    # (converts rate and depth), pulse, or a name from ~/.asoundrc.
     device: default
     # Buffer size in periods (2 to 32).
     periods: 4
   # Settings of the PulseAudio backend (libpulse).
   pulse:
-    # Empty: the usual server lookup. Else a socket path, unix:PATH or tcp:host:port.
+    # Empty: the usual server lookup. Else a socket path, unix:PATH or
+    # tcp:host:port.
     server: ""
-    # Empty: the server's default source. Else a source name, @DEFAULT_SOURCE@, or a monitor
-    # such as alsa_output.pci-0000_00_1f.3.analog-stereo.monitor.
+    # Empty: the server's default source. Else a source name, @DEFAULT_SOURCE@,
+    # or a monitor such as alsa_output.pci-0000_00_1f.3.analog-stereo.monitor.
     device: ""
     client-name: Tapedeck
     stream-name: Tapedeck recording
-    # Capture fragment size in milliseconds (1 to 2000): how often audio arrives. Smaller costs
-    # more CPU; larger lets a stop come up to one fragment late (the recorder acts on a stop
-    # between fragments). Nothing up to the stop is lost either way.
+    # Capture fragment size in milliseconds (1 to 2000): how often audio
+    # arrives. Smaller costs more CPU; larger lets a stop come up to one
+    # fragment late (the recorder acts on a stop between fragments). Nothing up
+    # to the stop is lost either way.
     fragment-ms: 250
-  # Settings of the JACK backend (libjack). JACK records at the server's rate only: set
-  # format.sample-rate to it (`tapedeck devices --backend jack` shows it).
+  # Settings of the JACK backend (libjack). JACK records at the server's rate
+  # only: set format.sample-rate to it (`tapedeck devices --backend jack` shows
+  # it).
   jack:
-    # Empty: the default server ($JACK_DEFAULT_SERVER, else "default"). Else the name it was
-    # started with (jackd -n NAME).
+    # Empty: the default server ($JACK_DEFAULT_SERVER, else "default"). Else the
+    # name it was started with (jackd -n NAME).
     server: ""
     client-name: tapedeck
-    # The ports to record from, one per channel in order. Empty: the physical capture ports
-    # (system:capture_1…). Else a client's name (system), port names separated by commas, or a
-    # regular expression ("system:capture_[12]"); one port feeds every channel. none: connect
+    # The ports to record from, one per channel in order. Empty: the physical
+    # capture ports (system:capture_1…). Else a client's name (system), port
+    # names separated by commas, or a regular expression
+    # ("system:capture_[12]"); one port feeds every channel. none: connect
     # nothing (connect tapedeck:in_1… with qjackctl, jack_connect or pw-link).
     device: ""
-  # Settings of the PipeWire backend (libpipewire). PipeWire converts rate, sample format and
-  # channel positions, so any format records.
+  # Settings of the PipeWire backend (libpipewire). PipeWire converts rate,
+  # sample format and channel positions, so any format records.
   pipewire:
-    # Empty: the default daemon ($PIPEWIRE_REMOTE, else pipewire-0 in $XDG_RUNTIME_DIR). Else a
-    # socket name or path.
+    # Empty: the default daemon ($PIPEWIRE_REMOTE, else pipewire-0 in
+    # $XDG_RUNTIME_DIR). Else a socket name or path.
     remote: ""
     # The stream's name in the graph (pw-top, pw-link and qpwgraph show it).
     node-name: tapedeck
-    # The node to record from, by node.name or object.serial as `pw-record --target` takes it
-    # (`tapedeck devices --backend pipewire` lists them). Empty: the default source. A sink
-    # records what it plays.
+    # The node to record from, by node.name or object.serial as
+    # `pw-record --target` takes it (`tapedeck devices --backend pipewire` lists
+    # them). Empty: the default source. A sink records what it plays.
     device: ""
 
 playback:
-  # The playback plugin: alsa, pulse, jack, pipewire or null. Unset, `tapedeck play` uses a
-  # running JACK server, else a running PipeWire, else the PulseAudio server's default sink when
-  # one answers, else ALSA's default device.
+  # The playback plugin: alsa, pulse, jack, pipewire or null. Unset,
+  # `tapedeck play` uses a running JACK server, else a running PipeWire, else
+  # the PulseAudio server's default sink when one answers, else ALSA's default
+  # device.
   # backend: pulse
-  # Frames per device write; a device that buffers four of them (alsa.periods) holds 200 ms
-  # at 48 kHz, which does not run dry under load.
+  # Frames per device write; a device that buffers four of them (alsa.periods)
+  # holds 200 ms at 48 kHz, which does not run dry under load.
   period-frames: 2400
   null:
     paced: true
@@ -128,7 +142,8 @@ playback:
   jack:
     server: ""
     client-name: tapedeck
-    # Empty: the physical playback ports (system:playback_1…); else as capture.jack.device.
+    # Empty: the physical playback ports (system:playback_1…); else as
+    # capture.jack.device.
     device: ""
   pipewire:
     remote: ""
@@ -145,60 +160,67 @@ format:
   sample-format: s16
 
 encoder:
-  # The file format takes are recorded in. Compiled in: wav (RF64 past 4 GiB), flac, aiff, and the
-  # lossy opus, mp3 and vorbis (for sharing, usually with `tapedeck export --format mp3`, not for
-  # the takes themselves).
+  # The file format takes are recorded in. Compiled in: wav (RF64 past 4 GiB),
+  # flac, aiff, and the lossy opus, mp3 and vorbis (for sharing, usually with
+  # `tapedeck export --format mp3`, not for the takes themselves).
   name: wav
   flac:
     # Compression level, as flac -0 ... -8.
     level: 5
-    # Decode every frame while recording and compare it with the input (about 20% more CPU).
-    # Off, as with flac and sox: every take carries the MD5 of its input, which `flac -t` checks,
-    # and a recording that stopped at a frame that failed the check would lose all that followed.
-    # Exports are verified whatever this says.
+    # Decode every frame while recording and compare it with the input (about
+    # 20% more CPU). Off, as with flac and sox: every take carries the MD5 of
+    # its input, which `flac -t` checks, and a recording that stopped at a frame
+    # that failed the check would lose all that followed. Exports are verified
+    # whatever this says.
     verify: false
     # Bytes of PADDING kept so tags can be edited without rewriting the file.
     padding: 8192
   opus:
-    # Target bit rate in bits per second, all channels together (6000 to 512000).
+    # Target bit rate in bits per second, all channels together (6000 to
+    # 512000).
     bitrate: 128000
     # Encoder complexity: 0 fastest, 10 best.
     complexity: 10
   mp3:
-    # Constant bit rate in bits per second, as lame -b (rounded down to an MP3 rate: 32k … 128k,
-    # 160k, 192k, 224k, 256k, 320k). For exports (`tapedeck export --format mp3`).
+    # Constant bit rate in bits per second, as lame -b (rounded down to an MP3
+    # rate: 32k … 128k, 160k, 192k, 224k, 256k, 320k). For exports
+    # (`tapedeck export --format mp3`).
     bitrate: 128000
   vorbis:
-    # Quality, as oggenc -q: 0 smallest, 10 best (3 is about 112 kbit/s for stereo).
+    # Quality, as oggenc -q: 0 smallest, 10 best (3 is about 112 kbit/s for
+    # stereo).
     quality: 3
 
 storage:
-  # Where takes live. Compiled in: directory (one catalog.sqlite for the library), bundle (one
-  # self-contained NAME.tapedeck folder per session: manifest.json plus audio; copy it anywhere).
+  # Where takes live. Compiled in: directory (one catalog.sqlite for the
+  # library), bundle (one self-contained NAME.tapedeck folder per session:
+  # manifest.json plus audio; copy it anywhere).
   backend: directory
-  # How often (seconds) a recording's header is brought up to date and its file synced: the
-  # most audio a crash or power loss can cost.
+  # How often (seconds) a recording's header is brought up to date and its file
+  # synced: the most audio a crash or power loss can cost.
   checkpoint-seconds: 1
-  # Warn before a recording, and once while it runs, when the library's disk has room for fewer
-  # minutes than this at the recording's format (counted uncompressed). 0: never warn. A recording
-  # that fills the disk stops and is kept as `truncated` either way.
+  # Warn before a recording, and once while it runs, when the library's disk has
+  # room for fewer minutes than this at the recording's format (counted
+  # uncompressed). 0: never warn. A recording that fills the disk stops and is
+  # kept as `truncated` either way.
   warn-free-minutes: 10
   directory:
-    # The library folder. Empty: $XDG_DATA_HOME/tapedeck (~/.local/share/tapedeck).
+    # The library folder. Empty: $XDG_DATA_HOME/tapedeck
+    # (~/.local/share/tapedeck).
     path: ""
     # Seconds to wait for another tapedeck process that holds the catalog.
     busy-timeout: 10
   bundle:
-    # The folder holding NAME.tapedeck bundles, or one bundle to open in place (a library of
-    # one session). Empty: $XDG_DATA_HOME/tapedeck.
+    # The folder holding NAME.tapedeck bundles, or one bundle to open in place
+    # (a library of one session). Empty: $XDG_DATA_HOME/tapedeck.
     path: ""
     # Seconds to wait for another tapedeck process that is changing a manifest.
     lock-timeout: 10
 
 metadata:
-  # Written into every take's file: Broadcast Wave bext and iXML chunks in WAV takes, Vorbis
-  # comments in FLAC takes and exports.
-  # BWF Originator: who made the recording (32 characters are kept there).
+  # Written into every take's file: Broadcast Wave bext and iXML chunks in WAV
+  # takes, Vorbis comments in FLAC takes and exports. BWF Originator: who made
+  # the recording (32 characters are kept there).
   originator: Tapedeck
   # ORGANIZATION tag of every take. Empty: none.
   organization: ""
@@ -208,35 +230,44 @@ metadata:
   project: ""
   # iXML TAPE (the roll or card). Empty: the machine's name.
   tape: ""
-  # More iXML USER lines, as NAME=value pairs separated by commas, e.g. "MIXER=Ana, ROOM=B".
+  # More iXML USER lines, as NAME=value pairs separated by commas, e.g.
+  # "MIXER=Ana, ROOM=B".
   user: ""
 
 sync:
-  # Where `tapedeck push` copies finished takes, and `tapedeck fleet` reads every machine's from.
-  # Compiled in: s3 (S3-compatible object storage). Empty: none (push and fleet say how to set one).
+  # Where `tapedeck push` copies finished takes, and `tapedeck fleet` reads
+  # every machine's from. Compiled in: s3 (S3-compatible object storage). Empty:
+  # none (push and fleet say how to set one).
   backend: ""
-  # Delete local takes whose upload is verified once they are older than this (30d, 12h, 90m).
-  # Empty: keep every take.
+  # Delete local takes whose upload is verified once they are older than this
+  # (30d, 12h, 90m). Empty: keep every take.
   keep-local: ""
   s3:
-    # The server, e.g. https://s3.eu-west-1.amazonaws.com or http://nas.local:3900 (https: TLS).
+    # The server, e.g. https://s3.eu-west-1.amazonaws.com or
+    # http://nas.local:3900 (https: TLS).
     endpoint: ""
-    # The region requests are signed for (self-hosted servers usually accept us-east-1).
+    # The region requests are signed for (self-hosted servers usually accept
+    # us-east-1).
     region: us-east-1
     # The bucket takes go to; it must exist.
     bucket: ""
-    # A folder inside the bucket (letters, digits, . _ - and /). Empty: the bucket's root.
+    # A folder inside the bucket (letters, digits, . _ - and /). Empty: the
+    # bucket's root.
     prefix: ""
-    # true: http://HOST/BUCKET/KEY, as most self-hosted servers need; false: BUCKET.HOST (AWS).
+    # true: http://HOST/BUCKET/KEY, as most self-hosted servers need;
+    # false: BUCKET.HOST (AWS).
     path-style: false
-    # The environment variables holding the key pair. Credentials never go in this file.
+    # The environment variables holding the key pair. Credentials never go in
+    # this file.
     access-key-env: AWS_ACCESS_KEY_ID
     secret-key-env: AWS_SECRET_ACCESS_KEY
-    # Else an AWS-format credentials file ([default] aws_access_key_id = …), chmod 600.
+    # Else an AWS-format credentials file ([default] aws_access_key_id = …),
+    # chmod 600.
     credentials-file: ""
     # The profile to read from credentials-file.
     profile: default
-    # MiB per part of a multipart upload (takes larger than one part go up in parts).
+    # MiB per part of a multipart upload (takes larger than one part go up in
+    # parts).
     part-size-mib: 8
     # Parts sent at once; memory used is about (concurrency + 1) × part size.
     concurrency: 4
