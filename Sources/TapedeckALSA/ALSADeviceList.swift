@@ -19,6 +19,10 @@ enum ALSADeviceList {
                 systemCode: -err)
         }
         defer { snd_device_name_free_hint(hints) }
+        // The configuration tree once, for every hint's type.
+        var top: OpaquePointer?
+        let config = snd_config_update_ref(&top) >= 0 ? top : nil
+        defer { if let config { snd_config_unref(config) } }
         var result: [AudioDevice] = []
         var seen: Set<String> = []
         var index = 0
@@ -34,7 +38,7 @@ enum ALSADeviceList {
                                      canCapture: ioid == nil || ioid == "Input",
                                      canPlay: ioid == nil || ioid == "Output",
                                      isDefault: name == "default")
-            device.isProcessingStage = isProcessingStage(name)
+            device.isProcessingStage = config.map { isProcessingStage(name, in: $0) } ?? false
             result.append(device)
         }
         // `default` is defined by alsa.conf itself and usually carries no hint; list it when the
@@ -52,11 +56,8 @@ enum ALSADeviceList {
     static let processingTypes: Set<String> = ["rate", "speex", "upmix", "vdownmix", "oss", "null", "a52", "lavrate", "samplerate"]
 
     /// Whether PCM `name` (its part before any `:`) is of one of ``processingTypes``.
-    private static func isProcessingStage(_ name: String) -> Bool {
+    private static func isProcessingStage(_ name: String, in top: OpaquePointer) -> Bool {
         let base = name.split(separator: ":", maxSplits: 1).first.map(String.init) ?? name
-        var top: OpaquePointer?
-        guard snd_config_update_ref(&top) >= 0, let top else { return false }
-        defer { snd_config_unref(top) }
         var node: OpaquePointer?
         guard snd_config_search(top, "pcm.\(base).type", &node) >= 0, let node else { return false }
         var text: UnsafePointer<CChar>?

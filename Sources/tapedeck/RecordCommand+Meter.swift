@@ -80,10 +80,12 @@ extension RecordCommand {
             if recorder.markerCount > 0 { run = [run, "markers \(recorder.markerCount)"].compactMap { $0 }.joined(separator: "  ") }
             if recorder.silenceAlarms > 0 { run = [run, "SILENT"].compactMap { $0 }.joined(separator: "  ") }
             let line = Terminal.meterLine(seconds: format.seconds(forFrames: frames), meter: meter, clipped: clipped,
-                                          overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head, of: total)
+                                          overruns: overruns, columns: Terminal.terminalColumns(), run: run, head: head, of: total,
+                                          colour: Terminal.usesColour)
             if Terminal.usesColour {
+                // Fitted to the terminal already (the escapes take no room); nothing a user wrote is in it.
                 Terminal.statusShown.store(true, ordering: .relaxed)
-                Terminal.writeStderr(Terminal.clearLine + Terminal.coloured(Terminal.safe(line)))
+                Terminal.writeStderr(Terminal.clearLine + line)
             } else {
                 Terminal.status(line)
             }

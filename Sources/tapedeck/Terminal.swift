@@ -70,46 +70,11 @@ enum Terminal {
 
     /// Whether the status line may use colour: stderr is a terminal that takes escapes (not
     /// `TERM=dumb`), and `NO_COLOR` is not set (no-color.org).
-    static var usesColour: Bool {
+    /// Decided once: the meter asks ten times a second.
+    static let usesColour: Bool = {
         let environment = ProcessInfo.processInfo.environment
         return isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb" && (environment["NO_COLOR"] ?? "").isEmpty
-    }
-
-    /// The meter line in colour: `● REC` and a clip count in red, each bar's cells green up to
-    /// −18 dBFS, yellow to −6, red above (the page's scale). `line` is a ``meterLine(seconds:meter:clipped:overruns:columns:run:head:of:)``
-    /// already fitted to the terminal: colour adds no width.
-    static func coloured(_ line: String) -> String {
-        let red = "\u{1B}[31m", yellow = "\u{1B}[33m", green = "\u{1B}[32m", bold = "\u{1B}[1m", reset = "\u{1B}[0m"
-        var out = ""
-        var rest = Substring(line)
-        if rest.hasPrefix("● REC") {
-            out += bold + red + "● REC" + reset
-            rest = rest.dropFirst(5)
-        }
-        while let open = rest.firstIndex(of: "["), let close = rest[open...].firstIndex(of: "]"),
-              rest[rest.index(after: open)..<close].allSatisfy({ "#-|".contains($0) }) {
-            out += rest[..<open] + "["
-            let cells = Array(rest[rest.index(after: open)..<close])
-            var current = ""
-            for (i, c) in cells.enumerated() {
-                let db = -60 + Double(i + 1) / Double(cells.count) * 60
-                let colour = c == "-" ? reset : db > -6 ? red : db > -18 ? yellow : green
-                if colour != current {
-                    out += colour
-                    current = colour
-                }
-                out.append(c)
-            }
-            out += reset + "]"
-            rest = rest[rest.index(after: close)...]
-        }
-        if let clip = rest.range(of: "  CLIP ") {
-            let end = rest[clip.upperBound...].firstIndex(where: { !$0.isNumber }) ?? rest.endIndex
-            out += rest[..<clip.lowerBound] + "  " + bold + red + rest[rest.index(clip.lowerBound, offsetBy: 2)..<end] + reset
-            rest = rest[end...]
-        }
-        return out + rest
-    }
+    }()
 
     /// The width of the terminal on stderr; 0 when it is not a terminal or does not say.
     static func terminalColumns() -> Int {
@@ -280,12 +245,29 @@ enum Terminal {
     }
 
     /// A bar of `width` cells on a dBFS scale from -60 to 0, `|` marking the peak hold.
-    static func bar(_ db: Double, hold: Double, width: Int) -> String {
+    static func bar(_ db: Double, hold: Double, width: Int, colour: Bool = false) -> String {
         func cells(_ v: Double) -> Int { max(0, min(width, Int(((v + 60) / 60 * Double(width)).rounded()))) }
         var chars = Array(String(repeating: "#", count: cells(db)) + String(repeating: "-", count: width - cells(db)))
         let h = cells(hold)
         if h > 0, h > cells(db) { chars[h - 1] = "|" }
-        return "[" + String(chars) + "]"
+        guard colour else { return "[" + String(chars) + "]" }
+        // The page's scale: green up to -18 dBFS, yellow to -6, red above; empty cells plain.
+        var out = "[", current = ""
+        for (i, c) in chars.enumerated() {
+            let level = -60 + Double(i + 1) / Double(width) * 60
+            let code = c == "-" ? Colour.reset : level > -6 ? Colour.red : level > -18 ? Colour.yellow : Colour.green
+            if code != current {
+                out += code
+                current = code
+            }
+            out.append(c)
+        }
+        return out + Colour.reset + "]"
+    }
+
+    /// The escapes the meter uses (``usesColour``).
+    enum Colour {
+        static let red = "\u{1B}[31m", yellow = "\u{1B}[33m", green = "\u{1B}[32m", bold = "\u{1B}[1m", reset = "\u{1B}[0m"
     }
 
     /// The recording meter, as wide as fits `columns` (0: unknown, 80 assumed): bars per
@@ -295,8 +277,10 @@ enum Terminal {
     /// - Parameter head: what replaces `● REC` (`○ ARMED` while a run waits).
     /// - Parameter total: how long the recording lasts (`-d`, `--until`), shown as sox does:
     ///   `0:00:09.0 of 0:00:10`.
+    /// - Parameter colour: `● REC` and a clip count in red, the bars by level (``bar(_:hold:width:colour:)``);
+    ///   the width is chosen from the plain text, as the escapes take no room.
     static func meterLine(seconds: Double, meter: PeakMeter, clipped: Int64, overruns: Int, columns: Int, run: String? = nil,
-                          head label: String? = nil, of total: Double? = nil) -> String {
+                          head label: String? = nil, of total: Double? = nil, colour: Bool = false) -> String {
         let width = columns > 0 ? columns - 1 : 79
         let tenths = Int((seconds * 10).rounded(.down))
         let clock = String(format: "%d:%02d:%02d.%d", tenths / 36000, (tenths / 600) % 60, (tenths / 10) % 60, tenths % 10)
@@ -307,17 +291,22 @@ enum Terminal {
         if let run { tail += "  " + run }
         let levels = meter.levels, holds = meter.holds
         let names = levels.count == 2 ? ["L", "R"] : levels.indices.map { String($0 + 1) }
-        var forms: [String] = []
-        for barWidth in [20, 12, 8, 6, 4] {
-            forms.append(levels.indices.map { "\(names[$0]) \(bar(levels[$0], hold: holds[$0], width: barWidth)) \(decibels(levels[$0]))" }
-                .joined(separator: " "))
+        func bars(_ barWidth: Int, colour: Bool) -> String {
+            levels.indices.map { "\(names[$0]) \(bar(levels[$0], hold: holds[$0], width: barWidth, colour: colour)) \(decibels(levels[$0]))" }
+                .joined(separator: " ")
         }
+        let widths = [20, 12, 8, 6, 4]
+        var forms = widths.map { bars($0, colour: false) }
         forms.append(levels.indices.map { "\(names[$0]) \(decibels(levels[$0]).trimmingCharacters(in: .whitespaces))" }.joined(separator: " "))
         if let loudest = levels.indices.max(by: { levels[$0] < levels[$1] }) {
             forms.append("max \(decibels(levels[loudest]).trimmingCharacters(in: .whitespaces)) dB (ch \(names[loudest]) of \(levels.count))")
         }
-        for form in forms where head.count + 2 + form.count + tail.count <= width {
-            return head + "  " + form + tail
+        for (i, form) in forms.enumerated() where head.count + 2 + form.count + tail.count <= width {
+            guard colour else { return head + "  " + form + tail }
+            let shown = i < widths.count ? bars(widths[i], colour: true) : form
+            let redHead = head.hasPrefix("● REC") ? Colour.bold + Colour.red + "● REC" + Colour.reset + head.dropFirst(5) : head
+            let redTail = clipped > 0 ? tail.replacingOccurrences(of: "  CLIP \(clipped)", with: "  " + Colour.bold + Colour.red + "CLIP \(clipped)" + Colour.reset) : tail
+            return redHead + "  " + shown + redTail
         }
         let fallback = head + tail
         return fallback.count <= width ? fallback : String(fallback.prefix(width))

@@ -47,6 +47,22 @@ struct RecorderControlEndToEndTests {
         return try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
     }
 
+    /// Polls the page's state until `ready` holds (60 s at most): whether it did, and the last state.
+    static func pageState(_ base: String, until ready: @escaping ([String: Any]) -> Bool) async throws -> (Bool, [String: Any]) {
+        var state: [String: Any] = [:]
+        let held = try await CLIHarness.wait(timeout: 60) {
+            guard let parsed = await pageState(base) else { return false }
+            state = parsed
+            return ready(parsed)
+        }
+        return (held, state)
+    }
+
+    /// The first channel's level on the page (-90 when there is none).
+    static func firstLevel(_ state: [String: Any]) -> Double {
+        (state["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90
+    }
+
     /// The address a `tapedeck serve` started by `cli.start` prints (`http://127.0.0.1:PORT/`).
     static func servedAddress(_ output: URL) async throws -> String {
         var base = ""
@@ -106,12 +122,7 @@ struct RecorderControlEndToEndTests {
         }
         let base = try await Self.servedAddress(served)
         // The page's state: recording, with levels, started by `tapedeck record`.
-        var state: [String: Any] = [:]
-        _ = try await CLIHarness.wait(timeout: 60) {
-            guard let parsed = await Self.pageState(base) else { return false }
-            state = parsed
-            return parsed["recording"] as? Bool == true && ((parsed["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90) > -20
-        }
+        let (_, state) = try await Self.pageState(base) { $0["recording"] as? Bool == true && Self.firstLevel($0) > -20 }
         let shown = try #require(state["recorder"] as? [String: Any], "\(state)")
         #expect(shown["startedBy"] as? String == "record" && shown["own"] as? Bool == false && shown["splits"] as? Bool == true)
         #expect(shown["pid"] as? Int == Int(recorder.processIdentifier))
@@ -155,12 +166,8 @@ extension RecorderControlEndToEndTests {
             kill(server.processIdentifier, SIGTERM)
         }
         let base = try await Self.servedAddress(served)
-        var state: [String: Any] = [:]
-        let seen = try await CLIHarness.wait(timeout: 60) {
-            guard let parsed = await Self.pageState(base) else { return false }
-            state = parsed
-            return parsed["recording"] as? Bool == true && (parsed["takeIndex"] as? Int ?? 0) >= 2
-                && ((parsed["channels"] as? [[String: Any]])?.first?["level"] as? Double ?? -90) > -20
+        let (seen, state) = try await Self.pageState(base) {
+            $0["recording"] as? Bool == true && ($0["takeIndex"] as? Int ?? 0) >= 2 && Self.firstLevel($0) > -20
         }
         #expect(seen, "\(state); the recorder said: \((try? String(contentsOf: recorderErr, encoding: .utf8)) ?? "")")
         #expect((state["recorder"] as? [String: Any])?["startedBy"] as? String == "record")
