@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "TapedeckServer", targets: ["TapedeckServer"]),
         .library(name: "TapedeckAssembly", targets: ["TapedeckAssembly"]),
         .library(name: "TapedeckServerAssembly", targets: ["TapedeckServerAssembly"]),
+        .library(name: "TapedeckCommandLine", targets: ["TapedeckCommandLine"]),
         .library(name: "TapedeckS3", targets: ["TapedeckS3"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
@@ -301,9 +302,11 @@ let package = Package(
                 permissions: [.writeToPackageDirectory(reason: "Creates Sources/TapedeckNAME and Tests/TapedeckNAMETests; never overwrites a file.")]),
             dependencies: ["tapedeck-scaffold"]),
 
-        // The command-line front end.
-        .executableTarget(
-            name: "tapedeck",
+        // The command-line front end, as a library (TapedeckCLI.main(catalog:)) so that a package
+        // adding plugins builds its own `tapedeck`, and Tapedeck's own: a main.swift that runs it
+        // with PluginCatalog.builtIn.
+        .target(
+            name: "TapedeckCommandLine",
             dependencies: [
                 "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals", "CQRencode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -311,6 +314,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(name: "tapedeck", dependencies: ["TapedeckCommandLine", "TapedeckAssembly"], swiftSettings: swiftSettings),
 
         // Stop signals through a pipe, so none is lost while the command starts.
         .target(name: "CStopSignals", path: "Sources/Shims/CStopSignals"),

@@ -17,7 +17,7 @@ struct ConfigExampleCommand: ParsableCommand {
         abstract: "Print the reference configuration: every key, commented, with its default.")
 
     func run() {
-        print(ReferenceConfig.text)
+        print(ReferenceConfig.current)
     }
 }
 
@@ -68,7 +68,7 @@ struct ConfigInitCommand: AsyncParsableCommand {
             let paths = UserPaths(environment: environment)
             let target = URL(fileURLWithPath: global.config ?? paths.configHome + "/tapedeck/config.yaml")
             // The reference text, introduced as what it now is: this machine's config.
-            let reference = ReferenceConfig.text.split(separator: "\n", omittingEmptySubsequences: false)
+            let reference = ReferenceConfig.current.split(separator: "\n", omittingEmptySubsequences: false)
                 .drop { $0.hasPrefix("#") || $0.isEmpty }.joined(separator: "\n")
             var text = """
                 # Tapedeck configuration for this machine, written by `tapedeck config init`.
@@ -199,7 +199,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         let offline = self.offline, json = self.json
         try await reportingErrors {
             let environment = ProcessInfo.processInfo.environment
-            let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
+            let loader = ConfigurationLoader(catalog: BoundCatalog.current, environment: environment)
             let flags = try global.flagSettings()
             let url = loader.locate(explicitPath: global.config)
             var problems: [String] = []
@@ -225,7 +225,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             }
             if json {
                 let library = try? loader.resolve(file: file, flags: flags, machine: machine)
-                    .libraryPath(catalog: .builtIn, paths: UserPaths(environment: environment))
+                    .libraryPath(catalog: BoundCatalog.current, paths: UserPaths(environment: environment))
                 try Terminal.printJSON(Report(file: url?.path, machine: machine, library: library ?? nil, usable: problems.isEmpty, problems: problems.map(Problem.init)))
             } else if problems.isEmpty {
                 print("\(url?.path ?? "Built-in defaults")\(machine.map { " (machines.\($0))" } ?? ""): the configuration is usable\(offline ? " (devices not opened: --offline)" : "").")
@@ -338,12 +338,12 @@ struct ConfigShowCommand: AsyncParsableCommand {
         let json = self.json
         try await reportingErrors {
             let environment = ProcessInfo.processInfo.environment
-            let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
-            let detection = BackendDetection(catalog: .builtIn, logger: try global.makeLogger(),
+            let loader = ConfigurationLoader(catalog: BoundCatalog.current, environment: environment)
+            let detection = BackendDetection(catalog: BoundCatalog.current, logger: try global.makeLogger(),
                                              defaultLibraryURL: UserPaths(environment: environment).defaultLibrary)
             let c = try loader.load(explicitPath: global.config, flags: try global.flagSettings(), machine: global.machine,
                                     detection: detection)
-            let library = c.libraryPath(catalog: .builtIn, paths: UserPaths(environment: environment))
+            let library = c.libraryPath(catalog: BoundCatalog.current, paths: UserPaths(environment: environment))
             let settings = c.settings.sorted { $0.key < $1.key }.map { key, r in
                 Row(key: key, value: r.value.description, layer: r.source.layer, source: r.source.description)
             }

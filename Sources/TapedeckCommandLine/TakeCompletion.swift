@@ -27,7 +27,7 @@ enum TakeCompletion {
 
     static func candidates(arguments: [String], prefix: String, accepts: Accepts) -> [String] {
         let environment = ProcessInfo.processInfo.environment
-        let catalog = PluginCatalog.builtIn
+        let catalog = BoundCatalog.current
         guard let configuration = ShellWords.configuration(arguments: arguments, environment: environment),
               let name = configuration.storage.plugin,
               let plugin = catalog.storage.first(where: { $0.name == name }) else { return [] }
@@ -59,7 +59,7 @@ enum DeviceCompletion {
     @MainActor
     static func candidates(arguments: [String], prefix: String, capture: Bool) -> [String] {
         let environment = ProcessInfo.processInfo.environment
-        let catalog = PluginCatalog.builtIn
+        let catalog = BoundCatalog.current
         let logger = Logger(label: "tapedeck") { _ in SwiftLogNoOpLogHandler() }
         guard let configuration = ShellWords.configuration(arguments: arguments, environment: environment),
               let studio = try? Studio(configuration: configuration, catalog: catalog, logger: logger, environment: environment) else { return [] }
@@ -80,7 +80,7 @@ enum ShellWords {
     /// usual lookup); `nil` when it cannot be read.
     static func configuration(arguments: [String], environment: [String: String]) -> TapedeckConfiguration? {
         let config = arguments.firstIndex(of: "--config").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
-        return try? ConfigurationLoader(catalog: .builtIn, environment: environment).load(explicitPath: config, flags: [:])
+        return try? ConfigurationLoader(catalog: BoundCatalog.current, environment: environment).load(explicitPath: config, flags: [:])
     }
 
     /// The words that begin with `prefix` (the word as typed), escaped for the shell in

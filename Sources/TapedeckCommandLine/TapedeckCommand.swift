@@ -6,7 +6,7 @@ import TapedeckCore
 import Glibc
 #endif
 
-@main
+/// The root command: `tapedeck` and its subcommands. Run by ``TapedeckCLI/main(catalog:)``.
 struct Tapedeck: AsyncParsableCommand {
 
     static let configuration = CommandConfiguration(
@@ -23,7 +23,8 @@ struct Tapedeck: AsyncParsableCommand {
                 "tapedeck export last": "The take recorded last, as verified FLAC in this folder.",
                 "tapedeck serve": "A web page to watch levels, record and play: http://127.0.0.1:8470/.",
             ]),
-        version: "tapedeck \(TapedeckVersion.string)\n" + PluginCatalog.libraries.map { "  " + $0 }.joined(separator: "\n"),
+        version: "tapedeck \(TapedeckVersion.string)\n" + PluginCatalog.libraries.map { "  " + $0 }.joined(separator: "\n")
+            + BoundCatalog.addedPluginsLine,
         subcommands: [
             RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, ExportCommand.self, ImportCommand.self,
             MarkCommand.self, StatusCommand.self, NoteCommand.self, TagCommand.self, LoudnessCommand.self, RenameCommand.self, DeleteCommand.self,
@@ -33,7 +34,7 @@ struct Tapedeck: AsyncParsableCommand {
     /// Parses and runs the command. Writing to a closed pipe is an error each write handles
     /// (``StandardOutput``), never a signal that kills the process, for every command; what is
     /// gathered for stdout is written at exit, whichever way the command ends.
-    static func main() async {
+    static func runProcess() async {
         signal(SIGPIPE, SIG_IGN)
         atexit(flushStandardOutputAtExit)
         let arguments = Array(CommandLine.arguments.dropFirst())

@@ -31,7 +31,7 @@ struct BackendsCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            let catalog = PluginCatalog.builtIn
+            let catalog = BoundCatalog.current
             let sectionName: [PluginRole: String] = [.capture: "capture", .playback: "playback", .encoder: "encoder", .storage: "storage", .remote: "sync"]
             let plugins = PluginRole.allCases.flatMap { role in
                 catalog.entries(for: role).map { entry in

@@ -57,7 +57,7 @@ struct EncoderChoice: ExpressibleByArgument, Sendable {
         }
     }
 
-    static var allValueStrings: [String] { PluginCatalog.builtIn.encoders.map(\.name) }
+    static var allValueStrings: [String] { BoundCatalog.current.encoders.map(\.name) }
     /// File extensions that are not their encoder's name.
     static let extensions = ["ogg": "vorbis", "oga": "vorbis", "aif": "aiff", "aifc": "aiff"]
     static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }

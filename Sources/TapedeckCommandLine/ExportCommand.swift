@@ -85,7 +85,7 @@ struct ExportCommand: AsyncParsableCommand {
 
     /// The encoders with a `level` setting and its range, for `--level`'s help.
     static var levels: String {
-        PluginCatalog.builtIn.encoders.compactMap { e in
+        BoundCatalog.current.encoders.compactMap { e in
             e.settings.first { $0.key == "level" }.map { "\(e.name): \($0.type.summary)" }
         }.joined(separator: "; ")
     }

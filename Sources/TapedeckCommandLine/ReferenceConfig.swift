@@ -1,7 +1,76 @@
+import TapedeckAssembly
+import TapedeckCore
+
 /// The reference configuration (every key, commented, with its default), printed by
 /// `tapedeck config example` and the start of what `config init` writes. The same text as
 /// Configuration/tapedeck.yaml in the source tree (a test keeps them equal).
 enum ReferenceConfig {
+    /// The reference text for the running command's catalog: Tapedeck's own, with a commented
+    /// block for each plugin the program adds (``TapedeckCLI``), made from its declarations.
+    static var current: String { text(for: BoundCatalog.current) }
+
+    /// ``text`` with a block for each plugin of `catalog` that Tapedeck's own catalog lacks, at the
+    /// end of its role's section (`capture:`, `playback:`, `encoder:`, `storage:`, `sync:`).
+    /// - Thread: any. Never blocks.
+    static func text(for catalog: PluginCatalog) -> String {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for entry in catalog.added(to: .builtIn) {
+            guard let section = sectionName[entry.role], !entry.settings.isEmpty,
+                  let start = lines.firstIndex(of: section + ":") else { continue }
+            // The section ends at its last indented line, before the blank line that follows it.
+            var end = start + 1
+            while end < lines.count, lines[end].hasPrefix(" ") { end += 1 }
+            lines.insert(contentsOf: block(for: entry), at: end)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Each role's section in the config file (decoders have none: they read what encoders write).
+    static let sectionName: [PluginRole: String] = [.capture: "capture", .playback: "playback", .encoder: "encoder", .storage: "storage", .remote: "sync"]
+
+    /// The commented settings of one added plugin, indented for its place under its section.
+    static func block(for entry: PluginEntry) -> [String] {
+        var lines = comment("Settings of the \(entry.name) \(entry.role.rawValue) plugin (added by this program): \(entry.summary)", indent: "  ")
+        lines.append("  \(entry.name):")
+        for setting in entry.settings {
+            switch setting.type {
+            case .string, .path:
+                lines += comment(setting.help, indent: "    ")
+                lines.append("    \(setting.key): \(yamlScalar(setting.defaultValue))")
+            default:
+                lines += comment(setting.help + " (\(setting.type.summary))", indent: "    ")
+                lines.append("    \(setting.key): \(setting.defaultValue)")
+            }
+        }
+        return lines
+    }
+
+    /// `text` as comment lines of at most 80 columns, broken between words.
+    static func comment(_ text: String, indent: String) -> [String] {
+        let prefix = indent + "# "
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && prefix.count + line.count + 1 + word.count > 80 {
+                lines.append(prefix + line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { lines.append(prefix + line) }
+        return lines
+    }
+
+    /// A default as YAML writes it: plain when YAML reads it back as the same text, else quoted.
+    static func yamlScalar(_ value: String) -> String {
+        let plain = !value.isEmpty && value.first.map { !"!&*-?[]{}|>'\"%@`#,:".contains($0) && !$0.isWhitespace } == true
+            && value.last.map { !$0.isWhitespace } == true && !value.contains(": ") && !value.contains(" #")
+            && !["null", "~", "true", "false", "yes", "no", "on", "off"].contains(value.lowercased())
+        if plain { return value }
+        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return "\"" + escaped + "\""
+    }
+
     static let text = #"""
 # Tapedeck configuration: every key, with its default.
 #

@@ -88,13 +88,13 @@ struct GlobalOptions: ParsableArguments {
     func makeStudioWithoutLibrary(flags extra: [String: String] = [:], overrides: [PluginOverride] = [],
                                   detecting: Set<PluginRole> = []) throws -> Studio {
         let environment = ProcessInfo.processInfo.environment
-        let loader = ConfigurationLoader(catalog: .builtIn, environment: environment)
+        let loader = ConfigurationLoader(catalog: BoundCatalog.current, environment: environment)
         let flags = try flagSettings().merging(extra) { _, own in own }
         let logger = try makeLogger()
         let detection = detecting.isEmpty ? nil
-            : BackendDetection(catalog: .builtIn, roles: detecting, logger: logger, defaultLibraryURL: UserPaths(environment: environment).defaultLibrary)
+            : BackendDetection(catalog: BoundCatalog.current, roles: detecting, logger: logger, defaultLibraryURL: UserPaths(environment: environment).defaultLibrary)
         let configuration = try loader.load(explicitPath: config, flags: flags, machine: machine, overrides: overrides, detection: detection)
-        let studio = try Studio(configuration: configuration, catalog: .builtIn, logger: logger, environment: environment)
+        let studio = try Studio(configuration: configuration, catalog: BoundCatalog.current, logger: logger, environment: environment)
         for section in ["capture", "playback"] where configuration.isDetected(section) {
             guard let chosen = configuration.settings[section + ".backend"] else { continue }
             // What to do when the backend Tapedeck chose cannot open the machine's default device.
