@@ -287,8 +287,6 @@ enum RingDeviceTemplate {
 
     static func plugin(_ n: ScaffoldName) -> GeneratedFile {
         GeneratedFile(path: "Sources/Tapedeck\(n.type)/\(n.type)Plugin.swift", contents: """
-            public import TapedeckCore
-
             /// The \(n.type) backend's plugin descriptors (`capture.backend: \(n.config)`, `playback.backend: \(n.config)`):
             /// one `\(n.type)Backend` for both roles, over the shared ring stream (`RingBackend` makes
             /// `capture` and `playback` from its name, settings and these summaries).

@@ -46,45 +46,80 @@ public struct ScaffoldError: Error, Sendable, CustomStringConvertible {
 public enum Scaffold {
     /// The files of a new backend of `kind`.
     /// - Thread: any. Never blocks.
-    /// `packageRoot` is read for `--kind storage`, whose template is the package's bundle store.
-    public static func files(kind: BackendKind, name: ScaffoldName, packageRoot: URL) throws -> [GeneratedFile] {
+    /// `templateRoot` (the Tapedeck package's folder) is read for `--kind storage`, whose template
+    /// is Tapedeck's template store.
+    public static func files(kind: BackendKind, name: ScaffoldName, templateRoot: URL) throws -> [GeneratedFile] {
         switch kind {
         case .encoder: EncoderTemplate.files(name)
         case .capture: DeviceTemplates.capture(name)
         case .playback: DeviceTemplates.playback(name)
         case .device: DeviceTemplates.device(name)
-        case .storage: try StorageTemplate.files(name, packageRoot: packageRoot)
+        case .storage: try StorageTemplate.files(name, templateRoot: templateRoot)
         }
     }
 
-    /// The lines to add to `Package.swift` (inside `targets:`) and to `PluginCatalog.builtIn`.
+    /// The lines to add to `Package.swift` (inside `targets:`) and to the plugin catalog: in
+    /// Tapedeck's own package (`tapedeckPackage` nil) to `PluginCatalog.builtIn`; in another
+    /// package, which depends on Tapedeck as `tapedeckPackage` (its identity), to the catalog its
+    /// own `tapedeck` runs with (`PluginCatalog.builtIn.adding(...)`).
     /// - Thread: any. Never blocks.
-    public static func registration(kind: BackendKind, name: ScaffoldName) -> (package: [String], catalog: [String]) {
+    public static func registration(kind: BackendKind, name: ScaffoldName, tapedeckPackage: String? = nil) -> (package: [String], catalog: [String]) {
         let module = "Tapedeck\(name.type)"
-        let package = [
-            ".target(name: \"\(module)\", dependencies: [\"TapedeckCore\"], swiftSettings: swiftSettings),",
-            ".testTarget(name: \"\(module)Tests\", dependencies: [\"\(module)\", \"TapedeckTesting\"], swiftSettings: swiftSettings),",
-        ]
-        let catalog: [String] = switch kind {
-        case .encoder: ["encoders: \(name.type)Plugin.encoder, decoders: \(name.type)Plugin.decoder  (and `import \(module)`; add \"\(module)\" to TapedeckAssembly's dependencies)"]
-        case .capture: ["capture: \(name.type)Plugin.capture"]
-        case .playback: ["playback: \(name.type)Plugin.playback"]
-        case .device: ["capture: \(name.type)Plugin.capture", "playback: \(name.type)Plugin.playback"]
-        case .storage: ["storage: \(name.type)StoragePlugin.storage"]
+        let package: [String]
+        if let id = tapedeckPackage {
+            let core = ".product(name: \"TapedeckCore\", package: \"\(id)\")"
+            package = [
+                ".target(name: \"\(module)\", dependencies: [\(core)], swiftSettings: [.swiftLanguageMode(.v6)]),",
+                ".testTarget(name: \"\(module)Tests\", dependencies: [\"\(module)\", \(core), .product(name: \"TapedeckTesting\", package: \"\(id)\")], swiftSettings: [.swiftLanguageMode(.v6)]),",
+            ]
+        } else {
+            package = [
+                ".target(name: \"\(module)\", dependencies: [\"TapedeckCore\"], swiftSettings: swiftSettings),",
+                ".testTarget(name: \"\(module)Tests\", dependencies: [\"\(module)\", \"TapedeckTesting\"], swiftSettings: swiftSettings),",
+            ]
         }
-        return (package, catalog)
+        let plugins: [(role: String, value: String)] = switch kind {
+        case .encoder: [("encoders", "\(name.type)Plugin.encoder"), ("decoders", "\(name.type)Plugin.decoder")]
+        case .capture: [("capture", "\(name.type)Plugin.capture")]
+        case .playback: [("playback", "\(name.type)Plugin.playback")]
+        case .device: [("capture", "\(name.type)Plugin.capture"), ("playback", "\(name.type)Plugin.playback")]
+        case .storage: [("storage", "\(name.type)StoragePlugin.storage")]
+        }
+        guard tapedeckPackage != nil else {
+            var catalog = plugins.map { "\($0.role): \($0.value)" }
+            if kind == .encoder {
+                catalog = [catalog.joined(separator: ", ") + "  (and `import \(module)`; add \"\(module)\" to TapedeckAssembly's dependencies)"]
+            }
+            return (package, catalog)
+        }
+        let adding = plugins.map { "\($0.role): [\($0.value)]" }.joined(separator: ", ")
+        return (package, [
+            "import TapedeckAssembly",
+            "import TapedeckCommandLine",
+            "import \(module)",
+            "await TapedeckCLI.main(catalog: .builtIn.adding(\(adding)))",
+        ])
+    }
+
+    /// The executable target of a package's own `tapedeck` (`Sources/NAME/main.swift` holding the
+    /// catalog lines of ``registration(kind:name:tapedeckPackage:)``), for a package that has none.
+    /// - Thread: any. Never blocks.
+    public static func executableTarget(named executable: String, modules: [String], tapedeckPackage id: String) -> String {
+        let products = ["TapedeckCommandLine", "TapedeckAssembly"].map { ".product(name: \"\($0)\", package: \"\(id)\")" }
+        return ".executableTarget(name: \"\(executable)\", dependencies: [\(modules.map { "\"\($0)\"" }.joined(separator: ", ")), \(products.joined(separator: ", "))], swiftSettings: [.swiftLanguageMode(.v6)]),"
     }
 
     /// Writes the files under `packageRoot`. Refuses before writing anything if any of them (or
     /// the module's folder) exists already, or if `packageRoot` is not a package.
     /// - Returns: the paths created, relative to `packageRoot`.
     /// - Thread: any. Blocks on disk I/O.
-    public static func write(kind: BackendKind, name: ScaffoldName, into packageRoot: URL) throws -> [String] {
+    /// `templateRoot` is the Tapedeck package's folder (the same as `packageRoot` inside Tapedeck).
+    public static func write(kind: BackendKind, name: ScaffoldName, into packageRoot: URL, templateRoot: URL? = nil) throws -> [String] {
         let fm = FileManager.default
         guard fm.fileExists(atPath: packageRoot.appendingPathComponent("Package.swift").path) else {
-            throw ScaffoldError("\(packageRoot.path) has no Package.swift; run the scaffold in the Tapedeck package.")
+            throw ScaffoldError("\(packageRoot.path) has no Package.swift; run the scaffold in a package (Tapedeck's, or one that depends on it).")
         }
-        let files = try files(kind: kind, name: name, packageRoot: packageRoot)
+        let files = try files(kind: kind, name: name, templateRoot: templateRoot ?? packageRoot)
         let folders = Set(files.map { ($0.path as NSString).deletingLastPathComponent })
         for path in folders.sorted() + files.map(\.path) where fm.fileExists(atPath: packageRoot.appendingPathComponent(path).path) {
             throw ScaffoldError("\(path) exists already; the scaffold never overwrites. Choose another --name, or remove it first.")

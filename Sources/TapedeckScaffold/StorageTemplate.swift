@@ -1,15 +1,15 @@
 import Foundation
 
-/// The files of a new storage module: the package's template store (`Sources/TapedeckStoreTemplate`,
-/// a JSON catalog beside the audio, built on Core's shared store pieces and conformance-tested
-/// with the package), renamed: real, passing `StorageConformance` as generated, for the author
+/// The files of a new storage module: Tapedeck's template store (`Sources/TapedeckStoreTemplate`
+/// of the Tapedeck package, a JSON catalog beside the audio, built on Core's shared store pieces
+/// and conformance-tested with Tapedeck), renamed: real, passing `StorageConformance` as generated, for the author
 /// to change into the new store.
 enum StorageTemplate {
-    static func files(_ n: ScaffoldName, packageRoot: URL) throws -> [GeneratedFile] {
-        let source = packageRoot.appendingPathComponent("Sources/TapedeckStoreTemplate")
+    static func files(_ n: ScaffoldName, templateRoot: URL) throws -> [GeneratedFile] {
+        let source = templateRoot.appendingPathComponent("Sources/TapedeckStoreTemplate")
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: source.path)) ?? []).filter { $0.hasSuffix(".swift") }.sorted()
         guard names.contains("TemplateStorage.swift"), names.contains("TemplateStoragePlugin.swift") else {
-            throw ScaffoldError("--kind storage starts from Sources/TapedeckStoreTemplate, which this package does not have.")
+            throw ScaffoldError("--kind storage starts from Sources/TapedeckStoreTemplate in Tapedeck's package (\(templateRoot.path)), which is not there. Resolve the package again (swift package resolve) and retry.")
         }
         var files: [GeneratedFile] = []
         for name in names {

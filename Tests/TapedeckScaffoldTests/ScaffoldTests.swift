@@ -51,7 +51,7 @@ struct ScaffoldTests {
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         #expect(throws: ScaffoldError.self) { try Scaffold.write(kind: .encoder, name: try ScaffoldName("Opus"), into: empty) }
         #expect(throws: ScaffoldError.self, "storage needs the package's bundle store") {
-            try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), packageRoot: empty)
+            try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), templateRoot: empty)
         }
     }
 
@@ -89,7 +89,7 @@ struct ScaffoldTests {
     @Test("a storage scaffold is the package's template store, renamed, at most 400 lines, with the storage conformance suite per area")
     func storage() throws {
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let files = try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), packageRoot: packageRoot)
+        let files = try Scaffold.files(kind: .storage, name: try ScaffoldName("Cloud"), templateRoot: packageRoot)
         #expect(files.map(\.path).contains("Sources/TapedeckCloud/CloudStorage.swift"))
         #expect(files.map(\.path).contains("Sources/TapedeckCloud/CloudStoragePlugin.swift"))
         let plugin = try #require(files.first { $0.path.hasSuffix("CloudStoragePlugin.swift") })
@@ -98,5 +98,22 @@ struct ScaffoldTests {
         let sourceLines = files.filter { $0.path.hasPrefix("Sources/") }.reduce(0) { $0 + $1.contents.split(separator: "\n", omittingEmptySubsequences: false).count }
         #expect(sourceLines <= 400, "the generated store is \(sourceLines) lines")
         #expect(files.last?.contents.contains("StorageConformance.check(area") == true)
+    }
+}
+
+@Suite("scaffold-backend in a package outside Tapedeck")
+struct ScaffoldOutsideTests {
+    @Test("the target lines name Tapedeck's products by the package's identity, and a tapedeck of its own is offered")
+    func outsideLines() throws {
+        let lines = Scaffold.registration(kind: .encoder, name: try ScaffoldName("WavPack"), tapedeckPackage: "tapedeck")
+        #expect(lines.package.count == 2)
+        #expect(lines.package[0].contains(".product(name: \"TapedeckCore\", package: \"tapedeck\")"))
+        #expect(lines.package[1].contains(".product(name: \"TapedeckTesting\", package: \"tapedeck\")"))
+        #expect(!lines.package.joined().contains("swiftSettings: swiftSettings"), "an outside package has no swiftSettings constant")
+        #expect(lines.catalog.last == "await TapedeckCLI.main(catalog: .builtIn.adding(encoders: [WavPackPlugin.encoder], decoders: [WavPackPlugin.decoder]))")
+        let target = Scaffold.executableTarget(named: "tapedeck-wavpack", modules: ["TapedeckWavPack"], tapedeckPackage: "tapedeck")
+        #expect(target.hasPrefix(".executableTarget(name: \"tapedeck-wavpack\", dependencies: [\"TapedeckWavPack\", .product(name: \"TapedeckCommandLine\", package: \"tapedeck\")"))
+        let store = Scaffold.registration(kind: .storage, name: try ScaffoldName("LabStore"), tapedeckPackage: "tapedeck")
+        #expect(store.catalog.last == "await TapedeckCLI.main(catalog: .builtIn.adding(storage: [LabStoreStoragePlugin.storage]))")
     }
 }
