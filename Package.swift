@@ -70,6 +70,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // The S3 remote's HTTP client (TapedeckS3).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // `swift package generate-documentation`: the API reference and its articles (scripts/build-docs).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // New backends: `swift package scaffold-backend` prints the two target lines to add here.

@@ -12,7 +12,7 @@ import Synchronization
 /// from a lock-protected holder. The latest logger installed wins (there is one handler per process).
 ///
 /// Messages are logged at `.debug`: every ALSA failure that matters also comes back as an error
-/// code, which the backend turns into a ``TapedeckError`` saying what to do; ALSA's text is the
+/// code, which the backend turns into a `TapedeckError` saying what to do; ALSA's text is the
 /// detail behind it (`--log-level debug` shows it).
 public enum ALSAErrorLog {
     private static let holder = Mutex<Logger?>(nil)

@@ -6,7 +6,9 @@ import TapedeckCore
 /// functions; any thread, never block.
 public enum ByteCountText {
     /// The bytes `text` names.
-    /// - Parameter flag: how messages name the option, e.g. `--split-size`.
+    /// - Parameters:
+    ///   - text: the size as typed, e.g. `2G` or `1000000`.
+    ///   - flag: how messages name the option, e.g. `--split-size`.
     /// - Throws: `.invalidArgument` naming the forms accepted.
     public static func bytes(_ text: String, flag: String) throws -> Int64 {
         let trimmed = text.trimmingSpaces.lowercased()

@@ -9,9 +9,11 @@ public enum DurationText {
     public static let limit = 366.0 * 86_400
 
     /// The seconds `text` names.
-    /// - Parameter flag: how messages name the option, e.g. `-d/--duration`.
+    /// - Parameters:
+    ///   - text: the duration as typed, e.g. `5s`, `1h30` or `01:02:03.5`.
+    ///   - flag: how messages name the option, e.g. `-d/--duration`.
+    ///   - allowingZero: `0` is a time (`play -s 0`), not only a length.
     /// - Throws: `.invalidArgument` naming the forms accepted.
-    /// - Parameter allowingZero: `0` is a time (`play -s 0`), not only a length.
     public static func seconds(_ text: String, flag: String = "--duration", allowingZero: Bool = false) throws -> Double {
         let trimmed = text.trimmingSpaces.lowercased()
         let value: Double? = trimmed.contains(":") ? clock(trimmed) : units(Substring(trimmed))

@@ -54,7 +54,7 @@ public struct ExportReport: Sendable, Hashable, Codable {
     public var truePeak: Double?
     /// Why a target was not met, or what was done instead.
     public var note: String?
-    /// Samples of the take that were NaN, infinite or past +40 dBFS (``InvalidSamples``) and
+    /// Samples of the take that were NaN, infinite or past +40 dBFS (`InvalidSamples`) and
     /// were exported as silence (NaN) or full scale; absent when there were none.
     public var invalidSamples: Int64?
 }

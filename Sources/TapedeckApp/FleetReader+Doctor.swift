@@ -36,7 +36,7 @@ extension FleetReader {
     ///
     /// Only keys Tapedeck could have written are judged: `MACHINE/SESSION-ID/TAKE-ID.EXT` with
     /// EXT `json` or one of ``audioExtensions``. With `repair`, audio without a manifest older
-    /// than `age` is removed only when Tapedeck sent it (``TakeRemote/sentByTapedeck(_:)``: it
+    /// than `age` is removed only when Tapedeck sent it (`TakeRemote.sentByTapedeck(_:)`: it
     /// carries Tapedeck's mark) and its manifest is still absent when asked again; unfinished
     /// uploads to Tapedeck's keys older than `age` are abandoned. An object without the mark
     /// is reported and left alone.

@@ -23,9 +23,15 @@ public final class FleetReader {
     /// whose file has no usable extension). Only such keys are Tapedeck's audio.
     public let audioExtensions: Set<String>
 
-    /// - Parameter audioExtensions: the build's encoders' file extensions and its decoders'
-    ///   encodings (an import kept byte for byte keeps its own); ``baseAudioExtensions`` is always
-    ///   added.
+    /// - Parameters:
+    ///   - remote: the remote the machines push to.
+    ///   - store: the local library that pulled takes go into.
+    ///   - importer: commits each downloaded, checked take into its session.
+    ///   - partials: registers the downloads in progress, so a stop request removes them.
+    ///   - logger: where pulls are logged.
+    ///   - audioExtensions: the build's encoders' file extensions and its decoders'
+    ///     encodings (an import kept byte for byte keeps its own); ``baseAudioExtensions`` is always
+    ///     added.
     public init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger,
                 audioExtensions: Set<String> = []) {
         self.remote = remote
@@ -37,7 +43,7 @@ public final class FleetReader {
     }
 
     /// The extension any build's takes may have besides its encoders' and decoders' (the
-    /// composition root passes those): `audio` (``RemoteManifest/keys(machine:take:)`` for a file
+    /// composition root passes those): `audio` (`RemoteManifest.keys(machine:take:)` for a file
     /// without a usable one).
     public nonisolated static let baseAudioExtensions: Set<String> = ["audio"]
 

@@ -71,7 +71,7 @@ public struct TakeJSON: Encodable {
         self.init(take, session: session, file: AudioFileInfo(path: url?.path, bytes: url.flatMap { stat($0.path, &info) == 0 ? Int64(info.st_size) : nil }))
     }
 
-    /// With the file's path and size already known (``TakeStorage/audioFiles(of:)``).
+    /// With the file's path and size already known (`TakeStorage.audioFiles(of:)`).
     public init(_ take: Take, session: Session, file: AudioFileInfo?) {
         id = take.id
         shortID = take.shortID
@@ -159,7 +159,7 @@ public struct RunJSON: Encodable {
     /// The run's frame the take starts at, and the same in seconds; absent while not known.
     public var offsetFrames: Int64?
     public var offsetSeconds: Double?
-    /// Why the take began and ended (``TakeBoundary`` raw values); absent while not known.
+    /// Why the take began and ended (`TakeBoundary` raw values); absent while not known.
     public var began: String?
     public var ended: String?
 

@@ -247,7 +247,7 @@ extension LibraryDoctor {
         text.allSatisfy { $0.isLetter || $0.isNumber || "/._-".contains($0) } ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// Makes a new catalog from what can still be read (``LibraryMaintenance/rebuildCatalog(inspect:)``),
+    /// Makes a new catalog from what can still be read (`LibraryMaintenance.rebuildCatalog(inspect:)`),
     /// reading each file no entry names with the decoder that reads it.
     /// - Returns: a finding that says what was kept, made and left.
     /// - Thread: any except the main actor's; blocks while every such file is read.

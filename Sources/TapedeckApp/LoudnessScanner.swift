@@ -38,7 +38,7 @@ public final class LoudnessScanner {
     }
 
     /// One take measured: the take as stored, and how many of its samples were invalid (NaN,
-    /// infinite or past +40 dBFS: ``InvalidSamples``) and measured as silence or full scale.
+    /// infinite or past +40 dBFS: `InvalidSamples`) and measured as silence or full scale.
     public struct Measured: Sendable {
         public var take: Take
         public var invalidSamples: Int64

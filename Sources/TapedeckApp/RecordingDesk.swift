@@ -47,7 +47,9 @@ public final class RecordingDesk {
 
     /// - Parameters:
     ///   - makeRecorder: a recorder wired by the composition root (`Studio.makeRecorder()`).
-    ///   - started, ended: told when a recording starts (with its session's name) and ends.
+    ///   - logger: where a recording that fails is logged.
+    ///   - started: told when a recording starts, with its session's name.
+    ///   - ended: told when a recording ends.
     public init(makeRecorder: @escaping @MainActor () throws -> TakeRecorder, logger: Logger,
                 started: @escaping @MainActor (String) -> Void = { _ in }, ended: @escaping @MainActor () -> Void = {}) {
         self.makeRecorder = makeRecorder

@@ -29,11 +29,11 @@ public struct RecordingReport: Sendable, Hashable {
     public var wallSeconds: Double
     /// A sentence on how the recording ended, e.g. why it was interrupted.
     public var summary: String
-    /// Where the silence alarm went off (``RunPlan/silenceAlarm``).
+    /// Where the silence alarm went off (`RunPlan.silenceAlarm`).
     public var silences: [SilenceEvent] = []
-    /// The device's absences (``RunPlan/resume``).
+    /// The device's absences (`RunPlan.resume`).
     public var events: [RunEvent] = []
-    /// Markers set in the run that were not kept: their take had ``TakeMarker/maxCount`` already.
+    /// Markers set in the run that were not kept: their take had `TakeMarker.maxCount` already.
     public var markersNotKept = 0
 }
 

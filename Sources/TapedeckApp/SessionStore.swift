@@ -90,7 +90,7 @@ public final class SessionStore {
     }
 
     /// Resolves a user's reference to a session or take: among the loaded sessions, or, when
-    /// they are not loaded, among those storage finds by key (``TakeStorage/sessions(matching:)``),
+    /// they are not loaded, among those storage finds by key (`TakeStorage.sessions(matching:)`),
     /// so naming one take costs the same in a library of any size. Only a reference that names
     /// nothing reads the whole library, for its "did you mean" suggestion.
     /// - Thread: main actor. Never blocks when loaded; otherwise blocks briefly on the catalog.
@@ -145,7 +145,7 @@ public final class SessionStore {
 
     /// The session named `name` (creating it), or with `nil` the most recently active session
     /// (creating "Session N" when there is none), as storage has it now (see
-    /// ``TakeStorage/findSessionForRecording(named:)``); returned without its takes.
+    /// `TakeStorage.findSessionForRecording(named:)`); returned without its takes.
     /// - Thread: main actor; storage work runs on a background queue.
     public func sessionForRecording(named name: String?) async throws -> Session {
         let storage = self.storage

@@ -13,7 +13,7 @@ public struct SyncSettings: SettingsGroup, Hashable {
         keepLocal = settings[Self.keepLocal]
     }
 
-    /// ``keepLocal`` in seconds; `nil` when it is empty (keep every take).
+    /// `keepLocal` in seconds; `nil` when it is empty (keep every take).
     /// - Throws: `.configuration` naming `sync.keep-local` and the forms accepted.
     /// - Thread: any. Never blocks.
     public func keepLocalSeconds() throws -> Double? {

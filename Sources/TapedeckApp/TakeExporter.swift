@@ -53,7 +53,11 @@ public final class TakeExporter {
     /// Output names come from session and take names ("Session 1 - Take 3.flac"). Existing files
     /// are never replaced unless `force`. One failure does not stop the others.
     /// - Parameters:
+    ///   - items: the takes to export, each with its session (an item may name its own file).
+    ///   - encoder: encodes the exported files.
     ///   - encoderSettings: the encoder's settings, for the reports.
+    ///   - directory: the folder the files go into; it must exist and be writable.
+    ///   - force: replace files that exist already.
     ///   - sampleFormat: convert to this sample format first (e.g. float takes to `s24` for FLAC).
     ///   - finishing: a gain to a loudness or peak, a new rate, and the dither.
     /// - Returns: one result per item, in order.

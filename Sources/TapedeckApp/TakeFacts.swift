@@ -22,7 +22,7 @@ enum LoudnessMeasuring {
 }
 
 /// What a take's file says of it beyond the audio, from the library's entry: the machine's
-/// identity, where it was captured, and the take's own facts (``TakeMetadata``). A plain value;
+/// identity, where it was captured, and the take's own facts (`TakeMetadata`). A plain value;
 /// any thread; never blocks.
 public struct TakeFacts: Sendable, Hashable {
     public var identity: FileIdentity

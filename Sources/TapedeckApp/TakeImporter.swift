@@ -7,9 +7,9 @@ import Glibc
 /// Brings existing recordings into the library as takes, and whole sessions from another store
 /// (a `.tapedeck` bundle) into this one.
 ///
-/// A file that a decoder says the library can keep as it is (``AudioDecoder/storesVerbatim(_:)``)
+/// A file that a decoder says the library can keep as it is (`AudioDecoder.storesVerbatim(_:)`)
 /// is copied byte for byte (its format, header and tags kept); anything else a decoder reads
-/// (``AudioDecoder/canRead(_:)``) is decoded and written with the library's encoder in the same
+/// (`AudioDecoder.canRead(_:)`) is decoded and written with the library's encoder in the same
 /// rate, channels and sample format. Every file is
 /// decoded from end to end first, so one that cannot be is refused with the reader's reason before
 /// anything is written. The audio is prepared in a hidden file inside the library, synced, and moved
@@ -56,7 +56,7 @@ public struct TakeImporter: Sendable {
     public struct ImportedFile: Sendable {
         public var take: Take
         public var convertedFrom: String?
-        /// Samples that are NaN, infinite or past +40 dBFS (``InvalidSamples``): measured as
+        /// Samples that are NaN, infinite or past +40 dBFS (`InvalidSamples`): measured as
         /// silence or full scale, and so written where the file is written anew (a file kept
         /// byte for byte keeps them, and every export, measurement and playback replaces them).
         public var invalidSamples: Int64 = 0
@@ -326,7 +326,8 @@ public struct TakeImporter: Sendable {
 }
 
 extension TakeImporter {
-    /// ``importFile(_:into:)`` on a background queue (off the main actor and the cooperative pool).
+    /// ``importFileReporting(_:into:named:)`` on a background queue (off the main actor and the
+    /// cooperative pool).
     /// - Thread: any; suspends while the file is imported.
     public func run(file url: URL, into session: Session, named name: String? = nil) async throws -> ImportedFile {
         let importer = self

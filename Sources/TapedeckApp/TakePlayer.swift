@@ -24,7 +24,12 @@ public final class TakePlayer {
     /// name where the config said "the default"); `nil` when no more is known.
     public private(set) var deviceName: String?
 
-    /// - Parameter periodFrames: frames per device write (`playback.period-frames`).
+    /// - Parameters:
+    ///   - playback: the backend that opens the playback device.
+    ///   - decoders: the decoders of this build; a take plays with the first that reads its encoding.
+    ///   - store: the library the takes' audio files are found in.
+    ///   - periodFrames: frames per device write (`playback.period-frames`).
+    ///   - logger: where playback is logged.
     public init(playback: any PlaybackBackend, decoders: [any AudioDecoder], store: SessionStore,
                 periodFrames: Int = PlaybackEngine.periodFrames.defaultValue, logger: Logger) {
         self.playback = playback

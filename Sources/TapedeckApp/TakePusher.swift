@@ -10,7 +10,7 @@ public import TapedeckCore
 /// and only takes verified on this remote. A verified take's copy is checked again (its audio's
 /// size and checksum, its manifest) when asked (`push --verify-remote`) or when retention or
 /// `fleet doctor` could not confirm it, and what is missing or stale is sent again
-/// (``recheck(_:options:progress:)``).
+/// (`recheck(_:options:progress:)`).
 ///
 /// Main actor; every method suspends while the network and the disk work and never blocks the
 /// main thread for long (the ledger is a small file).

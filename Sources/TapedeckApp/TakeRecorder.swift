@@ -4,10 +4,10 @@ public import Logging
 import Foundation
 
 /// Records takes: opens the capture device, commits the take's row, runs the
-/// ``RecordingEngine`` and finishes the take in storage.
+/// `RecordingEngine` and finishes the take in storage.
 ///
 /// Runs on the main actor; the device and writer run on their own threads. The observable
-/// properties update every ``RecordingSettings/progressInterval`` while recording (ten times a
+/// properties update every `RecordingSettings.progressInterval` while recording (ten times a
 /// second by default), for meters.
 @MainActor
 @Observable
@@ -86,7 +86,7 @@ public final class TakeRecorder {
         engine?.stop()
     }
 
-    /// Ends the recording as its length would, on the wall clock (``RecordingEngine/stopAtLength()``).
+    /// Ends the recording as its length would, on the wall clock (`RecordingEngine.stopAtLength()`).
     /// - Thread: main actor. Never blocks.
     public func stopAtLength() {
         stopRequested = true
@@ -102,7 +102,7 @@ public final class TakeRecorder {
     ///   - sessionName: the session to record into (created if missing); `nil` for the most recent.
     ///   - takeName: the take's display name; `nil` for "Take N".
     ///   - duration: the exact length (of the whole run); `nil` to record until ``stop()``.
-    ///   - plan: how the run goes (``RunPlan``): splits (`--split`, `--split-size`), where each
+    ///   - plan: how the run goes (`RunPlan`): splits (`--split`, `--split-size`), where each
     ///     next take is made ready before its boundary and each ended one finished while audio
     ///     flows on, so the takes' frames, concatenated, are exactly what the device delivered;
     ///     VOX or a trigger that begin takes, with pre-roll; the silence alarm.
@@ -416,7 +416,7 @@ public final class TakeRecorder {
     }
 
     /// Ends the take at the audio being captured now and begins the next (a run recorded with
-    /// ``RunPlan/splitOnRequest``). - Thread: main actor. Never blocks.
+    /// `RunPlan.splitOnRequest`). - Thread: main actor. Never blocks.
     public func split() {
         engine?.split()
     }
@@ -529,7 +529,7 @@ public final class TakeRecorder {
 
     /// Brings the observable progress up to date now, for a reader that asks now and then (the
     /// recorder's control socket, ``RecorderControl``) when nothing refreshes it on a timer
-    /// (``RecordingSettings/progressInterval`` is `nil`); the peaks are then those of the audio
+    /// (`RecordingSettings.progressInterval` is `nil`); the peaks are then those of the audio
     /// that arrived since the last call (the writer takes audio in batches: with none new, the
     /// last batch's stay). - Thread: main actor. Never blocks.
     public func refreshProgress() {

@@ -11,7 +11,7 @@ public enum TakeReference: Sendable, Hashable {
     /// 2. `SESSION/TAKE` by exact names, trying every `/` (names may contain `/` themselves);
     /// 3. a session by exact name;
     /// 4. a take by its name alone, when no other take in `sessions` has that name.
-    /// - Throws: ``TapedeckError`` `.notFound` (with what to do) or `.invalidArgument` when ambiguous.
+    /// - Throws: `TapedeckError` `.notFound` (with what to do) or `.invalidArgument` when ambiguous.
     /// - Thread: any. Never blocks.
     public static func resolve(_ text: String, in sessions: [Session]) throws -> TakeReference {
         var candidates: [TakeReference] = []

@@ -4,7 +4,7 @@ public import Foundation
 import Glibc
 #endif
 
-/// Waveform overviews of takes (``WaveformPeaks``), kept as small peaks files (audiowaveform's
+/// Waveform overviews of takes (`WaveformPeaks`), kept as small peaks files (audiowaveform's
 /// `.dat`) in a cache folder outside the library, one per take (`TAKE-ID.dat`): written when a
 /// take is finished or imported, or the first time a take without one is drawn, by decoding it
 /// once. A file that does not cover its take's frames (the take was repaired, the file is

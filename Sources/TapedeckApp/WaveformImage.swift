@@ -1,10 +1,10 @@
 public import TapedeckCore
 import CZlib
 
-/// Draws a ``WaveformPeaks`` overview as a PNG picture: the waveform in one colour on a
+/// Draws a `WaveformPeaks` overview as a PNG picture: the waveform in one colour on a
 /// background, with a centre line, as audiowaveform's `--output-format png` does.
 ///
-/// A plain value; any thread. Never blocks; ``png()`` allocates the picture (width × height
+/// A plain value; any thread. Never blocks; ``png(of:)`` allocates the picture (width × height
 /// bytes before compression).
 public struct WaveformImage: Sendable {
     public var width: Int

@@ -36,7 +36,7 @@ public struct ConfigFile: Sendable, Hashable {
 
     /// Reads and parses the file at `url`.
     /// - Thread: any. Blocks on disk I/O.
-    /// - Throws: ``TapedeckError`` `.configuration` naming the file and what to do.
+    /// - Throws: `TapedeckError` `.configuration` naming the file and what to do.
     public static func load(_ url: URL) throws -> ConfigFile {
         // A character device (`--config /dev/null`, as `ssh -F /dev/null`) is an empty config:
         // nothing is read from it, and the rules for files do not apply to it.
@@ -60,7 +60,7 @@ public struct ConfigFile: Sendable, Hashable {
     }
 
     /// Parses YAML text. An empty document is a file with no settings.
-    /// - Throws: ``TapedeckError`` `.configuration` with the line of the problem.
+    /// - Throws: `TapedeckError` `.configuration` with the line of the problem.
     /// - Thread: any. Never blocks.
     public static func parse(_ text: String, name: String) throws -> ConfigFile {
         // Anchors and aliases are refused before YAML is parsed: the parser expands aliases as

@@ -8,8 +8,8 @@ import Glibc
 ///
 /// Precedence: flags (`--set KEY=VALUE`) > environment (`TAPEDECK_CAPTURE_BACKEND=null`) > the
 /// file's `machines:` section for this machine (chosen by `--machine NAME`, else by host name) >
-/// the file's top level > built-in defaults, looked up by ``ConfigLayers``; every value, whatever
-/// its layer, is checked by the declaration of the host or plugin that owns it (``Resolution``),
+/// the file's top level > built-in defaults, looked up by `ConfigLayers`; every value, whatever
+/// its layer, is checked by the declaration of the host or plugin that owns it (`Resolution`),
 /// and every error names where the bad value came from.
 public struct ConfigurationLoader: Sendable {
     /// Environment variables that are not settings but are read by Tapedeck.
@@ -49,8 +49,13 @@ public struct ConfigurationLoader: Sendable {
 
     /// Locates, reads and resolves the configuration.
     /// - Thread: any. Blocks on disk I/O.
-    /// - Parameter detection: chooses the capture and playback backends when no layer sets them
-    ///   (a command that records or plays); `nil` leaves them unset.
+    /// - Parameters:
+    ///   - explicitPath: the file named by `--config`; `nil` to look for one (see ``locate(explicitPath:)``).
+    ///   - flags: the `--set KEY=VALUE` settings, by key path: the top layer.
+    ///   - machine: the `machines:` section named by `--machine`; `nil` for the one named like this host.
+    ///   - overrides: options that set a setting of the plugin filling a role (`-D hw:1`), as flags.
+    ///   - detection: chooses the capture and playback backends when no layer sets them
+    ///     (a command that records or plays); `nil` leaves them unset.
     public func load(explicitPath: String?, flags: [String: String], machine: String? = nil,
                      overrides: [PluginOverride] = [], detection: BackendDetection? = nil) throws -> TapedeckConfiguration {
         let file = try locate(explicitPath: explicitPath).map(ConfigFile.load)
@@ -74,7 +79,7 @@ public struct ConfigurationLoader: Sendable {
     }
 
     /// Resolves the layers into a validated configuration.
-    /// - Throws: ``TapedeckError`` `.configuration` naming the source, key path and accepted
+    /// - Throws: `TapedeckError` `.configuration` naming the source, key path and accepted
     ///   values of the first problem (and how many more `tapedeck config check` lists).
     /// - Thread: any. Never blocks (the file was read already).
     public func resolve(file: ConfigFile?, flags: [String: String], machine explicitMachine: String? = nil,

@@ -3,7 +3,7 @@ import TapedeckApp
 
 /// The config sections the host itself owns, with the settings of each. Plugin sub-sections
 /// come from the plugins' own declarations; the host's settings are declared beside the code
-/// that reads them (``RecordingSettings``, ``FormatSettings``, ``PlaybackEngine``).
+/// that reads them (`RecordingSettings`, `FormatSettings`, `PlaybackEngine`).
 public enum HostSettings {
     /// A config section: its name, the key naming the plugin that fills it, and its own settings.
     public struct Section: Sendable {

@@ -115,8 +115,11 @@ public final class Studio {
     /// - Returns: the encoder and its effective settings as text, for reports.
     /// - Throws: `.invalidArgument` for an unknown encoder or a setting it does not accept.
     /// - Thread: main actor. Never blocks for long.
-    /// - Parameter options: the command-line option that gave each override (`level` → `--level`),
-    ///   named by the message when its value is refused.
+    /// - Parameters:
+    ///   - name: the encoder plugin's name, e.g. `flac`.
+    ///   - overrides: settings of the encoder by key, as text, over its configured ones.
+    ///   - options: the command-line option that gave each override (`level` → `--level`),
+    ///     named by the message when its value is refused.
     public func makeEncoder(named name: String, overrides: [String: String], options: [String: String] = [:]) throws -> (any AudioEncoder, [String: SettingValue]) {
         guard let plugin = catalog.encoders.first(where: { $0.name == name }) else {
             throw TapedeckError(.invalidArgument,

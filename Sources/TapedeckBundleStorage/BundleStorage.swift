@@ -14,7 +14,7 @@ import Darwin
 ///
 /// A bundle can be copied to another machine (or into another library) and opened there; it is
 /// treated as untrusted input: a manifest that is too large, malformed, out of range or names a
-/// file outside its bundle is refused with ``TapedeckError/Code/corruptFile`` and never followed.
+/// file outside its bundle is refused with `TapedeckError.Code.corruptFile` and never followed.
 /// Opening a `.tapedeck` folder itself serves that one session in place.
 ///
 /// Audio goes to a hidden pending file (`.ID.pending.EXT`) beside its final name while it is
@@ -25,7 +25,7 @@ import Darwin
 ///
 /// Thread-safe: every method may be called from any thread and may block on disk I/O or on
 /// another process holding the library lock (up to the lock timeout). Methods are documented on
-/// ``TakeStorage``.
+/// `TakeStorage`.
 public final class BundleStorage: LibraryMaintenance {
     /// The library folder, or the bundle itself when one bundle is opened in place.
     public let rootURL: URL
@@ -56,10 +56,11 @@ public final class BundleStorage: LibraryMaintenance {
     /// Leftover `.manifest.json.tmp-*` files (from a process that died while writing a manifest)
     /// are removed; they are never read.
     /// - Parameters:
+    ///   - rootURL: the library folder, or a `.tapedeck` bundle folder to open in place.
     ///   - seam: observes every file-system mutation and durable step (tests inject faults here).
     ///   - lockTimeout: seconds to wait for another process holding the library lock.
     ///   - lockTimeoutKey: how messages name that setting (the plugin passes its full key).
-    /// - Throws: ``TapedeckError`` `.corruptFile` when a bundle opened in place has a bad
+    /// - Throws: `TapedeckError` `.corruptFile` when a bundle opened in place has a bad
     ///   manifest; `.notFound` when a `.tapedeck` path has no manifest; I/O errors.
     /// - Thread: any. Blocks on disk I/O and on other processes' library locks (up to `lockTimeout`).
     public init(rootURL: URL, seam: any StorageSeam = .none,
@@ -117,7 +118,7 @@ public final class BundleStorage: LibraryMaintenance {
     /// A session being created or deleted lacks its manifest for a moment, under the library
     /// lock; so a bundle found without one is looked at again holding that lock, and reported
     /// only if it is still there without a usable manifest.
-    /// - Throws: ``TapedeckError`` when the library cannot be listed, or stays busy.
+    /// - Throws: `TapedeckError` when the library cannot be listed, or stays busy.
     /// - Thread: any. Blocks on disk I/O, and on the library lock when a manifest is missing.
     public func damagedBundles() throws -> [(url: URL, problem: String)] {
         let suspects: [(url: URL, error: TapedeckError)] = try scan().compactMap { scanned in

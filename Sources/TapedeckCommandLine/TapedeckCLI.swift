@@ -6,7 +6,7 @@ import Glibc
 
 /// The whole `tapedeck` command line as a library: every command, the web page of `serve`, shell
 /// completion, the man page's source (`--experimental-dump-help`), `backends`, `config check`,
-/// `show`, `init` and `example`, assembled from the plugins of one ``PluginCatalog``.
+/// `show`, `init` and `example`, assembled from the plugins of one `PluginCatalog`.
 ///
 /// Tapedeck's own `main.swift` is one line, `await TapedeckCLI.main(catalog: .builtIn)`. A
 /// package that adds a plugin builds its own `tapedeck` the same way:

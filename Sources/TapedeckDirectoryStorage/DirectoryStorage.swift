@@ -14,7 +14,7 @@ import Glibc
 ///
 /// Thread-safe: every method may be called from any thread and may block on disk I/O or on
 /// another process holding the catalog (up to the busy timeout). Methods are documented on
-/// ``TakeStorage``.
+/// `TakeStorage`.
 public final class DirectoryStorage: LibraryMaintenance {
     public let rootURL: URL
     let catalog: Catalog
@@ -26,6 +26,7 @@ public final class DirectoryStorage: LibraryMaintenance {
 
     /// Opens (creating if needed) the library at `rootURL`.
     /// - Parameters:
+    ///   - rootURL: the library folder.
     ///   - busyTimeout: how long to wait for another process holding the catalog.
     ///   - seam: observes every file-system mutation and durable step (tests inject faults here).
     /// - Thread: any. Blocks on disk I/O.
@@ -102,7 +103,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
     }
 
-    /// One query on the catalog that reads no take (``TakeStorage``'s default reads the whole
+    /// One query on the catalog that reads no take (`TakeStorage`'s default reads the whole
     /// library for this); the take index finds each session's newest take.
     public func findSessionForRecording(named name: String?) throws -> Session? {
         try catalog.read { db in

@@ -18,7 +18,7 @@ public struct FLACDecoder: AudioDecoder {
     /// Opens the file at `url` for reading and reads its metadata.
     /// - Thread: the thread that will read it. Blocks on disk I/O (and, for a file whose
     ///   STREAMINFO does not give its length, decodes it once to count frames).
-    /// - Throws: ``TapedeckError`` `.notFound` if there is no such file; `.corruptFile` naming the
+    /// - Throws: `TapedeckError` `.notFound` if there is no such file; `.corruptFile` naming the
     ///   file if it is not FLAC or its metadata is damaged.
     public func openReader(at url: URL) throws -> any TakeReader {
         try FLACTakeReader(path: url.path)

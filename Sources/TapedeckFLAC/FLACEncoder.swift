@@ -10,9 +10,9 @@ import Darwin
 /// Writes takes as FLAC files through libFLAC (lossless; 16-, 24- and 32-bit integer samples,
 /// up to 8 channels).
 ///
-/// Each file holds STREAMINFO, a VORBIS_COMMENT with the take's tags (see ``FLACTags``) and a
+/// Each file holds STREAMINFO, a VORBIS_COMMENT with the take's tags (see `FLACTags`) and a
 /// PADDING block, then the audio. STREAMINFO's total samples and MD5 are filled in at
-/// ``TakeWriter/finish()``; a file whose writer died is made whole again by ``repair(fileAt:)``.
+/// `TakeWriter.finish()`; a file whose writer died is made whole again by ``repair(fileAt:)``.
 public struct FLACEncoder: AudioEncoder {
     /// Compression level, 0 (fastest) to 8 (smallest), as `flac -0` … `-8`.
     public let level: Int
@@ -20,7 +20,7 @@ public struct FLACEncoder: AudioEncoder {
     /// as with `flac` and sox: STREAMINFO always carries the MD5 of the input, so `flac -t` (or
     /// any reader that checks it) finds a frame that does not decode to what was recorded, and a
     /// recording that stopped at such a frame would lose everything after it. Exports verify
-    /// every file regardless (``WriterOptions/verifyWhileWriting``).
+    /// every file regardless (`WriterOptions.verifyWhileWriting`).
     public let verify: Bool
     /// Bytes of PADDING kept after the tags, so they can be edited without rewriting the file.
     public let paddingBytes: Int
@@ -44,7 +44,7 @@ public struct FLACEncoder: AudioEncoder {
     /// Checks that FLAC can store `format`: integer samples (s16, s24, s32), at most 8 channels,
     /// and Tapedeck's own ranges.
     /// - Thread: any. Does not block.
-    /// - Throws: ``TapedeckError`` `.unsupportedFormat` for float samples or too many channels;
+    /// - Throws: `TapedeckError` `.unsupportedFormat` for float samples or too many channels;
     ///   `.invalidArgument` for a rate or channel count outside Tapedeck's ranges.
     public func validate(_ format: AudioFormat) throws {
         if format.sampleFormat.isFloat {
@@ -64,7 +64,7 @@ public struct FLACEncoder: AudioEncoder {
     /// Creates the file at `url` (never overwriting: `.alreadyExists` if it exists; mode 0664 less
     /// the umask), writes `fLaC`, STREAMINFO, the tags and the padding, and `fsync`s.
     /// - Thread: the writer thread that will own the returned writer. Blocks on disk I/O.
-    /// - Throws: ``TapedeckError`` from ``validate(_:)``, `.alreadyExists`, `.diskFull` or `.io`.
+    /// - Throws: `TapedeckError` from ``validate(_:)``, `.alreadyExists`, `.diskFull` or `.io`.
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
         try makeWriter(at: url, format: format, metadata: metadata, options: WriterOptions())
     }
@@ -72,9 +72,9 @@ public struct FLACEncoder: AudioEncoder {
     /// Creates the writer. Frames are verified while writing when ``verify`` is on or the caller
     /// asks (`options.verifyWhileWriting`), by libFLAC's verify mode. With `options.threads` of 2
     /// or more (an export) the take is encoded on that many cores at once
-    /// (``FLACParallelWriter``: segments of whole blocks, one encoder each, joined into the
+    /// (`FLACParallelWriter`: segments of whole blocks, one encoder each, joined into the
     /// stream a single encoder makes); otherwise by one encoder on the calling thread, as a
-    /// recording is (``FLACTakeWriter``, whose checkpoints make the file durable as it grows).
+    /// recording is (`FLACTakeWriter`, whose checkpoints make the file durable as it grows).
     /// - Thread: the writer thread that will own the writer. Blocks on disk I/O.
     public func makeWriter(at url: URL, format: AudioFormat, metadata: TakeMetadata, options: WriterOptions) throws -> any TakeWriter {
         try validate(format)
@@ -87,24 +87,24 @@ public struct FLACEncoder: AudioEncoder {
                                   verify: verify, paddingBytes: paddingBytes)
     }
 
-    /// Repairs a file whose writer died: keeps every frame that decodes cleanly (up to the first
-    /// lost sync, damaged frame, CRC error or the end), turns a checkpoint's saved tail into a
-    /// final frame, cuts the rest, rewrites STREAMINFO's total samples, MD5 and frame sizes, and
-    /// `fsync`s. Idempotent: repairing a repaired (or finished) file changes nothing.
-    /// - Thread: any. Blocks on disk I/O (decodes the whole file).
-    /// - Throws: ``TapedeckError`` `.notFound`; `.corruptFile` naming the file if it has no valid
-    ///   `fLaC` marker and STREAMINFO or its metadata runs past the end.
-    /// Markers as Vorbis comment chapters (``FLACMarkers``).
+    /// Markers as Vorbis comment chapters (`FLACMarkers`).
     public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {
         try FLACMarkers.write(markers, toFileAt: url.path)
     }
 
-    /// Vorbis comments (``FLACComments/facts(_:rate:)``), replacing those written before.
+    /// Vorbis comments (`FLACComments.facts(_:rate:)`), replacing those written before.
     public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {
         try FLACComments.edit(url.path, purpose: "its tags", removing: { FLACComments.factNames.contains($0) },
                               adding: { FLACComments.facts(metadata, rate: $0) })
     }
 
+    /// Repairs a file whose writer died: keeps every frame that decodes cleanly (up to the first
+    /// lost sync, damaged frame, CRC error or the end), turns a checkpoint's saved tail into a
+    /// final frame, cuts the rest, rewrites STREAMINFO's total samples, MD5 and frame sizes, and
+    /// `fsync`s. Idempotent: repairing a repaired (or finished) file changes nothing.
+    /// - Thread: any. Blocks on disk I/O (decodes the whole file).
+    /// - Throws: `TapedeckError` `.notFound`; `.corruptFile` naming the file if it has no valid
+    ///   `fLaC` marker and STREAMINFO or its metadata runs past the end.
     public func repair(fileAt url: URL) throws -> RepairResult {
         let path = url.path
         let fd = open(path, O_RDWR | O_CLOEXEC)

@@ -82,7 +82,7 @@ final class FLACStreamWriter: TakeWriter {
 }
 
 extension FLACEncoder {
-    /// A FLAC stream to `fd` (``FLACStreamWriter``). - Thread: the owning writer thread.
+    /// A FLAC stream to `fd` (`FLACStreamWriter`). - Thread: the owning writer thread.
     public func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
         try validate(format)
         return try FLACStreamWriter(fd: fd, format: format, metadata: metadata, level: level)

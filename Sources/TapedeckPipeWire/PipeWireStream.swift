@@ -84,7 +84,7 @@ public final class PipeWireLink: RingDevice {
             "PipeWire's stream for \(node.label) ended while \(doing) (\(reason.isEmpty ? "the daemon went away" : reason)). Check the node and the daemon (pw-cli ls Node), then retry.")
     }
 
-    /// The error for a graph that ran no cycle for the stream for ``RingStreams/stallNanos``.
+    /// The error for a graph that ran no cycle for the stream for `RingStreams.stallNanos`.
     public func stallError(_ doing: String) -> TapedeckError {
         TapedeckError(.deviceLost, "PipeWire ran no cycle for the stream on \(node.label) for \(RingStreams.stallNanos / 1_000_000_000) s while \(doing) (the node suspended, unlinked, or the daemon hung). Check it with pw-top, then retry.")
     }

@@ -28,7 +28,7 @@ public struct PulseCaptureBackend: CaptureBackend {
 
     /// Connects, opens a record stream in exactly `format` (corked until the first read), and
     /// returns it. `options.periodFrames` is not used: the fragment comes from `fragment-ms`, and
-    /// the negotiated fragment is the stream's ``CaptureStream/periodFrames``.
+    /// the negotiated fragment is the stream's `CaptureStream.periodFrames`.
     /// - Thread: the device thread that will read the stream. Blocks up to about 5 s.
     /// - Throws: `.deviceUnavailable` (no server, no such source) or `.unsupportedFormat`.
     public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {

@@ -26,7 +26,7 @@ public struct PulsePlaybackBackend: PlaybackBackend {
     }
 
     /// Connects and opens a playback stream in exactly `format`, with `fragment-ms` as its target
-    /// latency; its ``PlaybackStream/periodFrames`` is the server's request size.
+    /// latency; its `PlaybackStream.periodFrames` is the server's request size.
     /// - Thread: the device thread that will write the stream. Blocks up to about 5 s.
     /// - Throws: `.deviceUnavailable` (no server, no such sink) or `.unsupportedFormat`.
     public func openPlaybackStream(format: AudioFormat, options: PlaybackOptions) throws -> any PlaybackStream {

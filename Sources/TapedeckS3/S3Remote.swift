@@ -12,17 +12,18 @@ import Glibc
 /// Takes on S3-compatible object storage: a file up to one part goes up in one `PUT`, larger
 /// ones as a multipart upload whose parts (each with its MD5 and SHA-256, both checked by the
 /// server) are read in order and sent a few at a time, memory bounded by concurrency × part
-/// size; each part is read and hashed off Swift's cooperative pool (``LocalFile``), and every
-/// request is retried as ``S3RetryPolicy`` says. An interrupted upload resumes from `ListParts`, keeping the parts whose ETag is the MD5
-/// of the file's bytes there. Every write is conditional (`If-None-Match: *`) where the server
-/// honours it, after a `HEAD` where it may not. Verification compares the size and the
-/// server's checksum: `x-amz-checksum-sha256` when the server keeps one, else the ETag (the
-/// MD5, or the MD5 of the parts' MD5s) computed from the file again.
+/// size; each part is read and hashed off Swift's cooperative pool (`LocalFile`), and every
+/// request is retried as `S3RetryPolicy` says. An interrupted upload resumes from `ListParts`,
+/// keeping the parts whose ETag is the MD5 of the file's bytes there. Every write is conditional
+/// (`If-None-Match: *`) where the server honours it, after a `HEAD` where it may not.
+/// Verification compares the size and the server's checksum: `x-amz-checksum-sha256` when the
+/// server keeps one, else the ETag (the MD5, or the MD5 of the parts' MD5s) computed from the
+/// file again.
 ///
 /// Every object it writes carries its mark, the header `x-amz-meta-tapedeck` (the version that
 /// wrote it), which ``sentByTapedeck(_:)`` reads: a bucket may be shared, and what lacks the mark
 /// is never Tapedeck's to remove. Listings follow continuation tokens and markers only while
-/// they advance (``ListingPages``).
+/// they advance (`ListingPages`).
 ///
 /// Every member is async, runs on any task and never blocks a thread of the cooperative pool:
 /// file reads and hashing run on a dispatch queue, network I/O on NIO's event loops. (A download

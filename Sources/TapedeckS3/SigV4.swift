@@ -57,6 +57,7 @@ public struct SigV4Signer: Sendable {
     /// What the request must carry: its headers plus `x-amz-date` (and `x-amz-security-token`)
     /// when missing, and `Authorization`.
     /// - Parameters:
+    ///   - request: the request to sign: its method, path, query and headers.
     ///   - payloadHash: the body's SHA-256 in lowercase hex (``emptyPayloadHash`` for none),
     ///     or `UNSIGNED-PAYLOAD`.
     ///   - date: the moment of signing; the server refuses a request more than 15 minutes off.

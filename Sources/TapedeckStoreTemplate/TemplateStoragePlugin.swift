@@ -19,7 +19,8 @@ public struct TemplateStorageSettings: SettingsGroup, Hashable {
     }
 }
 
-/// The store's plugin descriptor: add it to `PluginCatalog.builtIn` in TapedeckAssembly.
+/// The store's plugin descriptor: list it in a `PluginCatalog` (Tapedeck's `builtIn`, or
+/// `.builtIn.adding(storage: [...])` in a program of your own).
 public enum TemplateStoragePlugin {
     /// `storage.backend: template`. - Thread: `make` runs on any thread; it blocks while the
     /// library opens.

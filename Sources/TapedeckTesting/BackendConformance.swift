@@ -6,7 +6,7 @@ import Testing
 /// The contract every capture and playback backend keeps.
 public enum BackendConformance {
     /// Opens a stream, checks the negotiated format and reads, then records through the
-    /// ``RecordingEngine``: exactly `frames` frames with a frame limit, and a clean stop.
+    /// `RecordingEngine`: exactly `frames` frames with a frame limit, and a clean stop.
     /// - Thread: any; blocks while the device runs.
     public static func capture(_ backend: any CaptureBackend, format: AudioFormat, frames: Int64) async throws {
         #expect(try backend.devices().contains { $0.canCapture })
@@ -45,7 +45,7 @@ public enum BackendConformance {
         #expect(Int(stopped.frames) * format.bytesPerFrame == stopSink.bytes.count)
     }
 
-    /// Plays `frames` frames through a stream and through the ``PlaybackEngine``.
+    /// Plays `frames` frames through a stream and through the `PlaybackEngine`.
     /// - Thread: any; blocks while the device plays.
     public static func playback(_ backend: any PlaybackBackend, format: AudioFormat, frames: Int) async throws {
         #expect(try backend.devices().contains { $0.canPlay })

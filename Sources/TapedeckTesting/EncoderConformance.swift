@@ -3,7 +3,7 @@ public import Foundation
 import CFileSpace
 import Testing
 
-/// The contract every ``AudioEncoder`` (with its decoder) keeps.
+/// The contract every `AudioEncoder` (with its decoder) keeps.
 public enum EncoderConformance {
     /// Writes the counter pattern in uneven chunks with checkpoints, finishes, decodes, and
     /// expects the same bytes (bit-exact codecs) and frame count.

@@ -8,7 +8,7 @@ public struct SimulatedCrash: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { "simulated crash" + (step.map { " after \($0)" } ?? "") }
 }
 
-/// A ``StorageSeam`` for tests: it records every step and mutation, and when armed either fails
+/// A `StorageSeam` for tests: it records every step and mutation, and when armed either fails
 /// the N-th mutation of one kind with an `errno` (EIO, ENOSPC), or "crashes" after a labelled
 /// step: that step throws ``SimulatedCrash`` and so does every mutation after it, so no clean-up
 /// code can change the library afterwards — as if the process had died there.

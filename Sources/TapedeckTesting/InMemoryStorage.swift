@@ -18,7 +18,7 @@ public final class InMemoryCatalog: Sendable {
 
 /// A store whose catalog lives in memory and whose audio lives in a folder (by default a new
 /// temporary one), with the same contract as the real stores: every audio file mutation goes
-/// through ``DurableFiles`` and every catalog change is announced to the seam as a write.
+/// through `DurableFiles` and every catalog change is announced to the seam as a write.
 public final class InMemoryStorage: TakeStorage {
     public let rootURL: URL
     private let shared: InMemoryCatalog

@@ -7,8 +7,8 @@ import Glibc
 /// records what is played into it) and the native protocol on a socket in a temporary runtime
 /// folder. Nothing already running is used or touched; no sound card is needed.
 ///
-/// Start one with ``start(sampleRate:)``; stop it with ``stop()`` (by its process id), or kill it
-/// abruptly with ``kill()`` to test server loss.
+/// Start one with ``start(sampleRate:keepSinkRunning:)``; stop it with ``stop()`` (by its process
+/// id), or kill it abruptly with ``kill()`` to test server loss.
 public final class PulseAudioDaemon: Sendable {
     /// The daemon's temporary runtime folder (socket, logs).
     public let runtimeDirectory: URL

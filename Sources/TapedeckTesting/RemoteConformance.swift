@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The contract every ``TakeRemote`` keeps, as one suite every remote's tests run, one test per
+/// The contract every `TakeRemote` keeps, as one suite every remote's tests run, one test per
 /// ``Area``: `@Test(arguments: RemoteConformance.Area.allCases) func conformance(_ area:)`
 /// calling ``check(_:partSize:make:)``. Every member runs on any task; files are written to a
 /// temporary folder and removed after.

@@ -33,8 +33,12 @@ public final class S3Server: Sendable {
     }
 
     /// Starts a server with an empty bucket `bucket`.
-    /// - Parameter dataDirectory: rclone's data folder (a tmpfs for disk-full tests); a new
-    ///   temporary folder when `nil`.
+    /// - Parameters:
+    ///   - kind: the server to run: `rclone serve s3` or `moto_server`.
+    ///   - bucket: the bucket made at start.
+    ///   - dataDirectory: rclone's data folder (a tmpfs for disk-full tests); a new
+    ///     temporary folder when `nil`.
+    ///   - port: the loopback port it listens on; a free one when `nil`.
     /// - Throws: when the program is missing (naming scripts/install-deps) or does not answer in 30 s.
     public init(_ kind: Kind, bucket: String = "takes", dataDirectory: URL? = nil, port: Int? = nil) throws {
         self.kind = kind

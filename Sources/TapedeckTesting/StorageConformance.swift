@@ -2,7 +2,7 @@ public import TapedeckCore
 import Foundation
 import Testing
 
-/// The contract every ``TakeStorage`` keeps, as one suite every store's tests run, one test per
+/// The contract every `TakeStorage` keeps, as one suite every store's tests run, one test per
 /// ``Area``: `@Test(arguments: StorageConformance.Area.allCases) func conformance(_ area:)`
 /// calling ``check(_:make:reopen:)``. Every member runs on any thread and blocks on disk I/O.
 public enum StorageConformance {
@@ -26,7 +26,7 @@ public enum StorageConformance {
         /// Annotations (notes, tags, clip count, the run a take belongs to) are kept, while the
         /// take records and after, across a reopen and through every read.
         case annotations
-        /// Facts stored part by part (``TakeStorage/annotateTake(_:keepingValid:)``): a part
+        /// Facts stored part by part (`TakeStorage.annotateTake(_:keepingValid:)`): a part
         /// that breaks its limit (1,200 markers, a loudness out of range) is left out and named;
         /// the loudness, first frame's time, run and the rest are kept.
         case annotationsKeepingValid
@@ -35,6 +35,7 @@ public enum StorageConformance {
     /// Checks one area against fresh stores made by `make`.
     ///
     /// - Parameters:
+    ///   - area: the part of the contract to check.
     ///   - make: a new, empty store whose file-system mutations and durable steps go through the
     ///     given seam.
     ///   - reopen: a new instance (no faults) over the same library as the given store, which the

@@ -18,7 +18,7 @@ public struct WAVDecoder: AudioDecoder {
 
     /// Opens the file at `url` for reading.
     /// - Thread: the thread that will read it. Blocks on disk I/O.
-    /// - Throws: ``TapedeckError`` `.notFound` if there is no such file; `.corruptFile` naming the
+    /// - Throws: `TapedeckError` `.notFound` if there is no such file; `.corruptFile` naming the
     ///   file and libsndfile's reason if it cannot be read as audio.
     public func openReader(at url: URL) throws -> any TakeReader {
         try WAVTakeReader(path: url.path)
@@ -32,7 +32,7 @@ public struct WAVDecoder: AudioDecoder {
     /// WAV written to a pipe: 0xFFFFFFFF, 0x7FFFF000, 0) or a header promising more than the file
     /// holds (a killed writer) is decoded and stored anew, so the library's copy is normal and
     /// `doctor` has nothing to say of it.
-    /// The file's `bext` and iXML, wherever in its chunks they are (``BroadcastWave``).
+    /// The file's `bext` and iXML, wherever in its chunks they are (`BroadcastWave`).
     /// - Thread: any. Blocks briefly on disk I/O.
     public func broadcastFacts(at url: URL) -> BroadcastFacts? {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

@@ -11,7 +11,7 @@ import Darwin
 /// Files are opened as RF64 with automatic downgrade: a take under 4 GiB ends up as a plain
 /// RIFF/WAVE file, a larger one as RF64 — a 32-bit size is never silently wrapped. The `fmt `
 /// chunk is WAVE_FORMAT_EXTENSIBLE only where the format needs it (more than 2 channels); see
-/// ``WAVHeader`` for the exact rule. Accepts s16, s24, s32 and f32, 8–192 kHz, 1–32 channels.
+/// `WAVHeader` for the exact rule. Accepts s16, s24, s32 and f32, 8–192 kHz, 1–32 channels.
 public struct WAVEncoder: AudioEncoder {
     /// `wav`. Thread: any; does not block.
     public var name: String { "wav" }
@@ -25,7 +25,7 @@ public struct WAVEncoder: AudioEncoder {
 
     /// Checks that `format` is within Tapedeck's ranges; every sample format is supported.
     /// - Thread: any. Does not block.
-    /// - Throws: ``TapedeckError`` `.invalidArgument` for a rate or channel count out of range.
+    /// - Throws: `TapedeckError` `.invalidArgument` for a rate or channel count out of range.
     public func validate(_ format: AudioFormat) throws {
         try format.validate()
     }
@@ -41,7 +41,7 @@ public struct WAVEncoder: AudioEncoder {
     /// Repairs a file whose writer died: trusts the file's length, not its header, drops a partial
     /// last frame and rewrites the RIFF/RF64, `data` and `fact` sizes to match, then fsyncs.
     /// - Thread: any. Blocks on disk I/O.
-    /// - Throws: ``TapedeckError`` `.notFound`; `.corruptFile` naming the file if it is too short or
+    /// - Throws: `TapedeckError` `.notFound`; `.corruptFile` naming the file if it is too short or
     ///   has no `fmt ` or `data` chunk; `.unsupportedFormat` for encodings Tapedeck does not write.
     public func repair(fileAt url: URL) throws -> RepairResult {
         let path = url.path
@@ -55,7 +55,7 @@ public struct WAVEncoder: AudioEncoder {
 
     /// Reads the header and checks it against the file's length; changes nothing.
     /// - Thread: any. Blocks on disk I/O.
-    /// Markers as a `cue ` chunk and `LIST adtl` labels after the audio (``WAVMarkers``).
+    /// Markers as a `cue ` chunk and `LIST adtl` labels after the audio (`WAVMarkers`).
     public func writeMarkers(_ markers: [TakeMarker], toFileAt url: URL) throws {
         let path = url.path
         let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
@@ -64,9 +64,9 @@ public struct WAVEncoder: AudioEncoder {
         try WAVMarkers.write(markers, to: RawFile(fd: fd, path: path, kind: "WAV"))
     }
 
-    /// Broadcast Wave `bext` and iXML (``BroadcastWave/write(_:to:)``): the loudness in place in
+    /// Broadcast Wave `bext` and iXML (`BroadcastWave.write(_:to:)`): the loudness in place in
     /// a `bext` the file has (the rest of it and an iXML left as they are), what it lacks after
-    /// the audio; every other chunk kept byte for byte and never read whole (``WAVTail``).
+    /// the audio; every other chunk kept byte for byte and never read whole (`WAVTail`).
     /// - Throws: `.corruptFile`, the file left as it was, when the bytes after its audio are not
     ///   whole chunks. - Thread: any. Blocks on disk I/O.
     public func writeFacts(_ metadata: TakeMetadata, toFileAt url: URL) throws {

@@ -92,7 +92,7 @@ final class WAVStreamWriter: TakeWriter {
 }
 
 extension WAVEncoder {
-    /// A WAV stream to `fd` (``WAVStreamWriter``). - Thread: the owning writer thread.
+    /// A WAV stream to `fd` (`WAVStreamWriter`). - Thread: the owning writer thread.
     public func makeStreamWriter(to fd: Int32, format: AudioFormat, metadata: TakeMetadata) throws -> any TakeWriter {
         try validate(format)
         return try WAVStreamWriter(fd: fd, format: format, expectedFrames: metadata.expectedFrames)

@@ -26,7 +26,12 @@ public final class Quantizer {
     private var errors: [Float]
     private let taps: [Float]
 
-    /// - Parameter seed: the dither's random sequence (the same seed gives the same output).
+    /// - Parameters:
+    ///   - sampleFormat: the integer sample format written (s16, s24 or s32).
+    ///   - channels: channels per frame.
+    ///   - sampleRate: frames per second; chooses the noise-shaping filter.
+    ///   - dither: how the samples are dithered.
+    ///   - seed: the dither's random sequence (the same seed gives the same output).
     public init(sampleFormat: SampleFormat, channels: Int, sampleRate: Int, dither: Dither, seed: UInt64 = 0x9E37_79B9_7F4A_7C15) {
         self.sampleFormat = sampleFormat
         self.channels = channels

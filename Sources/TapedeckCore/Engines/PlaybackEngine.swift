@@ -12,7 +12,7 @@ public struct PlaybackResult: Sendable, Hashable {
     public var stopped: Bool
 }
 
-/// Plays one take: a feeder thread decodes into a bounded ``SlotRing``; a device thread owns
+/// Plays one take: a feeder thread decodes into a bounded `SlotRing`; a device thread owns
 /// the playback stream and pulls from the ring, playing silence (counted) when it runs dry.
 public final class PlaybackEngine: Sendable {
     private let backend: any PlaybackBackend

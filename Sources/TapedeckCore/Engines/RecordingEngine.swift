@@ -95,13 +95,14 @@ public struct RecordingResult: Sendable, Hashable {
 }
 
 /// Runs one recording: a device thread that owns the capture stream and a writer thread that
-/// owns the take writer, joined by a bounded ``SlotRing``.
+/// owns the take writer, joined by a bounded `SlotRing`.
 ///
 /// The device thread never awaits, allocates, logs or touches the disk inside its loop. When the
 /// ring is full, a real-time stream's frames are dropped and the gap is counted, timestamped and
 /// filled with silence by the writer, so the take's timeline stays true.
 ///
-/// Use it once: ``open()``, then ``record(makeWriter:)`` (or ``close()``), with ``stop()`` from any thread.
+/// Use it once: ``open()``, then ``record(watching:plan:sequence:firstFileURL:makeWriter:)`` (or
+/// ``close()``), with ``stop()`` from any thread.
 public final class RecordingEngine: Sendable {
     private let backend: any CaptureBackend
     let settings: RecordingSettings
@@ -162,7 +163,11 @@ public final class RecordingEngine: Sendable {
 
     /// Creates an engine; nothing is opened until ``open()``. The engine uses the format,
     /// period, buffer, checkpoint interval and `measuresLevels` of `settings`.
-    /// - Parameter frameLimit: stop after exactly this many frames; `nil` records until ``stop()``.
+    /// - Parameters:
+    ///   - backend: the capture backend that opens the device.
+    ///   - settings: the recording settings the engine takes its format, sizes and intervals from.
+    ///   - frameLimit: stop after exactly this many frames; `nil` records until ``stop()``.
+    ///   - logger: where the device's opening, losses and returns are logged.
     public init(backend: any CaptureBackend, settings: RecordingSettings, frameLimit: Int64? = nil, logger: Logger) {
         self.backend = backend
         self.settings = settings

@@ -6,7 +6,7 @@ import Foundation
 /// block by block, and the requests and device events as they come; it answers with one
 /// ``Action`` at a time, which the writer carries out (writing frames to the current take,
 /// holding them as pre-roll, ending a take, beginning one) before it asks again. The one answer
-/// it needs back is whether a take could begin (``takeBegan(_:)``): making a take ready can fail
+/// it needs back is whether a take could begin (``takeBegan(_:bytes:)``): making a take ready can fail
 /// (a full disk), and then the run goes on as it was and tries again ten seconds of audio later;
 /// except at a size split, which is a bound no file passes: the take ends there, and the run
 /// waits (its audio not kept) until a take can begin again.
@@ -34,10 +34,10 @@ public struct RunSegmenter: Sendable {
         case end(TakeBoundary)
         /// Begin a take for this reason at this run frame, with the newest `preRoll` frames
         /// held (the take's first frames; offset + preRoll is the current position). Answer
-        /// with ``takeBegan(_:)``.
+        /// with ``takeBegan(_:bytes:)``.
         case begin(TakeBoundary, offset: Int64, preRoll: Int64)
         /// End the current take here and begin the next here, for this reason. Answer with
-        /// ``takeBegan(_:)``; when no take could be made ready, the current one goes on.
+        /// ``takeBegan(_:bytes:)``; when no take could be made ready, the current one goes on.
         case split(TakeBoundary)
         /// Add this marker to the current take (its frame counted from the take's start).
         case mark(TakeMarker)
@@ -80,8 +80,13 @@ public struct RunSegmenter: Sendable {
         public var retryFrames: Int64
 
         /// - Parameters:
+        ///   - plan: the run's plan: its splits, VOX, trigger, pre-roll and silence alarm.
+        ///   - sampleRate: the audio's frames per second, to turn the plan's seconds into frames.
+        ///   - bytesPerFrame: the size of one frame of the audio, for size splits.
+        ///   - blockFrames: the longest block decided by one level (a device period), and the
+        ///     shortest take a size split makes.
         ///   - firstAlignedSplit: frames from the run's start to the first boundary of the
-        ///     clock (``SplitRule/framesToClockBoundary(from:every:rate:)``) when the plan's
+        ///     clock (``SplitRule/framesToClockBoundary(from:every:rate:timeZone:)``) when the plan's
         ///     splits are aligned to it; the caller reads the clock, this type never does.
         public init(plan: RunPlan, sampleRate: Int, bytesPerFrame: Int, blockFrames: Int, firstAlignedSplit: Int64? = nil) {
             let rate = Double(sampleRate)
@@ -159,12 +164,14 @@ public struct RunSegmenter: Sendable {
     private var waiting: [TakeMarker] = []
     /// What follows an answered begin or split, in order.
     private var after: [Action] = []
-    /// The begin or split waiting for ``takeBegan(_:)``, with the markers that ride on it.
+    /// The begin or split waiting for ``takeBegan(_:bytes:)``, with the markers that ride on it.
     private var asked: (action: Action, marker: TakeMarker?)?
 
     /// - Parameters:
+    ///   - rules: the rules of the run, in frames.
     ///   - startsWithTake: the run's first take is open from its first frame (a run that does
     ///     not wait), made ready by the caller; its file is `bytes` long already.
+    ///   - bytes: the first take's file size now (its header), for size splits.
     public init(rules: Rules, startsWithTake: Bool, bytes: Int64 = 0) {
         self.rules = rules
         if startsWithTake { take = Take(offset: 0, reason: .start, bytesSeen: bytes) }
@@ -215,7 +222,9 @@ public struct RunSegmenter: Sendable {
 
     /// The answer to ``Action/begin(_:offset:preRoll:)`` or ``Action/split(_:)``: whether a take
     /// could be made ready and has begun.
-    /// - Parameter bytes: the new take's file size now (its header), for size splits.
+    /// - Parameters:
+    ///   - began: whether the take was made ready and has begun.
+    ///   - bytes: the new take's file size now (its header), for size splits.
     public mutating func takeBegan(_ began: Bool, bytes: Int64 = 0) {
         guard let (action, marker) = asked else { return }
         asked = nil
@@ -285,6 +294,7 @@ public struct RunSegmenter: Sendable {
 
     /// The next thing to do with a block of which `available` frames are left.
     /// - Parameters:
+    ///   - available: the frames of the block not yet written or held.
     ///   - gap: the block is silence standing in for audio that was lost (an overrun): it
     ///     goes where audio would, but no level decides on it and it raises no alarm.
     ///   - level: the peak level (0...1, the loudest channel) of the block's next frames, this

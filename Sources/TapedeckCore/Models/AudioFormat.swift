@@ -53,7 +53,11 @@ public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible 
     public var layout: ChannelLayout
 
     /// Creates a format. Call ``validate()`` before using values that came from a user.
-    /// - Parameter layout: the speakers; `nil` for the conventional layout of `channels`.
+    /// - Parameters:
+    ///   - sampleRate: frames per second.
+    ///   - channels: interleaved channels per frame.
+    ///   - sampleFormat: how each sample is stored.
+    ///   - layout: the speakers; `nil` for the conventional layout of `channels`.
     public init(sampleRate: Int, channels: Int, sampleFormat: SampleFormat, layout: ChannelLayout? = nil) {
         self.sampleRate = sampleRate
         self.channels = channels

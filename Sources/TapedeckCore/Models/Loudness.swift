@@ -94,8 +94,12 @@ public final class MeasuringTakeWriter: TakeWriter {
     private let waveform: WaveformTap?
     private let notes: WriterNotes
 
-    /// - Parameter notes: gets the first frame's time, and the loudness of every frame written
-    ///   when ``finish()`` is called, and the waveform overview of every frame written.
+    /// - Parameters:
+    ///   - inner: the writer that makes the file.
+    ///   - meter: measures the loudness of every frame written; `nil` for none.
+    ///   - waveform: draws the waveform overview of every frame written; `nil` for none.
+    ///   - notes: gets the first frame's time, and the loudness of every frame written
+    ///     when ``finish()`` is called, and the waveform overview of every frame written.
     public init(_ inner: any TakeWriter, meter: (any LoudnessMeter)?, waveform: WaveformTap? = nil, notes: WriterNotes) {
         self.inner = inner
         self.meter = meter

@@ -93,8 +93,10 @@ public struct WaveformBuilder: Sendable {
     private var blockMax: Float = -.infinity
     private var blockFrames = 0
 
-    /// - Parameter capacity: the most points kept (even; 4096 draws a phone-wide overview with
-    ///   room to zoom twice).
+    /// - Parameters:
+    ///   - sampleRate: the audio's frames per second, given to the peaks built.
+    ///   - capacity: the most points kept (even; 4096 draws a phone-wide overview with
+    ///     room to zoom twice).
     public init(sampleRate: Int, capacity: Int = 4096) {
         self.sampleRate = sampleRate
         self.capacity = max(2, capacity & ~1)

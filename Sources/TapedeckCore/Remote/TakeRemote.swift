@@ -5,7 +5,7 @@ public import Foundation
 /// remote holds copies, each addressed by a ``RemoteKey`` relative to the remote's own root or
 /// prefix.
 ///
-/// The contract (``RemoteConformance`` in TapedeckTesting checks it):
+/// The contract (`RemoteConformance` in TapedeckTesting checks it):
 /// - An object becomes visible whole or not at all; a reader never sees half an upload.
 /// - ``upload(_:to:resuming:options:started:progress:)`` never replaces an object another
 ///   upload made: a key that already holds an object is refused with `.alreadyExists`.

@@ -10,7 +10,7 @@ import Darwin
 /// with no record is pending. One `push` at a time changes it: ``claim(timeout:)`` takes the
 /// library's push lock for the whole run.
 ///
-/// Every member runs on any thread and blocks on disk I/O (never for long, except ``claim``,
+/// Every member runs on any thread and blocks on disk I/O (never for long, except ``claim(timeout:)``,
 /// which waits for the lock).
 public struct UploadLedger: Sendable {
     /// The ledger's file and its lock, at the library root. Stores leave them alone.

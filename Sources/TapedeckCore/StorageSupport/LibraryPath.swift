@@ -23,9 +23,13 @@ public enum LibraryPath {
     }
 
     /// `relative` resolved under `root`, refusing an absolute path, a component that is not a
-    /// plain name, or a symbolic link at any component (`followingLast: false` leaves the last
+    /// plain name, or a symbolic link at any component (`checkingLast: false` leaves the last
     /// component unchecked, for removing a link itself).
-    /// - Parameter source: what named the path, for the message, e.g. "The catalog".
+    /// - Parameters:
+    ///   - relative: the path inside the library, `/`-separated.
+    ///   - root: the library's folder.
+    ///   - source: what named the path, for the message, e.g. "The catalog".
+    ///   - checkingLast: whether the last component is checked for a symbolic link too.
     /// - Throws: `.corruptFile` for a path that leaves the library; `.io` for a link.
     public static func resolve(_ relative: String, under root: URL, namedBy source: String,
                                checkingLast: Bool = true) throws -> URL {
