@@ -32,8 +32,9 @@ public enum TapedeckCLI {
     /// written at exit whichever way the command ends.
     /// - Thread: the main thread, from top-level code; blocks (awaits) for the whole command and
     ///   never returns.
+    @MainActor
     public static func main(catalog: PluginCatalog) async -> Never {
-        await BoundCatalog.$current.withValue(catalog) {
+        await BoundCatalog.$current.withValue(catalog) { @MainActor in
             await Tapedeck.runProcess()
         }
         exit(0)

@@ -34,6 +34,9 @@ struct Tapedeck: AsyncParsableCommand {
     /// Parses and runs the command. Writing to a closed pipe is an error each write handles
     /// (``StandardOutput``), never a signal that kills the process, for every command; what is
     /// gathered for stdout is written at exit, whichever way the command ends.
+    /// - Thread: the main thread (the main actor), as an `@main` command's `main()` runs: the
+    ///   commands and their shell completion expect it.
+    @MainActor
     static func runProcess() async {
         signal(SIGPIPE, SIG_IGN)
         atexit(flushStandardOutputAtExit)
