@@ -219,6 +219,8 @@ struct RecordCommand: AsyncParsableCommand {
             // that arrives while the command starts is a stop request too, not the default
             // action in the middle of opening the catalog. SIGUSR2 triggers an armed run.
             let stops = StopRelay()
+            // Under systemd (Type=notify): readiness, status and the watchdog (RecordCommand+Service).
+            let notifier = ServiceNotifier(environment: ProcessInfo.processInfo.environment)
             // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
             let (markers, triggers) = (SignalTally(), SignalTally())
             let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1] + (plan.armed ? [SIGUSR2] : []),
@@ -230,9 +232,12 @@ struct RecordCommand: AsyncParsableCommand {
                                                  triggers.add(count) { _ in stops.trigger() }
                                              }
                                          }) { _ in
+                notifier.stopping(status: "Stopping: finishing the take")
                 Task { @MainActor in stops.request() }
             }
             defer { signals.cancel() }
+            let extending = Self.extendingStart(notifier)
+            defer { extending?.cancel() }
             // Recording reads only the session it records into, never the whole library, so it
             // starts as quickly in a library of thousands of takes as in an empty one.
             let studio = try await global.makeStudio(loadingSessions: false, writing: true, flags: try formatFlags(),
@@ -243,6 +248,7 @@ struct RecordCommand: AsyncParsableCommand {
             let toStdout = output == "-"
             let (fileURL, chosen) = try checkedOutput(seconds: seconds, studio: studio)
             let recorder = try studio.makeRecorder(encoder: chosen)
+            extending?.cancel()
             // capture.resume in the config does what --resume does (not for -o: one file).
             if output == nil && recorder.settings.resume { plan.resume = true }
             // A run splits on request too (the page's Split, `tapedeck` control socket).
@@ -260,6 +266,11 @@ struct RecordCommand: AsyncParsableCommand {
             let banner = !showMeter && !Terminal.quiet.load(ordering: .relaxed)
                 ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan, stopsAt: stopsAt, total: seconds, bannerOnly: true) } : nil
             defer { banner?.cancel() }
+            let service = Self.serviceWatch(recorder, notifier: notifier)
+            defer {
+                service?.cancel()
+                notifier.stopping(status: "Stopped")
+            }
             let clock = Self.wallClockStop(recorder: recorder, until: until == nil ? nil : stopsAt, duration: seconds, resume: plan.resume)
             defer { clock?.cancel() }
             // Keys on a terminal: `m` sets a marker, Enter triggers an armed run. The terminal's

@@ -134,6 +134,9 @@ capture:
     # Fault injection for tests: seconds after the loss when the device can be
     # opened again (-1: never).
     device-back-after: -1
+    # Fault injection for tests: the device hangs at this frame, its reads never
+    # returning, as a driver that stops answering (-1: never).
+    freeze-at-frame: -1
     # Switch the signal off and on, for sound-activated runs: seconds off, on,
     # off… ("2,1,3,0.5"), repeating; empty: always on.
     gate: ""

@@ -1,5 +1,8 @@
 public import TapedeckCore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Faults the null capture can inject, for tests of the overrun and device-loss paths.
 public struct NullFaults: Sendable, Hashable {
@@ -12,6 +15,10 @@ public struct NullFaults: Sendable, Hashable {
     /// Seconds after the loss when the device can be opened again, as a replugged one would
     /// (it then starts its signal from frame 0 and is not lost again); `nil`: it never comes back.
     public var deviceBackAfter: Double?
+    /// At this frame the "device" hangs: a read never returns, as with a driver that stopped
+    /// answering (what a service watchdog is for); `nil`: never.
+
+    public var freezeAtFrame: Int64? = nil
 
     public init(overrunAtFrame: Int64? = nil, overrunFrames: Int64 = Int64(NullCaptureSettings.overrunFrames.defaultValue),
                 deviceLossAtFrame: Int64? = nil, deviceBackAfter: Double? = nil) {
@@ -115,8 +122,13 @@ final class NullCaptureStream: CaptureStream {
             device.lose()
             throw TapedeckError(.deviceLost, "The null capture device was removed at frame \(loss) (an injected fault).")
         }
+        if let freeze = faults.freezeAtFrame, position >= freeze {
+            // A hung driver: the read never returns, whatever else happens.
+            while true { sleep(3600) }
+        }
         var n = Int64(min(maxFrames, periodFrames))
         if let loss = faults.deviceLossAtFrame { n = min(n, max(loss - position, 0)) }
+        if let freeze = faults.freezeAtFrame { n = min(n, max(freeze - position, 0)) }
         var lost: Int64 = 0
         if let at = faults.overrunAtFrame, !overrunInjected, position + n > at {
             overrunInjected = true

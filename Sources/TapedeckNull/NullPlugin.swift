@@ -22,11 +22,13 @@ public struct NullCaptureSettings: SettingsGroup, Hashable {
         help: "Make the device disappear at this frame (-1: never).")
     public static let deviceBackAfter = Setting<Double>("device-back-after", range: -1...86_400, default: -1,
         help: "Fault injection for tests: seconds after the loss when the device can be opened again (-1: never).")
+    public static let freezeAtFrame = Setting<Int>("freeze-at-frame", range: -1...Int.max, default: -1,
+        help: "Fault injection for tests: the device hangs at this frame, its reads never returning, as a driver that stops answering (-1: never).")
     public static let gate = Setting<String>("gate", default: "",
         help: "Switch the signal off and on: seconds off, on, off… (\"2,1,3,0.5\"), repeating; empty: always on.")
     public static let declarations = [signal.declaration, frequency.declaration, level.declaration, seed.declaration,
                                       paced.declaration, overrunAtFrame.declaration, overrunFrames.declaration,
-                                      deviceLossAtFrame.declaration, deviceBackAfter.declaration, gate.declaration]
+                                      deviceLossAtFrame.declaration, deviceBackAfter.declaration, freezeAtFrame.declaration, gate.declaration]
 
     /// The signal to generate.
     public var signal: NullSignal
@@ -52,6 +54,7 @@ public struct NullCaptureSettings: SettingsGroup, Hashable {
                             overrunFrames: Int64(settings[Self.overrunFrames]),
                             deviceLossAtFrame: loss >= 0 ? Int64(loss) : nil,
                             deviceBackAfter: settings[Self.deviceBackAfter] >= 0 ? settings[Self.deviceBackAfter] : nil)
+        if settings[Self.freezeAtFrame] >= 0 { faults.freezeAtFrame = Int64(settings[Self.freezeAtFrame]) }
     }
 }
 
