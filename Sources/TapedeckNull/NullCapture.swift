@@ -17,7 +17,6 @@ public struct NullFaults: Sendable, Hashable {
     public var deviceBackAfter: Double?
     /// At this frame the "device" hangs: a read never returns, as with a driver that stopped
     /// answering (what a service watchdog is for); `nil`: never.
-
     public var freezeAtFrame: Int64? = nil
 
     public init(overrunAtFrame: Int64? = nil, overrunFrames: Int64 = Int64(NullCaptureSettings.overrunFrames.defaultValue),
