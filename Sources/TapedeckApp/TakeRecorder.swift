@@ -1,7 +1,7 @@
 public import Observation
 public import TapedeckCore
 public import Logging
-import Foundation
+public import Foundation
 
 /// Records takes: opens the capture device, commits the take's row, runs the
 /// `RecordingEngine` and finishes the take in storage.
@@ -62,6 +62,10 @@ public final class TakeRecorder {
     /// A VOX take in its hold time, and the markers set so far.
     public private(set) var voxHolding = false
     public private(set) var markerCount = 0
+    /// A resuming run whose device is lost: when it went; `nil` while it delivers.
+    public private(set) var deviceLostAt: Date?
+    /// Attempts to open the lost device again so far (``RecordingProgress/deviceRetries``).
+    public private(set) var deviceRetries = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
                 settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts(),
@@ -576,6 +580,8 @@ public final class TakeRecorder {
         silenceAlarms = progress.silenceAlarms
         voxHolding = progress.voxHolding
         markerCount = progress.markers
+        deviceLostAt = progress.deviceLostAt
+        deviceRetries = progress.deviceRetries
         peaks = progress.peaks
         overrunCount = progress.overrunCount
         clippedSamples = progress.clippedSamples

@@ -241,7 +241,7 @@ public struct ConfigurationLoader: Sendable {
             }
             if parts.count == 3, !plugins.contains(parts[1]) {
                 return TapedeckError(.configuration,
-                    "\(origin): \(path): \"\(parts[1])\" is not a \(role.rawValue) plugin\(Suggestion.phrase(parts[1], plugins)). Known: \(plugins.sorted().joined(separator: ", ")).")
+                    "\(origin): \(path): \"\(parts[1])\" is not \(role == .encoder ? "an" : "a") \(role.rawValue) plugin\(Suggestion.phrase(parts[1], plugins)). Known: \(plugins.sorted().joined(separator: ", ")).")
             }
         }
         let siblings = keys.filter { $0.split(separator: ".").dropLast().joined(separator: ".") == parts.dropLast().joined(separator: ".") }

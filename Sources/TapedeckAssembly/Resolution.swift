@@ -34,10 +34,11 @@ struct Resolution {
             if let role = section.role, let selector = section.selector {
                 roles[section.name] = select(role, section: section.name, selector: selector)
                 // A plugin section that is not selected is still checked: a typo there would
-                // otherwise surface only on the day that plugin is chosen.
+                // otherwise surface only on the day that plugin is chosen. An encoder's is kept
+                // too: `export --format flac` uses encoder.flac.* whatever encoder.name says.
                 for entry in catalog.entries(for: role) where entry.name != roles[section.name]?.plugin {
                     let prefix = section.name + "." + entry.name
-                    if layers.mentions(section: prefix) { _ = read(entry.settings, section: prefix, keeping: false) }
+                    if layers.mentions(section: prefix) { _ = read(entry.settings, section: prefix, keeping: role == .encoder) }
                 }
             }
         }

@@ -49,7 +49,8 @@ public final class Studio {
         var encoders: [any AudioEncoder] = []
         for plugin in catalog.encoders {
             let settings = plugin.name == configuration.encoder.plugin
-                ? configuration.encoder.settings : try PluginSettings.resolving(plugin.settings)
+                ? configuration.encoder.settings
+                : try PluginSettings.resolving(plugin.settings, overrides: Self.configuredTexts(of: plugin.name, in: configuration))
             encoders.append(try plugin.make(settings, Self.context(context, "encoder", plugin.name)))
         }
         self.encoders = encoders
@@ -125,7 +126,7 @@ public final class Studio {
             throw TapedeckError(.invalidArgument,
                 "Unknown format \"\(name)\". Formats in this build: \(catalog.encoders.map(\.name).joined(separator: ", ")).")
         }
-        var texts: [String: String] = [:]
+        var texts = Self.configuredTexts(of: name, in: configuration)
         if name == configuration.encoder.plugin {
             for (k, v) in configuration.encoder.settings.values { texts[k] = v.description }
         }
@@ -247,5 +248,18 @@ extension Studio {
     public func makeFleetReader(remote: any TakeRemote, partials: PartialFiles) -> FleetReader {
         FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger,
                     audioExtensions: Set(encoders.map(\.fileExtension)).union(decoders.flatMap(\.encodings)))
+    }
+}
+
+extension Studio {
+    /// The settings of the encoder `name` that the configuration sets (a file, the environment,
+    /// `--set`), by key as text: an encoder other than `encoder.name` is set up as configured too.
+    static func configuredTexts(of name: String, in configuration: TapedeckConfiguration) -> [String: String] {
+        let prefix = "encoder.\(name)."
+        var texts: [String: String] = [:]
+        for (key, resolved) in configuration.settings where key.hasPrefix(prefix) {
+            texts[String(key.dropFirst(prefix.count))] = resolved.value.description
+        }
+        return texts
     }
 }

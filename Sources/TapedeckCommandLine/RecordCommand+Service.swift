@@ -1,6 +1,21 @@
 import Foundation
+import Synchronization
 import TapedeckApp
 import TapedeckCore
+
+/// `STOPPING=1` said once, whichever comes first: a stop signal, or the end of the run.
+final class ServiceStopping: Sendable {
+    private let said = Atomic<Bool>(false)
+    let notifier: ServiceNotifier
+
+    init(_ notifier: ServiceNotifier) { self.notifier = notifier }
+
+    /// - Thread: any (the signal handler's queue, the main actor); never blocks.
+    func say(_ status: String) {
+        guard notifier.isActive, !said.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        notifier.stopping(status: status)
+    }
+}
 
 extension RecordCommand {
     /// Tells systemd how a recording run by a `Type=notify` service goes (``ServiceNotifier``;
@@ -15,21 +30,28 @@ extension RecordCommand {
             let tick = min(notifier.watchdogInterval.map { $0 / 2 } ?? .seconds(5), .seconds(5))
             let statusEvery = Duration.seconds(5)
             var lastFrames: Int64 = 0
+            var lastRetries = 0
             var ready = false
             var lastStatus = ContinuousClock.now
+            // What the run does (records, waits for its device or trigger): a change is said at once.
+            var lastState = ""
             while !Task.isCancelled {
                 // Until audio flows, look often: READY=1 is said as soon as it does.
                 try? await Task.sleep(for: ready ? tick : .milliseconds(100))
                 if Task.isCancelled { break }
                 recorder.refreshProgress()
-                let frames = recorder.frames
-                guard recorder.phase == .recording, frames > lastFrames else { continue }
-                lastFrames = frames
+                // Alive: frames arrived and were written, or (a resuming run whose device is
+                // gone) the device thread tried to open it again.
+                let (frames, retries) = (recorder.frames, recorder.deviceRetries)
+                guard recorder.phase == .recording, frames > lastFrames || retries > lastRetries else { continue }
+                (lastFrames, lastRetries) = (frames, retries)
+                let state = "\(recorder.deviceLostAt != nil) \(String(describing: recorder.waiting))"
                 if !ready {
                     ready = true
                     notifier.ready(status: serviceStatus(recorder))
-                    lastStatus = ContinuousClock.now
-                } else if ContinuousClock.now - lastStatus >= statusEvery {
+                    (lastStatus, lastState) = (ContinuousClock.now, state)
+                } else if ContinuousClock.now - lastStatus >= statusEvery || state != lastState {
+                    lastState = state
                     notifier.status(serviceStatus(recorder))
                     lastStatus = ContinuousClock.now
                 }
@@ -41,6 +63,9 @@ extension RecordCommand {
     /// One line for `systemctl status`: what the run is doing, its take, time and level.
     @MainActor
     static func serviceStatus(_ recorder: TakeRecorder) -> String {
+        if let lost = recorder.deviceLostAt {
+            return "Waiting for the device, lost at \(lost.formatted(date: .omitted, time: .standard)) (trying every second); the takes before are kept"
+        }
         switch recorder.waiting {
         case .armed: return "Armed: waiting for the trigger"
         case .vox: return "Waiting for sound (VOX)"
@@ -52,6 +77,7 @@ extension RecordCommand {
             line += String(format: ", peak %.0f dBFS", 20 * log10(Double(peak)))
         }
         if recorder.overrunCount > 0 { line += ", \(Terminal.counted(recorder.overrunCount, "overrun"))" }
+        if recorder.silenceAlarms > 0 { line += ", silence alarm raised \(recorder.silenceAlarms == 1 ? "once" : "\(recorder.silenceAlarms) times")" }
         return line
     }
 

@@ -221,6 +221,7 @@ struct RecordCommand: AsyncParsableCommand {
             let stops = StopRelay()
             // Under systemd (Type=notify): readiness, status and the watchdog (RecordCommand+Service).
             let notifier = ServiceNotifier(environment: ProcessInfo.processInfo.environment)
+            let stopping = ServiceStopping(notifier)
             // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
             let (markers, triggers) = (SignalTally(), SignalTally())
             let signals = try SignalTrap(signals: [SIGINT, SIGTERM, SIGHUP, SIGUSR1] + (plan.armed ? [SIGUSR2] : []),
@@ -232,7 +233,7 @@ struct RecordCommand: AsyncParsableCommand {
                                                  triggers.add(count) { _ in stops.trigger() }
                                              }
                                          }) { _ in
-                notifier.stopping(status: "Stopping: finishing the take")
+                stopping.say("Stopping: finishing the take")
                 Task { @MainActor in stops.request() }
             }
             defer { signals.cancel() }
@@ -269,7 +270,7 @@ struct RecordCommand: AsyncParsableCommand {
             let service = Self.serviceWatch(recorder, notifier: notifier)
             defer {
                 service?.cancel()
-                notifier.stopping(status: "Stopped")
+                stopping.say("Stopped")
             }
             let clock = Self.wallClockStop(recorder: recorder, until: until == nil ? nil : stopsAt, duration: seconds, resume: plan.resume)
             defer { clock?.cancel() }

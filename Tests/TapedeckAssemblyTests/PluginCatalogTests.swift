@@ -29,6 +29,13 @@ struct PluginCatalogTests {
         #expect(PluginCatalog.builtIn.added(to: .builtIn).isEmpty)
     }
 
+    @Test("added decoders are tried first: a package's reader of its own format before a general one")
+    func decodersFirst() {
+        let decoder = DecoderPlugin(name: "outside", summary: "An outside decoder.") { _ in RawPCMStandIn() }
+        let catalog = PluginCatalog.builtIn.adding(decoders: [decoder])
+        #expect(catalog.decoders.map(\.name) == ["outside"] + PluginCatalog.builtIn.decoders.map(\.name))
+    }
+
     @Test("a plugin named as a built-in one takes its place, so names stay unique in a role")
     func replaces() throws {
         let first = try #require(PluginCatalog.builtIn.encoders.first)
@@ -54,8 +61,12 @@ struct PluginCatalogTests {
     }
 }
 
-/// An encoder for the catalog tests: never asked to write.
-struct RawPCMStandIn: AudioEncoder {
+/// An encoder and decoder for the catalog tests: never asked to write or read.
+struct RawPCMStandIn: AudioEncoder, AudioDecoder {
+    var encodings: Set<String> { ["outside"] }
+    func openReader(at url: URL) throws -> any TakeReader {
+        throw TapedeckError(.unsupportedFormat, "not for reading")
+    }
     var name: String { "outside" }
     var fileExtension: String { "raw" }
     func validate(_ format: AudioFormat) throws {}

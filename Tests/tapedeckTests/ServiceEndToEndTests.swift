@@ -50,6 +50,26 @@ struct ServiceEndToEndTests {
         #expect(socket.now - last >= 2.0, "pings went on after the device hung")
     }
 
+    @Test("a resuming run whose device is gone keeps the watchdog fed while it tries the device, and says it waits")
+    func resumeWaits() async throws {
+        let socket = try NotifySocket()
+        defer { socket.close() }
+        var cli = try CLIHarness()
+        defer { try? FileManager.default.removeItem(at: cli.library) }
+        // A 3 s watchdog (pings every 1.5 s); the device goes after 0.5 s of audio and is back 4 s later.
+        cli.extraEnvironment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "3000000"]
+        let r = try await cli.run("record", "--resume", "--set", "capture.null.device-loss-at-frame=24000",
+                                  "--set", "capture.null.device-back-after=4", "7s")
+        #expect(r.status == 4, "\(r.stderr)")
+        let messages = socket.messages
+        #expect(messages.contains { $0.text.hasPrefix("STATUS=Waiting for the device, lost at ") }, "\(messages.map(\.text))")
+        let pings = messages.filter { $0.text == "WATCHDOG=1" }.map(\.at)
+        #expect(pings.count >= 3, "\(messages.map(\.text))")
+        for (a, b) in zip(pings, pings.dropFirst()) {
+            #expect(b - a < 3.0, "pings \(String(format: "%.2f", b - a)) s apart: systemd would have restarted the recorder")
+        }
+    }
+
     @Test("a recording that ends tells STOPPING=1, and no watchdog is pinged without WATCHDOG_USEC")
     func stopping() async throws {
         let socket = try NotifySocket()
@@ -73,7 +93,7 @@ struct ServiceEndToEndTests {
         let r = try await cli.run("service", "print", "--config", "Configuration/ci.yaml", "--set", "capture.null.level=0.25 ")
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        for line in ["Type=notify", "NotifyAccess=main", "WatchdogSec=30", "Restart=on-failure", "SuccessExitStatus=3 6",
+        for line in ["Type=notify", "NotifyAccess=main", "WatchdogSec=30", "Restart=always", "SuccessExitStatus=3 4 6 130",
                      "RestartPreventExitStatus=64 78", "WantedBy=default.target"] {
             #expect(lines.contains(line), "no \(line) in:\n\(r.stdout)")
         }
@@ -88,10 +108,19 @@ struct ServiceEndToEndTests {
         #expect(!system.stdout.contains("WatchdogSec"))
         #expect(system.stdout.contains("record --session \"Night 50%%\" --split 30m"), "\(system.stdout)")
 
+        // A run that ends by itself is started again only when it fails.
+        let timed = try await cli.run("service", "print", "--", "-d", "1h")
+        #expect(timed.stdout.contains("\nRestart=on-failure\n"), "\(timed.stdout)")
+
+        // What the service could not start with is refused now, with record's and config check's words.
         let wrong = try await cli.run("service", "print", "--", "--no-such-option")
         #expect(wrong.status == 64)
         #expect(wrong.stderr.contains("--no-such-option") && wrong.stderr.contains("tapedeck record --help"), "\(wrong.stderr)")
         #expect(wrong.stdout.isEmpty)
+        let value = try await cli.run("service", "print", "--", "--split", "banana")
+        #expect(value.status == 64 && value.stdout.isEmpty, "\(value.stderr)")
+        let setting = try await cli.run("service", "print", "--set", "capture.backend=nosuch")
+        #expect(setting.status == 78 && setting.stderr.contains("nosuch") && setting.stdout.isEmpty, "\(setting.stderr)")
     }
 
     @Test("systemd itself reads the unit without a complaint")

@@ -31,6 +31,12 @@ public struct RecordingProgress: Sendable, Hashable {
     public var voxHolding = false
     /// Markers set in the run so far.
     public var markers = 0
+    /// A run that resumes (`--resume`) and lost its device: when, while it waits for it to come
+    /// back; `nil` while the device delivers.
+    public var deviceLostAt: Date?
+    /// Attempts to open the lost device again so far (one a second while it is away): the
+    /// device thread is alive and trying even while no frame arrives.
+    public var deviceRetries = 0
 
     /// What a run with no take open waits for.
     public enum Waiting: Sendable, Hashable {
@@ -343,7 +349,10 @@ public final class RecordingEngine: Sendable {
         while resume, case .deviceLost(let error) = end, !stopFlag.load(ordering: .acquiring) {
             stream.close()
             let lostAt = ContinuousClock.now
-            shared.withLock { $0.lostAt = (lostAt, Date()) }
+            shared.withLock {
+                $0.lostAt = (lostAt, Date())
+                $0.progress.deviceLostAt = Date()
+            }
             ring.publish(waitForSlot(ring), frames: 0, bufferGap: 0, deviceGap: 0, event: .deviceLost)
             dataSignal.signal()
             logger.warning("\(error.message) Waiting for the device to come back (trying every second; Ctrl-C stops).")
@@ -357,6 +366,7 @@ public final class RecordingEngine: Sendable {
                     if let deadline, ContinuousClock.now >= deadline { break waiting }
                     Thread.sleep(forTimeInterval: 0.05)
                 }
+                shared.withLock { $0.progress.deviceRetries += 1 }
                 guard let s = try? backend.openCaptureStream(format: format, options: CaptureOptions(periodFrames: settings.periodFrames)) else { continue }
                 if s.format == format && s.periodFrames <= ring.slotFrames {
                     reopened = s
@@ -378,6 +388,7 @@ public final class RecordingEngine: Sendable {
             shared.withLock {
                 $0.resumedAt = .now
                 $0.resumedDate = Date()
+                $0.progress.deviceLostAt = nil
             }
             logger.notice("The device is back after \(away.components.seconds) s; recording goes on in a new take.")
             ring.publish(waitForSlot(ring), frames: 0, bufferGap: 0, deviceGap: 0, event: .deviceResumed)
