@@ -237,7 +237,14 @@ final class S3Client: Sendable {
         let request = makeRequest(method, key: key, query: query, headers: extra, body: body, payloadHash: payloadHash, pace: pace, sending: sending)
         let small = pace == nil && (body?.readableBytes ?? 0) <= 1 << 20
         let deadline = NIODeadline.now() + (small ? answerWithin : TimeAmount.hours(24))
-        let response = try await http.execute(request, deadline: deadline, logger: logger)
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, deadline: deadline, logger: logger)
+        } catch let error as HTTPClientError where small && error == .deadlineExceeded {
+            // The answer's time ran out before its head came: the same slow answer as one whose
+            // body is not finished in time, said and retried the same way.
+            throw SlowAnswer(seconds: max(1, answerWithin.nanoseconds / 1_000_000_000))
+        }
         guard method != .HEAD else { return Response(status: Int(response.status.code), headers: response.headers, body: ByteBuffer()) }
         // A small request's answer has what is left of its time; a large one's, all of it again.
         let left = small ? max(deadline - NIODeadline.now(), .milliseconds(1)) : answerWithin
