@@ -64,7 +64,7 @@ public final class TakeRecorder {
     public private(set) var markerCount = 0
     /// A resuming run whose device is lost: when it went; `nil` while it delivers.
     public private(set) var deviceLostAt: Date?
-    /// Attempts to open the lost device again so far (``RecordingProgress/deviceRetries``).
+    /// Attempts to open the lost device again so far (`RecordingProgress.deviceRetries`).
     public private(set) var deviceRetries = 0
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
