@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "TapedeckServerAssembly", targets: ["TapedeckServerAssembly"]),
         .library(name: "TapedeckCommandLine", targets: ["TapedeckCommandLine"]),
         .library(name: "TapedeckS3", targets: ["TapedeckS3"]),
+        .library(name: "TapedeckAlerts", targets: ["TapedeckAlerts"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
         // without root). Never linked into Tapedeck.
@@ -127,6 +128,9 @@ let package = Package(
         .target(name: "CFileSpace", path: "Sources/Shims/CFileSpace"),
         .target(name: "CChildSpawn", path: "Sources/Shims/CChildSpawn"),
         .target(name: "CUnixSocket", path: "Sources/Shims/CUnixSocket"),
+        // The alerts' transfers (an HTTP POST, a mail over SMTP) through libcurl, behind functions
+        // Swift can call (curl_easy_setopt is variadic).
+        .target(name: "CCurlTransfer", path: "Sources/Shims/CCurlTransfer", linkerSettings: [.linkedLibrary("curl")]),
         // The ring stream's real-time half (TapedeckCore's DeviceRing): the SPSC ring, its hole
         // queue and its eventfd, shared by every callback backend's C shim.
         .target(name: "CRingStream", path: "Sources/Shims/CRingStream"),
@@ -235,6 +239,13 @@ let package = Package(
             dependencies: ["TapedeckCore", "CZlib", "CUnixSocket", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        // Alerts that reach a person (the config's alerts: list): webhooks, ntfy and mail through
+        // libcurl (libcurl4-openssl-dev), an outbox on disk, per-rule limits.
+        .target(
+            name: "TapedeckAlerts",
+            dependencies: ["TapedeckCore", "CCurlTransfer", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // zlib, for the PNG files `tapedeck waveform` draws.
         .systemLibrary(
             name: "CZlib", path: "Sources/Shims/CZlib",
@@ -271,7 +282,7 @@ let package = Package(
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
+                "TapedeckCore", "TapedeckApp", "TapedeckAlerts", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 .target(name: "TapedeckJACK", condition: .when(traits: ["JACK"])),
@@ -310,7 +321,7 @@ let package = Package(
         .target(
             name: "TapedeckCommandLine",
             dependencies: [
-                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckServer", "TapedeckCore", "CStopSignals", "CQRencode",
+                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckAlerts", "TapedeckServer", "TapedeckCore", "CStopSignals", "CQRencode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -382,6 +393,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "TapedeckAppTests", dependencies: ["TapedeckApp", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckAlertsTests", dependencies: ["TapedeckAlerts", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: swiftSettings),
         .testTarget(
             name: "TapedeckAssemblyTests",
             dependencies: ["TapedeckAssembly", "TapedeckTesting", "TapedeckNull", "TapedeckDirectoryStorage"],

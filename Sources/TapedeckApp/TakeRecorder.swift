@@ -59,6 +59,9 @@ public final class TakeRecorder {
     public private(set) var waiting: RecordingProgress.Waiting?
     public private(set) var preRollFrames: Int64 = 0
     public private(set) var silenceAlarms = 0
+    /// The latest silence alarm, and whether the input is still silent (`RecordingProgress.lastSilence`).
+    public private(set) var lastSilence: SilenceEvent?
+    public private(set) var silenceOngoing = false
     /// A VOX take in its hold time, and the markers set so far.
     public private(set) var voxHolding = false
     public private(set) var markerCount = 0
@@ -578,6 +581,8 @@ public final class TakeRecorder {
         waiting = progress.waiting
         preRollFrames = progress.preRollFrames
         silenceAlarms = progress.silenceAlarms
+        lastSilence = progress.lastSilence
+        silenceOngoing = progress.silenceOngoing
         voxHolding = progress.voxHolding
         markerCount = progress.markers
         deviceLostAt = progress.deviceLostAt

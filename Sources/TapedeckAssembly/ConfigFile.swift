@@ -26,12 +26,27 @@ public struct ConfigFile: Sendable, Hashable {
     /// `machines:` sections: machine name → its own entries and sections (key paths without the
     /// `machines.NAME.` prefix), layered over the file's top level on that machine.
     public var machines: [String: Machine] = [:]
+    /// The sections that are lists (``listKeys``: `alerts:`), each entry a mapping read as key
+    /// paths inside it; a list of words inside an entry (`when: [silence, disk-low]`) is one
+    /// value, its words joined with ", ".
+    public var lists: [String: [ListEntry]] = [:]
+
+    /// The top-level keys that hold a list of mappings.
+    public static let listKeys: Set<String> = ["alerts"]
+
+    /// One entry of a list section.
+    public struct ListEntry: Sendable, Hashable {
+        public var line: Int?
+        public var entries: [String: Entry]
+    }
 
     /// One `machines.NAME:` section.
     public struct Machine: Sendable, Hashable {
         public var line: Int?
         public var entries: [String: Entry] = [:]
         public var sections: [String: Int?] = [:]
+        /// Its list sections (`alerts:`), which replace the top level's on that machine.
+        public var lists: [String: [ListEntry]] = [:]
     }
 
     /// Reads and parses the file at `url`.
@@ -150,6 +165,11 @@ public struct ConfigFile: Sendable, Hashable {
             throw TapedeckError(.configuration, "\(name):\(value.line ?? 0): machines: must hold one section per host name, e.g. machines: { studio-pi: { capture: { backend: alsa } } }.")
         }
         guard sections.removeValue(forKey: "machines") != nil else { return }
+        for (key, list) in lists where key.hasPrefix("machines.") {
+            lists[key] = nil
+            let parts = try machineParts(key, line: list.first?.line)
+            machines[parts[1], default: Machine()].lists[parts[2]] = list
+        }
         for (key, entry) in entries where key.hasPrefix("machines.") {
             entries[key] = nil
             let parts = try machineParts(key, line: entry.line)
@@ -230,12 +250,55 @@ public struct ConfigFile: Sendable, Hashable {
             case .mapping(let m):
                 sections[key] = line
                 try walk(m, prefix: key)
-            case .sequence:
-                throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): a list is not accepted here; give a single value.")
+            case .sequence(let items):
+                let last = key.split(separator: ".").last.map(String.init) ?? key
+                let parts = key.split(separator: ".")
+                guard Self.listKeys.contains(last), parts.count == 1 || (parts.count == 3 && parts[0] == "machines") else {
+                    throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): a list is not accepted here; give a single value.")
+                }
+                lists[key] = try items.map { try listEntry($0, in: key) }
             case .alias:
                 throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): YAML aliases are not accepted; write the value out.")
             }
         }
+    }
+
+    /// One entry of a list section: a mapping, read as key paths inside it.
+    private func listEntry(_ node: Node, in list: String) throws -> ListEntry {
+        guard case .mapping(let mapping) = node else {
+            throw TapedeckError(.configuration, "\(name):\(node.mark?.line ?? 0): \(list): each entry is a mapping, e.g. - { when: [silence], webhook: { url: https://… } }.")
+        }
+        var entry = ListEntry(line: node.mark?.line, entries: [:])
+        func walk(_ mapping: Node.Mapping, prefix: String) throws {
+            for (keyNode, value) in mapping {
+                guard case .scalar(let keyScalar) = keyNode else {
+                    throw TapedeckError(.configuration, "\(name):\(keyNode.mark?.line ?? 0): keys must be plain words.")
+                }
+                let key = prefix.isEmpty ? keyScalar.string : prefix + "." + keyScalar.string
+                let line = keyNode.mark?.line
+                guard entry.entries[key] == nil else {
+                    throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(list): \(key) is given twice in one entry. Keep one.")
+                }
+                switch value {
+                case .scalar(let s):
+                    entry.entries[key] = Entry(value: s.string, line: line)
+                case .mapping(let m):
+                    try walk(m, prefix: key)
+                case .sequence(let words):
+                    let texts = try words.map { word -> String in
+                        guard case .scalar(let s) = word else {
+                            throw TapedeckError(.configuration, "\(name):\(word.mark?.line ?? 0): \(list): \(key): give a list of words, e.g. [silence, disk-low].")
+                        }
+                        return s.string
+                    }
+                    entry.entries[key] = Entry(value: texts.joined(separator: ", "), line: line)
+                case .alias:
+                    throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): YAML aliases are not accepted; write the value out.")
+                }
+            }
+        }
+        try walk(mapping, prefix: "")
+        return entry
     }
 
     /// `LINE: not valid YAML: problem` in one line, from Yams' multi-line description.

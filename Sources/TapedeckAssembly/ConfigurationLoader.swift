@@ -1,5 +1,6 @@
 public import Foundation
 import TapedeckCore
+public import TapedeckAlerts
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -92,8 +93,9 @@ public struct ConfigurationLoader: Sendable {
         if let detection { detect = { role in detection.choose(for: role) } }
         var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: explicitMachine),
                                     overrides: overrides, detect: detect)
-        let configuration = resolution.run()
+        var configuration = resolution.run()
         if !resolution.problems.isEmpty { throw Self.error(Self.inFileOrder(resolution.problems)) }
+        configuration.alerts = alertRules(file: file, machine: try machineSection(in: file, explicit: explicitMachine)).rules
         return configuration
     }
 
@@ -161,6 +163,10 @@ public struct ConfigurationLoader: Sendable {
             do { try body() } catch let error as TapedeckError { problems.append(error.message) } catch { problems.append("\(error)") }
         }
         if let file {
+            problems += alertRules(file: file, machine: nil).problems
+            for name in file.machines.keys.sorted() where file.machines[name]?.lists["alerts"] != nil {
+                problems += alertRules(file: file, machine: name).problems.map { $0 + " (machines.\(name))" }
+            }
             // A section is checked on its own only when no key in it is (a misspelt section's
             // keys say it better, with a guess).
             func bare(_ section: String, _ entries: [String: ConfigFile.Entry]) -> Bool { !entries.keys.contains { $0.hasPrefix(section + ".") } }
@@ -204,7 +210,7 @@ public struct ConfigurationLoader: Sendable {
         file.nullsAsSections { key in
             guard !settings.contains(key) else { return false }
             let parts = key.split(separator: ".").map(String.init)
-            guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else { return key == "machines" }
+            guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else { return key == "machines" || key == "alerts" }
             if parts.count == 1 { return true }
             guard parts.count == 2, let role = section.role else { return false }
             return catalog.entries(for: role).contains { $0.name == parts[1] }
@@ -213,6 +219,8 @@ public struct ConfigurationLoader: Sendable {
     }
 
     private func validateSection(_ path: String, origin: String) throws {
+        // `alerts:` with nothing under it: no alerts.
+        if path == "alerts" { return }
         let parts = path.split(separator: ".").map(String.init)
         // A section key with no name (`""`, `.`) has no parts at all.
         guard let first = parts.first, let section = HostSettings.sections.first(where: { $0.name == first }) else {
@@ -226,7 +234,22 @@ public struct ConfigurationLoader: Sendable {
     }
 
     private func validateKey(_ path: String, origin: String) throws {
+        if path == "alerts" || path.hasPrefix("alerts.") {
+            throw TapedeckError(.configuration, "\(origin): alerts: is a list of rules, each with when: and a route, e.g. alerts: [ { when: [silence, device-lost], webhook: { url: https://… } } ]. It is read from the config file only, not from --set or the environment.")
+        }
         guard knownKeys().contains(path) else { throw unknownKey(path, origin: origin) }
+    }
+
+    /// The `alerts:` rules that apply with `machine`'s section (its own list replaces the top
+    /// level's), and a sentence for each problem in them. - Thread: any. Never blocks.
+    public func alertRules(file: ConfigFile?, machine: String?) -> (rules: [AlertRule], problems: [String]) {
+        guard let file else { return ([], []) }
+        let list = machine.flatMap { file.machines[$0]?.lists["alerts"] } ?? file.lists["alerts"] ?? []
+        let texts = list.map { entry in
+            AlertRuleText(line: entry.line, values: entry.entries.mapValues(\.value),
+                          lines: entry.entries.compactMapValues(\.line))
+        }
+        return AlertRules.parse(texts, file: file.name)
     }
 
     private func unknownKey(_ path: String, origin: String) -> TapedeckError {

@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 public import TapedeckApp
 public import TapedeckCore
+public import TapedeckAlerts
 import TapedeckBundleStorage
 import TapedeckLoudness
 import TapedeckResample
@@ -218,6 +219,15 @@ extension Studio {
     /// the host name. - Thread: main actor. Never blocks.
     public var machineName: String {
         configuration.machine ?? ConfigurationLoader.currentHostName()
+    }
+
+    /// The alerts of the config's `alerts:` rules, their outbox in `paths`' state folder; `nil`
+    /// when there are none. Call `AlertCenter.start()` to send, `finish(within:)` at the end.
+    /// - Thread: main actor. Never blocks.
+    public func makeAlertCenter(environment: [String: String]) -> AlertCenter? {
+        guard !configuration.alerts.isEmpty else { return nil }
+        return AlertCenter(rules: configuration.alerts, outbox: AlertOutbox(folder: UserPaths(environment: environment).alertsFolder),
+                           delivery: AlertDelivery(environment: environment, agent: "tapedeck/\(TapedeckVersion.string)"), logger: logger)
     }
 
     /// The configured remote (`sync.backend`). Shut it down when done.

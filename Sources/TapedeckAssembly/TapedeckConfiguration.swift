@@ -1,4 +1,5 @@
 public import TapedeckCore
+public import TapedeckAlerts
 
 /// Where an effective setting came from. One wording, used by `config show` and by every
 /// message about a value.
@@ -95,6 +96,8 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var playbackPeriodFrames: Int
     /// Every effective key (dotted path) with its value and source.
     public var settings: [String: ResolvedSetting]
+    /// The `alerts:` rules of the file (its `machines:` section's, when that has its own).
+    public var alerts: [AlertRule] = []
 
     /// Whether `section`'s backend (`capture`, `playback`) was detected on this machine rather
     /// than configured. - Thread: any. Never blocks.

@@ -18,12 +18,16 @@ public struct UserPaths: Sendable, Hashable {
     /// `$XDG_RUNTIME_DIR/tapedeck`, or `/tmp/tapedeck-UID` without it: where running recorders
     /// say where they are (`tapedeck mark` finds them there).
     public let runtimeFolder: String
+    /// `$XDG_STATE_HOME`, or `~/.local/state`: what Tapedeck keeps between runs that is neither
+    /// settings nor recordings (the alerts' outbox).
+    public let stateHome: String
 
     public init(environment: [String: String]) {
         home = Self.absolute(environment["HOME"]) ?? NSHomeDirectory()
         configHome = Self.absolute(environment["XDG_CONFIG_HOME"]) ?? home + "/.config"
         dataHome = Self.absolute(environment["XDG_DATA_HOME"]) ?? home + "/.local/share"
         cacheHome = Self.absolute(environment["XDG_CACHE_HOME"]) ?? home + "/.cache"
+        stateHome = Self.absolute(environment["XDG_STATE_HOME"]) ?? home + "/.local/state"
         runtimeFolder = Self.absolute(environment["XDG_RUNTIME_DIR"]).map { $0 + "/tapedeck" } ?? "/tmp/tapedeck-\(getuid())"
     }
 
@@ -32,6 +36,9 @@ public struct UserPaths: Sendable, Hashable {
 
     /// Where takes' waveform overviews are kept: `$XDG_CACHE_HOME/tapedeck/waveforms`.
     public var waveformFolder: URL { URL(fileURLWithPath: cacheHome).appendingPathComponent("tapedeck/waveforms") }
+
+    /// Where alerts wait to be sent: `$XDG_STATE_HOME/tapedeck/alerts`.
+    public var alertsFolder: URL { URL(fileURLWithPath: stateHome).appendingPathComponent("tapedeck/alerts") }
 
     /// The default token file of `tapedeck serve`: `$XDG_CONFIG_HOME/tapedeck/serve-token`.
     public var serveTokenFile: URL { URL(fileURLWithPath: configHome).appendingPathComponent("tapedeck/serve-token") }

@@ -281,8 +281,11 @@ struct RecordCommand: AsyncParsableCommand {
             let length = seconds.map(RecordingLength.seconds)
             if output != nil {
                 let name = self.name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take"
+                let alerts = RecordAlerts.start(studio, recorder: recorder, folder: fileURL?.deletingLastPathComponent().path ?? FileManager.default.currentDirectoryPath)
                 let report = try await Self.endingMeter(meter) {
-                    try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO), name: name, duration: length)
+                    try await RecordAlerts.around(alerts) {
+                        try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO), name: name, duration: length)
+                    }
                 }
                 return try Self.finish(report, json: json)
             }
@@ -298,9 +301,13 @@ struct RecordCommand: AsyncParsableCommand {
                                   stopsAt: seconds.map { startedAt.addingTimeInterval($0) }, splits: plan.makesRun).listen(beside: stops.registration)
             defer { control?.close() }
             let report: RecordingReport
+            // The config's alerts: rules hear of silence, a lost device, a low disk (RecordCommand+Alerts).
+            let alerts = RecordAlerts.start(studio, recorder: recorder, folder: storage.rootURL.path)
             do {
                 report = try await Self.endingMeter(meter) {
-                    try await recorder.record(sessionName: session, takeName: name, duration: length, plan: plan)
+                    try await RecordAlerts.around(alerts) {
+                        try await recorder.record(sessionName: session, takeName: name, duration: length, plan: plan)
+                    }
                 }
             } catch let nothing as NothingRecorded {
                 // A run that waited and ended before its trigger: no take, not a failure.

@@ -343,5 +343,25 @@ sync:
     part-size-mib: 8
     # Parts sent at once; memory used is about (concurrency + 1) × part size.
     concurrency: 4
+
+# Alerts that reach a person while a recording runs unattended: each rule sends
+# the events its when: names through one route (webhook, ntfy or email). Events:
+# silence (--silence-alarm; resolved when sound is back), device-lost (resolved:
+# device-back), take-interrupted, disk-low (storage.warn-free-minutes),
+# overruns, not-recording (no frame for 10 s), or all. A rule sends at most
+# limit: messages (6/10m unless given); more come as one summary. Alerts that
+# cannot be sent wait in $XDG_STATE_HOME/tapedeck/alerts and go once the route
+# works. Secrets never go here: name an environment variable (token-env,
+# password-env) or a credentials file (chmod 600; username = …, password = …,
+# token = … lines). Try the routes with `tapedeck alerts test`.
+# alerts:
+#   - when: [silence, device-lost, take-interrupted, disk-low]
+#     webhook: { url: "https://hooks.example.org/tapedeck" }  # JSON POST; template: text for chat hooks
+#   - when: [disk-low, not-recording]
+#     ntfy: { url: "https://ntfy.sh/my-recorder" }
+#   - when: [silence, device-lost]
+#     limit: 3/1h
+#     email: { smtp: "smtp.example.org:587", from: rec@example.org, to: [me@example.org],
+#              username: rec@example.org, password-env: TAPEDECK_MAIL_PASSWORD }
 """#
 }

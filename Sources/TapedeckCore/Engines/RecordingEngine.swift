@@ -26,6 +26,10 @@ public struct RecordingProgress: Sendable, Hashable {
     public var preRollFrames: Int64 = 0
     /// Silence alarms raised so far.
     public var silenceAlarms = 0
+    /// The latest silence alarm (where in the run it began, its length so far), and whether the
+    /// input is still silent: alerts say when a silence began and when it was resolved.
+    public var lastSilence: SilenceEvent?
+    public var silenceOngoing = false
     /// A VOX take is in its hold time: the input is below the level, and the take ends unless
     /// sound comes back.
     public var voxHolding = false

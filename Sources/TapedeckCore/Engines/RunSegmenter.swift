@@ -151,6 +151,8 @@ public struct RunSegmenter: Sendable {
     private var lastLoud: Int64 = 0
     private var quietSince: Int64?
     private var alarmOpen = false
+    /// The silence alarm went off and the input is still below its level.
+    var silenceAlarmOpen: Bool { alarmOpen }
     private var resumePending = false
     /// No take begins before this frame: the last one could not be made ready.
     private var retryAt: Int64 = 0

@@ -128,7 +128,10 @@ extension RunWriter {
         let waiting: RecordingProgress.Waiting? = current != nil ? nil : plan.armed && !segmenter.triggered ? .armed : plan.vox != nil ? .vox : nil
         let (index, held, alarms, holding, markerCount) = (current?.index ?? 0, preRoll.count, silences.count, segmenter.voxHolding, segmenter.markersSet)
         let peaks = peaks
+        let (lastSilence, silent) = (silences.last, segmenter.silenceAlarmOpen)
         engine.shared.withLock { st in
+            st.progress.lastSilence = lastSilence
+            st.progress.silenceOngoing = silent
             st.progress.frames = pos
             st.progress.clippedSamples = clips
             st.progress.overrunCount = count
