@@ -69,6 +69,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // `/metrics` of `tapedeck serve`: the Prometheus exposition (TapedeckServer).
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The S3 remote's HTTP client (TapedeckS3).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // `swift package generate-documentation`: the API reference and its articles (scripts/build-docs).
@@ -256,7 +258,8 @@ let package = Package(
         .target(
             name: "TapedeckServer",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "CChildSpawn",
+                "TapedeckCore", "TapedeckApp", "TapedeckAlerts", "CChildSpawn",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -24,15 +24,20 @@ struct SystemController: Sendable {
     /// - Thread: main actor.
     @MainActor var endpoints: RouteCollection<Context> {
         RouteCollection(context: Context.self)
-            .get("health", use: self.health)
+            .get("health") { try await self.health($0, context: $1) }
             .get("openapi.yaml", use: self.openAPI)
             .get("state", use: self.state)
             .get("doctor", use: self.doctor)
     }
 
-    /// `GET /api/health`. - Thread: main actor. Never blocks.
-    @MainActor func health(_ request: Request, context: Context) async throws -> WebServer.Health {
-        WebServer.Health(version: server.parts.version, tokenRequired: server.token != nil)
+    /// `GET /api/health`: 200, or 503 with the problems. - Thread: main actor; suspends while the
+    /// library is read (when it is older than the server's view allows).
+    @MainActor func health(_ request: Request, context: Context) async throws -> sending EditedResponse<WebServer.Health> {
+        var libraryError: (any Error)?
+        do { _ = try await server.library.sessions() } catch { libraryError = error }
+        let problems = server.healthProblems(server.live.snapshot(), libraryError: libraryError)
+        let health = WebServer.Health(ok: problems.isEmpty, version: server.parts.version, tokenRequired: server.token != nil, problems: problems)
+        return EditedResponse(status: problems.isEmpty ? .ok : .serviceUnavailable, response: health)
     }
 
     /// `GET /api/openapi.yaml`: the API's contract. - Thread: any. Never blocks.

@@ -99,6 +99,8 @@ public final class LiveState {
     private var clips: [Int] = []
     private var lastFrames: Int64 = -1
     private var lastTick = ContinuousClock.now
+    /// When the recorder shown last delivered new frames, as the publisher saw them.
+    private var framesChangedAt = ContinuousClock.now
     private var sequence = 0
     private var splitsSeen = 0
     private var lastTakeIndex = 0
@@ -233,6 +235,7 @@ public final class LiveState {
             clips = []
             lastFrames = -1
             wasRecording = recording
+            framesChangedAt = now
         }
         var channels: [LiveSnapshot.Channel] = []
         if let shown {
@@ -240,12 +243,21 @@ public final class LiveState {
             if clips.count != peaks.count { clips = Array(repeating: 0, count: peaks.count) }
             let fresh = shown.frames != lastFrames
             lastFrames = shown.frames
+            if fresh { framesChangedAt = now }
             meter.update(peaks: peaks, elapsed: elapsed, fresh: fresh)
             if fresh { for (c, p) in peaks.enumerated() where p >= 0.99999 { clips[c] += 1 } }
             channels = currentChannels(shown)
         }
         sequence += 1
         return build(shown, own: own != nil, channels: channels, format: format)
+    }
+
+    /// Seconds since the recorder shown last delivered new frames (the publisher looks every
+    /// interval); `nil` while none records.
+    func secondsSinceFrames() -> Double? {
+        guard wasRecording else { return nil }
+        let d = ContinuousClock.now - framesChangedAt
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     /// The meter as it stands, one entry per channel of the recording.

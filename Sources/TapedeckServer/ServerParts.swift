@@ -28,6 +28,12 @@ public struct ServerParts {
     /// The control sockets (``RecorderControl``) of other processes' recorders recording into
     /// this library now: the page shows and controls the first while the desk is idle.
     public var otherRecorders: @MainActor () -> [URL]
+    /// Minutes of audio the library's disk must hold for the server to be healthy
+    /// (`storage.warn-free-minutes`; 0: not checked).
+    public var warnFreeMinutes: Double = 10
+    /// The alerts' folder (`UserPaths.alertsFolder`), whose outbox `/metrics` counts and
+    /// `/api/health` checks; `nil` without alert rules.
+    public var alertsFolder: URL?
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 exportCommand: [String],

@@ -1,6 +1,7 @@
 import Hummingbird
 import TapedeckApp
 import TapedeckCore
+import TapedeckAlerts
 import Foundation
 
 /// The JSON API (docs/openapi.yaml). Every route names takes and sessions by their full id.
@@ -113,6 +114,41 @@ extension WebServer {
         var ok = true
         var version: String
         var tokenRequired: Bool
+        /// Why it is not healthy (empty when it is).
+        var problems: [String] = []
+    }
+
+    /// An alert that has waited this long in the outbox makes the server unhealthy.
+    nonisolated static let staleAlertSeconds = 600.0
+    /// A recorder that delivered no frames for this long makes the server unhealthy.
+    nonisolated static let framesStaleSeconds = 10.0
+
+    /// The alerts waiting in the outbox, and how long the oldest has waited.
+    func alertsWaiting() -> (count: Int, oldestSeconds: Double?) {
+        guard let folder = parts.alertsFolder else { return (0, nil) }
+        let entries = AlertOutbox(folder: folder).entries()
+        return (entries.count, entries.first.map { max(0, Date().timeIntervalSince($0.event.time)) })
+    }
+
+    /// What is wrong now: the library cannot be read, a recorder delivers no frames, the disk is
+    /// low, alerts wait too long. Empty when all is well.
+    func healthProblems(_ state: LiveSnapshot, libraryError: (any Error)?) -> [String] {
+        var problems: [String] = []
+        if let libraryError {
+            problems.append("The library cannot be read: \((libraryError as? TapedeckError)?.message ?? "\(libraryError)")")
+        }
+        if state.recording, let quiet = live.secondsSinceFrames(), quiet >= Self.framesStaleSeconds {
+            problems.append(String(format: "The recorder has delivered no audio for %.0f s (a device lost or hanging).", quiet))
+        }
+        if parts.warnFreeMinutes > 0, let left = state.secondsLeft, left < parts.warnFreeMinutes * 60 {
+            problems.append(String(format: "The library's disk holds %.0f min of audio, less than storage.warn-free-minutes (%.0f).", left / 60, parts.warnFreeMinutes))
+        }
+        let alerts = alertsWaiting()
+        if let oldest = alerts.oldestSeconds, oldest >= Self.staleAlertSeconds {
+            problems.append(String(format: "%d alert%@ wait%@ in the outbox, the oldest for %.0f min: a route does not take them (`tapedeck alerts`).",
+                                   alerts.count, alerts.count == 1 ? "" : "s", alerts.count == 1 ? "s" : "", oldest / 60))
+        }
+        return problems
     }
     struct Findings: ResponseEncodable, Sendable {
         var kind = "doctor"

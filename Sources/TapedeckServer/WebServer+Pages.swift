@@ -36,6 +36,18 @@ extension WebServer {
             let (t, s) = try await self.library.take(context.parameters.require("id"))
             return Self.html(PageRenderer.take(t, in: s, exportFormats: self.parts.exportFormats, defaultFormat: self.parts.defaultExportFormat, version: self.parts.version, signedIn: self.signedIn(request)))
         }
+        router.get("metrics") { @MainActor _, _ in
+            var libraryError: (any Error)?
+            var sessions: [Session] = []
+            do { sessions = try await self.library.sessions() } catch { libraryError = error }
+            let state = self.live.snapshot()
+            let alerts = self.alertsWaiting()
+            let facts = MetricsExporter.Facts(sessions: sessions, secondsSinceFrames: self.live.secondsSinceFrames(), alertsWaiting: alerts.count,
+                                              oldestAlertSeconds: alerts.oldestSeconds,
+                                              healthy: self.healthProblems(state, libraryError: libraryError).isEmpty, version: self.parts.version)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.scrape(state, facts))))
+        }
         router.get("doctor") { @MainActor request, _ in
             let findings = try await self.doctorFindings()
             return Self.html(PageRenderer.doctor(findings, version: self.parts.version, signedIn: self.signedIn(request)))

@@ -28,6 +28,7 @@ public final class WebServer {
     let library: LibraryView
     let exports: ExportJobs
     let limiter = LoginLimiter()
+    let metrics = MetricsExporter()
     let loginLinks = LoginLinks()
     var doctorCache: (Date, [DoctorFinding])?
     var doctorScan: Task<[DoctorFinding], any Error>?

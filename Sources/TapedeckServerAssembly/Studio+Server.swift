@@ -27,13 +27,17 @@ extension Studio {
                            ended: @escaping @MainActor () -> Void = {}) -> WebServer {
         let desk = RecordingDesk(makeRecorder: { [unowned self] in try self.makeRecorder() }, logger: logger,
                                  started: started, ended: ended)
-        let parts = ServerParts(
+        var parts = ServerParts(
             store: store, desk: desk, waveforms: makeWaveforms(),
             exportCommand: exportCommand,
             exportFormats: encoders.map(\.name), defaultExportFormat: "flac",
             mediaTypes: Dictionary(encoders.map { ($0.name, $0.mediaType) }, uniquingKeysWith: { a, _ in a }),
             makeDoctor: { [unowned self] in try self.makeDoctor() }, configuredFormat: configuration.recording.format,
             version: TapedeckVersion.string, logger: logger, otherRecorders: otherRecorders)
+        parts.warnFreeMinutes = configuration.recording.warnFreeMinutes
+        if !configuration.alerts.isEmpty {
+            parts.alertsFolder = UserPaths(environment: ProcessInfo.processInfo.environment).alertsFolder
+        }
         return WebServer(parts: parts, options: options, token: token, exportFolder: exportFolder)
     }
 }
