@@ -75,27 +75,56 @@ public final class AlertCenter: Sendable {
         }
     }
 
+    /// What a ``finish(within:)`` did: alerts sent, a sentence for each route whose alerts are
+    /// left waiting, and alerts waiting for a rule no longer in the config (never sent elsewhere).
+    public struct Outcome: Sendable, Hashable {
+        public var sent = 0
+        public var waiting: [String] = []
+        public var unrouted = 0
+
+        public init(sent: Int = 0, waiting: [String] = [], unrouted: Int = 0) {
+            self.sent = sent
+            self.waiting = waiting
+            self.unrouted = unrouted
+        }
+    }
+
     /// Stops looking, sends the summaries of everything held back, and tries to send what waits
-    /// until the outbox is empty or `within` has passed. Returns a sentence for each route whose
-    /// alerts are left in the outbox (they are sent by the next run, or `tapedeck alerts send`).
-    public func finish(within: Duration) async -> [String] {
+    /// until the outbox is empty or `within` has passed (a route that does not answer is given no
+    /// more than the time left). What is left is sent by the next run or `tapedeck alerts send`.
+    public func finish(within: Duration) async -> Outcome {
         running.store(false, ordering: .releasing)
         let deadline = Self.monotonic() + Double(within.components.seconds) + Double(within.components.attoseconds) / 1e18
-        return await withCheckedContinuation { (continuation: CheckedContinuation<[String], Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
             queue.async { [self] in
                 summarizeDue(all: true)
+                var outcome = Outcome()
                 while true {
-                    let waiting = pass()
-                    if waiting.isEmpty || Self.monotonic() >= deadline {
-                        continuation.resume(returning: waiting)
+                    let pass = pass(deadline: deadline)
+                    outcome.sent += pass.sent
+                    outcome.waiting = pass.waiting
+                    outcome.unrouted = pass.unrouted
+                    if pass.waiting.isEmpty || Self.monotonic() >= deadline {
+                        continuation.resume(returning: outcome)
                         return
                     }
                     let next = state.withLock { st in st.retry.values.map(\.at).min() } ?? Self.monotonic() + 0.5
-                    let sleep = max(0.05, min(next, deadline) - Self.monotonic())
-                    Thread.sleep(forTimeInterval: sleep)
+                    Thread.sleep(forTimeInterval: max(0.05, min(next, deadline) - Self.monotonic()))
                 }
             }
         }
+    }
+
+    /// The alerts waiting for a rule no longer in the config (an unnamed rule whose route changed,
+    /// or one removed): taken out of the outbox. Returns how many. Blocks on the disk.
+    public func discardUnrouted() -> Int {
+        let keys = Set(rules.map(\.key))
+        var count = 0
+        for entry in outbox.entries() where !keys.contains(entry.rule) {
+            outbox.remove(entry)
+            count += 1
+        }
+        return count
     }
 
     // MARK: on the queue
@@ -140,51 +169,73 @@ public final class AlertCenter: Sendable {
         return event
     }
 
-    /// Sends what waits, oldest first, each route in its order; a route that fails waits for its
-    /// next try. Returns a sentence per route with alerts still waiting.
+    /// Sends what waits, oldest first, each route's alerts in their order and the routes side by
+    /// side (one that does not answer holds up only its own); a route that fails waits for its
+    /// next try. Transfers end by `deadline` (or in 15 s). Holds the sending lock: another process
+    /// sending meanwhile makes this pass do nothing.
     @discardableResult
-    private func pass() -> [String] {
-        let result = outbox.whileSending { () -> [String] in
-            var stopped = Set<String>()
-            var waiting: [String: Int] = [:]
-            for entry in outbox.entries() {
-                guard let rule = rules.first(where: { $0.key == entry.rule && AlertOutbox.fingerprint($0.route) == entry.route }) else {
-                    logger.warning("An alert for \(entry.rule) was not sent: that rule is no longer in the config (or sends elsewhere now). It is taken out of the outbox.")
-                    outbox.remove(entry)
-                    continue
-                }
-                let now = Self.monotonic()
-                if stopped.contains(rule.key) || (state.withLock { $0.retry[rule.key].map { now < $0.at } ?? false }) {
-                    stopped.insert(rule.key)
-                    waiting[rule.key, default: 0] += 1
-                    continue
-                }
-                do {
-                    try delivery.send(entry.event, through: rule.route)
-                    outbox.remove(entry)
-                    let recovered = state.withLock { $0.retry.removeValue(forKey: rule.key) }
-                    if recovered != nil { logger.notice("The \(rule.route.type) of \(rule.name) takes alerts again.") }
-                } catch {
-                    let message = (error as? TapedeckError)?.message ?? "\(error)"
-                    let first = state.withLock { st in
-                        let backoff = min(60, (st.retry[rule.key]?.backoff ?? 1) * 2)
-                        let first = st.retry[rule.key] == nil
-                        st.retry[rule.key] = (now + backoff, backoff, message)
-                        return first
-                    }
-                    if first { logger.warning("\(message) The alert waits in the outbox and is tried again.") }
-                    stopped.insert(rule.key)
-                    waiting[rule.key, default: 0] += 1
-                }
+    private func pass(deadline: Double? = nil) -> Outcome {
+        let result = outbox.whileSending { () -> Outcome in
+            let keys = Set(rules.map(\.key))
+            let entries = outbox.entries()
+            var outcome = Outcome()
+            outcome.unrouted = entries.filter { !keys.contains($0.rule) }.count
+            let groups = rules.map { rule in (rule, entries.filter { $0.rule == rule.key }) }.filter { !$0.1.isEmpty }
+            let counts = Mutex([Int](repeating: 0, count: groups.count))
+            DispatchQueue.concurrentPerform(iterations: groups.count) { index in
+                let sent = send(groups[index].1, through: groups[index].0, deadline: deadline)
+                counts.withLock { $0[index] = sent }
             }
-            return waiting.sorted { $0.key < $1.key }.map { key, count in
-                let rule = rules.first { $0.key == key }
-                let error = state.withLock { $0.retry[key]?.error } ?? ""
-                return "\(count) alert\(count == 1 ? "" : "s") for \(rule?.name ?? key) (\(rule?.route.type ?? "route") \(rule?.route.destination ?? "")): \(error)"
+            let sent = counts.withLock { $0 }
+            outcome.sent = sent.reduce(0, +)
+            for (index, (rule, group)) in groups.enumerated() where sent[index] < group.count {
+                let left = group.count - sent[index]
+                let error = state.withLock { $0.retry[rule.key]?.error } ?? "not tried yet"
+                outcome.waiting.append("\(left) alert\(left == 1 ? "" : "s") for \(rule.name) (\(rule.route.type) \(rule.route.destination)): \(Self.sentence(error))")
+            }
+            return outcome
+        }
+        return result ?? Outcome()
+    }
+
+    /// Sends `entries` (one rule's, oldest first) until one fails; returns how many left the outbox.
+    private func send(_ entries: [AlertOutbox.Entry], through rule: AlertRule, deadline: Double?) -> Int {
+        var done = 0
+        for entry in entries {
+            let now = Self.monotonic()
+            if state.withLock({ $0.retry[rule.key].map { now < $0.at } ?? false }) { return done }
+            let timeout = deadline.map { Int(max(1, min(15, ($0 - now).rounded(.up)))) } ?? 15
+            if deadline.map({ now >= $0 }) ?? false { return done }
+            do {
+                try delivery.send(entry.event, through: rule.route, timeoutSeconds: timeout)
+                outbox.remove(entry)
+                done += 1
+                if state.withLock({ $0.retry.removeValue(forKey: rule.key) }) != nil {
+                    logger.notice("The \(rule.route.type) of \(rule.name) takes alerts again.")
+                }
+            } catch let refused as AlertRefused {
+                // Sending it again would be refused again: it leaves the outbox, said loudly.
+                logger.error("\(refused.message) The alert \"\(entry.event.title)\" (\(entry.event.id)) is taken out of the outbox: fix the route, then `tapedeck alerts test`.")
+                outbox.remove(entry)
+                done += 1
+            } catch {
+                let message = (error as? TapedeckError)?.message ?? "\(error)"
+                let first = state.withLock { st in
+                    let backoff = min(60, (st.retry[rule.key]?.backoff ?? 1) * 2)
+                    let first = st.retry[rule.key] == nil
+                    st.retry[rule.key] = (now + backoff, backoff, message)
+                    return first
+                }
+                if first { logger.warning("\(message) The alert waits in the outbox and is tried again.") }
+                return done
             }
         }
-        // Another process sends meanwhile: nothing is said to wait here.
-        return result ?? []
+        return done
+    }
+
+    /// `text` without its closing full stop, to go inside another sentence.
+    static func sentence(_ text: String) -> String {
+        text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 
     private static func monotonic() -> Double {

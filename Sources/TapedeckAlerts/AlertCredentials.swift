@@ -29,11 +29,12 @@ struct AlertSecrets: Sendable {
             return AlertSecrets()
         case .environment(let name):
             guard let value = environment[name], !value.isEmpty else {
-                throw TapedeckError(.configuration, "The environment variable \(name) that the alert names for its \(secret) is not set. Set it in the environment Tapedeck runs in (for a service: Environment= or EnvironmentFile= in the unit).")
+                throw TapedeckError(.configuration, "The environment variable \(name) that the alert names for its \(secret) is \(environment[name] == nil ? "not set" : "empty"). Set it in the environment Tapedeck runs in (for a service: Environment= or EnvironmentFile= in the unit).")
             }
             return secret == "token" ? AlertSecrets(token: value) : AlertSecrets(password: value)
         case .file(let path):
-            return try read(path)
+            let home = environment["HOME"] ?? NSHomeDirectory()
+            return try read(path.hasPrefix("~/") ? home + path.dropFirst() : path)
         }
     }
 

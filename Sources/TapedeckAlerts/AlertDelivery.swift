@@ -2,6 +2,13 @@ public import Foundation
 import CCurlTransfer
 import TapedeckCore
 
+/// A route's answer that sending again cannot change (an HTTP 4xx other than 408 and 429): the
+/// alert leaves the outbox, and the error is logged.
+public struct AlertRefused: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
 /// Sends one alert through one route with libcurl: a POST for webhooks and ntfy, a mail over SMTP
 /// (STARTTLS unless turned off). A plain value; ``send(_:through:)`` blocks until the server
 /// answers or `timeoutSeconds` pass, so call it off the main actor. Any thread.
@@ -20,6 +27,18 @@ public struct AlertDelivery: Sendable {
     /// Sends `event`. - Throws: `.configuration` for missing or unreadable credentials, `.io`
     /// when the server cannot be reached or refuses (the message names the route, never a secret).
     public func send(_ event: AlertEvent, through route: AlertRoute) throws {
+        try send(event, through: route, timeoutSeconds: timeoutSeconds)
+    }
+
+    /// Sends `event`, the transfer ending within `timeoutSeconds`.
+    /// - Throws: as ``send(_:through:)``, and ``AlertRefused`` when the server refuses it for good.
+    public func send(_ event: AlertEvent, through route: AlertRoute, timeoutSeconds: Int) throws {
+        var copy = self
+        copy.timeoutSeconds = max(1, timeoutSeconds)
+        try copy.deliver(event, through: route)
+    }
+
+    private func deliver(_ event: AlertEvent, through route: AlertRoute) throws {
         switch route {
         case .webhook(let url, let template, let source):
             let secrets = try AlertSecrets.load(source, secret: "token", environment: environment)
@@ -51,12 +70,17 @@ public struct AlertDelivery: Sendable {
         }
         let error = Self.text(of: &result.error)
         guard code == 0 else {
-            throw TapedeckError(.io, "The \(route.type) \(route.destination) could not be reached: \(error).")
+            throw TapedeckError(.io, "The \(route.type) \(route.destination) could not be reached: \(AlertCenter.sentence(error)).")
         }
         guard (200..<300).contains(result.status) else {
             let said = Self.text(of: &result.body).split(whereSeparator: \.isNewline).first.map { ": " + $0.prefix(160) } ?? ""
             let hint = result.status == 401 || result.status == 403 ? " Check the route's token or credentials." : ""
-            throw TapedeckError(.io, "The \(route.type) \(route.destination) answered \(result.status)\(said).\(hint)")
+            let message = "The \(route.type) \(route.destination) answered \(result.status)\(AlertCenter.sentence(String(said))).\(hint)"
+            // A request the server will refuse again; 408 and 429 ask to come back later.
+            if (400..<500).contains(result.status) && result.status != 408 && result.status != 429 {
+                throw AlertRefused(message: message)
+            }
+            throw TapedeckError(.io, message)
         }
     }
 
@@ -77,7 +101,8 @@ public struct AlertDelivery: Sendable {
             let hint = error.lowercased().contains("ssl") || error.lowercased().contains("tls")
                 ? " The server may not offer STARTTLS: set email.starttls: false only for a server on this machine or a trusted network."
                 : result.status == 535 ? " Check the username and password." : ""
-            throw TapedeckError(.io, "The mail to \(mail.to.joined(separator: ", ")) through \(mail.server) was not sent: \(error)\(result.status > 0 ? " (the server said \(result.status))" : "").\(hint)")
+            let code = result.status >= 400 ? " (the server answered \(result.status))" : ""
+            throw TapedeckError(.io, "The mail to \(mail.to.joined(separator: ", ")) through \(mail.server) was not sent: \(AlertCenter.sentence(error))\(code).\(hint)")
         }
     }
 

@@ -33,14 +33,12 @@ public enum AlertRoute: Sendable, Hashable {
         }
     }
 
-    /// A URL as messages show it: scheme, host, port and path only (a query or user part may hold a secret).
+    /// A URL as messages show it: scheme, host and port, and `/…` for a path: a chat hook's path
+    /// and an ntfy topic are secrets, as a query or user part may be.
     static func shown(_ url: String) -> String {
-        guard var parts = URLComponents(string: url) else { return "(a URL)" }
-        parts.user = nil
-        parts.password = nil
-        parts.query = nil
-        parts.fragment = nil
-        return parts.string ?? "(a URL)"
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else { return "(a URL)" }
+        let path = parts.path.isEmpty || parts.path == "/" ? "" : "/…"
+        return "\(scheme)://\(host)\(parts.port.map { ":\($0)" } ?? "")\(path)"
     }
 }
 
@@ -69,6 +67,8 @@ public struct AlertRule: Sendable, Hashable {
     public var number: Int
     /// `name:`, or `alerts[N]`.
     public var name: String
+    /// Whether the config names it (`name:`): its waiting alerts follow it when its route changes.
+    public var named = false
     public var when: Set<AlertKind>
     public var route: AlertRoute
     public var limitCount: Int
@@ -77,12 +77,17 @@ public struct AlertRule: Sendable, Hashable {
     /// The default limit: 6 messages in 10 minutes.
     public static let defaultLimit = (count: 6, seconds: 600.0)
 
-    /// A short name of the route for the outbox's file names and its records: the rule's name,
-    /// kept to letters, digits and dashes.
+    /// What the outbox files its alerts under: the rule's name (letters, digits and dashes), or
+    /// for a rule without a name its route (``AlertOutbox/fingerprint(_:)``), so moving a rule in
+    /// the list keeps its alerts; an unnamed rule whose route changes leaves its alerts unrouted
+    /// (`tapedeck alerts` says so).
     public var key: String {
+        guard named else { return "route-" + AlertOutbox.fingerprint(route) + (duplicate > 0 ? "-\(duplicate + 1)" : "") }
         let allowed = name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }
-        return String(allowed.prefix(40))
+        return "rule-" + String(allowed.prefix(40))
     }
+    /// Unnamed rules with the same route before this one.
+    var duplicate = 0
 }
 
 /// A rule as the config file gives it: its keys (dotted, inside the list entry) with their
@@ -118,17 +123,44 @@ public enum AlertRules {
             problems += reader.problems
         }
         var names = Set<String>()
+        for index in rules.indices where !rules[index].named {
+            rules[index].duplicate = rules[..<index].filter { !$0.named && $0.route == rules[index].route }.count
+        }
         for rule in rules where !names.insert(rule.key).inserted {
             problems.append("\(file): alerts: two rules are named \"\(rule.name)\". Give each a name of its own (name: …).")
         }
         return (rules, problems)
     }
 
+    /// A sentence for each rule whose credentials file cannot be used as it is (missing, a
+    /// link, readable by others, another user's, without a secret), for `config check`.
+    /// Environment variables are not checked: a service has an environment of its own.
+    /// - Thread: any. Blocks briefly on reading the files.
+    public static func credentialProblems(_ rules: [AlertRule], environment: [String: String]) -> [String] {
+        rules.compactMap { rule in
+            let source: AlertCredentialSource
+            switch rule.route {
+            case .webhook(_, _, let s), .ntfy(_, let s): source = s
+            case .email(let mail): source = mail.credentials
+            }
+            guard case .file = source else { return nil }
+            do {
+                _ = try AlertSecrets.load(source, secret: "password", environment: environment)
+                return nil
+            } catch {
+                return "alerts[\(rule.number)] (\(rule.name)): \((error as? TapedeckError)?.message ?? "\(error)")"
+            }
+        }
+    }
+
     /// `6/10m` → (6, 600). - Throws: a sentence naming the forms accepted.
     static func limit(_ text: String) throws -> (Int, Double) {
         let parts = text.split(separator: "/", maxSplits: 1).map { String($0.trimmingSpaces) }
-        guard parts.count == 2, let count = Int(parts[0]), count >= 1, count <= 1000 else {
+        guard parts.count == 2, let count = Int(parts[0]) else {
             throw TapedeckError(.configuration, "limit: \"\(text)\" is not a limit. Write messages per time, e.g. 6/10m or 20/1h.")
+        }
+        guard count >= 1, count <= 1000 else {
+            throw TapedeckError(.configuration, "limit: \"\(text)\": give from 1 to 1000 messages per time, e.g. 6/10m.")
         }
         let per = parts[1].lowercased()
         let seconds: Double?
@@ -191,12 +223,14 @@ private struct EntryReader {
         }
         guard let route = self.route(routes[0]), let when else { return nil }
         let name = value("name") ?? "alerts[\(number)]"
-        return AlertRule(number: number, name: name, when: when, route: route, limitCount: limit.count, limitSeconds: limit.seconds)
+        var rule = AlertRule(number: number, name: name, when: when, route: route, limitCount: limit.count, limitSeconds: limit.seconds)
+        rule.named = value("name") != nil
+        return rule
     }
 
     mutating func kinds() -> Set<AlertKind>? {
         guard let text = value("when") else {
-            problem(nil, "no when. Name the events, e.g. when: [silence, device-lost, disk-low]; known: \(AlertKind.selectable.map(\.rawValue).joined(separator: ", ")).")
+            problem(nil, "no when. Name the events, e.g. when: [silence, device-lost, disk-low]; known: \(AlertKind.selectable.map(\.rawValue).joined(separator: ", ")), or all.")
             return nil
         }
         var kinds = Set<AlertKind>()
@@ -220,7 +254,11 @@ private struct EntryReader {
             problem("\(route).credentials-file", "give \(route).\(secret)-env or \(route).credentials-file, not both.")
         }
         if let env { return .environment(env) }
-        if let file { return .file(file) }
+        if let file {
+            // A relative path is the config file's folder's, as the config names it.
+            if file.hasPrefix("/") || file.hasPrefix("~") { return .file(file) }
+            return .file(URL(fileURLWithPath: self.file).deletingLastPathComponent().appendingPathComponent(file).standardizedFileURL.path)
+        }
         return .none
     }
 

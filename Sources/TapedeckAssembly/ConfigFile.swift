@@ -253,6 +253,9 @@ public struct ConfigFile: Sendable, Hashable {
             case .sequence(let items):
                 let last = key.split(separator: ".").last.map(String.init) ?? key
                 let parts = key.split(separator: ".")
+                if (parts.count > 1 && parts[0] == "alerts") || (parts.count > 3 && parts[0] == "machines" && parts[2] == "alerts") {
+                    throw TapedeckError(.configuration, "\(name):\(line ?? 0): alerts: is a list of rules: start each rule with \"- \" on its own line under alerts:, e.g. alerts: [ { when: [silence], webhook: { url: https://… } } ].")
+                }
                 guard Self.listKeys.contains(last), parts.count == 1 || (parts.count == 3 && parts[0] == "machines") else {
                     throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): a list is not accepted here; give a single value.")
                 }

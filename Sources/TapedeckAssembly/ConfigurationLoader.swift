@@ -139,6 +139,9 @@ public struct ConfigurationLoader: Sendable {
         // Unknown keys do not change how the known ones resolve, so every bad value is reported
         // in the same run.
         var problems = keyProblems(file: file, flags: flags)
+        // The alerts' credentials files, checked here (not as every command reads the config).
+        problems += AlertRules.credentialProblems(alertRules(file: file, machine: machine).rules, environment: environment)
+            .map { "\(file?.name ?? "config"): \($0)" }
         let machines = [machine] + (file?.machines.keys.sorted() ?? []).filter { $0 != machine }.map(Optional.some)
         for name in machines {
             do {

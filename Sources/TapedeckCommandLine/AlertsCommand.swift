@@ -46,7 +46,15 @@ struct AlertsListCommand: AsyncParsableCommand {
                 return
             }
             let outbox = AlertOutbox(folder: UserPaths(environment: ProcessInfo.processInfo.environment).alertsFolder)
-            let waiting = Dictionary(grouping: outbox.entries(), by: \.rule)
+            let entries = outbox.entries()
+            let waiting = Dictionary(grouping: entries, by: \.rule)
+            let keys = Set(rules.map(\.key))
+            defer {
+                let unrouted = entries.filter { !keys.contains($0.rule) }.count
+                if unrouted > 0 {
+                    print("\(Terminal.counted(unrouted, "alert")) \(unrouted == 1 ? "waits" : "wait") for a rule no longer in the config (removed, or an unnamed rule whose route changed; give rules a name: to keep their alerts when the route changes). `tapedeck alerts send --discard-unrouted` removes \(unrouted == 1 ? "it" : "them").")
+                }
+            }
             for rule in rules {
                 let kinds = AlertKind.selectable.filter { rule.when.contains($0) }.map(\.rawValue).joined(separator: ", ")
                 print("\(rule.name): \(rule.route.type) \(rule.route.destination)")
@@ -118,6 +126,9 @@ struct AlertsSendCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds to keep trying a route that fails.", valueName: "seconds"))
     var wait = 10
 
+    @Flag(help: "Remove the alerts that wait for a rule no longer in the config, instead of keeping them.")
+    var discardUnrouted = false
+
     @OptionGroup var global: GlobalOptions
 
     @MainActor
@@ -127,16 +138,22 @@ struct AlertsSendCommand: AsyncParsableCommand {
             guard let center = studio.makeAlertCenter(environment: ProcessInfo.processInfo.environment) else {
                 throw TapedeckError(.configuration, AlertsTestCommand.noRules(studio))
             }
-            let before = center.outbox.entries().count
-            let left = await center.finish(within: .seconds(max(0, wait)))
-            if !left.isEmpty {
-                throw TapedeckError(.io, "Alerts are left in the outbox: " + left.joined(separator: "; ") + ". Run `tapedeck alerts send` again once the route works.")
+            let discarded = discardUnrouted ? center.discardUnrouted() : 0
+            if discarded > 0 { print("Removed \(Terminal.counted(discarded, "alert")) that waited for a rule no longer in the config.") }
+            let outcome = await center.finish(within: .seconds(max(0, wait)))
+            if outcome.sent > 0 { print("Sent \(Terminal.counted(outcome.sent, "alert")).") }
+            for line in outcome.waiting { Terminal.printError("\(line).") }
+            if outcome.unrouted > 0 {
+                Terminal.printError("\(Terminal.counted(outcome.unrouted, "alert")) \(outcome.unrouted == 1 ? "waits" : "wait") for a rule no longer in the config; `tapedeck alerts send --discard-unrouted` removes \(outcome.unrouted == 1 ? "it" : "them").")
             }
-            let after = center.outbox.entries().count
-            if after > 0 {
-                print("Another Tapedeck (a recording, or `tapedeck alerts send`) is sending the \(Terminal.counted(after, "alert")) that wait.")
-            } else {
-                print(before == 0 ? "The outbox is empty: nothing to send." : "Sent \(Terminal.counted(before, "alert")); the outbox is empty.")
+            if !outcome.waiting.isEmpty {
+                throw TapedeckError(.io, "Alerts are left in the outbox. Run `tapedeck alerts send` again once the route works.")
+            }
+            let left = center.outbox.entries().count - outcome.unrouted
+            if left > 0 {
+                print("Another Tapedeck (a recording, or `tapedeck alerts send`) is sending the \(Terminal.counted(left, "alert")) that wait.")
+            } else if outcome.sent == 0 && discarded == 0 {
+                print("The outbox is empty: nothing to send.")
             }
         }
     }

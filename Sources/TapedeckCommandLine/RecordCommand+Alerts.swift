@@ -78,8 +78,9 @@ final class RecordAlerts {
         return event
     }
 
-    private func resolve(_ began: AlertEvent, _ title: String, _ message: String, lasted: Double) {
-        var event = event(began.kind, .resolved, title, message)
+    /// The resolved half of `began`, at `frame` (where it ended; else the run's frame now).
+    private func resolve(_ began: AlertEvent, _ title: String, _ message: String, lasted: Double, frame: Int64? = nil) {
+        var event = event(began.kind, .resolved, title, message, frame: frame)
         event.durationSeconds = lasted
         event.resolves = began.id
         event.take = began.take ?? event.take
@@ -115,7 +116,8 @@ final class RecordAlerts {
         if let began = silence, !recorder.silenceOngoing {
             silence = nil
             let lasted = Double(recorder.lastSilence?.frames ?? 0) / rate
-            resolve(began, "Silence resolved", "Sound is back after \(Self.duration(lasted)) of silence.", lasted: lasted)
+            resolve(began, "Silence resolved", "Sound is back after \(Self.duration(lasted)) of silence.", lasted: lasted,
+                    frame: recorder.lastSilence.map { $0.offset + $0.frames })
         }
     }
 
@@ -174,7 +176,8 @@ final class RecordAlerts {
         if let began = silence, let rate = recorder.format?.sampleRate {
             silence = nil
             let lasted = Double(recorder.lastSilence?.frames ?? 0) / Double(rate)
-            resolve(began, "Silence resolved", "The run ended while the input was still silent, after \(Self.duration(lasted)) of silence.", lasted: lasted)
+            resolve(began, "Silence resolved", "The run ended while the input was still silent, after \(Self.duration(lasted)) of silence.", lasted: lasted,
+                    frame: recorder.lastSilence.map { $0.offset + $0.frames })
         }
         let cut: String? = switch report?.end {
         case .deviceLost(let e)?: "The take \(report?.take.name ?? "") was cut short: \(e.message) Everything captured before was kept."
@@ -189,13 +192,28 @@ final class RecordAlerts {
             }
             center.raise(e)
         }
-        let left = await center.finish(within: .seconds(10))
-        for line in left {
+        let waiting = center.outbox.entries().count
+        if waiting > 0 && !Terminal.quiet.load(ordering: .relaxed) {
+            Terminal.printError("Sending \(Terminal.counted(waiting, "alert")) (up to \(Int(Self.flushSeconds)) s; Ctrl-C leaves \(waiting == 1 ? "it" : "them") in the outbox)…")
+        }
+        SignalTrap.secondStopNote.withLock {
+            $0 = "The takes are finished; alerts not yet sent wait in the outbox (`tapedeck alerts send`)."
+        }
+        let outcome = await center.finish(within: .seconds(Self.flushSeconds))
+        for line in outcome.waiting {
             Terminal.printError("\(line). They wait in the outbox: the next run sends them, or `tapedeck alerts send`.")
         }
     }
 
-    static func clock(_ date: Date) -> String { date.formatted(date: .omitted, time: .standard) }
+    /// How long the end of a run tries to send what waits.
+    static let flushSeconds = 10.0
+
+    static func clock(_ date: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.dateFormat = "HH:mm:ss"
+        return f.string(from: date)
+    }
 
     static func duration(_ seconds: Double) -> String {
         let s = Int(seconds.rounded())

@@ -282,8 +282,8 @@ struct RecordCommand: AsyncParsableCommand {
             if output != nil {
                 let name = self.name ?? fileURL?.deletingPathExtension().lastPathComponent ?? "Take"
                 let alerts = RecordAlerts.start(studio, recorder: recorder, folder: fileURL?.deletingLastPathComponent().path ?? FileManager.default.currentDirectoryPath)
-                let report = try await Self.endingMeter(meter) {
-                    try await RecordAlerts.around(alerts) {
+                let report = try await RecordAlerts.around(alerts) {
+                    try await Self.endingMeter(meter) {
                         try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO), name: name, duration: length)
                     }
                 }
@@ -304,8 +304,8 @@ struct RecordCommand: AsyncParsableCommand {
             // The config's alerts: rules hear of silence, a lost device, a low disk (RecordCommand+Alerts).
             let alerts = RecordAlerts.start(studio, recorder: recorder, folder: storage.rootURL.path)
             do {
-                report = try await Self.endingMeter(meter) {
-                    try await RecordAlerts.around(alerts) {
+                report = try await RecordAlerts.around(alerts) {
+                    try await Self.endingMeter(meter) {
                         try await recorder.record(sessionName: session, takeName: name, duration: length, plan: plan)
                     }
                 }

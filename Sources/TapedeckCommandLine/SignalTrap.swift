@@ -27,6 +27,11 @@ import Glibc
 /// background job (whose SIGINT the shell ignores) is not stopped by a Ctrl-C meant for the
 /// foreground. The other signals (SIGTERM, as a rule) still stop it.
 final class SignalTrap {
+    /// What a second stop signal says after "exiting now", once the command's work is safe (a
+    /// recording whose takes are finished, sending its alerts); `nil`: the unfinished take is
+    /// recovered later.
+    static let secondStopNote = Mutex<String?>(nil)
+
     /// The signals the trap handles: those asked for that were not ignored when it was armed.
     private let signals: [Int32]
     private let writeFD: Int32
@@ -64,7 +69,8 @@ final class SignalTrap {
                 }
                 received += 1
                 if received > 1 {
-                    Terminal.writeStderr("\ntapedeck: Stopping again: exiting now. An unfinished take is recovered the next time the library is opened.\n")
+                    let note = Self.secondStopNote.withLock { $0 } ?? "An unfinished take is recovered the next time the library is opened."
+                    Terminal.writeStderr("\ntapedeck: Stopping again: exiting now. \(note)\n")
                     _exit(130)
                 }
                 handler(Int32(byte))

@@ -69,8 +69,9 @@ struct Tapedeck: AsyncParsableCommand {
         // ArgumentParser's lists (of allowed values) come one per line: one line here.
         var message = self.message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
             .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
-        // A word where a command (or a subcommand of `config`) belongs that names none.
-        var commands = configuration.subcommands
+        // A word where a command (or a subcommand of `config`) belongs that names none; not
+        // for a command's own failure (said already), whose options' values are words too.
+        var commands = error is ExitCode ? [] : configuration.subcommands
         var path = "tapedeck"
         for argument in arguments where !commands.isEmpty && !argument.hasPrefix("-") {
             if let next = commands.first(where: { $0.configuration.commandName == argument }) {

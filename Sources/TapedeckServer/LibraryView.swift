@@ -17,6 +17,8 @@ final class LibraryView {
     private var takes: [String: (session: Int, take: Int)] = [:]
     private var sessionIndex: [String: Int] = [:]
     private var indexed: (count: Int, finished: Int, at: Date)?
+    /// Takes by state, counted as the takes are indexed (`/metrics` reads them without a walk).
+    private(set) var takesByState: [TakeState: Int] = [:]
     private var refreshing: Task<Void, Never>?
 
     init(store: SessionStore, generation: @escaping @MainActor () -> Int) {
@@ -44,10 +46,15 @@ final class LibraryView {
     func reindex() {
         takes.removeAll(keepingCapacity: true)
         sessionIndex.removeAll(keepingCapacity: true)
+        var counts = Dictionary(uniqueKeysWithValues: TakeState.allCases.map { ($0, 0) })
         for (i, s) in store.sessions.enumerated() {
             sessionIndex[s.id] = i
-            for (j, t) in s.takes.enumerated() { takes[t.id] = (i, j) }
+            for (j, t) in s.takes.enumerated() {
+                takes[t.id] = (i, j)
+                counts[t.state, default: 0] += 1
+            }
         }
+        takesByState = counts
         indexed = (store.sessions.count, generation(), Date())
     }
 

@@ -18,7 +18,8 @@ final class MetricsExporter {
 
     /// What a scrape reads besides the live state.
     struct Facts {
-        var sessions: [Session]
+        var takesByState: [TakeState: Int]
+        var sessionCount: Int
         var secondsSinceFrames: Double?
         var alertsWaiting: Int
         var oldestAlertSeconds: Double?
@@ -43,12 +44,11 @@ final class MetricsExporter {
         let free = state.freeBytes.map(Double.init) ?? .nan
         gauge("tapedeck_disk_free_bytes", "Free bytes on the library's disk.").set(to: free)
         gauge("tapedeck_disk_seconds_left", "Seconds of audio the library's disk holds at the format recorded (or configured).").set(to: state.secondsLeft ?? .nan)
-        var counts = Dictionary(uniqueKeysWithValues: TakeState.allCases.map { ($0, 0) })
-        for session in facts.sessions { for take in session.takes { counts[take.state, default: 0] += 1 } }
-        for (takeState, count) in counts {
+        for takeState in TakeState.allCases {
+            let count = facts.takesByState[takeState] ?? 0
             gauge("tapedeck_takes", "Takes in the library, by state (as `tapedeck list --json` gives them).", [("state", takeState.rawValue)]).set(to: Double(count))
         }
-        gauge("tapedeck_sessions", "Sessions in the library.").set(to: Double(facts.sessions.count))
+        gauge("tapedeck_sessions", "Sessions in the library.").set(to: Double(facts.sessionCount))
         gauge("tapedeck_alerts_waiting", "Alerts waiting in the outbox to be sent (a route that does not take them).").set(to: Double(facts.alertsWaiting))
         gauge("tapedeck_alerts_oldest_waiting_seconds", "Age of the oldest alert waiting in the outbox; 0 when none waits.").set(to: facts.oldestAlertSeconds ?? 0)
         var buffer: [UInt8] = []

@@ -38,11 +38,11 @@ extension WebServer {
         }
         router.get("metrics") { @MainActor _, _ in
             var libraryError: (any Error)?
-            var sessions: [Session] = []
-            do { sessions = try await self.library.sessions() } catch { libraryError = error }
+            var sessionCount = 0
+            do { sessionCount = try await self.library.sessions().count } catch { libraryError = error }
             let state = self.live.snapshot()
             let alerts = self.alertsWaiting()
-            let facts = MetricsExporter.Facts(sessions: sessions, secondsSinceFrames: self.live.secondsSinceFrames(), alertsWaiting: alerts.count,
+            let facts = MetricsExporter.Facts(takesByState: self.library.takesByState, sessionCount: sessionCount, secondsSinceFrames: self.live.secondsSinceFrames(), alertsWaiting: alerts.count,
                                               oldestAlertSeconds: alerts.oldestSeconds,
                                               healthy: self.healthProblems(state, libraryError: libraryError).isEmpty, version: self.parts.version)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],

@@ -93,6 +93,7 @@ public final class AlertReceiver: @unchecked Sendable {
 
     alert_receivers.py http PORTFILE LOG [PORT]   every POST as one JSON line in LOG:
                                                    {"path", "headers", "body"}; answers 200
+                                                   (400 to a path ending in /refuse)
     alert_receivers.py smtp PORTFILE LOG USER PASSWORD [PORT]
                                                    an SMTP server (aiosmtpd) that asks for
                                                    AUTH PLAIN/LOGIN with USER and PASSWORD (no
@@ -124,10 +125,12 @@ def http(portfile, log, port=0):
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length).decode("utf-8", "replace")
             append(log, {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
+            refuse = self.path.endswith("/refuse")
+            self.send_response(400 if refuse else 200)
+            answer = b"no such hook" if refuse else b"ok"
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(b"ok")
+            self.wfile.write(answer)
 
         def log_message(self, *args):
             pass

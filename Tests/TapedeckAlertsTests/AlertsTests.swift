@@ -35,7 +35,7 @@ struct AlertsTests {
         #expect(good.problems == [])
         #expect(good.rules.count == 3)
         #expect(good.rules[0].when == [.silence, .deviceBack] && good.rules[0].limitCount == 3 && good.rules[0].limitSeconds == 3600)
-        #expect(good.rules[0].route.destination == "https://hooks.example.org/t", "a query may hold a secret: never shown")
+        #expect(good.rules[0].route.destination == "https://hooks.example.org/…", "a path or a query may hold a secret: never shown")
         #expect(good.rules[1].when == Set(AlertKind.selectable) && good.rules[1].limitCount == 6)
         guard case .email(let mail) = good.rules[2].route else { Issue.record("not a mail route"); return }
         #expect(mail.server == "mail.example.org:587" && mail.to == ["a@example.org", "b@example.org"] && mail.startTLS)
@@ -74,7 +74,7 @@ struct AlertsTests {
         // Another kind the rule does not take: never sent.
         center.raise(AlertEvent(kind: .diskLow, phase: .began, machine: "test", title: "Disk low", message: "not for this rule"))
         let left = await center.finish(within: .seconds(20))
-        #expect(left.isEmpty, "\(left)")
+        #expect(left.waiting.isEmpty, "\(left)")
         let bodies = receiver.jsonBodies()
         #expect(bodies.count == 7, "6 alerts and one summary: \(bodies.map { $0["title"] ?? "" })")
         #expect(bodies.prefix(6).map { $0["message"] as? String } == ["flap 0", "flap 0", "flap 1", "flap 1", "flap 2", "flap 2"])
@@ -103,16 +103,16 @@ struct AlertsTests {
         back.resolves = began.id
         first.raise(back)
         let left = await first.finish(within: .seconds(2))
-        #expect(left.count == 1 && left[0].hasPrefix("2 alerts for alerts[1] (webhook http://127.0.0.1:\(receiver.port)/hook): The webhook"), "\(left)")
+        #expect(left.waiting.count == 1 && left.waiting[0].hasPrefix("2 alerts for alerts[1] (webhook http://127.0.0.1:\(receiver.port)/…): The webhook"), "\(left)")
         #expect(AlertOutbox(folder: folder).entries().map(\.event.id) == [began.id, back.id])
         // The route is back; a new process sends what waits, in order, once.
         try receiver.start()
         let second = Self.center(rules, folder: folder)
         second.start()
-        #expect(await second.finish(within: .seconds(10)).isEmpty)
+        #expect(await second.finish(within: .seconds(10)).waiting.isEmpty)
         let third = Self.center(rules, folder: folder)
         third.start()
-        #expect(await third.finish(within: .seconds(2)).isEmpty)
+        #expect(await third.finish(within: .seconds(2)) == AlertCenter.Outcome())
         let received = receiver.received()
         #expect(received.map { ($0["headers"] as? [String: String])?["idempotency-key"] } == [began.id, back.id])
         let bodies = receiver.jsonBodies()
@@ -120,6 +120,36 @@ struct AlertsTests {
         #expect(bodies[0]["frame"] as? Int == 48_000 && bodies[0]["offsetSeconds"] as? Double == 1.0)
         #expect(bodies[1]["resolves"] as? String == began.id)
         #expect(AlertOutbox(folder: folder).entries().isEmpty)
+    }
+
+    @Test("a named rule's waiting alerts follow its new URL; an unnamed rule's are kept unrouted; a 400 takes the alert out")
+    func routeChanges() async throws {
+        let receiver = try AlertReceiver(.http)
+        defer { receiver.close() }
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let down = "http://127.0.0.1:\(receiver.port)/old"
+        receiver.stop()
+        let before = Self.rules([["when": "silence", "name": "Team", "webhook.url": down], ["when": "silence", "ntfy": down]]).rules
+        let first = Self.center(before, folder: folder)
+        first.start()
+        first.raise(AlertEvent(kind: .silence, phase: .began, machine: "test", title: "Silence began", message: "queued"))
+        #expect(await first.finish(within: .seconds(1)).waiting.count == 2)
+        try receiver.start()
+        // The URLs fixed: the named rule's alert goes to the new one; the unnamed rule's waits.
+        let after = Self.rules([["when": "silence", "name": "Team", "webhook.url": receiver.url], ["when": "silence", "ntfy": receiver.url]]).rules
+        let second = Self.center(after, folder: folder)
+        second.start()
+        let outcome = await second.finish(within: .seconds(10))
+        #expect(outcome.unrouted == 1 && outcome.waiting.isEmpty, "\(outcome)")
+        #expect(receiver.received().map { $0["path"] as? String } == ["/hook"])
+        #expect(second.discardUnrouted() == 1 && AlertOutbox(folder: folder).entries().isEmpty)
+        // A refusal (400) is not tried again.
+        let refusing = Self.center(Self.rules([["when": "silence", "webhook.url": "http://127.0.0.1:\(receiver.port)/refuse"]]).rules, folder: folder)
+        refusing.start()
+        refusing.raise(AlertEvent(kind: .silence, phase: .began, machine: "test", title: "Silence began", message: "refused"))
+        #expect(await refusing.finish(within: .seconds(10)).waiting.isEmpty)
+        #expect(receiver.received().count == 2 && AlertOutbox(folder: folder).entries().isEmpty)
     }
 
     @Test("a mail goes through SMTP with the password from a private file, and the password is never said")

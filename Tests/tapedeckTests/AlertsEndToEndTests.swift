@@ -59,6 +59,9 @@ struct AlertsEndToEndTests {
         #expect(Double(frame) / 48_000 == began["offsetSeconds"] as? Double)
         #expect(abs((resolved["durationSeconds"] as? Double ?? 0) - (silences[0]["seconds"] as? Double ?? -1)) < 0.001, "\(resolved) \(silences)")
         #expect(resolved["resolves"] as? String == began["id"] as? String)
+        // The resolved alert is at the frame where the silence ended.
+        let silentFrames = Int(((silences[0]["seconds"] as? Double ?? 0) * 48_000).rounded())
+        #expect(resolved["frame"] as? Int == frame + silentFrames, "\(resolved)")
         #expect((began["take"] as? String)?.hasPrefix("Session 1/") == true, "\(began)")
         #expect(Self.outbox(folder).isEmpty)
     }
@@ -82,7 +85,7 @@ struct AlertsEndToEndTests {
         }
         let first = try await cli.run("record", "--silence-alarm", "1s", "--set", "capture.null.gate=0,1,3,100", "6s")
         #expect(first.status == 6)
-        #expect(first.stderr.contains("2 alerts for hook (webhook http://127.0.0.1:\(receiver.port)/hook)"), "\(first.stderr)")
+        #expect(first.stderr.contains("2 alerts for hook (webhook http://127.0.0.1:\(receiver.port)/…)"), "\(first.stderr)")
         #expect(first.stderr.contains("`tapedeck alerts send`"))
         #expect(Self.outbox(folder).count == 2)
         let listed = try await cli.run("alerts", "list")
@@ -97,6 +100,7 @@ struct AlertsEndToEndTests {
         #expect(receiver.received().allSatisfy { ($0["headers"] as? [String: String])?["authorization"] == "Bearer \(token)" })
         let send = try await cli.run("alerts", "send")
         #expect(send.status == 0 && send.stdout.contains("nothing to send"), "\(send.stdout) \(send.stderr)")
+        #expect(first.stderr.contains("Sending 2 alerts (up to 10 s; Ctrl-C leaves them in the outbox)"), "\(first.stderr)")
         #expect(receiver.received().count == 2)
         // The token is in no output and no file Tapedeck wrote.
         for text in [first.stdout, first.stderr, second.stdout, second.stderr, listed.stdout, listed.stderr, send.stdout, send.stderr] {
@@ -131,8 +135,8 @@ struct AlertsEndToEndTests {
         }
         let r = try await cli.run("alerts", "test")
         #expect(r.status == 74, "\(r.stdout) \(r.stderr)")
-        #expect(r.stdout.contains("works: webhook \(receiver.url): sent"), "\(r.stdout)")
-        #expect(r.stdout.contains("down: ntfy http://127.0.0.1:\(closedPort)/topic: FAILED: The ntfy"), "\(r.stdout)")
+        #expect(r.stdout.contains("works: webhook http://127.0.0.1:\(receiver.port)/…: sent"), "\(r.stdout)")
+        #expect(r.stdout.contains("down: ntfy http://127.0.0.1:\(closedPort)/…: FAILED: The ntfy"), "\(r.stdout)")
         #expect(r.stderr.contains("1 of 2 routes did not take the test alert"), "\(r.stderr)")
         let text = try #require(receiver.jsonBodies().first?["text"] as? String)
         #expect(text.hasPrefix("Test alert on "), "\(text)")
