@@ -9,7 +9,7 @@ import TapedeckCore
 /// tried again later (2 s, doubling to a minute) without holding up the others.
 ///
 /// A class safe from any thread: ``raise(_:)`` never blocks (writing and sending run on the
-/// center's own serial queue); ``finish(within:)`` suspends until the outbox is empty or the time
+/// center's own queues: one writes the outbox, one sends); ``finish(within:)`` suspends until the outbox is empty or the time
 /// is up. Nothing is sent before ``start()``.
 public final class AlertCenter: Sendable {
     public let rules: [AlertRule]
@@ -17,6 +17,8 @@ public final class AlertCenter: Sendable {
     private let delivery: AlertDelivery
     private let logger: Logger
     private let queue = DispatchQueue(label: "tapedeck.alerts")
+    /// Writes to the outbox, in the order alerts are raised: never behind a route that does not answer.
+    private let writes = DispatchQueue(label: "tapedeck.alerts.outbox")
     private let state = Mutex(State())
     /// Between ``start()`` and ``finish(within:)``: the queue looks every second.
     private let running = Atomic<Bool>(false)
@@ -69,9 +71,9 @@ public final class AlertCenter: Sendable {
         }
         guard !accepted.isEmpty else { return }
         let chosen = accepted
-        queue.async { [self] in
+        writes.async { [self] in
             for rule in chosen { store(event, for: rule) }
-            pass()
+            queue.async { [self] in pass() }
         }
     }
 
@@ -97,6 +99,7 @@ public final class AlertCenter: Sendable {
         let deadline = Self.monotonic() + Double(within.components.seconds) + Double(within.components.attoseconds) / 1e18
         return await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
             queue.async { [self] in
+                writes.sync {}  // every alert raised is in the outbox
                 summarizeDue(all: true)
                 var outcome = Outcome()
                 while true {
@@ -150,7 +153,9 @@ public final class AlertCenter: Sendable {
                 return (rule, held)
             }
         }
-        for (rule, held) in due { store(Self.summary(of: held, rule: rule), for: rule) }
+        writes.sync {
+            for (rule, held) in due { store(Self.summary(of: held, rule: rule), for: rule) }
+        }
     }
 
     /// One summary for alerts a rule held back.
