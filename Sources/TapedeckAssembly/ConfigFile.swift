@@ -31,8 +31,8 @@ public struct ConfigFile: Sendable, Hashable {
     /// value, its words joined with ", ".
     public var lists: [String: [ListEntry]] = [:]
 
-    /// The top-level keys that hold a list of mappings.
-    public static let listKeys: Set<String> = ["alerts"]
+    /// The keys that hold a list of mappings.
+    public static let listKeys: Set<String> = ["alerts", "schedule.windows"]
 
     /// One entry of a list section.
     public struct ListEntry: Sendable, Hashable {
@@ -251,12 +251,13 @@ public struct ConfigFile: Sendable, Hashable {
                 sections[key] = line
                 try walk(m, prefix: key)
             case .sequence(let items):
-                let last = key.split(separator: ".").last.map(String.init) ?? key
                 let parts = key.split(separator: ".")
+                // The list's own key (without a machine section's `machines.NAME.`).
+                let own = parts.count >= 3 && parts[0] == "machines" ? parts.dropFirst(2).joined(separator: ".") : key
                 if (parts.count > 1 && parts[0] == "alerts") || (parts.count > 3 && parts[0] == "machines" && parts[2] == "alerts") {
                     throw TapedeckError(.configuration, "\(name):\(line ?? 0): alerts: is a list of rules: start each rule with \"- \" on its own line under alerts:, e.g. alerts: [ { when: [silence], webhook: { url: https://… } } ].")
                 }
-                guard Self.listKeys.contains(last), parts.count == 1 || (parts.count == 3 && parts[0] == "machines") else {
+                guard Self.listKeys.contains(own) else {
                     throw TapedeckError(.configuration, "\(name):\(line ?? 0): \(key): a list is not accepted here; give a single value.")
                 }
                 lists[key] = try items.map { try listEntry($0, in: key) }

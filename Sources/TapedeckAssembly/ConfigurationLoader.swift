@@ -1,6 +1,7 @@
 public import Foundation
 import TapedeckCore
 public import TapedeckAlerts
+public import TapedeckApp
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -95,7 +96,9 @@ public struct ConfigurationLoader: Sendable {
                                     overrides: overrides, detect: detect)
         var configuration = resolution.run()
         if !resolution.problems.isEmpty { throw Self.error(Self.inFileOrder(resolution.problems)) }
-        configuration.alerts = alertRules(file: file, machine: try machineSection(in: file, explicit: explicitMachine)).rules
+        let machineName = try machineSection(in: file, explicit: explicitMachine)
+        configuration.alerts = alertRules(file: file, machine: machineName).rules
+        configuration.schedule = schedule(file: file, machine: machineName).schedule
         return configuration
     }
 
@@ -167,6 +170,7 @@ public struct ConfigurationLoader: Sendable {
         }
         if let file {
             problems += alertRules(file: file, machine: nil).problems
+            problems += schedule(file: file, machine: nil).problems
             for name in file.machines.keys.sorted() where file.machines[name]?.lists["alerts"] != nil {
                 problems += alertRules(file: file, machine: name).problems.map { $0 + " (machines.\(name))" }
             }
@@ -223,7 +227,7 @@ public struct ConfigurationLoader: Sendable {
 
     private func validateSection(_ path: String, origin: String) throws {
         // `alerts:` with nothing under it: no alerts.
-        if path == "alerts" { return }
+        if path == "alerts" || ["schedule", "schedule.location", "schedule.duty-cycle"].contains(path) { return }
         let parts = path.split(separator: ".").map(String.init)
         // A section key with no name (`""`, `.`) has no parts at all.
         guard let first = parts.first, let section = HostSettings.sections.first(where: { $0.name == first }) else {
@@ -237,10 +241,31 @@ public struct ConfigurationLoader: Sendable {
     }
 
     private func validateKey(_ path: String, origin: String) throws {
+        if path.hasPrefix("schedule.") && file_scheduleKey(path) { return }
         if path == "alerts" || path.hasPrefix("alerts.") {
             throw TapedeckError(.configuration, "\(origin): alerts: is a list of rules, each with when: and a route, e.g. alerts: [ { when: [silence, device-lost], webhook: { url: https://… } } ]. It is read from the config file only, not from --set or the environment.")
         }
         guard knownKeys().contains(path) else { throw unknownKey(path, origin: origin) }
+    }
+
+    /// Whether `path` is a key of `schedule:` (its own problems are said by ``schedule(file:machine:)``).
+    private func file_scheduleKey(_ path: String) -> Bool { path.hasPrefix("schedule.") }
+
+    /// The `schedule:` section that applies with `machine`'s section (its own replaces the top
+    /// level's), and a sentence for each problem; `nil` without one. - Thread: any. Never blocks.
+    public func schedule(file: ConfigFile?, machine: String?) -> (schedule: RecordingSchedule?, problems: [String]) {
+        guard let file else { return (nil, []) }
+        let m = machine.flatMap { file.machines[$0] }
+        let fromMachine = m.map { $0.entries.keys.contains { $0.hasPrefix("schedule.") } || $0.lists["schedule.windows"] != nil } ?? false
+        let entries = fromMachine ? m!.entries : file.entries
+        let values = entries.filter { $0.key.hasPrefix("schedule.") }
+            .reduce(into: [String: RecordingSchedule.Text]()) { $0[String($1.key.dropFirst("schedule.".count))] = .init($1.value.value, line: $1.value.line) }
+        let list = (fromMachine ? m!.lists["schedule.windows"] : file.lists["schedule.windows"]) ?? []
+        guard !values.isEmpty || !list.isEmpty else { return (nil, []) }
+        let windows = list.map { entry in
+            (line: entry.line, values: entry.entries.mapValues { RecordingSchedule.Text($0.value, line: $0.line) })
+        }
+        return RecordingSchedule.parse(values: values, windows: windows, file: file.name)
     }
 
     /// The `alerts:` rules that apply with `machine`'s section (its own list replaces the top

@@ -22,6 +22,7 @@ public enum HostSettings {
         Section(name: "storage", selector: "backend", role: .storage, settings: RecordingSettings.storageDeclarations),
         Section(name: "metadata", selector: nil, role: nil, settings: MetadataSettings.declarations),
         Section(name: "sync", selector: "backend", role: .remote, settings: SyncSettings.declarations),
+        Section(name: "retention", selector: nil, role: nil, settings: RetentionSettings.declarations),
     ]
 
     /// Built-in plugin choices. Capture and playback have none: recording or playing without a

@@ -47,7 +47,7 @@ struct Resolution {
                                           storage: host["storage"] ?? PluginSettings())
         checkBufferMemory(recording)
         let none = RoleSelection(plugin: nil, settings: PluginSettings())
-        return TapedeckConfiguration(
+        var configuration = TapedeckConfiguration(
             file: layers.file?.name, machine: layers.machine,
             capture: roles["capture"] ?? none, playback: roles["playback"] ?? none,
             encoder: roles["encoder"] ?? none, storage: roles["storage"] ?? none,
@@ -56,6 +56,8 @@ struct Resolution {
             identity: MetadataSettings(host["metadata"] ?? PluginSettings()).identity,
             playbackPeriodFrames: (host["playback"] ?? PluginSettings())[PlaybackEngine.periodFrames],
             settings: settings)
+        configuration.retentionSettings = host["retention"] ?? PluginSettings()
+        return configuration
     }
 
     /// Reads `declarations` under `section`; a bad value is a problem and reads as its default.

@@ -1,5 +1,6 @@
 public import TapedeckCore
 public import TapedeckAlerts
+public import TapedeckApp
 
 /// Where an effective setting came from. One wording, used by `config show` and by every
 /// message about a value.
@@ -96,6 +97,10 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var playbackPeriodFrames: Int
     /// Every effective key (dotted path) with its value and source.
     public var settings: [String: ResolvedSetting]
+    /// The `schedule:` section: when `record --schedule` records; `nil` without one.
+    public var schedule: RecordingSchedule?
+    /// `retention.*`: which takes Tapedeck deletes by itself (`RetentionSettings`).
+    public var retentionSettings = PluginSettings()
     /// The `alerts:` rules of the file (its `machines:` section's, when that has its own).
     public var alerts: [AlertRule] = []
 

@@ -344,6 +344,32 @@ sync:
     # Parts sent at once; memory used is about (concurrency + 1) × part size.
     concurrency: 4
 
+# When to record: windows of the day in a time zone, by the clock or by the sun
+# at schedule.location (sunrise, sunset, noon, civil-, nautical- and
+# astronomical-dawn and -dusk, with an offset), on some weekdays or every N
+# days, with a duty cycle inside them. `tapedeck schedule` lists the next ones.
+# schedule:
+#   timezone: Europe/Amsterdam
+#   location: { latitude: 52.37, longitude: 4.90 }
+#   windows:
+#     - { days: [mon, tue, wed, thu, fri], from: "06:00", to: "09:00" }
+#     - { from: sunrise-1h, to: sunrise+2h }
+#     - { from: civil-dusk, to: civil-dusk+30m, every: 2d }
+#   duty-cycle: { record: 1m, every: 5m }
+
+retention:
+  # Which takes Tapedeck deletes by itself (`tapedeck retention`, or --dry-run
+  # to see what would go). Never a take that records, one with markers, notes or
+  # tags (keep-marked), or, with a sync: remote, one not verified there.
+  # Delete takes older than this, counted from when each was recorded (30d, 12h,
+  # 90m); empty keeps them however old.
+  keep: ""
+  # When the library's disk has less free than this (10%, or 20G, 500M), delete
+  # the oldest takes until it has; empty: no floor.
+  free-space-floor: ""
+  # Never delete a take with markers, notes or tags.
+  keep-marked: true
+
 # Alerts that reach a person while a recording runs unattended: each rule sends
 # the events its when: names through one route (webhook, ntfy or email). Events:
 # silence (--silence-alarm; resolved when sound is back), device-lost (resolved:

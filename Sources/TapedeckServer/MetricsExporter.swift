@@ -15,6 +15,11 @@ final class MetricsExporter {
     private let registry = PrometheusCollectorRegistry()
     private var gauges: [String: Gauge] = [:]
     private var channelGauges: [Gauge] = []
+    private lazy var deletedTakes = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "tapedeck_retention_deleted_takes",
+        unitName: "total", helpText: "Takes retention deleted from this library (`tapedeck retention`), since it first ran."))
+    private lazy var deletedBytes = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "tapedeck_retention_deleted_bytes",
+        unitName: "total", helpText: "Bytes of audio retention deleted from this library, since it first ran."))
+    private var counted: (takes: Int, bytes: Int64) = (0, 0)
 
     /// What a scrape reads besides the live state.
     struct Facts {
@@ -22,6 +27,8 @@ final class MetricsExporter {
         var sessionCount: Int
         var secondsSinceFrames: Double?
         var alertsWaiting: Int
+        /// What retention has deleted, from its state file.
+        var retentionDeleted: (takes: Int, bytes: Int64)
         var oldestAlertSeconds: Double?
         var healthy: Bool
         var version: String
@@ -51,6 +58,12 @@ final class MetricsExporter {
         gauge("tapedeck_sessions", "Sessions in the library.").set(to: Double(facts.sessionCount))
         gauge("tapedeck_alerts_waiting", "Alerts waiting in the outbox to be sent (a route that does not take them).").set(to: Double(facts.alertsWaiting))
         gauge("tapedeck_alerts_oldest_waiting_seconds", "Age of the oldest alert waiting in the outbox; 0 when none waits.").set(to: facts.oldestAlertSeconds ?? 0)
+        // Counters only grow: what the state file adds since the last scrape.
+        let (takes, bytes) = facts.retentionDeleted
+        if takes > counted.takes { deletedTakes.increment(by: Int64(takes - counted.takes)) }
+        if bytes > counted.bytes { deletedBytes.increment(by: bytes - counted.bytes) }
+        counted = (max(takes, counted.takes), max(bytes, counted.bytes))
+        _ = (deletedTakes, deletedBytes)
         var buffer: [UInt8] = []
         buffer.reserveCapacity(4096)
         registry.emit(into: &buffer)

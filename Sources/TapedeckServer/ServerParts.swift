@@ -34,6 +34,9 @@ public struct ServerParts {
     /// The alerts' folder (`UserPaths.alertsFolder`), whose outbox `/metrics` counts and
     /// `/api/health` checks; `nil` without alert rules.
     public var alertsFolder: URL?
+    /// Retention's state file for this library (`RetentionRunner.stateFile`), whose deletions
+    /// `/metrics` counts; `nil`: none counted.
+    public var retentionState: URL?
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 exportCommand: [String],

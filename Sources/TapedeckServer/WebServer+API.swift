@@ -123,6 +123,15 @@ extension WebServer {
     /// A recorder that delivered no frames for this long makes the server unhealthy.
     nonisolated static let framesStaleSeconds = 10.0
 
+    /// What retention has deleted from this library, as its state file counts it.
+    func retentionDeleted() -> (takes: Int, bytes: Int64) {
+        guard let file = parts.retentionState, let data = FileManager.default.contents(atPath: file.path) else { return (0, 0) }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let state = try? decoder.decode(RetentionRunner.State.self, from: data) else { return (0, 0) }
+        return (state.deletedTakes, state.deletedBytes)
+    }
+
     /// The alerts waiting in the outbox, and how long the oldest has waited.
     func alertsWaiting() -> (count: Int, oldestSeconds: Double?) {
         guard let folder = parts.alertsFolder else { return (0, nil) }

@@ -42,7 +42,9 @@ extension WebServer {
             do { sessionCount = try await self.library.sessions().count } catch { libraryError = error }
             let state = self.live.snapshot()
             let alerts = self.alertsWaiting()
+            let retention = self.retentionDeleted()
             let facts = MetricsExporter.Facts(takesByState: self.library.takesByState, sessionCount: sessionCount, secondsSinceFrames: self.live.secondsSinceFrames(), alertsWaiting: alerts.count,
+                                              retentionDeleted: retention,
                                               oldestAlertSeconds: alerts.oldestSeconds,
                                               healthy: self.healthProblems(state, libraryError: libraryError).isEmpty, version: self.parts.version)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],

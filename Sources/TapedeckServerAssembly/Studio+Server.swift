@@ -35,6 +35,8 @@ extension Studio {
             makeDoctor: { [unowned self] in try self.makeDoctor() }, configuredFormat: configuration.recording.format,
             version: TapedeckVersion.string, logger: logger, otherRecorders: otherRecorders)
         parts.warnFreeMinutes = configuration.recording.warnFreeMinutes
+        let stateFolder = URL(fileURLWithPath: UserPaths(environment: ProcessInfo.processInfo.environment).stateHome).appendingPathComponent("tapedeck")
+        parts.retentionState = RetentionRunner.stateFile(library: store.storage.rootURL, stateFolder: stateFolder)
         if !configuration.alerts.isEmpty {
             parts.alertsFolder = UserPaths(environment: ProcessInfo.processInfo.environment).alertsFolder
         }

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tapedeck schedule` as a person reads it, from a config file.
+@Suite("the schedule command", .endToEnd, .serialized)
+struct ScheduleEndToEndTests {
+    static func harness(_ yaml: String) throws -> (CLIHarness, URL) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("schedule-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        chmod(folder.path, 0o700)
+        let config = folder.appendingPathComponent("config.yaml")
+        try yaml.write(to: config, atomically: true, encoding: .utf8)
+        return (CLIHarness(configFile: config), folder)
+    }
+
+    @Test("the next stretches across the change to summer time, in local time and UTC; a polar window skipped and said; a wrong window named with its line")
+    func schedule() async throws {
+        let (cli, folder) = try Self.harness("""
+            schedule:
+              timezone: Europe/Amsterdam
+              windows:
+                - { from: "02:30", to: "04:00" }
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let r = try await cli.run("schedule", "--from", "2027-03-28T00:00", "--next", "2")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("  1. 02:30 to 04:00"), "\(r.stdout)")
+        // 2027-03-28: 02:00 CET becomes 03:00 CEST; the window begins when the clock passes 02:30.
+        #expect(lines.contains { $0.hasPrefix("  Sun 2027-03-28 03:00:00 → 04:00:00") && $0.contains("(01:00:00 → 02:00:00 UTC) window 1") }, "\(r.stdout)")
+        #expect(lines.contains { $0.hasPrefix("  Mon 2027-03-29 02:30:00 → 04:00:00") && $0.contains("(00:30:00 → 02:00:00 UTC)") }, "\(r.stdout)")
+        #expect(r.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 }, "80 columns: \(r.stdout)")
+        let json = try await cli.run("schedule", "--from", "2027-03-28T00:00", "--next", "1", "--json")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect((parsed["stretches"] as? [[String: Any]])?.first?["start"] as? String == "2027-03-28T03:00:00+02:00", "\(json.stdout)")
+
+        let (polar, polarFolder) = try Self.harness("""
+            schedule:
+              timezone: Arctic/Longyearbyen
+              location: { latitude: 78.22, longitude: 15.65 }
+              windows:
+                - { from: sunset, to: sunset+1h }
+            """)
+        defer { try? FileManager.default.removeItem(at: polarFolder) }
+        let p = try await polar.run("schedule", "--from", "2027-06-20T00:00", "--next", "1")
+        #expect(p.status == 0 && p.stdout.contains("the sun does not reach sunset that day at 78.22° north"), "\(p.stdout)")
+
+        let (bad, badFolder) = try Self.harness("""
+            schedule:
+              timezone: Europe/Amsterdam
+              windows:
+                - { from: "06:00", to: "sunset" }
+            """)
+        defer { try? FileManager.default.removeItem(at: badFolder) }
+        let check = try await bad.run("config", "check", "--offline")
+        #expect(check.status == 78, "\(check.stdout) \(check.stderr)")
+        #expect((check.stdout + check.stderr).contains("config.yaml:4: schedule.windows[1]: sunset needs schedule.location"), "\(check.stdout) \(check.stderr)")
+    }
+}
