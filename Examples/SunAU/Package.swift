@@ -4,7 +4,7 @@ import PackageDescription
 // An outside package that builds on Tapedeck: it adds one codec (Sun/NeXT audio, `.au`) and builds
 // its own `tapedeck` with it, without forking. It depends on Tapedeck by path so that it builds
 // against this checkout; a package of your own names Tapedeck's repository by its URL and a
-// version instead, `.package(url: URL, from: "0.1.0")`, and its products with `package:` set to
+// version instead, `.package(url: URL, from: "0.2.0")`, and its products with `package:` set to
 // the repository's name.
 let package = Package(
     name: "SunAU",

@@ -97,7 +97,7 @@ final class RecordAlerts {
         if recorder.overrunCount > overrunsSaid {
             let new = recorder.overrunCount - overrunsSaid
             overrunsSaid = recorder.overrunCount
-            center.raise(event(.overruns, .once, "Overruns", "Capture lost audio \(new == 1 ? "once" : "\(new) times") (\(recorder.overrunCount) overruns in the run so far; each gap is filled with silence and counted in the take). The machine may be too busy, or the buffer too small: see capture.buffer-frames."))
+            center.raise(event(.overruns, .once, "Overruns", "Capture lost audio \(new == 1 ? "once" : "\(new) times") (\(recorder.overrunCount) overruns in the run so far; each gap is filled with silence and counted in the take). The machine may be too busy, or the buffer too small: see capture.buffer-seconds."))
         }
         lookAtFrames()
         lookAtDisk(format)

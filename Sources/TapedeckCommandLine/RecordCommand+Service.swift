@@ -24,7 +24,7 @@ extension RecordCommand {
     /// while the run's frames advance: a device thread or a writer that hangs stops the pings, and
     /// systemd restarts the service. Runs on the main actor, reading the recorder's progress.
     @MainActor
-    static func serviceWatch(_ recorder: TakeRecorder, notifier: ServiceNotifier) -> Task<Void, Never>? {
+    static func serviceWatch(_ recorder: TakeRecorder, notifier: ServiceNotifier, waiting: ScheduleWaiting? = nil) -> Task<Void, Never>? {
         guard notifier.isActive else { return nil }
         return Task { @MainActor in
             let tick = min(notifier.watchdogInterval.map { $0 / 2 } ?? .seconds(5), .seconds(5))
@@ -40,6 +40,22 @@ extension RecordCommand {
                 try? await Task.sleep(for: ready ? tick : .milliseconds(100))
                 if Task.isCancelled { break }
                 recorder.refreshProgress()
+                // `record --schedule` between its stretches: ready, waiting, and alive.
+                if let next = waiting?.nextStart {
+                    let line = "Waiting for the schedule: the next stretch at \(next.formatted(date: .abbreviated, time: .standard))"
+                    if !ready {
+                        ready = true
+                        notifier.ready(status: line)
+                        (lastStatus, lastState) = (ContinuousClock.now, line)
+                    } else if ContinuousClock.now - lastStatus >= statusEvery || lastState != line {
+                        notifier.status(line)
+                        (lastStatus, lastState) = (ContinuousClock.now, line)
+                    }
+                    if notifier.watchdogInterval != nil { notifier.watchdog() }
+                    // The next stretch's recording counts its frames from 0.
+                    (lastFrames, lastRetries) = (0, 0)
+                    continue
+                }
                 // Alive: frames arrived and were written, or (a resuming run whose device is
                 // gone) the device thread tried to open it again.
                 let (frames, retries) = (recorder.frames, recorder.deviceRetries)

@@ -77,6 +77,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Flag(help: "When the device is lost (unplugged, the server gone), end the take, wait for the device and go on in a new take (capture.resume).")
     var resume = false
 
+    @Flag(help: "Record the stretches of the config's schedule: (`tapedeck schedule` lists them), waiting between them, until stopped.")
+    var schedule = false
+
     @Option(help: ArgumentHelp("With --vox or --armed, start each take with up to DURATION of the audio before its trigger (at most 30s).", valueName: "duration"))
     var preRoll: String?
 
@@ -181,6 +184,9 @@ struct RecordCommand: AsyncParsableCommand {
         } else if silenceThreshold != nil {
             throw TapedeckError(.invalidArgument, "--silence-threshold sets the level for --silence-alarm; give --silence-alarm DURATION too, e.g. --silence-alarm 30s.")
         }
+        if schedule && (output != nil || duration != nil || positionalDuration != nil || until != nil || plan.startsIdle) {
+            throw TapedeckError(.invalidArgument, "--schedule decides when takes begin and end; leave out -o, -d/DURATION, --until, --vox and --armed.")
+        }
         if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker || plan.resume) {
             throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker, --resume and --silence-alarm work on takes in the library. Leave out -o.")
         }
@@ -257,7 +263,7 @@ struct RecordCommand: AsyncParsableCommand {
             if stops.attach(recorder) {
                 throw TapedeckError(.cancelled, "Stopped before recording began; no take was made.")
             }
-            let showMeter = Terminal.showsProgress
+            let showMeter = Terminal.showsProgress && !schedule
             // Without a meter on screen nothing watches the progress: it is not refreshed while
             // recording (fewer wake-ups). Levels are still measured, for the clip count.
             if !showMeter { recorder.settings.progressInterval = nil }
@@ -267,7 +273,8 @@ struct RecordCommand: AsyncParsableCommand {
             let banner = !showMeter && !Terminal.quiet.load(ordering: .relaxed)
                 ? Task { await Self.showMeter(recorder, source: source, stops: stops, toStdout: toStdout, plan: plan, stopsAt: stopsAt, total: seconds, bannerOnly: true) } : nil
             defer { banner?.cancel() }
-            let service = Self.serviceWatch(recorder, notifier: notifier)
+            let waiting = ScheduleWaiting()
+            let service = Self.serviceWatch(recorder, notifier: notifier, waiting: waiting)
             defer {
                 service?.cancel()
                 stopping.say("Stopped")
@@ -303,6 +310,9 @@ struct RecordCommand: AsyncParsableCommand {
             let report: RecordingReport
             // The config's alerts: rules hear of silence, a lost device, a low disk (RecordCommand+Alerts).
             let alerts = RecordAlerts.start(studio, recorder: recorder, folder: storage.rootURL.path)
+            if schedule {
+                return try await recordOnSchedule(studio.configuration.schedule, recorder: recorder, stops: stops, waiting: waiting, alerts: alerts, plan: plan, storage: storage)
+            }
             do {
                 report = try await RecordAlerts.around(alerts) {
                     try await Self.endingMeter(meter) {

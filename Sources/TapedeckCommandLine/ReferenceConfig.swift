@@ -347,7 +347,8 @@ sync:
 # When to record: windows of the day in a time zone, by the clock or by the sun
 # at schedule.location (sunrise, sunset, noon, civil-, nautical- and
 # astronomical-dawn and -dusk, with an offset), on some weekdays or every N
-# days, with a duty cycle inside them. `tapedeck schedule` lists the next ones.
+# days, with a duty cycle inside them. `tapedeck schedule` lists the next ones;
+# `tapedeck record --schedule` records them.
 # schedule:
 #   timezone: Europe/Amsterdam
 #   location: { latitude: 52.37, longitude: 4.90 }

@@ -15,7 +15,7 @@ struct ScheduleCommand: AsyncParsableCommand {
             -dusk) with an offset (sunrise-1h), on some weekdays (days:) or every N days (every: \
             2d), with a duty cycle inside them (duty-cycle: { record: 1m, every: 5m }). A window \
             whose sun event does not happen that day (polar day or night) is skipped and said. \
-            `tapedeck record --schedule` records them.
+            `tapedeck record --schedule` records them, waiting between them.
             """ + HelpExamples.text([
                 "tapedeck schedule --next 10": "The next ten stretches.",
                 "tapedeck schedule --from 2027-03-28T00:00 --next 3": "Around a change to summer time.",

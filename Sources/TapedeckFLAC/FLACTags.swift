@@ -18,7 +18,7 @@ import Darwin
 /// surrounds, not the back surrounds FLAC's own convention names). libFLAC adds its own vendor
 /// string, which is not a tag. Thread: any; allocates the blocks, does not block.
 enum FLACTags {
-    /// `Tapedeck 0.1.0 (libFLAC 1.4.2)`.
+    /// `Tapedeck 0.2.0 (libFLAC 1.4.2)`.
     static var encoderTag: String {
         "Tapedeck \(TapedeckVersion.string) (libFLAC \(libFLACVersion))"
     }

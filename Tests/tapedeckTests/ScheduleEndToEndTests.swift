@@ -60,3 +60,54 @@ struct ScheduleEndToEndTests {
         #expect((check.stdout + check.stderr).contains("config.yaml:4: schedule.windows[1]: sunset needs schedule.location"), "\(check.stdout) \(check.stderr)")
     }
 }
+
+extension ScheduleEndToEndTests {
+    /// `HH:MM:SS` in UTC, `seconds` from `base`.
+    static func clock(_ base: Date, _ seconds: Double) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "HH:mm:ss"
+        return f.string(from: base.addingTimeInterval(seconds))
+    }
+
+    @Test("record --schedule: started inside a stretch it records at once (schedule-catch-up) to the stretch's end, waits, and records the next (schedule)")
+    func recordOnSchedule() async throws {
+        // Whole seconds, so the windows' clock times are exact.
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.up) + 1)
+        let (cli, folder) = try Self.harness("""
+            capture: { backend: null, null: { paced: true } }
+            format: { sample-rate: 48000, channels: 1, sample-format: s16 }
+            schedule:
+              timezone: UTC
+              windows:
+                - { from: "\(Self.clock(base, -5))", to: "\(Self.clock(base, 3))" }
+                - { from: "\(Self.clock(base, 6))", to: "\(Self.clock(base, 8))" }
+            """)
+        defer {
+            try? FileManager.default.removeItem(at: folder)
+            try? FileManager.default.removeItem(at: cli.library)
+        }
+        while Date() < base { try await Task.sleep(for: .milliseconds(20)) }
+        let (p, out, err) = try cli.start(["record", "--schedule", "--session", "Dawn", "--json"])
+        try await Task.sleep(for: .seconds(10))
+        kill(p.processIdentifier, SIGINT)
+        try await CLIHarness.waitForExit(p, limit: 30)
+        let said = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        #expect(p.terminationStatus == 0, "\(said)")
+        #expect(said.contains("Inside a stretch of the schedule since"), "\(said)")
+        #expect(said.contains("Waiting for the schedule: the next stretch is"), "\(said)")
+        let listed = try await cli.run("list", "--json")
+        let sessions = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        let takes = sessions.flatMap { $0["takes"] as? [[String: Any]] ?? [] }
+        #expect(takes.count == 2, "\(listed.stdout)")
+        guard takes.count == 2 else { return }
+        let began = takes.map { ($0["run"] as? [String: Any])?["began"] as? String }
+        #expect(began == ["schedule-catch-up", "schedule"], "\(takes)")
+        // The first ends with its stretch, 3 s after the start; the second lasts its 2 s.
+        let seconds = takes.map { $0["seconds"] as? Double ?? 0 }
+        #expect(abs(seconds[0] - 3) < 0.5 && abs(seconds[1] - 2) < 0.1, "\(seconds)")
+        try? FileManager.default.removeItem(at: out)
+        try? FileManager.default.removeItem(at: err)
+    }
+}

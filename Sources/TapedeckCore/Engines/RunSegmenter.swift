@@ -78,6 +78,8 @@ public struct RunSegmenter: Sendable {
         public var alarmFrames: Int64
         /// How long after a take could not be made ready the next try comes.
         public var retryFrames: Int64
+        /// Why the first take begins (``RunPlan/firstTakeBegins``).
+        public var firstReason: TakeBoundary = .start
 
         /// - Parameters:
         ///   - plan: the run's plan: its splits, VOX, trigger, pre-roll and silence alarm.
@@ -107,6 +109,7 @@ public struct RunSegmenter: Sendable {
             alarmThreshold = plan.silenceAlarm.map { Float(pow(10, $0.thresholdDB / 20)) }
             alarmFrames = plan.silenceAlarm.map { max(1, Int64(($0.seconds * rate).rounded())) } ?? 0
             retryFrames = Int64(sampleRate) * 10
+            firstReason = plan.firstTakeBegins
         }
 
         var splitsByRule: Bool { splitEvery != nil || maxBytes != nil }
@@ -176,7 +179,7 @@ public struct RunSegmenter: Sendable {
     ///   - bytes: the first take's file size now (its header), for size splits.
     public init(rules: Rules, startsWithTake: Bool, bytes: Int64 = 0) {
         self.rules = rules
-        if startsWithTake { take = Take(offset: 0, reason: .start, bytesSeen: bytes) }
+        if startsWithTake { take = Take(offset: 0, reason: rules.firstReason, bytesSeen: bytes) }
         if let every = rules.splitEvery {
             if rules.splitAligned {
                 nextTimeSplit = rules.firstAlignedSplit ?? every

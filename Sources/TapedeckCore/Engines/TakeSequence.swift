@@ -160,6 +160,9 @@ public struct RunPlan: Sendable, Hashable {
     public var startsIdle: Bool { vox != nil || armed }
     /// Whether the run may make more than one take, or none: its takes come from a ``TakeSequence``.
     public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || splitOnRequest || resume }
+    /// Why the run's first take begins (`record --schedule`: a stretch began, or one under way
+    /// was caught up with); `.start` otherwise.
+    public var firstTakeBegins: TakeBoundary = .start
 }
 
 /// Something that happened to a run between its takes: the device was lost and came back, or a

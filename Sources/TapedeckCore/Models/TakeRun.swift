@@ -21,8 +21,12 @@ public enum TakeBoundary: String, Sendable, Hashable, Codable, CaseIterable {
     case trigger
     /// The run was stopped (Ctrl-C, a signal, `tapedeck` stopped it).
     case stopped
-    /// The run reached `--duration` or `--until`.
+    /// The run reached `--duration` or `--until`, or the end of its stretch of the schedule.
     case duration
+    /// `record --schedule`: a stretch of the schedule began.
+    case schedule
+    /// `record --schedule` started (or its device came back) inside a stretch: it records at once.
+    case scheduleCatchUp = "schedule-catch-up"
     /// The device was lost.
     case deviceLost = "device-lost"
     /// Writing failed (a full disk).

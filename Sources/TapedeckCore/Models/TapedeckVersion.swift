@@ -1,4 +1,4 @@
 /// Tapedeck's version, for reports and the ENCODER tag of exported files.
 public enum TapedeckVersion {
-    public static let string = "0.1.0"
+    public static let string = "0.2.0"
 }
