@@ -81,8 +81,11 @@ public struct RetentionPlan: Sendable, Hashable {
 /// disk, so a year of takes and a stepping clock are tested in milliseconds. Any thread.
 public enum RetentionPlanner {
     /// - Parameters:
+    ///   - items: the library's takes.
+    ///   - policy: the rules (`retention:`).
     ///   - now: the time ages are counted to (``RetentionClock``'s trusted time).
-    ///   - agesTrusted: `false` when the clock stepped lately: no take goes for its age.
+    ///   - agesTrusted: `false` when the clock cannot be believed: no take goes for its age.
+    ///   - clockProblem: what was wrong with the clock, carried into the plan.
     ///   - disk: free and total bytes of the library's disk (`nil`: not known; no floor applies).
     public static func plan(_ items: [RetentionItem], policy: RetentionPolicy, now: Date, agesTrusted: Bool = true,
                             clockProblem: String? = nil, disk: (free: Int64, total: Int64)?) -> RetentionPlan {

@@ -30,8 +30,13 @@ public final class RetentionRunner {
     private let verified: @MainActor (Take) -> Bool
     private let logger: Logger
 
-    /// - Parameter verified: whether a take's upload is verified on the remote (asked only when
-    ///   `policy.requireVerified`).
+    /// - Parameters:
+    ///   - store: the library.
+    ///   - policy: the rules (`retention:`).
+    ///   - stateFile: where the clock's last reading and the deletions are kept (``stateFile(library:stateFolder:)``).
+    ///   - logger: where each deletion is logged.
+    ///   - verified: whether a take's upload is verified on the remote (asked only when
+    ///     `policy.requireVerified`).
     public init(store: SessionStore, policy: RetentionPolicy, stateFile: URL, logger: Logger,
                 verified: @escaping @MainActor (Take) -> Bool = { _ in false }) {
         self.store = store
