@@ -65,5 +65,9 @@ struct ServeLoginLinkEndToEndTests {
         #expect(again.status == 401 && !again.cookie.contains(token), "a link logs in once: \(again)")
         let guessed = try await Self.open(String(link.dropLast(32)) + String(repeating: "0", count: 32))
         #expect(guessed.status == 401)
+        // Stopped as a person stops it: a server the test runner's ignored SIGHUP reached through
+        // tmux would outlive the tmux server's end.
+        try await screen.tmux(["send-keys", "C-c"])
+        _ = try await screen.wait(for: "Stopped.")
     }
 }
