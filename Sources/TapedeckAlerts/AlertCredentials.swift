@@ -39,26 +39,7 @@ struct AlertSecrets: Sendable {
     }
 
     static func read(_ path: String) throws -> AlertSecrets {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            let code = errno
-            if code == ELOOP { throw TapedeckError(.configuration, "The alert's credentials-file \(path) is a symbolic link. Name the file itself.") }
-            throw TapedeckError(.configuration, "Could not open the alert's credentials-file \(path): \(String(cString: strerror(code))). Check the path.")
-        }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw TapedeckError(.configuration, "The alert's credentials-file \(path) is not a regular file.")
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            throw TapedeckError(.configuration, "The alert's credentials-file \(path) may be read by other users (mode \(String(st.st_mode & 0o777, radix: 8))). Make it private: chmod 600 \(path)")
-        }
-        guard st.st_uid == getuid() else {
-            throw TapedeckError(.configuration, "The alert's credentials-file \(path) belongs to another user. Use a file of your own.")
-        }
-        guard st.st_size <= 65_536, let data = try handle.readToEnd(), let text = String(data: data, encoding: .utf8) else {
-            throw TapedeckError(.configuration, "The alert's credentials-file \(path) is not a short text file of key = value lines.")
-        }
+        let text = try PrivateFile.readText(path, key: "The alert's credentials-file")
         var secrets = AlertSecrets()
         for raw in text.split(whereSeparator: \.isNewline) {
             let line = raw.trimmingSpaces
@@ -73,7 +54,7 @@ struct AlertSecrets: Sendable {
             }
         }
         guard secrets.password != nil || secrets.token != nil else {
-            throw TapedeckError(.configuration, "The alert's credentials-file \(path) has no password = … or token = … line.")
+            throw TapedeckError(.configuration, "The alert's credentials-file: \(path) has no password = … or token = … line.")
         }
         return secrets
     }

@@ -93,9 +93,7 @@ public struct AlertOutbox: Sendable {
         case .ntfy(let url, _): text = "ntfy \(url)"
         case .email(let mail): text = "email \(mail.server) \(mail.from) \(mail.to.joined(separator: ","))"
         }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return String(hash, radix: 16)
+        return PrivateFile.stableName(text)
     }
 
     /// Names sort in the order alerts were added, across processes and restarts: the time in

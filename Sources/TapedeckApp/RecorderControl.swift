@@ -201,9 +201,7 @@ public final class RecorderControl: Sendable {
         let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? 2
         var abstract = false
         if bytes.count >= capacity {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for b in bytes { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
-            bytes = [0] + Array("tapedeck-control-\(getuid())-\(String(hash, radix: 16))".utf8)
+            bytes = [0] + Array("tapedeck-control-\(getuid())-\(PrivateFile.stableName(path))".utf8)
             abstract = true
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in

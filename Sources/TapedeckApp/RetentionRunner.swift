@@ -48,9 +48,7 @@ public final class RetentionRunner {
 
     /// The state file of the library at `library` in `stateFolder`.
     public nonisolated static func stateFile(library: URL, stateFolder: URL) -> URL {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in library.standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return stateFolder.appendingPathComponent("retention-\(String(hash, radix: 16)).json")
+        stateFolder.appendingPathComponent("retention-\(PrivateFile.stableName(library.standardizedFileURL.path)).json")
     }
 
     /// The state as the last run left it (a new one when there is none or it cannot be read).

@@ -172,7 +172,6 @@ final class RecordAlerts {
     /// The run ended: a take cut short is said, an open silence resolved, and what waits sent.
     private func end(report: RecordingReport?, error: (any Error)?) async {
         task?.cancel()
-        look()
         if let began = silence, let rate = recorder.format?.sampleRate {
             silence = nil
             let lasted = Double(recorder.lastSilence?.frames ?? 0) / Double(rate)

@@ -26,28 +26,7 @@ enum S3CredentialSource {
     /// `aws_session_token` from the file at `path`, which must be a regular file (not a link)
     /// owned by this user and readable by nobody else.
     static func read(_ path: String, profile: String, key: String) throws -> S3Credentials {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            let code = errno
-            if code == ELOOP {
-                throw TapedeckError(.configuration, "\(key): \(path) is a symbolic link. Name the credentials file itself.")
-            }
-            throw TapedeckError(.configuration, "\(key): could not open \(path): \(String(cString: strerror(code))). Check the path, or set the credentials in the environment instead.")
-        }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw TapedeckError(.configuration, "\(key): \(path) is not a regular file.")
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            throw TapedeckError(.configuration, "\(key): \(path) may be read by other users (mode \(String(st.st_mode & 0o777, radix: 8))). Make it private: chmod 600 \(path)")
-        }
-        guard st.st_uid == getuid() else {
-            throw TapedeckError(.configuration, "\(key): \(path) belongs to another user. Use a credentials file of your own.")
-        }
-        guard st.st_size <= 1_048_576, let data = (try? handle.readToEnd()) ?? nil, let text = String(data: data, encoding: .utf8) else {
-            throw TapedeckError(.configuration, "\(key): \(path) is not a text credentials file.")
-        }
+        let text = try PrivateFile.readText(path, key: key)
         var section = ""
         var values: [String: String] = [:]
         for raw in text.split(whereSeparator: \.isNewline) {
