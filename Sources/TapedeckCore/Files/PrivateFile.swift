@@ -8,7 +8,9 @@ import Glibc
 public enum PrivateFile {
     /// The text of the file at `path`, which must be a regular file (not a link), owned by this
     /// user, readable by nobody else, and at most 1 MiB of UTF-8.
-    /// - Parameter key: how messages name the setting that gave the path, e.g. `sync.s3.credentials-file`.
+    /// - Parameters:
+    ///   - path: the file to read; a relative path is taken from the working directory.
+    ///   - key: how messages name the setting that gave the path, e.g. `sync.s3.credentials-file`.
     /// - Throws: `.configuration` saying what is wrong with the file and how to mend it.
     /// - Thread: any. Blocks briefly on reading the file.
     public static func readText(_ path: String, key: String) throws -> String {
