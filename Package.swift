@@ -395,7 +395,7 @@ let package = Package(
             dependencies: ["TapedeckBundleStorage", "TapedeckTesting"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "TapedeckAppTests", dependencies: ["TapedeckApp", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckAppTests", dependencies: ["TapedeckApp", "TapedeckTesting", "TapedeckNull"], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckAlertsTests", dependencies: ["TapedeckAlerts", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
         .testTarget(

@@ -105,6 +105,7 @@ struct PushCommand: AsyncParsableCommand {
                 throw error
             }
             defer { signals.cancel() }
+            let alerts = watch ? PushAlerts.start(studio) : nil
             let work = Task { @MainActor () -> [PushRound] in
                 var rounds: [PushRound] = []
                 repeat {
@@ -121,12 +122,15 @@ struct PushCommand: AsyncParsableCommand {
                             break
                         }
                         if items.isEmpty && watch {
+                            alerts?.lookAtBacklog(pusher)
                             try await Task.sleep(for: .seconds(interval))
                             continue
                         }
                         let display = PushDisplay(json: json, machine: pusher.machine, location: remote.location, count: items.count)
                         let outcomes = await pusher.push(items, options: options) { display.show($0) }
                         display.end()
+                        alerts?.roundEnded(outcomes)
+                        alerts?.lookAtBacklog(pusher)
                         var deleted: [Take] = []
                         if let keepLocal, !Task.isCancelled {
                             try await studio.store.refresh()
@@ -140,6 +144,8 @@ struct PushCommand: AsyncParsableCommand {
                     } catch let error as TapedeckError where watch && (error.code == .remoteUnavailable || error.code == .busy) {
                         // The server may come back: say so and look again after the interval.
                         Terminal.printError(error.message)
+                        alerts?.remoteFailed(error)
+                        alerts?.lookAtBacklog(pusher)
                         try? await Task.sleep(for: .seconds(interval))
                     }
                 } while watch && !Task.isCancelled
@@ -149,9 +155,11 @@ struct PushCommand: AsyncParsableCommand {
             let rounds: [PushRound]
             do { rounds = try await work.value } catch {
                 await remote.shutdown()
+                await alerts?.end()
                 throw error
             }
             await remote.shutdown()
+            await alerts?.end()
             let stopped = work.isCancelled
             try Self.report(rounds, json: json, watch: watch, machine: pusher.machine, location: remote.location, stopped: stopped)
             let failures: [TapedeckError] = rounds.last?.outcomes.compactMap { (_, outcome) -> TapedeckError? in

@@ -1,5 +1,7 @@
 import Foundation
 import TapedeckApp
+import TapedeckAssembly
+import TapedeckServer
 import TapedeckCore
 #if canImport(Glibc)
 import Glibc
@@ -46,5 +48,85 @@ extension RecordCommand {
                 return nil
             }
         }
+    }
+}
+
+extension RecordCommand.Control {
+    /// The status a `--metrics` scrape shows: `nil` while nothing records (a schedule's wait).
+    func statusWhileRecording() -> RecorderStatus? {
+        switch recorder.phase {
+        case .opening, .recording, .finishing: answer(RecorderControl.Request(op: "status")).status
+        case .idle, .finished: nil
+        }
+    }
+}
+
+/// What watches a recording into the library from outside while it runs: its registration
+/// (`tapedeck mark`), its control socket (`tapedeck status`, the page of a `serve` on the same
+/// library), `--metrics` and the config's retention. Main actor only.
+@MainActor
+final class RecordCompanions {
+    private var registration: URL?
+    private var control: RecorderControl?
+    private var metrics: MetricsListener?
+    private var retention: Task<Void, Never>?
+
+    /// Starts them for `recorder`; returns once `--metrics` listens.
+    /// - Throws: when `--metrics` cannot listen (the address in use, not this machine's).
+    static func start(_ command: RecordCommand, recorder: TakeRecorder, stops: StopRelay, studio: Studio, seconds: Double?,
+                      plan: RunPlan) async throws -> RecordCompanions {
+        let companions = RecordCompanions()
+        let storage = studio.store.storage
+        stops.registration = RecorderRegistry.register(session: command.session ?? "the most recent session", library: storage.rootURL.path,
+                                                       startedBy: "record", paths: UserPaths(environment: ProcessInfo.processInfo.environment))
+        companions.registration = stops.registration
+        let startedAt = Date()
+        let control = RecordCommand.Control(recorder: recorder, stops: stops, library: storage.rootURL.path, session: command.session,
+                                            startedAt: startedAt, stopsAt: seconds.map { startedAt.addingTimeInterval($0) }, splits: plan.makesRun)
+        companions.control = control.listen(beside: stops.registration)
+        do {
+            if let address = command.metrics {
+                companions.metrics = try await Self.listen(address, control: control, studio: studio)
+            }
+        } catch {
+            companions.close()
+            throw error
+        }
+        companions.retention = await RecordRetention.start(studio)
+        return companions
+    }
+
+    /// `--metrics ADDRESS`: listening, said on stderr (unless --quiet) with its address.
+    private static func listen(_ address: String, control: RecordCommand.Control, studio: Studio) async throws -> MetricsListener {
+        let environment = ProcessInfo.processInfo.environment
+        let listener = try MetricsListener(address: address, status: { control.statusWhileRecording() },
+                                           libraryPath: studio.store.storage.rootURL.path, configuredFormat: studio.configuration.recording.format,
+                                           alertsFolder: studio.configuration.alerts.isEmpty ? nil : UserPaths(environment: environment).alertsFolder,
+                                           version: TapedeckVersion.string, logger: studio.logger)
+        let (ready, said) = AsyncStream<String>.makeStream()
+        let failure = FailureBox()
+        Task { @MainActor in
+            do { try await listener.run { said.yield($0) } } catch { failure.error = error }
+            said.finish()
+        }
+        for await url in ready {
+            if !Terminal.quiet.load(ordering: .relaxed) { Terminal.printError("Metrics for Prometheus at \(url)") }
+            return listener
+        }
+        throw failure.error ?? TapedeckError(.io, "--metrics \(address): the listener stopped before it listened.")
+    }
+
+    @MainActor
+    private final class FailureBox {
+        var error: (any Error)?
+    }
+
+    /// Ends them all: unregistered, the socket closed, `--metrics` no longer listening.
+    func close() {
+        retention?.cancel()
+        metrics?.shutdown()
+        control?.close()
+        RecorderRegistry.unregister(registration)
+        (retention, metrics, control, registration) = (nil, nil, nil, nil)
     }
 }

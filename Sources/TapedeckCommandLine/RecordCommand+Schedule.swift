@@ -24,62 +24,39 @@ extension RecordCommand {
         }
     }
 
-    /// `record --schedule`: records each stretch of `schedule` (`tapedeck schedule` lists them)
-    /// as a run of its own, waiting between them, until stopped. A start inside a stretch
-    /// records at once (the take's run began `schedule-catch-up`, else `schedule`); a device
-    /// missing when a stretch begins is tried again every 10 s while the stretch lasts. Each
-    /// stretch's report is printed as it ends; the exit status is the worst of them.
-    /// - Thread: main actor; suspends while recording and waiting.
+    /// `record --schedule`: ``ScheduledRecording`` on the wall clock, saying on stderr what it
+    /// waits for and printing each stretch's report as it ends; the exit status is the worst of
+    /// them. - Thread: main actor; suspends while recording and waiting.
     @MainActor
     static func recordOnSchedule(_ schedule: RecordingSchedule, recorder: TakeRecorder, stops: StopRelay, waiting: ScheduleWaiting,
                                  session: String?, name: String?, plan: RunPlan, json: Bool, storage: any TakeStorage) async throws -> RecordingReport? {
         var last: RecordingReport?
         var worst: ExitCode?
-        while !stops.isRequested {
-            let now = Date()
-            guard let stretch = schedule.current(at: now) else {
-                throw TapedeckError(.configuration, "The schedule has no stretch in the next 400 days: `tapedeck schedule` shows its windows.")
-            }
-            if stretch.start.timeIntervalSince(now) > 0.5 {
+        let quiet = Terminal.quiet.load(ordering: .relaxed)
+        try await ScheduledRecording(schedule: schedule, recorder: recorder).run(plan: plan, session: session, take: name, stopped: { stops.isRequested }) { event in
+            switch event {
+            case .waiting(let stretch, let now):
                 waiting.nextStart = stretch.start
-                if !Terminal.quiet.load(ordering: .relaxed) {
+                if !quiet {
                     Terminal.printError("Waiting for the schedule: the next stretch is \(ScheduleCommand.local(stretch.start, schedule.zone)) to \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)) (window \(stretch.window + 1)), in \(RetentionClock.duration(stretch.start.timeIntervalSince(now))).")
                 }
-                await sleep(until: stretch.start, stops: stops)
+            case .waited:
                 waiting.nextStart = nil
-                continue
-            }
-            var run = plan
-            let catchUp = now.timeIntervalSince(stretch.start) > 2
-            run.firstTakeBegins = catchUp ? .scheduleCatchUp : .schedule
-            // Every stretch is a run, so its take says why it began.
-            run.splitOnRequest = true
-            if catchUp && !Terminal.quiet.load(ordering: .relaxed) {
-                Terminal.printError("Inside a stretch of the schedule since \(ScheduleCommand.local(stretch.start, schedule.zone)): recording at once, until \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)).")
-            }
-            do {
-                let report = try await recorder.record(sessionName: session, takeName: name, duration: .seconds(stretch.end.timeIntervalSince(Date())), plan: run)
+            case .recording(let stretch, _, let catchUp):
+                if catchUp && !quiet {
+                    Terminal.printError("Inside a stretch of the schedule since \(ScheduleCommand.local(stretch.start, schedule.zone)): recording at once, until \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)).")
+                }
+            case .finished(let report):
                 last = report
-                do { try finish(report, json: json, storage: storage) } catch let code as ExitCode where code.rawValue > (worst?.rawValue ?? 0) { worst = code }
-            } catch let error as TapedeckError where error.code == .cancelled {
-                break
-            } catch let error as TapedeckError where error.code == .deviceUnavailable {
-                // A service outlives a device that is missing when its stretch begins.
+                // A stretch that ended badly does not end the service: the worst status is kept.
+                do { try finish(report, json: json, storage: storage) } catch let code as ExitCode {
+                    if code.rawValue > (worst?.rawValue ?? 0) { worst = code }
+                }
+            case .deviceMissing(let error):
                 Terminal.printError("\(error.message) Trying again in 10 s while the stretch lasts.")
-                await sleep(until: min(stretch.end, Date().addingTimeInterval(10)), stops: stops)
             }
         }
         if let worst { throw worst }
         return last
-    }
-
-    /// Sleeps until `date` or a stop request, whichever comes first.
-    @MainActor
-    private static func sleep(until date: Date, stops: StopRelay) async {
-        while !stops.isRequested {
-            let left = date.timeIntervalSinceNow
-            if left <= 0 { return }
-            try? await Task.sleep(for: .milliseconds(Int(min(250, max(5, left * 1000)))))
-        }
     }
 }

@@ -89,6 +89,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("The level under which --silence-alarm counts the input as silent (default -70dB).", valueName: "level"))
     var silenceThreshold: String?
 
+    @Option(help: ArgumentHelp("Serve /metrics for Prometheus at ADDRESS:PORT while recording into the library (127.0.0.1:9470; 0 for any free port).", valueName: "address"))
+    var metrics: String?
+
     @Flag(help: "Print the final report as JSON (on a terminal the meter still shows, on stderr).")
     var json = false
 
@@ -187,8 +190,8 @@ struct RecordCommand: AsyncParsableCommand {
         if schedule && (output != nil || duration != nil || positionalDuration != nil || until != nil || plan.startsIdle) {
             throw TapedeckError(.invalidArgument, "--schedule decides when takes begin and end; leave out -o, -d/DURATION, --until, --vox and --armed.")
         }
-        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker || plan.resume) {
-            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker, --resume and --silence-alarm work on takes in the library. Leave out -o.")
+        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker || plan.resume || metrics != nil) {
+            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker, --resume, --silence-alarm and --metrics work on takes in the library. Leave out -o.")
         }
         return plan
     }
@@ -298,15 +301,10 @@ struct RecordCommand: AsyncParsableCommand {
             }
             let (session, name) = (self.session, self.name)
             let storage = studio.store.storage
-            // `tapedeck mark` finds this recording through the user's runtime folder.
-            stops.registration = RecorderRegistry.register(session: session ?? "the most recent session", library: storage.rootURL.path,
-                                                           startedBy: "record", paths: UserPaths(environment: ProcessInfo.processInfo.environment))
-            defer { RecorderRegistry.unregister(stops.registration) }
-            // `tapedeck status` and the page of a `tapedeck serve` on this library see and control it.
-            let startedAt = Date()
-            let control = Control(recorder: recorder, stops: stops, library: storage.rootURL.path, session: session, startedAt: startedAt,
-                                  stopsAt: seconds.map { startedAt.addingTimeInterval($0) }, splits: plan.makesRun).listen(beside: stops.registration)
-            defer { control?.close() }
+            // `tapedeck mark`, `status`, the page of a `serve` on this library and --metrics see it;
+            // the config's retention is applied meanwhile (RecordCommand+Control, +Retention).
+            let companions = try await RecordCompanions.start(self, recorder: recorder, stops: stops, studio: studio, seconds: seconds, plan: plan)
+            defer { companions.close() }
             let report: RecordingReport
             // The config's alerts: rules hear of silence, a lost device, a low disk (RecordCommand+Alerts).
             let alerts = RecordAlerts.start(studio, recorder: recorder, folder: storage.rootURL.path)

@@ -110,7 +110,7 @@ final class NullCaptureStream: CaptureStream {
         self.faults = faults
     }
 
-    var isRealTime: Bool { clock != nil }
+    var isRealTime: Bool { clock?.isRealTime ?? false }
 
     private func nanos(forFrames frames: Int64) -> UInt64 {
         UInt64(frames) * 1_000_000_000 / UInt64(format.sampleRate)

@@ -41,7 +41,7 @@ final class NullPlaybackStream: PlaybackStream {
     let clock: (any PacingClock)?
     let counter: NullPlaybackCounter
     private var written: Int64 = 0
-    var isRealTime: Bool { clock != nil }
+    var isRealTime: Bool { clock?.isRealTime ?? false }
     /// Where the audio goes: nowhere but the counter, as `play`'s report says.
     var deviceName: String? { "null (discarded)" }
     private var startNanos: UInt64?

@@ -12,6 +12,15 @@ public protocol PacingClock: Sendable {
     /// Blocks the calling thread until `deadline` (monotonic nanoseconds).
     /// - Thread: the device thread. Blocks.
     func sleep(untilNanoseconds deadline: UInt64)
+    /// Whether it keeps real time (a device paced by it must not be kept waiting), or is a
+    /// virtual clock whose sleeps return at once: then a full hand-off buffer is waited for,
+    /// never dropped. `true` unless a clock says otherwise.
+    /// - Thread: any. Never blocks.
+    var isRealTime: Bool { get }
+}
+
+extension PacingClock {
+    public var isRealTime: Bool { true }
 }
 
 /// Real time: `CLOCK_MONOTONIC` with absolute-deadline sleeps, so pacing does not drift.

@@ -19,6 +19,8 @@ final class LibraryView {
     private var indexed: (count: Int, finished: Int, at: Date)?
     /// Takes by state, counted as the takes are indexed (`/metrics` reads them without a walk).
     private(set) var takesByState: [TakeState: Int] = [:]
+    /// Grows each time the takes are indexed again.
+    private(set) var revision = 0
     private var refreshing: Task<Void, Never>?
 
     init(store: SessionStore, generation: @escaping @MainActor () -> Int) {
@@ -55,6 +57,7 @@ final class LibraryView {
             }
         }
         takesByState = counts
+        revision += 1
         indexed = (store.sessions.count, generation(), Date())
     }
 

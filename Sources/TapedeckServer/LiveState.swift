@@ -109,6 +109,8 @@ public final class LiveState {
     private var polling: Task<Void, Never>?
     private nonisolated let listeners = Listeners()
     private let others: @MainActor () -> [URL]
+    /// A recorder of this process outside the desk (`record --metrics`), shown while the desk is idle.
+    private let local: (@MainActor () -> RecorderStatus?)?
     /// Another process's recorder (shown while the desk is idle): its control socket, its last
     /// answer, and how many recorders record besides the one shown.
     private(set) var foreignSocket: URL?
@@ -118,7 +120,8 @@ public final class LiveState {
     private var foreignChanges = 0
 
     public init(desk: RecordingDesk, libraryPath: String, configuredFormat: AudioFormat, interval: Duration,
-                others: @escaping @MainActor () -> [URL] = { [] }) {
+                others: @escaping @MainActor () -> [URL] = { [] }, local: (@MainActor () -> RecorderStatus?)? = nil) {
+        self.local = local
         self.desk = desk
         self.libraryPath = libraryPath
         self.configuredFormat = configuredFormat
@@ -215,7 +218,7 @@ public final class LiveState {
     /// `/api/state` never disturbs what the live listeners see.
     public func snapshot(advancing: Bool = false) -> LiveSnapshot {
         let recorder = desk.recorder
-        let own = desk.status(pid: getpid(), library: libraryPath)
+        let own = desk.status(pid: getpid(), library: libraryPath) ?? local?()
         let shown = own ?? (recorder == nil ? foreign : nil)
         if advancing {
             if let index = recorder?.takeIndex, index > lastTakeIndex {

@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import TapedeckApp
 import TapedeckCore
 
 /// `GET /metrics`: the recorder, the library and the alerts in Prometheus' text exposition
@@ -23,13 +24,16 @@ final class MetricsExporter {
 
     /// What a scrape reads besides the live state.
     struct Facts {
-        var takesByState: [TakeState: Int]
-        var sessionCount: Int
+        /// `nil` where the library is not read (`record --metrics`): those series are left out.
+        var takesByState: [TakeState: Int]?
+        var sessionCount: Int?
         var secondsSinceFrames: Double?
         var alertsWaiting: Int
         /// What retention has deleted, from its state file.
         var retentionDeleted: (takes: Int, bytes: Int64)
         var oldestAlertSeconds: Double?
+        /// `nil` without a remote.
+        var uploadBacklog: UploadBacklog?
         var healthy: Bool
         var version: String
     }
@@ -51,13 +55,21 @@ final class MetricsExporter {
         let free = state.freeBytes.map(Double.init) ?? .nan
         gauge("tapedeck_disk_free_bytes", "Free bytes on the library's disk.").set(to: free)
         gauge("tapedeck_disk_seconds_left", "Seconds of audio the library's disk holds at the format recorded (or configured).").set(to: state.secondsLeft ?? .nan)
-        for takeState in TakeState.allCases {
-            let count = facts.takesByState[takeState] ?? 0
-            gauge("tapedeck_takes", "Takes in the library, by state (as `tapedeck list --json` gives them).", [("state", takeState.rawValue)]).set(to: Double(count))
+        if let takes = facts.takesByState {
+            for takeState in TakeState.allCases {
+                gauge("tapedeck_takes", "Takes in the library, by state (as `tapedeck list --json` gives them).", [("state", takeState.rawValue)])
+                    .set(to: Double(takes[takeState] ?? 0))
+            }
         }
-        gauge("tapedeck_sessions", "Sessions in the library.").set(to: Double(facts.sessionCount))
+        if let sessions = facts.sessionCount { gauge("tapedeck_sessions", "Sessions in the library.").set(to: Double(sessions)) }
         gauge("tapedeck_alerts_waiting", "Alerts waiting in the outbox to be sent (a route that does not take them).").set(to: Double(facts.alertsWaiting))
         gauge("tapedeck_alerts_oldest_waiting_seconds", "Age of the oldest alert waiting in the outbox; 0 when none waits.").set(to: facts.oldestAlertSeconds ?? 0)
+        if let backlog = facts.uploadBacklog {
+            gauge("tapedeck_upload_backlog_takes", "Finished takes not yet verified on the remote (`tapedeck push` sends them).").set(to: Double(backlog.takes))
+            gauge("tapedeck_upload_backlog_bytes", "Bytes of audio of the takes not yet verified on the remote.").set(to: Double(backlog.bytes))
+            gauge("tapedeck_upload_backlog_oldest_seconds", "How long the take waiting longest for its upload has waited since it finished; 0 when none waits.")
+                .set(to: backlog.oldestSeconds ?? 0)
+        }
         // Counters only grow: what the state file adds since the last scrape.
         let (takes, bytes) = facts.retentionDeleted
         if takes > counted.takes { deletedTakes.increment(by: Int64(takes - counted.takes)) }

@@ -37,6 +37,9 @@ public struct ServerParts {
     /// Retention's state file for this library (`RetentionRunner.stateFile`), whose deletions
     /// `/metrics` counts; `nil`: none counted.
     public var retentionState: URL?
+    /// The ledger of uploads to the configured remote, whose backlog `/metrics` shows and
+    /// `/api/health` checks; `nil` without a remote.
+    public var uploadLedger: UploadLedger?
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 exportCommand: [String],

@@ -132,6 +132,23 @@ extension WebServer {
         return (state.deletedTakes, state.deletedBytes)
     }
 
+    /// The takes still to be uploaded (`nil` without a remote): measured again only when the
+    /// library was indexed again or the ledger changed, so a scrape at 100 000 takes stays quick.
+    func uploadBacklog() -> UploadBacklog? {
+        guard let ledger = parts.uploadLedger else { return nil }
+        let file = ledger.libraryURL.appendingPathComponent(UploadLedger.fileName)
+        var st = stat()
+        let changed = stat(file.path, &st) == 0 ? "\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)/\(st.st_size)" : "none"
+        // The ages move on with the clock: a minute's staleness is close enough.
+        let key = "\(library.revision)|\(changed)|\(Int(Date().timeIntervalSince1970 / 60))"
+        if let cached = backlogCache, cached.key == key { return cached.backlog }
+        let records = (try? ledger.records()) ?? [:]
+        let storage = parts.store.storage
+        let backlog = UploadBacklog.measure(parts.store.sessions, records: records) { try? storage.audioURL(for: $0) }
+        backlogCache = (key, backlog)
+        return backlog
+    }
+
     /// The alerts waiting in the outbox, and how long the oldest has waited.
     func alertsWaiting() -> (count: Int, oldestSeconds: Double?) {
         guard let folder = parts.alertsFolder else { return (0, nil) }
@@ -156,6 +173,10 @@ extension WebServer {
         if let oldest = alerts.oldestSeconds, oldest >= Self.staleAlertSeconds {
             problems.append(String(format: "%d alert%@ wait%@ in the outbox, the oldest for %.0f min: a route does not take them (`tapedeck alerts`).",
                                    alerts.count, alerts.count == 1 ? "" : "s", alerts.count == 1 ? "s" : "", oldest / 60))
+        }
+        if let backlog = uploadBacklog(), backlog.isStale {
+            problems.append(String(format: "%d take%@ wait%@ for upload, the oldest (%@) for %.0f min: is `tapedeck push --watch` running, and the remote reachable?",
+                                   backlog.takes, backlog.takes == 1 ? "" : "s", backlog.takes == 1 ? "s" : "", backlog.oldest ?? "", (backlog.oldestSeconds ?? 0) / 60))
         }
         return problems
     }

@@ -45,7 +45,7 @@ extension WebServer {
             let retention = self.retentionDeleted()
             let facts = MetricsExporter.Facts(takesByState: self.library.takesByState, sessionCount: sessionCount, secondsSinceFrames: self.live.secondsSinceFrames(), alertsWaiting: alerts.count,
                                               retentionDeleted: retention,
-                                              oldestAlertSeconds: alerts.oldestSeconds,
+                                              oldestAlertSeconds: alerts.oldestSeconds, uploadBacklog: self.uploadBacklog(),
                                               healthy: self.healthProblems(state, libraryError: libraryError).isEmpty, version: self.parts.version)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.scrape(state, facts))))

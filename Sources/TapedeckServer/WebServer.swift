@@ -31,6 +31,8 @@ public final class WebServer {
     let metrics = MetricsExporter()
     let loginLinks = LoginLinks()
     var doctorCache: (Date, [DoctorFinding])?
+    /// The upload backlog, kept until the library or the ledger changes (``uploadBacklog()``).
+    var backlogCache: (key: String, backlog: UploadBacklog)?
     var doctorScan: Task<[DoctorFinding], any Error>?
     static let doctorKeepSeconds = 10.0
     private nonisolated let group = Mutex<ServiceGroup?>(nil)
@@ -121,16 +123,21 @@ public final class WebServer {
 
     /// What a failure to listen means, and what to do about it.
     nonisolated static func listenError(_ error: IOError, options: ServerOptions) -> TapedeckError {
-        let address = options.host.contains(":") ? "[\(options.host)]:\(options.port)" : "\(options.host):\(options.port)"
+        listenError(error, host: options.host, port: options.port, flag: "--listen", other: "another `tapedeck serve`?")
+    }
+
+    /// What a failure to listen at `host`:`port` (given with `flag`) means, and what to do.
+    nonisolated static func listenError(_ error: IOError, host: String, port: Int, flag: String, other: String) -> TapedeckError {
+        let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         switch error.errnoCode {
         case EADDRINUSE:
-            return TapedeckError(.busy, "\(address) is in use by another program (another `tapedeck serve`?). Choose another port with --listen \(options.host):PORT, or stop the other one.", systemCode: EADDRINUSE)
+            return TapedeckError(.busy, "\(address) is in use by another program (\(other)). Choose another port with \(flag) \(host):PORT, or stop the other one.", systemCode: EADDRINUSE)
         case EACCES:
-            return TapedeckError(.configuration, "Listening on port \(options.port) needs privileges this user lacks (ports below 1024 are root's). Choose a port of 1024 or more with --listen, or put a reverse proxy in front (see the README).", systemCode: EACCES)
+            return TapedeckError(.configuration, "Listening on port \(port) needs privileges this user lacks (ports below 1024 are root's). Choose a port of 1024 or more with \(flag), or put a reverse proxy in front (see the README).", systemCode: EACCES)
         case EADDRNOTAVAIL:
-            return TapedeckError(.invalidArgument, "No network interface of this machine has the address \(options.host). Listen on 0.0.0.0 (every network) or on one of this machine's addresses (`ip -brief address` lists them).", systemCode: EADDRNOTAVAIL)
+            return TapedeckError(.invalidArgument, "No network interface of this machine has the address \(host). Listen on 0.0.0.0 (every network) or on one of this machine's addresses (`ip -brief address` lists them).", systemCode: EADDRNOTAVAIL)
         default:
-            return TapedeckError(.io, "Could not listen on \(address): \(error). Choose another address with --listen.", systemCode: error.errnoCode)
+            return TapedeckError(.io, "Could not listen on \(address): \(error). Choose another address with \(flag).", systemCode: error.errnoCode)
         }
     }
 

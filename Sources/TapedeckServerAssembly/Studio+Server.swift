@@ -37,6 +37,12 @@ extension Studio {
         parts.warnFreeMinutes = configuration.recording.warnFreeMinutes
         let stateFolder = URL(fileURLWithPath: UserPaths(environment: ProcessInfo.processInfo.environment).stateHome).appendingPathComponent("tapedeck")
         parts.retentionState = RetentionRunner.stateFile(library: store.storage.rootURL, stateFolder: stateFolder)
+        // The backlog is read from the ledger of the remote's location; the remote is only made
+        // to learn that location (no request is sent), then closed.
+        if configuration.sync.plugin != nil, let remote = try? makeRemote() {
+            parts.uploadLedger = UploadLedger(libraryURL: store.storage.rootURL, remote: remote.location)
+            Task { await remote.shutdown() }
+        }
         if !configuration.alerts.isEmpty {
             parts.alertsFolder = UserPaths(environment: ProcessInfo.processInfo.environment).alertsFolder
         }

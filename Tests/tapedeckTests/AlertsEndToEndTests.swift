@@ -151,4 +151,57 @@ struct AlertsEndToEndTests {
         #expect(check.status == 78, "\(check.stdout) \(check.stderr)")
         #expect((check.stdout + check.stderr).contains("alerts[1].when: \"disk-lo\" is not an event (did you mean \"disk-low\"?)"), "\(check.stdout) \(check.stderr)")
     }
+
+    @Test("push --watch: a remote that cannot be reached is one upload-failed alert, resolved when it answers; serve's /metrics counts the backlog")
+    func uploads() async throws {
+        let receiver = try AlertReceiver(.http)
+        defer { receiver.close() }
+        let server = try await S3Server.startAsync(.rclone)
+        defer { server.remove() }
+        let (folder, file) = try FleetEndToEndTests.workspace(server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try (try String(contentsOf: file, encoding: .utf8) + """
+
+            alerts:
+              - when: [upload-failed, upload-stale]
+                webhook: { url: "\(receiver.url)" }
+            """).write(to: file, atomically: true, encoding: .utf8)
+        var studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
+        studio.extraEnvironment["XDG_STATE_HOME"] = folder.appendingPathComponent("state").path
+        #expect(try await studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        #expect(try await studio.run("record", "--machine", "studio", "-d", "1").status == 0)
+        // The remote is down when push --watch starts.
+        server.stop()
+        let (push, _, pushErrors) = try studio.start(["push", "--machine", "studio", "--watch", "--interval", "1"])
+        defer { kill(push.processIdentifier, SIGKILL) }
+        _ = try await CLIHarness.wait(timeout: 60) { receiver.jsonBodies().count >= 1 }
+        var bodies = receiver.jsonBodies()
+        #expect(bodies.map { $0["event"] as? String } == ["upload-failed"], "\(bodies)")
+        #expect(bodies.first?["phase"] as? String == "began", "\(bodies)")
+
+        // A server on the library counts what waits.
+        let (serve, served, _) = try studio.start(["serve", "--machine", "studio", "--listen", "127.0.0.1:0"])
+        defer { kill(serve.processIdentifier, SIGTERM) }
+        let base = try await RecorderControlEndToEndTests.servedAddress(served)
+        let before = MetricsEndToEndTests.series(try await RecorderControlEndToEndTests.http("GET", base + "metrics").body)
+        #expect(before["tapedeck_upload_backlog_takes"] == 2, "\(before)")
+        #expect((before["tapedeck_upload_backlog_bytes"] ?? 0) > 2 * 48_000 * 4)
+
+        // The remote answers again: the takes go, the alert is resolved, once.
+        try server.restart()
+        _ = try await CLIHarness.wait(timeout: 60) { receiver.jsonBodies().count >= 2 }
+        try await Task.sleep(for: .seconds(2))
+        bodies = receiver.jsonBodies()
+        #expect(bodies.map { $0["phase"] as? String } == ["began", "resolved"], "\(bodies) \((try? String(contentsOf: pushErrors, encoding: .utf8)) ?? "")")
+        #expect(bodies.last?["resolves"] as? String == bodies.first?["id"] as? String)
+        var after: [String: Double] = [:]
+        _ = try await CLIHarness.wait(timeout: 20) {
+            after = MetricsEndToEndTests.series((try? await RecorderControlEndToEndTests.http("GET", base + "metrics"))?.body ?? "")
+            return after["tapedeck_upload_backlog_takes"] == 0
+        }
+        #expect(after["tapedeck_upload_backlog_takes"] == 0 && after["tapedeck_upload_backlog_oldest_seconds"] == 0, "\(after)")
+        kill(push.processIdentifier, SIGINT)
+        push.waitUntilExit()
+        #expect(push.terminationStatus == 0, "\((try? String(contentsOf: pushErrors, encoding: .utf8)) ?? "")")
+    }
 }

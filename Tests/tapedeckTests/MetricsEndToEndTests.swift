@@ -75,4 +75,41 @@ struct MetricsEndToEndTests {
         #expect(after["tapedeck_healthy"] == 0)
         #expect((after["tapedeck_recorder_seconds_since_last_frame"] ?? 0) >= 10)
     }
+
+    @Test("record --metrics: the run's own scrape, which promtool accepts, without the library's counts; an address in use or not one is refused before recording")
+    func recordMetrics() async throws {
+        let (cli, _) = try RecorderControlEndToEndTests.harness()
+        defer { try? FileManager.default.removeItem(at: cli.library) }
+        let (recorder, _, said) = try cli.start(["record", "--session", "Watched", "-c", "3", "--metrics", "127.0.0.1:0", "30s"])
+        defer { kill(recorder.processIdentifier, SIGKILL) }
+        let base = try await RecorderControlEndToEndTests.servedAddress(said)
+        var values: [String: Double] = [:]
+        var body = ""
+        _ = try await CLIHarness.wait(timeout: 20) {
+            body = (try? await RecorderControlEndToEndTests.http("GET", base + "metrics"))?.body ?? ""
+            values = Self.series(body)
+            return values["tapedeck_recording"] == 1 && (values["tapedeck_recorder_frames"] ?? 0) > 0
+        }
+        #expect(values["tapedeck_recording"] == 1 && values["tapedeck_healthy"] == 1, "\(body)")
+        #expect(values[#"tapedeck_channel_level_dbfs{channel="3"}"#] != nil && values[#"tapedeck_channel_level_dbfs{channel="4"}"#] == nil)
+        #expect(values["tapedeck_recorder_sample_rate_hertz"] == 48_000)
+        #expect(!body.contains("tapedeck_takes") && !body.contains("tapedeck_sessions"), "the run does not count the library")
+        let file = cli.library.appendingPathExtension("record-metrics.txt")
+        try body.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let lint = try await CLIHarness.tool("sh", ["-c", "promtool check metrics < '\(file.path)'"])
+        #expect(lint.status == 0, "promtool: \(lint.stdout) \(lint.stderr)")
+        #expect(try await RecorderControlEndToEndTests.http("GET", base + "api/state").status == 404)
+        // The port it listens on is taken: a second recorder asking for it is refused, and records nothing.
+        let port = try #require(base.split(separator: ":").last.map { $0.filter(\.isNumber) })
+        let clash = try await cli.run("record", "--session", "Second", "--metrics", "127.0.0.1:\(port)", "2s")
+        #expect(clash.status == 75, "\(clash.stderr)")
+        #expect(clash.stderr.contains("in use") && clash.stderr.contains("--metrics"), "\(clash.stderr)")
+        let bad = try await cli.run("record", "--metrics", "here:there", "1s")
+        #expect(bad.status == 64 && bad.stderr.contains("--metrics here:there"), "\(bad.stderr)")
+        kill(recorder.processIdentifier, SIGINT)
+        recorder.waitUntilExit()
+        let listed = try await cli.run("list", "--json")
+        #expect(!listed.stdout.contains("Second"), "the refused recorder made a take: \(listed.stdout)")
+    }
 }

@@ -58,4 +58,26 @@ struct RetentionEndToEndTests {
         let wrong = try await cli.run("retention", "--set", "retention.keep=soon")
         #expect(wrong.status == 78 && wrong.stderr.contains("retention.keep: \"soon\" is not an age"), "\(wrong.stderr)")
     }
+
+    @Test("a record run applies the config's retention as it starts: unprotected takes go, a noted one and the take it records stay")
+    func whileRecording() async throws {
+        var cli = try CLIHarness()
+        cli.extraEnvironment["XDG_STATE_HOME"] = cli.library.path + "-state"
+        defer {
+            try? FileManager.default.removeItem(at: cli.library)
+            try? FileManager.default.removeItem(atPath: cli.library.path + "-state")
+        }
+        for name in ["Old", "Kept"] {
+            #expect(try await cli.run("record", "--session", "Station", "--name", name, "1s").status == 0)
+        }
+        #expect(try await cli.run("note", "Station/Kept", "the first cuckoo").status == 0)
+        // No free-space floor a disk can meet: every take that may go, goes.
+        let run = try await cli.run("record", "--session", "Station", "--name", "New", "--set", "retention.free-space-floor=99%", "3s")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("Retention deleted 1 take"), "\(run.stderr)")
+        let after = try await cli.run("list", "--json")
+        let sessions = try #require(try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [[String: Any]])
+        #expect(sessions.flatMap { $0["takes"] as? [[String: Any]] ?? [] }.map { $0["name"] as? String } == ["Kept", "New"], "\(after.stdout)")
+        #expect(try await cli.run("doctor").status == 0)
+    }
 }
