@@ -64,6 +64,11 @@ public struct RecordingTarget: Sendable, Hashable {
     public var fileURL: URL
     /// A run waiting for sound or a trigger: ``take`` is the session's name, and no file exists yet.
     public var waiting = false
+    /// The ids of the take (`nil` while waiting, or for a file outside the library), its session
+    /// and its run (`nil` for a single take), for logs that carry them (the journal's fields).
+    public var takeID: String? = nil
+    public var sessionID: String? = nil
+    public var runID: String? = nil
 }
 
 /// Where `record -o` writes: a plain file outside the library, or a stream (stdout).

@@ -164,8 +164,8 @@ public final class TakeRecorder {
             logger.info("Take \(first.take.id) committed in state recording in session \(session.id); audio goes to \(first.fileURL.path) (\(encoder.name)), checkpoint every \(settings.checkpointInterval).")
         }
         let watch = freeSpaceWatch(folder: first?.fileURL.deletingLastPathComponent() ?? storage.rootURL, format: negotiated)
-        target = first.map { RecordingTarget(take: "\(session.name)/\($0.take.name)", fileURL: $0.fileURL) }
-            ?? RecordingTarget(take: session.name, fileURL: storage.rootURL.appendingPathComponent(" "), waiting: true)
+        target = first.map { RecordingTarget(take: "\(session.name)/\($0.take.name)", fileURL: $0.fileURL, takeID: $0.take.id, sessionID: session.id, runID: runID) }
+            ?? RecordingTarget(take: session.name, fileURL: storage.rootURL.appendingPathComponent(" "), waiting: true, sessionID: session.id, runID: runID)
         phase = .recording
 
         let meter = followProgress(of: engine)
@@ -572,7 +572,8 @@ public final class TakeRecorder {
     private func apply(_ progress: RecordingProgress) {
         if progress.takeIndex != takeIndex, progress.waiting == nil, let run, let pending = run.sequence.pending(index: progress.takeIndex) {
             // A split run went on in its next take.
-            target = RecordingTarget(take: "\(run.session)/\(pending.take.name)", fileURL: pending.fileURL)
+            target = RecordingTarget(take: "\(run.session)/\(pending.take.name)", fileURL: pending.fileURL, takeID: pending.take.id,
+                                     sessionID: pending.take.sessionID, runID: run.sequence.runID)
         }
         frames = progress.frames
         takeIndex = progress.takeIndex

@@ -15,7 +15,7 @@ import Glibc
 /// and every error names where the bad value came from.
 public struct ConfigurationLoader: Sendable {
     /// Environment variables that are not settings but are read by Tapedeck.
-    public static let reservedVariables: Set<String> = ["TAPEDECK_CONFIG", "TAPEDECK_LOG_LEVEL"]
+    public static let reservedVariables: Set<String> = ["TAPEDECK_CONFIG", "TAPEDECK_LOG_LEVEL", "TAPEDECK_JOURNAL_SOCKET"]
 
     public var catalog: PluginCatalog
     public var environment: [String: String]

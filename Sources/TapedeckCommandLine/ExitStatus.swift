@@ -80,12 +80,12 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await ErrorAdvice.$current.withValue(advice) { try await body() }
     } catch let error as TapedeckError {
-        Terminal.printError(advice.message(for: error))
+        Terminal.printError(advice.message(for: error), priority: .error, event: "error-\(error.code.rawValue)")
         throw ExitCode(ExitStatus.code(for: error))
     } catch let exit as ExitCode {
         throw exit
     } catch {
-        Terminal.printError("Unexpected error: \(error). This is a bug in Tapedeck; please report it.")
+        Terminal.printError("Unexpected error: \(error). This is a bug in Tapedeck; please report it.", priority: .error, event: "error-internal")
         throw ExitCode(ExitStatus.software)
     }
 }

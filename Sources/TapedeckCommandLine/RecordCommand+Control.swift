@@ -70,6 +70,7 @@ final class RecordCompanions {
     private var control: RecorderControl?
     private var metrics: MetricsListener?
     private var retention: Task<Void, Never>?
+    private var fields: Task<Void, Never>?
 
     /// Starts them for `recorder`; returns once `--metrics` listens.
     /// - Throws: when `--metrics` cannot listen (the address in use, not this machine's).
@@ -93,6 +94,7 @@ final class RecordCompanions {
             throw error
         }
         companions.retention = await RecordRetention.start(studio)
+        if Terminal.journal.isActive { companions.fields = Self.journalFields(recorder) }
         return companions
     }
 
@@ -110,10 +112,24 @@ final class RecordCompanions {
             said.finish()
         }
         for await url in ready {
-            if !Terminal.quiet.load(ordering: .relaxed) { Terminal.printError("Metrics for Prometheus at \(url)") }
+            if !Terminal.quiet.load(ordering: .relaxed) { Terminal.printError("Metrics for Prometheus at \(url)", event: "metrics-listening") }
             return listener
         }
         throw failure.error ?? TapedeckError(.io, "--metrics \(address): the listener stopped before it listened.")
+    }
+
+    /// Keeps the journal's fields (``Terminal/journalFields``) those of the take being recorded.
+    private static func journalFields(_ recorder: TakeRecorder) -> Task<Void, Never> {
+        Task { @MainActor in
+            while !Task.isCancelled {
+                // Off a terminal nothing else refreshes the recorder's progress (a split's new take).
+                recorder.refreshProgress()
+                let target = recorder.target
+                let now = ["TAKE_ID": target?.takeID, "SESSION_ID": target?.sessionID, "RUN_ID": target?.runID].compactMapValues { $0 }
+                Terminal.journalFields.withLock { if !now.isEmpty { $0 = now } }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
     }
 
     @MainActor
@@ -123,6 +139,7 @@ final class RecordCompanions {
 
     /// Ends them all: unregistered, the socket closed, `--metrics` no longer listening.
     func close() {
+        fields?.cancel()
         retention?.cancel()
         metrics?.shutdown()
         control?.close()

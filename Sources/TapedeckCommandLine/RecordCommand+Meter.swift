@@ -34,10 +34,10 @@ extension RecordCommand {
                 } else { "" }
                 let from = Self.source(source, device: recorder.deviceName)
                 if bannerOnly {
-                    var line = "tapedeck: Recording from \(from): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue), \(destination)"
+                    var line = "Recording from \(from): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue), \(destination)"
                     if let stopsAt { line += "; stops at \(Self.stopText(stopsAt, now: Date()))" }
                     if let split { line += "; " + Self.describe(split).prefix(1).lowercased() + Self.describe(split).dropFirst() }
-                    Terminal.writeStderr(Terminal.safe(line + ".") + "\n")
+                    Terminal.printError(line + ".", priority: .info, event: "recording-started")
                     return
                 }
                 var lines = ["  \(destination)"]

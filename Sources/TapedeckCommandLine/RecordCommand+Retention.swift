@@ -36,7 +36,7 @@ enum RecordRetention {
             guard !plan.deletions.isEmpty, !Task.isCancelled else { return }
             let deleted = try await runner.apply(plan)
             let bytes = deleted.reduce(Int64(0)) { $0 + $1.item.bytes }
-            Terminal.printError("Retention deleted \(Terminal.counted(deleted.count, "take")) (\(Terminal.bytes(bytes))); `tapedeck retention --dry-run` shows the rules.")
+            Terminal.printError("Retention deleted \(Terminal.counted(deleted.count, "take")) (\(Terminal.bytes(bytes))); `tapedeck retention --dry-run` shows the rules.", event: "retention-delete")
         } catch {
             Terminal.printError("warning: retention could not run: \((error as? TapedeckError)?.message ?? "\(error)") The recording goes on.")
         }

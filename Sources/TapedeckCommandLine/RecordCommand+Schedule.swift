@@ -38,13 +38,13 @@ extension RecordCommand {
             case .waiting(let stretch, let now):
                 waiting.nextStart = stretch.start
                 if !quiet {
-                    Terminal.printError("Waiting for the schedule: the next stretch is \(ScheduleCommand.local(stretch.start, schedule.zone)) to \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)) (window \(stretch.window + 1)), in \(RetentionClock.duration(stretch.start.timeIntervalSince(now))).")
+                    Terminal.printError("Waiting for the schedule: the next stretch is \(ScheduleCommand.local(stretch.start, schedule.zone)) to \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)) (window \(stretch.window + 1)), in \(RetentionClock.duration(stretch.start.timeIntervalSince(now))).", event: "schedule-waiting")
                 }
             case .waited:
                 waiting.nextStart = nil
             case .recording(let stretch, _, let catchUp):
                 if catchUp && !quiet {
-                    Terminal.printError("Inside a stretch of the schedule since \(ScheduleCommand.local(stretch.start, schedule.zone)): recording at once, until \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)).")
+                    Terminal.printError("Inside a stretch of the schedule since \(ScheduleCommand.local(stretch.start, schedule.zone)): recording at once, until \(ScheduleCommand.local(stretch.end, schedule.zone, dayIfOther: stretch.start)).", event: "schedule-catch-up")
                 }
             case .finished(let report):
                 last = report
@@ -53,7 +53,7 @@ extension RecordCommand {
                     if code.rawValue > (worst?.rawValue ?? 0) { worst = code }
                 }
             case .deviceMissing(let error):
-                Terminal.printError("\(error.message) Trying again in 10 s while the stretch lasts.")
+                Terminal.printError("\(error.message) Trying again in 10 s while the stretch lasts.", priority: .warning, event: "device-missing")
             }
         }
         if let worst { throw worst }

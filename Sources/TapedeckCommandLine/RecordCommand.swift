@@ -475,7 +475,9 @@ struct RecordCommand: AsyncParsableCommand {
         }
         if status != ExitStatus.ok {
             let overruns = (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count }
-            Terminal.printError(report.summary + (overruns == 0 ? "" : " The \(report.runID == nil ? "take" : "run") has \(Terminal.counted(overruns, "overrun"))."))
+            let said = report.summary + (overruns == 0 ? "" : " The \(report.runID == nil ? "take" : "run") has \(Terminal.counted(overruns, "overrun")).")
+            Terminal.printError(said, priority: .warning,
+                                event: report.take.state == .complete ? (overruns > 0 ? "overruns" : "silence") : "take-\(report.take.state.rawValue)")
             throw ExitCode(status)
         }
     }

@@ -22,10 +22,25 @@ enum Terminal {
         return "\r" + String(repeating: " ", count: max(0, (terminalColumns() > 0 ? terminalColumns() : 80) - 1)) + "\r"
     }
 
-    static func printError(_ message: String) {
+    /// A message on stderr, `tapedeck: MESSAGE`; under systemd, a journal entry with the
+    /// run's fields (``journalFields``) and `event`'s, at `priority` (a `warning:` message at
+    /// warning's).
+    static func printError(_ message: String, priority: JournalSink.Priority? = nil, event: String? = nil) {
+        if journal.isActive {
+            var fields = journalFields.withLock { $0 }
+            if let event { fields["EVENT"] = event }
+            let level = priority ?? (message.hasPrefix("warning:") ? .warning : message.hasPrefix("error:") ? .error : .notice)
+            if journal.send(message, priority: level, fields: fields) { return }
+        }
         let clear = statusShown.load(ordering: .relaxed) ? clearLine : ""
         writeStderr("\(clear)tapedeck: \(safe(message))\n")
     }
+
+    /// The journal, when stderr is connected to it (a systemd service); else inactive.
+    static let journal = JournalSink(environment: ProcessInfo.processInfo.environment)
+    /// The fields every journal entry of this run carries now: `TAKE_ID`, `SESSION_ID`, `RUN_ID`
+    /// of the take being recorded (`record` keeps them current).
+    static let journalFields = Mutex<[String: String]>([:])
 
     /// `text` with everything that could change how a terminal shows what follows written as an
     /// escape instead: C0 and C1 controls and DEL (`\e`, `\t`, `\x07`, `\u{9B}`) and the

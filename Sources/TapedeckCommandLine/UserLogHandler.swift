@@ -1,4 +1,5 @@
 import Logging
+import TapedeckApp
 
 /// Log output for people: at the default levels each message is one plain sentence on stderr,
 /// `tapedeck: warning: …` (or `error:`; notices and info without a label), with no timestamp or
@@ -14,6 +15,21 @@ struct UserLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
+        if Terminal.journal.isActive {
+            // Under systemd: the logger's metadata as fields (`take` as TAKE_ID, `event` as EVENT).
+            var fields = Terminal.journalFields.withLock { $0 }
+            for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+                fields[["take": "TAKE_ID", "session": "SESSION_ID", "run": "RUN_ID"][key] ?? key.uppercased()] = "\(value)"
+            }
+            let priority: JournalSink.Priority = switch event.level {
+            case .critical, .error: .error
+            case .warning: .warning
+            case .notice: .notice
+            case .info: .info
+            case .debug, .trace: .debug
+            }
+            if Terminal.journal.send(event.message.description, priority: priority, fields: fields) { return }
+        }
         let label: String = switch event.level {
         case .critical, .error: "error: "
         case .warning: "warning: "

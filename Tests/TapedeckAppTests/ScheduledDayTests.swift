@@ -134,3 +134,15 @@ struct UploadBacklogTests {
         #expect(none.takes == 0 && none.oldestSeconds == nil && !none.isStale)
     }
 }
+
+@Suite("The journal's native protocol")
+struct JournalSinkTests {
+    @Test("the native protocol: a value with a newline is sent with its length; keys are upper case")
+    func encoding() {
+        let bytes = JournalSink.entry([("MESSAGE", "two\nlines"), ("take_id", "abc"), ("_hidden", "x")])
+        var expected = Array("MESSAGE\n".utf8)
+        withUnsafeBytes(of: UInt64(9).littleEndian) { expected += $0 }
+        expected += Array("two\nlines\nTAKE_ID=abc\nHIDDEN=x\n".utf8)
+        #expect(bytes == expected)
+    }
+}
