@@ -78,7 +78,57 @@ enum PageRenderer {
         min(max(1, page), max(1, (total + pageSize - 1) / pageSize))
     }
 
-    static func home(sessions: [Session], page: Int, version: String, signedIn: Bool) -> String {
+    /// The schedule's next stretches (and the windows skipped on the way), for the home page.
+    struct ScheduleShown {
+        var zone: TimeZone
+        var stretches: [RecordingSchedule.Occurrence]
+        var skipped: [RecordingSchedule.Skip]
+        var now: Date
+
+        init(_ schedule: RecordingSchedule, from now: Date, count: Int = 5) {
+            let (found, skipped) = schedule.occurrences(after: now, count: count)
+            (zone, stretches, self.skipped, self.now) = (schedule.zone, found, skipped, now)
+        }
+
+        /// `Sun 29 Nov 06:00` in the zone, the time only for `end` on the same day as `start`.
+        func text(_ date: Date, sameDayAs start: Date? = nil) -> String {
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = zone
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            let sameDay = start.map { calendar.isDate($0, inSameDayAs: date) } ?? false
+            f.dateFormat = sameDay ? "HH:mm:ss" : "EEE d MMM HH:mm:ss"
+            let text = f.string(from: date)
+            return text.hasSuffix(":00") ? String(text.dropLast(3)) : text
+        }
+    }
+
+    /// The schedule's section: the next stretches, the one under way marked.
+    static func scheduleSection(_ shown: ScheduleShown) -> String {
+        var rows = ""
+        for stretch in shown.stretches {
+            let now = stretch.start <= shown.now && shown.now < stretch.end
+            rows += "<tr\(now ? " class=\"now\"" : "")><td>\(escape(shown.text(stretch.start)))</td><td>\(escape(shown.text(stretch.end, sameDayAs: stretch.start)))</td>"
+                + "<td class=\"num\">\(stretch.window + 1)</td><td>\(now ? "recording now" : "")</td></tr>\n"
+        }
+        let zoneName = shown.zone.abbreviation(for: shown.now) ?? shown.zone.identifier
+        let skips = shown.skipped.prefix(3).map { "<li>Window \($0.window + 1): \(escape($0.reason))</li>" }.joined()
+        return """
+        <section id="schedule" class="schedule">
+        <h2>Schedule <small>(\(escape(shown.zone.identifier)), \(escape(zoneName)))</small></h2>
+        \(shown.stretches.isEmpty ? "<p class=\"empty\">No stretch in the next 400 days: <code>tapedeck schedule</code> shows the windows.</p>" : """
+        <table class="list"><thead><tr><th>From</th><th>To</th><th class="num">Window</th><th></th></tr></thead>
+        <tbody>
+        \(rows)</tbody></table>
+        """)
+        \(skips.isEmpty ? "" : "<ul class=\"skipped\">\(skips)</ul>")
+        <p class="hint"><code>tapedeck record --schedule</code> records these stretches.</p>
+        </section>
+        """
+    }
+
+    static func home(sessions: [Session], page: Int, version: String, signedIn: Bool, schedule: ScheduleShown? = nil) -> String {
         let ordered = sessions.reversed()
         let total = ordered.count
         let page = clamp(page, total: total)
@@ -115,6 +165,7 @@ enum PageRenderer {
         <p id="last" class="last" aria-live="polite"></p>
         <p id="message" class="message" role="alert"></p>
         </section>
+        \(schedule.map(scheduleSection) ?? "")
         <section id="library" data-library>
         <h2>Sessions <small>(\(total))</small></h2>
         \(total == 0 ? "<p class=\"empty\">No sessions yet. Record a take above, or run <code>tapedeck record</code>.</p>" : """

@@ -40,6 +40,9 @@ public struct ServerParts {
     /// The ledger of uploads to the configured remote, whose backlog `/metrics` shows and
     /// `/api/health` checks; `nil` without a remote.
     public var uploadLedger: UploadLedger?
+    /// The config's recording schedule (`schedule:`), whose next stretches the page shows; `nil`
+    /// without one.
+    public var schedule: RecordingSchedule?
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 exportCommand: [String],

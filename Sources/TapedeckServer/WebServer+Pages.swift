@@ -26,7 +26,8 @@ extension WebServer {
     func addPages(to router: RecordedRoutes) {
         router.get("/") { @MainActor request, _ in
             let sessions = try await self.library.sessions()
-            return Self.html(PageRenderer.home(sessions: sessions, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
+            return Self.html(PageRenderer.home(sessions: sessions, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request),
+                                               schedule: self.parts.schedule.map { PageRenderer.ScheduleShown($0, from: Date()) }))
         }
         router.get("sessions/:id") { @MainActor request, context in
             let s = try await self.library.session(context.parameters.require("id"))

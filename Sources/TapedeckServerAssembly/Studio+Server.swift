@@ -43,6 +43,7 @@ extension Studio {
             parts.uploadLedger = UploadLedger(libraryURL: store.storage.rootURL, remote: remote.location)
             Task { await remote.shutdown() }
         }
+        parts.schedule = configuration.schedule
         if !configuration.alerts.isEmpty {
             parts.alertsFolder = UserPaths(environment: ProcessInfo.processInfo.environment).alertsFolder
         }

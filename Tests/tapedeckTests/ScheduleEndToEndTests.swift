@@ -110,4 +110,42 @@ extension ScheduleEndToEndTests {
         try? FileManager.default.removeItem(at: out)
         try? FileManager.default.removeItem(at: err)
     }
+
+    @Test("the page of tapedeck serve shows the next stretches in the schedule's zone, the one under way marked, as tapedeck schedule lists them")
+    func page() async throws {
+        let base = try String(contentsOf: CLIHarness.packageRoot.appendingPathComponent("Configuration/ci.yaml"), encoding: .utf8)
+        let (cli, folder) = try Self.harness(base + """
+
+            schedule:
+              timezone: America/New_York
+              windows:
+                - { from: "00:00", to: "23:59" }
+            """)
+        defer {
+            try? FileManager.default.removeItem(at: folder)
+            try? FileManager.default.removeItem(at: cli.library)
+        }
+        let listed = try await cli.run("schedule", "--next", "5", "--json")
+        let stretches = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any])?["stretches"] as? [[String: Any]])
+        let (server, served, _) = try cli.start(["serve", "--listen", "127.0.0.1:0"])
+        defer { kill(server.processIdentifier, SIGTERM) }
+        let address = try await RecorderControlEndToEndTests.servedAddress(served)
+        let page = try await RecorderControlEndToEndTests.http("GET", address)
+        #expect(page.status == 200)
+        let section = try #require(page.body.range(of: #"<section id="schedule"[\s\S]*?</section>"#, options: .regularExpression).map { String(page.body[$0]) },
+                                   "\(page.body)")
+        #expect(section.contains("America/New_York"), "\(section)")
+        #expect(section.components(separatedBy: "<tr").count - 2 == stretches.count, "\(section)")
+        // The day's stretch is under way (unless this runs in the minute between two of them).
+        let first = try #require(ISO8601DateFormatter().date(from: stretches.first?["start"] as? String ?? ""))
+        if first < Date() {
+            #expect(section.contains("<tr class=\"now\">") && section.contains("recording now"), "\(section)")
+        }
+        // Each row's start, as `schedule --json` gives it in local time (`…T00:00:00-05:00`: 00:00).
+        for stretch in stretches {
+            let start = try #require(stretch["start"] as? String)
+            let time = String(start.dropFirst(11).prefix(5))
+            #expect(section.contains(" \(time)</td>"), "\(start) not on the page: \(section)")
+        }
+    }
 }
