@@ -23,6 +23,8 @@ public struct RecorderStatus: Codable, Sendable, Hashable {
     public var sampleRate: Int?
     /// Per-channel peaks (0…1) since the last status (the reader applies its own meter's ballistics).
     public var peaks: [Float]
+    /// Per-channel RMS (0…1) over the same audio; absent from recorders before 0.2.0.
+    public var rms: [Float]?
     public var clippedSamples: Int64
     public var overruns: Int
     public var markers: Int
@@ -58,6 +60,7 @@ public struct RecorderStatus: Codable, Sendable, Hashable {
         frames = recorder.frames
         sampleRate = recorder.format?.sampleRate
         peaks = recorder.peaks
+        rms = recorder.rms
         clippedSamples = recorder.clippedSamples
         overruns = recorder.overrunCount
         markers = recorder.markerCount

@@ -37,6 +37,8 @@ public final class TakeRecorder {
     public private(set) var frames: Int64 = 0
     /// Per-channel peaks (0...1) over the last update interval.
     public private(set) var peaks: [Float] = []
+    /// Per-channel RMS (0...1) over the same interval; empty until measured.
+    public private(set) var rms: [Float] = []
     /// Gaps filled with silence so far.
     public private(set) var overrunCount = 0
     /// The format negotiated with the device.
@@ -541,9 +543,9 @@ public final class TakeRecorder {
     /// last batch's stay). - Thread: main actor. Never blocks.
     public func refreshProgress() {
         guard settings.progressInterval == nil, phase == .recording, let engine else { return }
-        let (before, held) = (frames, peaks)
+        let (before, held, heldRMS) = (frames, peaks, rms)
         apply(engine.takeProgress())
-        if frames == before { peaks = held }
+        if frames == before { (peaks, rms) = (held, heldRMS) }
     }
 
     /// Refreshes the observable progress from `engine` every ``RecordingSettings/progressInterval``
@@ -589,6 +591,8 @@ public final class TakeRecorder {
         deviceLostAt = progress.deviceLostAt
         deviceRetries = progress.deviceRetries
         peaks = progress.peaks
+        let measured = progress.rms
+        if !measured.isEmpty { rms = measured }
         overrunCount = progress.overrunCount
         clippedSamples = progress.clippedSamples
     }

@@ -25,6 +25,8 @@ public struct LiveSnapshot: Codable, Sendable, Hashable {
         public var hold: Double
         /// Meter updates in which this channel reached full scale.
         public var clips: Int
+        /// The RMS level in dBFS (−90…0) of the audio of the latest update, without ballistics.
+        public var rms: Double = PeakMeter.floorDecibels
     }
     public struct Last: Codable, Sendable, Hashable {
         public var takeID: String?
@@ -269,7 +271,8 @@ public final class LiveState {
         return shown.peaks.indices.map { c in
             LiveSnapshot.Channel(level: meter.levels.indices.contains(c) ? meter.levels[c] : PeakMeter.floorDecibels,
                                  hold: meter.holds.indices.contains(c) ? meter.holds[c] : PeakMeter.floorDecibels,
-                                 clips: clips.indices.contains(c) ? clips[c] : 0)
+                                 clips: clips.indices.contains(c) ? clips[c] : 0,
+                                 rms: shown.rms.map { $0.indices.contains(c) ? PeakMeter.decibels($0[c]) : PeakMeter.floorDecibels } ?? PeakMeter.floorDecibels)
         }
     }
 

@@ -16,6 +16,7 @@ final class MetricsExporter {
     private let registry = PrometheusCollectorRegistry()
     private var gauges: [String: Gauge] = [:]
     private var channelGauges: [Gauge] = []
+    private var rmsGauges: [Gauge] = []
     private lazy var deletedTakes = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "tapedeck_retention_deleted_takes",
         unitName: "total", helpText: "Takes retention deleted from this library (`tapedeck retention`), since it first ran."))
     private lazy var deletedBytes = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "tapedeck_retention_deleted_bytes",
@@ -102,10 +103,17 @@ final class MetricsExporter {
             registry.unregisterGauge(channelGauges.removeLast())
             gauges = gauges.filter { $0.key != "tapedeck_channel_level_dbfs|channel=\(channelGauges.count + 1)" }
         }
+        while rmsGauges.count > state.channels.count {
+            registry.unregisterGauge(rmsGauges.removeLast())
+            gauges = gauges.filter { $0.key != "tapedeck_channel_rms_dbfs|channel=\(rmsGauges.count + 1)" }
+        }
         for (index, channel) in state.channels.enumerated() {
             let g = gauge("tapedeck_channel_level_dbfs", "Each channel's level in dBFS (-90 to 0), with the meter's ballistics.", [("channel", String(index + 1))])
+            let r = gauge("tapedeck_channel_rms_dbfs", "Each channel's RMS level in dBFS (-90 to 0), of the audio since the previous look.", [("channel", String(index + 1))])
             if index >= channelGauges.count { channelGauges.append(g) }
+            if index >= rmsGauges.count { rmsGauges.append(r) }
             g.set(to: channel.level)
+            r.set(to: channel.rms)
         }
     }
 }

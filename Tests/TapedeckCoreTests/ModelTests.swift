@@ -99,4 +99,26 @@ struct ModelTests {
         samples.withUnsafeBytes { LevelMeter.accumulatePeaks($0.baseAddress!, frames: 2, format: format, into: &peaks) }
         #expect(peaks == [0.5, 1.0])
     }
+
+    @Test("the sums of squares for the RMS level, full scale 1, in every sample format")
+    func squares() {
+        // Two frames of two channels: channel 1 at ±half scale, channel 2 at a quarter and zero.
+        let half: [Double] = [0.5, 0.25, -0.5, 0]
+        func measure(_ format: SampleFormat, _ bytes: [UInt8]) -> [Double] {
+            var (peaks, squares, clipped): ([Float], [Double], Int64) = ([], [], 0)
+            bytes.withUnsafeBytes {
+                LevelMeter.accumulatePeaks($0.baseAddress!, frames: 2, format: AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: format),
+                                           into: &peaks, clipped: &clipped, squares: &squares)
+            }
+            return squares
+        }
+        let s16 = half.flatMap { withUnsafeBytes(of: Int16($0 * 32_768).littleEndian, Array.init) }
+        let s24 = half.flatMap { v -> [UInt8] in let i = Int32(v * 8_388_608); return [UInt8(i & 0xFF), UInt8((i >> 8) & 0xFF), UInt8((i >> 16) & 0xFF)] }
+        let s32 = half.flatMap { withUnsafeBytes(of: Int32($0 * 2_147_483_648).littleEndian, Array.init) }
+        let f32 = half.flatMap { withUnsafeBytes(of: Float($0).bitPattern.littleEndian, Array.init) }
+        for (format, bytes) in [(SampleFormat.s16, s16), (.s24, s24), (.s32, s32), (.f32, f32)] {
+            let sums = measure(format, bytes)
+            #expect(sums.count == 2 && abs(sums[0] - 0.5) < 1e-9 && abs(sums[1] - 0.0625) < 1e-9, "\(format): \(sums)")
+        }
+    }
 }

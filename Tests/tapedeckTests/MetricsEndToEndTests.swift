@@ -92,6 +92,11 @@ struct MetricsEndToEndTests {
         }
         #expect(values["tapedeck_recording"] == 1 && values["tapedeck_healthy"] == 1, "\(body)")
         #expect(values[#"tapedeck_channel_level_dbfs{channel="3"}"#] != nil && values[#"tapedeck_channel_level_dbfs{channel="4"}"#] == nil)
+        // The null device's sine at half scale: its RMS is 3.01 dB below its peak, -9.03 dBFS.
+        for channel in 1...3 {
+            let rms = values["tapedeck_channel_rms_dbfs{channel=\"\(channel)\"}"] ?? 0
+            #expect(abs(rms - -9.03) < 0.2, "channel \(channel): \(rms) dBFS: \(body)")
+        }
         #expect(values["tapedeck_recorder_sample_rate_hertz"] == 48_000)
         #expect(!body.contains("tapedeck_takes") && !body.contains("tapedeck_sessions"), "the run does not count the library")
         let file = cli.library.appendingPathExtension("record-metrics.txt")

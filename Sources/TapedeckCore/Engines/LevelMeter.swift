@@ -12,6 +12,21 @@ public enum LevelMeter {
     /// As above, counting full-scale samples into `clipped`.
     public static func accumulatePeaks(_ buffer: UnsafeRawPointer, frames: Int, format: AudioFormat, into peaks: inout [Float],
                                        clipped: inout Int64) {
+        accumulate(buffer, frames: frames, format: format, into: &peaks, clipped: &clipped, squares: nil)
+    }
+
+    /// As above, adding each channel's sum of squared samples (full scale 1) to `squares` (one
+    /// entry per channel; made so when it has another count), for the RMS level.
+    public static func accumulatePeaks(_ buffer: UnsafeRawPointer, frames: Int, format: AudioFormat, into peaks: inout [Float],
+                                       clipped: inout Int64, squares: inout [Double]) {
+        if squares.count != format.channels { squares = Array(repeating: 0, count: format.channels) }
+        squares.withUnsafeMutableBufferPointer { sums in
+            accumulate(buffer, frames: frames, format: format, into: &peaks, clipped: &clipped, squares: sums.baseAddress)
+        }
+    }
+
+    private static func accumulate(_ buffer: UnsafeRawPointer, frames: Int, format: AudioFormat, into peaks: inout [Float],
+                                   clipped: inout Int64, squares: UnsafeMutablePointer<Double>?) {
         var clips: Int64 = 0
         let channels = format.channels
         if peaks.count != channels { peaks = Array(repeating: 0, count: channels) }
@@ -20,44 +35,55 @@ public enum LevelMeter {
             var i = c
             let end = frames &* channels
             var peak: Float = 0
+            // The sum of squares in the sample's own scale, brought to full scale 1 after the loop.
+            var sum: Double = 0
+            var scale: Double = 1
             switch format.sampleFormat {
             case .s16:
                 var m: Int32 = 0
                 while i < end {
                     let v = Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self)))
                     m = max(m, abs(v))
+                    sum += Double(v &* v)
                     if v >= 32_767 || v <= -32_768 { clips &+= 1 }
                     i &+= channels
                 }
                 peak = Float(m) / 32_768
+                scale = 32_768 * 32_768
             case .s24:
                 var m: Int32 = 0
                 while i < end {
                     let v = Sample24.load(buffer, index: i)
                     m = max(m, abs(v))
+                    sum += Double(v) * Double(v)
                     if v >= 8_388_607 || v <= -8_388_608 { clips &+= 1 }
                     i &+= channels
                 }
                 peak = Float(m) / 8_388_608
+                scale = 8_388_608 * 8_388_608
             case .s32:
                 var m: Int64 = 0
                 while i < end {
                     let v = Int64(Int32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)))
                     m = max(m, abs(v))
+                    sum += Double(v) * Double(v)
                     if v >= 2_147_483_647 || v <= -2_147_483_648 { clips &+= 1 }
                     i &+= channels
                 }
                 peak = Float(m) / 2_147_483_648
+                scale = 2_147_483_648 * 2_147_483_648
             case .f32:
                 while i < end {
                     let bits = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self))
                     let a = abs(Float(bitPattern: bits))
                     peak = max(peak, min(a, 1))
+                    if a.isFinite { sum += Double(a) * Double(a) }
                     if a >= 1 { clips &+= 1 }
                     i &+= channels
                 }
             }
             if peak > peaks[c] { peaks[c] = peak }
+            squares?[c] += sum / scale
         }
         clipped &+= clips
     }

@@ -9,6 +9,10 @@ public struct RecordingProgress: Sendable, Hashable {
     /// Per-channel peaks since the previous snapshot was taken, 0...1 (zeros when the settings
     /// does not measure levels).
     public var peaks: [Float] = []
+    /// Per-channel sums of squared samples (full scale 1) since the previous snapshot was
+    /// taken, over ``squaredFrames`` frames: their RMS is ``rms``.
+    public var squares: [Double] = []
+    public var squaredFrames: Int64 = 0
     /// Gaps filled with silence so far.
     public var overrunCount: Int = 0
     /// Frames of silence inserted so far.
@@ -38,6 +42,12 @@ public struct RecordingProgress: Sendable, Hashable {
     /// A run that resumes (`--resume`) and lost its device: when, while it waits for it to come
     /// back; `nil` while the device delivers.
     public var deviceLostAt: Date?
+
+    /// Per-channel RMS (0…1) since the previous snapshot was taken; empty when nothing was measured.
+    public var rms: [Float] {
+        guard squaredFrames > 0 else { return [] }
+        return squares.map { Float(($0 / Double(squaredFrames)).squareRoot()) }
+    }
     /// Attempts to open the lost device again so far (one a second while it is away): the
     /// device thread is alive and trying even while no frame arrives.
     public var deviceRetries = 0
@@ -275,6 +285,8 @@ public final class RecordingEngine: Sendable {
         shared.withLock { s in
             let p = s.progress
             s.progress.peaks = Array(repeating: 0, count: p.peaks.count)
+            s.progress.squares = Array(repeating: 0, count: p.squares.count)
+            s.progress.squaredFrames = 0
             return p
         }
     }
@@ -331,6 +343,7 @@ public final class RecordingEngine: Sendable {
             $0.format = format
             $0.deviceName = deviceName
             $0.progress.peaks = Array(repeating: 0, count: format.channels)
+            $0.progress.squares = Array(repeating: 0, count: format.channels)
         }
         opened.resume(returning: format)
 

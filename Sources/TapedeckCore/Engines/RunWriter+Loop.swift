@@ -127,7 +127,7 @@ extension RunWriter {
         let toSplit = current == nil ? nil : segmenter.nextTimeSplit.map { $0 - position }
         let waiting: RecordingProgress.Waiting? = current != nil ? nil : plan.armed && !segmenter.triggered ? .armed : plan.vox != nil ? .vox : nil
         let (index, held, alarms, holding, markerCount) = (current?.index ?? 0, preRoll.count, silences.count, segmenter.voxHolding, segmenter.markersSet)
-        let peaks = peaks
+        let (peaks, squares, squaredFrames) = (peaks, squares, squaredFrames)
         let (lastSilence, silent) = (silences.last, segmenter.silenceAlarmOpen)
         engine.shared.withLock { st in
             st.progress.lastSilence = lastSilence
@@ -147,8 +147,14 @@ extension RunWriter {
             for c in 0..<min(peaks.count, st.progress.peaks.count) where peaks[c] > st.progress.peaks[c] {
                 st.progress.peaks[c] = peaks[c]
             }
+            if st.progress.squares.count == squares.count {
+                for c in squares.indices { st.progress.squares[c] += squares[c] }
+                st.progress.squaredFrames += squaredFrames
+            }
         }
         for c in self.peaks.indices { self.peaks[c] = 0 }
+        for c in self.squares.indices { self.squares[c] = 0 }
+        self.squaredFrames = 0
     }
 
     /// Finishes the last take, discards a take made ready for a boundary the run did not reach,

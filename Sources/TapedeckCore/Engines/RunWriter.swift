@@ -62,6 +62,9 @@ final class RunWriter {
     let silence: UnsafeMutableRawPointer
     let preRoll: PreRollRing
     var blockPeaks: [Float]
+    /// Sums of squared samples since the last published progress, and their frames (the RMS).
+    var squares: [Double] = []
+    var squaredFrames: Int64 = 0
     /// Takes are made ready and finished on this queue while the writer goes on writing.
     let takeQueue = DispatchQueue(label: "tapedeck-takes")
     var next: NextTake?
@@ -245,7 +248,8 @@ final class RunWriter {
             try current!.writer.write(p, frames: Int(n))
             if engine.settings.measuresLevels {
                 var clips: Int64 = 0
-                LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clips)
+                LevelMeter.accumulatePeaks(p, frames: Int(n), format: format, into: &peaks, clipped: &clips, squares: &squares)
+                squaredFrames += n
                 current!.clipped += clips
                 clippedTotal += clips
             }
