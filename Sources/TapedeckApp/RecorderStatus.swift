@@ -1,4 +1,7 @@
 public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a running recorder is doing, as its control socket tells it (``RecorderControl``) and
 /// `tapedeck status --json` prints it: the same for a `tapedeck record` and for the recording of
@@ -37,6 +40,11 @@ public struct RecorderStatus: Codable, Sendable, Hashable {
     public var waiting: String?
     public var preRollFrames: Int64
     public var voxHolding: Bool
+    /// Whether the input is silent past the silence alarm now, and how many alarms the run had;
+    /// the bytes of the take's file so far. Absent from recorders before 0.2.0.
+    public var silent: Bool?
+    public var silenceAlarms: Int?
+    public var takeBytes: Int64?
     /// When the recording stops by itself (`-d`, `--until`), if it does.
     public var stopsAt: Date?
 
@@ -70,6 +78,12 @@ public struct RecorderStatus: Codable, Sendable, Hashable {
         waiting = recorder.waiting.map { $0 == .armed ? "trigger" : "sound" }
         preRollFrames = recorder.preRollFrames
         voxHolding = recorder.voxHolding
+        silent = recorder.silenceOngoing
+        silenceAlarms = recorder.silenceAlarms
+        if let file = recorder.target.flatMap({ $0.waiting ? nil : $0.fileURL }) {
+            var st = stat()
+            takeBytes = stat(file.path, &st) == 0 ? Int64(st.st_size) : nil
+        }
         self.stopsAt = stopsAt
     }
 }

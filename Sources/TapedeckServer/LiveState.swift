@@ -70,6 +70,11 @@ public struct LiveSnapshot: Codable, Sendable, Hashable {
     public var waiting: String?
     public var preRollSeconds: Double
     public var voxHolding: Bool
+    /// The silence alarm: whether the input is silent past it now, and how often it went off.
+    public var silent = false
+    public var silenceAlarms = 0
+    /// The bytes of the take's file so far (`nil` when not known).
+    public var takeBytes: Int64?
     /// Free bytes where takes go, and the time they hold at the format recorded (or configured).
     public var freeBytes: Int64?
     public var secondsLeft: Double?
@@ -287,7 +292,8 @@ public final class LiveState {
             secondsToSplit: shown?.framesToSplit.map { Double($0) / Double(rate) },
             waiting: shown?.waiting,
             preRollSeconds: Double(shown?.preRollFrames ?? 0) / Double(rate),
-            voxHolding: shown?.voxHolding ?? false,
+            voxHolding: shown?.voxHolding ?? false, silent: shown?.silent ?? false, silenceAlarms: shown?.silenceAlarms ?? 0,
+            takeBytes: shown?.takeBytes,
             freeBytes: free, secondsLeft: free.map { Double($0) / Double(max(1, format.bytesPerSecond)) },
             last: desk.last.map { LiveSnapshot.Last(takeID: $0.takeID, take: $0.takeName, sessionID: $0.sessionID, session: $0.sessionName,
                                                     seconds: $0.seconds, summary: $0.summary, failed: $0.failed) },

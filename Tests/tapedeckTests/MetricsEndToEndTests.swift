@@ -98,6 +98,7 @@ struct MetricsEndToEndTests {
             #expect(abs(rms - -9.03) < 0.2, "channel \(channel): \(rms) dBFS: \(body)")
         }
         #expect(values["tapedeck_recorder_sample_rate_hertz"] == 48_000)
+        #expect((values["tapedeck_recorder_take_bytes"] ?? 0) > 44 && values["tapedeck_recorder_silent"] == 0 && values["tapedeck_recorder_silence_alarms"] == 0, "\(body)")
         #expect(!body.contains("tapedeck_takes") && !body.contains("tapedeck_sessions"), "the run does not count the library")
         let file = cli.library.appendingPathExtension("record-metrics.txt")
         try body.write(to: file, atomically: true, encoding: .utf8)
