@@ -78,7 +78,7 @@ struct AlertsTestCommand: AsyncParsableCommand {
 
     @MainActor
     static func noRules(_ studio: Studio) -> String {
-        "No alerts are configured\(studio.configuration.file.map { " in \($0)" } ?? " (there is no config file)"). Add an alerts: list, e.g.\n"
+        "No alerts are configured\(studio.configPlace). Add an alerts: list, e.g.\n"
             + "  alerts:\n    - when: [silence, device-lost, disk-low]\n      webhook: { url: https://hooks.example.org/tapedeck }\n"
             + "`tapedeck config example` shows every route and event."
     }
@@ -156,5 +156,16 @@ struct AlertsSendCommand: AsyncParsableCommand {
                 print("The outbox is empty: nothing to send.")
             }
         }
+    }
+}
+
+extension Studio {
+    /// Where a section of the config goes, for messages that ask for one: ` in FILE`, or, with
+    /// no config file, where `tapedeck config init` writes one. - Thread: main actor.
+    @MainActor
+    var configPlace: String {
+        if let file = configuration.file { return " in \(file)" }
+        let home = UserPaths(environment: ProcessInfo.processInfo.environment).configHome
+        return " (there is no config file: `tapedeck config init` writes one at \(home)/tapedeck/config.yaml)"
     }
 }

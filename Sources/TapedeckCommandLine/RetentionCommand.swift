@@ -35,7 +35,7 @@ struct RetentionCommand: AsyncParsableCommand {
             // The sessions are read by the plan itself (RetentionRunner.plan), once.
             let studio = try await global.makeStudio()
             guard let (runner, remoteProblem) = try await studio.makeRetentionRunner(environment: ProcessInfo.processInfo.environment) else {
-                throw TapedeckError(.configuration, "No retention is configured: add a retention: section to the config (retention: { keep: 30d, free-space-floor: 10% }) or give --set retention.keep=30d. `tapedeck config example` shows the keys.")
+                throw TapedeckError(.configuration, "No retention is configured\(studio.configPlace): add a retention: section (retention: { keep: 30d, free-space-floor: 10% }) or give --set retention.keep=30d. `tapedeck config example` shows the keys.")
             }
             if let remoteProblem { Terminal.printError(remoteProblem) }
             let plan = try await runner.plan()

@@ -41,7 +41,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         try await reportingErrors {
             let studio = try global.makeStudioWithoutLibrary()
             guard let schedule = studio.configuration.schedule else {
-                throw TapedeckError(.configuration, "No schedule is configured\(studio.configuration.file.map { " in \($0)" } ?? ""). Add a schedule: section, e.g. schedule: { timezone: Europe/Amsterdam, windows: [ { from: \"06:00\", to: \"09:00\" } ] }; `tapedeck config example` shows every key.")
+                throw TapedeckError(.configuration, "No schedule is configured\(studio.configPlace). Add a schedule: section, e.g. schedule: { timezone: Europe/Amsterdam, windows: [ { from: \"06:00\", to: \"09:00\" } ] }; `tapedeck config example` shows every key.")
             }
             let start = try from.map { try Self.time($0, in: schedule.zone) } ?? Date()
             let (stretches, skipped) = schedule.occurrences(after: start, count: next)

@@ -49,12 +49,19 @@ struct RetentionEndToEndTests {
         #expect(MetricsEndToEndTests.series(metrics)["tapedeck_retention_deleted_takes_total"] == 2, "\(metrics)")
     }
 
-    @Test("without a retention section, and with a wrong value, retention says what to write")
+    @Test("without a retention section, and with a wrong value, retention says what to write; without a config file, where it goes")
     func refused() async throws {
         let cli = try CLIHarness()
         defer { try? FileManager.default.removeItem(at: cli.library) }
         let none = try await cli.run("retention")
-        #expect(none.status == 78 && none.stderr.contains("No retention is configured"), "\(none.stderr)")
+        #expect(none.status == 78 && none.stderr.contains("No retention is configured in "), "\(none.stderr)")
+        // Without a config file, the alerts, the schedule and retention say where one goes.
+        var bare = cli
+        bare.withoutConfig = true
+        for command in [["retention"], ["schedule"], ["alerts", "test"]] {
+            let r = try await bare.run(command)
+            #expect(r.status == 78 && r.stderr.contains("there is no config file: `tapedeck config init` writes one at"), "\(command): \(r.stderr)")
+        }
         let wrong = try await cli.run("retention", "--set", "retention.keep=soon")
         #expect(wrong.status == 78 && wrong.stderr.contains("retention.keep: \"soon\" is not an age"), "\(wrong.stderr)")
     }
