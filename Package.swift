@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "TapedeckServerAssembly", targets: ["TapedeckServerAssembly"]),
         .library(name: "TapedeckCommandLine", targets: ["TapedeckCommandLine"]),
         .library(name: "TapedeckS3", targets: ["TapedeckS3"]),
+        .library(name: "TapedeckPostgres", targets: ["TapedeckPostgres"]),
         .library(name: "TapedeckAlerts", targets: ["TapedeckAlerts"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
@@ -73,6 +74,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The S3 remote's HTTP client (TapedeckS3).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The fleet catalog in PostgreSQL (TapedeckPostgres), TLS to it through swift-nio-ssl.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation`: the API reference and its articles (scripts/build-docs).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -111,6 +115,13 @@ let package = Package(
         ], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckS3Tests", dependencies: ["TapedeckS3", "TapedeckTesting", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+        // The fleet catalog (a FleetIndex) in PostgreSQL.
+        .target(name: "TapedeckPostgres", dependencies: [
+            "TapedeckCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckPostgresTests", dependencies: ["TapedeckPostgres", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: swiftSettings),
         // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
         .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),
         .systemLibrary(

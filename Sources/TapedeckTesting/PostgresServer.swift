@@ -1,0 +1,95 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private PostgreSQL server for a test: `initdb` into a new temporary folder and `pg_ctl`
+/// start it listening on a Unix socket in that folder only (no TCP port), with trust
+/// authentication for its own user `tapedeck` and a database `tapedeck`. As root, the server runs
+/// as the `postgres` user (PostgreSQL refuses root). Debian's `postgresql` package provides the
+/// programs. ``stop(_:)`` ends it; ``kill()`` ends it as a crash would; ``remove()`` deletes all.
+/// - Thread: any. Starting and stopping block while the programs run (seconds).
+public final class PostgresServer: Sendable {
+    public let folder: URL
+    public let port: Int
+    /// `postgres://tapedeck@/tapedeck?host=FOLDER`: the URL `sync.catalog.postgres` takes.
+    public var url: String { "postgres://tapedeck@/tapedeck?host=\(folder.path)" }
+    private let bin: String
+    private let asUser: [String]
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The folder with Debian's PostgreSQL programs (the newest version installed), or `PATH`'s.
+    static func programs() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        if let newest = versions.last { return "\(root)/\(newest)/bin" }
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        where FileManager.default.isExecutableFile(atPath: "\(dir)/initdb") {
+            return String(dir)
+        }
+        throw Failure(description: "PostgreSQL's initdb is not installed: apt-get install postgresql (scripts/install-deps installs it).")
+    }
+
+    public init() throws {
+        bin = try Self.programs()
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-pg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        asUser = getuid() == 0 ? ["runuser", "-u", "postgres", "--"] : []
+        if getuid() == 0, let pw = getpwnam("postgres") {
+            chown(folder.path, pw.pointee.pw_uid, pw.pointee.pw_gid)
+        }
+        // A port number only names the socket file (.s.PGSQL.PORT); nothing listens on TCP.
+        port = 5432
+        let data = folder.appendingPathComponent("data").path
+        let initdb = try ChildProcess.run(asUser + ["\(bin)/initdb", "-D", data, "-U", "tapedeck", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"])
+        guard initdb.status == 0 else {
+            remove()
+            throw Failure(description: "initdb failed (\(initdb.status)): \(initdb.output)")
+        }
+        try start()
+        let created = try ChildProcess.run(asUser + ["\(bin)/createdb", "-h", folder.path, "-p", String(port), "-U", "tapedeck", "tapedeck"])
+        guard created.status == 0 else {
+            remove()
+            throw Failure(description: "createdb failed (\(created.status)): \(created.output)")
+        }
+    }
+
+    /// Starts the server (again) over the same data, waiting until it accepts connections.
+    public func start() throws {
+        let data = folder.appendingPathComponent("data").path
+        let options = "-k \(folder.path) -c listen_addresses='' -p \(port) -c fsync=off -c full_page_writes=off"
+        let r = try ChildProcess.run(asUser + ["\(bin)/pg_ctl", "-D", data, "-o", options, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "30", "start"])
+        guard r.status == 0 else {
+            throw Failure(description: "pg_ctl start failed (\(r.status)): \(r.output) \(log)")
+        }
+    }
+
+    /// Stops the server: `fast` finishes as a clean shutdown, `immediate` as a crash.
+    public func stop(_ mode: String = "fast") {
+        let data = folder.appendingPathComponent("data").path
+        _ = try? ChildProcess.run(asUser + ["\(bin)/pg_ctl", "-D", data, "-m", mode, "-w", "-t", "30", "stop"])
+    }
+
+    /// Ends the server as a crash would (`pg_ctl stop -m immediate`).
+    public func kill() { stop("immediate") }
+
+    /// Runs SQL with psql as the server's superuser. - Returns: its status and output.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "tapedeck") throws -> (status: Int32, output: String) {
+        try ChildProcess.run(asUser + ["\(bin)/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", folder.path, "-p", String(port),
+                                       "-U", "tapedeck", "-d", database, "-c", sql])
+    }
+
+    public var log: String { (try? String(contentsOf: folder.appendingPathComponent("server.log"), encoding: .utf8)) ?? "" }
+
+    /// Stops the server and deletes its folder.
+    public func remove() {
+        if FileManager.default.fileExists(atPath: folder.appendingPathComponent("data/postmaster.pid").path) { stop("immediate") }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    deinit { remove() }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import TapedeckCore
+import TapedeckPostgres
+import TapedeckTesting
+import Testing
+
+/// The fleet index against a real PostgreSQL the test starts (and the in-memory one), the same
+/// conformance suite for both; then what only a server can do: its schema's versions, a server
+/// that is gone, a URL that holds a password.
+@Suite("the fleet index", .serialized)
+struct PostgresFleetIndexTests {
+    let logger = Logger(label: "fleet-index-test")
+
+    @Test("the conformance suite, in memory")
+    func inMemory() async throws {
+        let shared = InMemoryFleetIndex()
+        try await FleetIndexConformance.check { shared }
+    }
+
+    @Test("the conformance suite, in PostgreSQL")
+    func postgres() async throws {
+        let server = try PostgresServer()
+        defer { server.remove() }
+        let settings = try PostgresSettings(url: server.url, password: nil)
+        try await FleetIndexConformance.check { try PostgresFleetIndex(settings, logger: logger) }
+        // What the tables hold: no audio, no credentials; the schema's version.
+        #expect(try server.psql("SELECT version FROM tapedeck_schema").output.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
+    @Test("a schema made by this version is kept with its rows; one newer than it knows is refused; a missing database is named")
+    func schema() async throws {
+        let server = try PostgresServer()
+        defer { server.remove() }
+        let settings = try PostgresSettings(url: server.url, password: nil)
+        let index = try PostgresFleetIndex(settings, logger: logger)
+        try await index.prepare()
+        let take = FleetIndexConformance.manifest("studio", session: "Gig", take: "Take 1", minute: 1)
+        #expect(try await index.upsert([take]).isEmpty)
+        await index.shutdown()
+        let again = try PostgresFleetIndex(settings, logger: logger)
+        try await again.prepare()
+        #expect(try await again.search(FleetQuery()).manifests == [take])
+        await again.shutdown()
+        #expect(try server.psql("UPDATE tapedeck_schema SET version = 99").status == 0)
+        let newer = try PostgresFleetIndex(settings, logger: logger)
+        await #expect(throws: TapedeckError.self) { try await newer.prepare() }
+        do { try await newer.prepare() } catch let error as TapedeckError {
+            #expect(error.code == .configuration && error.message.contains("newer than this Tapedeck knows"), "\(error.message)")
+        }
+        await newer.shutdown()
+        let missing = try PostgresFleetIndex(try PostgresSettings(url: "postgres://tapedeck@/nosuch?host=\(server.folder.path)", password: nil), logger: logger)
+        do {
+            try await missing.prepare()
+            Issue.record("a missing database was not refused")
+        } catch let error as TapedeckError {
+            #expect(error.code == .configuration && error.message.contains("nosuch"), "\(error.message)")
+        }
+        await missing.shutdown()
+    }
+
+    @Test("a server that is gone is remote-unavailable within the timeout, and the index works again once it is back")
+    func serverGone() async throws {
+        let server = try PostgresServer()
+        defer { server.remove() }
+        let index = try PostgresFleetIndex(try PostgresSettings(url: server.url, password: nil), logger: logger, timeout: .seconds(5))
+        defer { Task { await index.shutdown() } }
+        try await index.prepare()
+        server.kill()
+        let started = ContinuousClock.now
+        do {
+            _ = try await index.upsert([FleetIndexConformance.manifest("studio", session: "Gig", take: "Lost", minute: 2)])
+            Issue.record("an upsert to a stopped server succeeded")
+        } catch let error as TapedeckError {
+            #expect(error.code == .remoteUnavailable, "\(error.message)")
+            #expect(error.message.contains("postgres://tapedeck@/tapedeck"), "\(error.message)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(8))
+        try server.start()
+        var back = false
+        for _ in 0..<20 where !back {
+            back = (try? await index.upsert([FleetIndexConformance.manifest("studio", session: "Gig", take: "Back", minute: 3)]))?.isEmpty == true
+            if !back { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        #expect(back, "the index did not reconnect")
+    }
+
+    @Test("sync.catalog.postgres: a password in the URL, a URL without a user or database, and a bad sslmode are refused with what to write")
+    func settings() throws {
+        for (url, said) in [("postgres://u:hunter2@db/t", "never holds secrets"), ("postgres://db/t", "names no user"),
+                            ("postgres://u@db/", "names no database"), ("postgres://u@db/t?sslmode=maybe", "sslmode=maybe"),
+                            ("mysql://u@db/t", "not a PostgreSQL URL")] {
+            #expect(throws: TapedeckError.self, "\(url)") { try PostgresSettings(url: url, password: nil) }
+            do { _ = try PostgresSettings(url: url, password: nil) } catch let e as TapedeckError {
+                #expect(e.code == .configuration && e.message.contains(said) && !e.message.contains("hunter2"), "\(url): \(e.message)")
+            }
+        }
+        let tcp = try PostgresSettings(url: "postgresql://tapedeck@db.example:6543/fleet?sslmode=require", password: "pw")
+        #expect(tcp.endpoint == .tcp(host: "db.example", port: 6543) && tcp.tls == .require && tcp.database == "fleet")
+        #expect(tcp.location == "postgres://tapedeck@db.example:6543/fleet")
+        let socket = try PostgresSettings(url: "postgres://rec@/tapedeck?host=/run/postgresql", password: nil)
+        #expect(socket.endpoint == .socket("/run/postgresql/.s.PGSQL.5432"))
+    }
+}
