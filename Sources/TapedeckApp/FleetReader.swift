@@ -71,18 +71,15 @@ public final class FleetReader {
         var entries: [Entry] = []
         var problems: [Problem] = []
         let manifests = objects.filter { Self.isTakeKey($0.key, extensions: ["json"]) }
-        for object in manifests {
-            guard object.size <= Int64(RemoteManifest.maximumBytes) else {
-                problems.append(Problem(key: object.key, reason: "The manifest is \(object.size) bytes, more than a manifest can be (\(RemoteManifest.maximumBytes)); it was not read."))
-                continue
-            }
-            do {
-                let key = try RemoteKey(object.key)
-                guard let data = try await remote.get(key, limit: RemoteManifest.maximumBytes) else { continue }
-                let manifest = try RemoteManifest.decode(data, key: object.key)
-                entries.append(Entry(manifest: manifest, audioPresent: sizes[manifest.audio.key] == manifest.audio.size))
-            } catch let error as TapedeckError where error.code == .corruptFile || error.code == .invalidArgument {
-                problems.append(Problem(key: object.key, reason: error.message))
+        for object in manifests where object.size > Int64(RemoteManifest.maximumBytes) {
+            problems.append(Problem(key: object.key, reason: "The manifest is \(object.size) bytes, more than a manifest can be (\(RemoteManifest.maximumBytes)); it was not read."))
+        }
+        let readable = manifests.filter { $0.size <= Int64(RemoteManifest.maximumBytes) }.map(\.key)
+        for (key, read) in try await Self.fetchManifests(readable, from: remote) {
+            switch read {
+            case .success(let manifest?): entries.append(Entry(manifest: manifest, audioPresent: sizes[manifest.audio.key] == manifest.audio.size))
+            case .success(nil): continue
+            case .failure(let error): problems.append(Problem(key: key, reason: error.message))
             }
         }
         entries.sort { a, b in
@@ -90,6 +87,40 @@ public final class FleetReader {
                 < (b.manifest.machine, b.manifest.session.createdAt, b.manifest.session.id, b.manifest.take.number)
         }
         return (entries, problems, objects)
+    }
+
+    /// Manifests read at once, at most this many at a time: a listing costs about as many round
+    /// trips as there are manifests divided by this.
+    public nonisolated static let parallelReads = 16
+
+    /// Reads and checks the manifests at `keys`, ``parallelReads`` at a time, in `keys`' order: a
+    /// manifest gone meanwhile is `nil`, one that is not a manifest a failure (its message).
+    /// - Throws: what the remote throws otherwise (unreachable, refused).
+    nonisolated static func fetchManifests(_ keys: [String], from remote: any TakeRemote) async throws -> [(String, Result<RemoteManifest?, TapedeckError>)] {
+        try await withThrowingTaskGroup(of: (Int, Result<RemoteManifest?, TapedeckError>).self) { group in
+            var results = [Result<RemoteManifest?, TapedeckError>?](repeating: nil, count: keys.count)
+            var next = 0
+            func start() {
+                guard next < keys.count else { return }
+                let (index, text) = (next, keys[next])
+                next += 1
+                group.addTask {
+                    do {
+                        let key = try RemoteKey(text)
+                        guard let data = try await remote.get(key, limit: RemoteManifest.maximumBytes) else { return (index, .success(nil)) }
+                        return (index, .success(try RemoteManifest.decode(data, key: text)))
+                    } catch let error as TapedeckError where error.code == .corruptFile || error.code == .invalidArgument {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<parallelReads { start() }
+            while let (index, read) = try await group.next() {
+                results[index] = read
+                start()
+            }
+            return zip(keys, results).map { ($0, $1 ?? .success(nil)) }
+        }
     }
 
     /// Whether `key` has the shape of Tapedeck's keys, `MACHINE/SESSION-ID/TAKE-ID.EXT` with

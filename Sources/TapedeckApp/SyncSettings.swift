@@ -5,12 +5,21 @@ public import TapedeckCore
 public struct SyncSettings: SettingsGroup, Hashable {
     public static let keepLocal = Setting<String>("keep-local",
         help: "Delete local takes whose upload is verified once they are older than this (30d, 12h, 90m); empty keeps every take.")
-    public static let declarations = [keepLocal.declaration]
+    public static let catalogPostgres = Setting<String>("catalog.postgres",
+        help: "The fleet catalog in PostgreSQL: postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS), or postgres://USER@/DATABASE?host=/run/postgresql; empty: no catalog.")
+    public static let catalogPasswordEnv = Setting<String>("catalog.password-env",
+        help: "The environment variable holding the catalog user's password (never in the config); empty: the server asks for none.")
+    public static let declarations = [keepLocal.declaration, catalogPostgres.declaration, catalogPasswordEnv.declaration]
 
     public var keepLocal: String
+    /// The fleet catalog's URL (empty: none), and the variable holding its password.
+    public var catalogPostgres: String
+    public var catalogPasswordEnv: String
 
     public init(_ settings: PluginSettings) {
         keepLocal = settings[Self.keepLocal]
+        catalogPostgres = settings[Self.catalogPostgres]
+        catalogPasswordEnv = settings[Self.catalogPasswordEnv]
     }
 
     /// `keepLocal` in seconds; `nil` when it is empty (keep every take).

@@ -314,6 +314,15 @@ sync:
   # Delete local takes whose upload is verified once they are older than this
   # (30d, 12h, 90m). Empty: keep every take.
   keep-local: ""
+  # The fleet catalog: an index of every machine's takes in PostgreSQL, for
+  # listing and searching a large fleet quickly. Empty: none.
+  catalog:
+    # postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS), or
+    # postgres://USER@/DATABASE?host=/run/postgresql for a local socket.
+    postgres: ""
+    # The environment variable holding the user's password (never the config
+    # itself). Empty: the server asks for none.
+    password-env: ""
   s3:
     # The server, e.g. https://s3.eu-west-1.amazonaws.com or
     # http://nas.local:3900 (https: TLS).
