@@ -57,7 +57,8 @@ let package = Package(
         .trait(name: "JACK", description: "The JACK capture and playback backend (libjack)."),
         .trait(name: "PipeWire", description: "The PipeWire capture and playback backend (libpipewire-0.3)."),
         .trait(name: "S3", description: "The S3 remote of push, pull and fleet (async-http-client, SwiftNIO, swift-crypto)."),
-        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire", "S3"]),
+        .trait(name: "Postgres", description: "The fleet catalog in PostgreSQL (postgres-nio, swift-nio-ssl)."),
+        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire", "S3", "Postgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -303,6 +304,7 @@ let package = Package(
                 .target(name: "TapedeckPipeWire", condition: .when(traits: ["PipeWire"])),
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",
                 .target(name: "TapedeckS3", condition: .when(traits: ["S3"])),
+                .target(name: "TapedeckPostgres", condition: .when(traits: ["Postgres"])),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -12,7 +12,7 @@ struct FleetCommand: AsyncParsableCommand {
         commandName: "fleet",
         abstract: "Every machine's takes on the configured remote: list them, pull them, check the remote.",
         discussion: "Only takes with a manifest count (push writes it last, after the audio is verified).",
-        subcommands: [FleetListCommand.self, FleetPullCommand.self, FleetDoctorCommand.self])
+        subcommands: [FleetListCommand.self, FleetSearchCommand.self, FleetPullCommand.self, FleetDoctorCommand.self])
 
     /// Opens the library and the remote, runs `body`, and shuts the remote down whichever way it ends.
     @MainActor
@@ -94,11 +94,15 @@ struct FleetTakeJSON: Encodable {
     var key: String
     var size: Int64
     var sha256: String
-    var audioPresent: Bool
+    /// Whether the audio object is there (`fleet list`); absent where it was not looked at (`fleet search`).
+    var audioPresent: Bool?
     var uploaded: Date
 
     init(_ e: FleetReader.Entry) {
-        let m = e.manifest
+        self.init(e.manifest, audioPresent: e.audioPresent)
+    }
+
+    init(_ m: RemoteManifest, audioPresent: Bool?) {
         machine = m.machine
         session = m.session.name
         sessionID = m.session.id
@@ -110,7 +114,7 @@ struct FleetTakeJSON: Encodable {
         key = m.audio.key
         size = m.audio.size
         sha256 = m.audio.sha256
-        audioPresent = e.audioPresent
+        self.audioPresent = audioPresent
         uploaded = m.uploaded
     }
 }

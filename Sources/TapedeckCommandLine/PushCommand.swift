@@ -84,6 +84,7 @@ struct PushCommand: AsyncParsableCommand {
             let studio = try global.makeStudioWithoutLibrary()
             let keepLocal = try studio.keepLocalSeconds()
             let remote = try studio.makeRemote()
+            let catalog = try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment)
             let pusher: TakePusher
             let lock: Int32
             do {
@@ -122,6 +123,7 @@ struct PushCommand: AsyncParsableCommand {
                             break
                         }
                         if items.isEmpty && watch {
+                            await Self.catalogue(pusher, catalog, json: json)
                             alerts?.lookAtBacklog(pusher)
                             try await Task.sleep(for: .seconds(interval))
                             continue
@@ -136,6 +138,7 @@ struct PushCommand: AsyncParsableCommand {
                             try await studio.store.refresh()
                             deleted = try await pusher.applyRetention(olderThan: keepLocal)
                         }
+                        await Self.catalogue(pusher, catalog, json: json)
                         rounds.append(PushRound(items: items, outcomes: outcomes, deleted: deleted, dryRun: false, libraryIsEmpty: empty))
                         if watch && !json { display.summary(rounds.last!) }
                         if watch { try await Task.sleep(for: .seconds(interval)) }
@@ -155,10 +158,12 @@ struct PushCommand: AsyncParsableCommand {
             let rounds: [PushRound]
             do { rounds = try await work.value } catch {
                 await remote.shutdown()
+                await catalog?.shutdown()
                 await alerts?.end()
                 throw error
             }
             await remote.shutdown()
+            await catalog?.shutdown()
             await alerts?.end()
             let stopped = work.isCancelled
             try Self.report(rounds, json: json, watch: watch, machine: pusher.machine, location: remote.location, stopped: stopped)
@@ -185,6 +190,23 @@ struct PushCommand: AsyncParsableCommand {
             }
         }
         return out
+    }
+
+    /// Adds the verified takes the fleet catalog lacks to it (`sync.catalog`), saying on stderr
+    /// what it added, what it refused and, when it cannot be reached, that they wait.
+    @MainActor
+    static func catalogue(_ pusher: TakePusher, _ catalog: (any FleetIndex)?, json: Bool) async {
+        guard let catalog else { return }
+        let outcome = await pusher.addToCatalog(catalog)
+        if outcome.added > 0 && !json && !Terminal.quiet.load(ordering: .relaxed) {
+            Terminal.printError("The fleet catalog at \(catalog.location) has \(Terminal.counted(outcome.added, "take")) more.", priority: .info, event: "catalog-added")
+        }
+        for conflict in outcome.conflicts {
+            Terminal.printError("warning: the fleet catalog at \(catalog.location) holds take \(conflict.takeID) from \(conflict.machine) with other audio (SHA-256 \(conflict.held.prefix(12))…, here \(conflict.offered.prefix(12))…); it was left as it is. `tapedeck fleet doctor` looks at the remote.", event: "catalog-conflict")
+        }
+        if let error = outcome.unreachable {
+            Terminal.printError("warning: \(error.message) \(Terminal.counted(outcome.waiting, "verified take")) wait to be added; they are safe on the remote, and the next push adds them.", event: "catalog-unreachable")
+        }
     }
 
     /// Prints what the last round did (every round with --watch was shown as it ended).

@@ -44,6 +44,9 @@ public struct UploadLedger: Sendable {
         /// last looked at (by retention or `fleet doctor`): the next `push` checks it again and
         /// sends what is missing or stale. `nil` when nothing is in doubt.
         public var unconfirmed: String?
+        /// Whether the fleet catalog (`sync.catalog`) holds the verified take's entry; `nil` or
+        /// `false`: the next `push` adds it (the bucket is never behind the catalog).
+        public var cataloged: Bool?
 
         public init(state: State, key: String, token: String? = nil, digest: ContentDigest? = nil, reason: String? = nil, updated: Date = Date(),
                     unconfirmed: String? = nil) {

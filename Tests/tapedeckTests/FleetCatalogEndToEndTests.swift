@@ -1,0 +1,71 @@
+import Foundation
+import TapedeckTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The fleet catalog as a team sets it up: machines push to `rclone serve s3` with one
+/// PostgreSQL catalog (each started by the test), and `fleet search` on another machine finds
+/// their takes; a catalog that is down never stops a push, and catches up on the next.
+@Suite("the fleet catalog end to end", .endToEnd, .serialized)
+struct FleetCatalogEndToEndTests {
+    static func search(_ cli: CLIHarness, _ args: String...) async throws -> [[String: Any]] {
+        let r = try await cli.run(["fleet", "search", "--json"] + args)
+        #expect(r.status == 0, "\(args): \(r.stderr)")
+        return FleetEndToEndTests.json(r.stdout)
+    }
+
+    @Test("two machines push into one catalog; a third finds their takes by machine, words and time; the catalog down during a push, then back")
+    func catalog() async throws {
+        let server = try await S3Server.startAsync(.rclone)
+        defer { server.remove() }
+        let database = try PostgresServer()
+        defer { database.remove() }
+        let (folder, file) = try FleetEndToEndTests.workspace(server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var yaml = try String(contentsOf: file, encoding: .utf8)
+        yaml = yaml.replacingOccurrences(of: "prefix: \"fleet\", path-style: true, part-size-mib: 5}",
+                                         with: "prefix: \"fleet\", path-style: true, part-size-mib: 5}\n  catalog: {postgres: \"\(database.url)\"}")
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
+        let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
+        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
+        #expect(try await studio.run("record", "--machine", "studio", "--session", "Dawn", "--name", "Blackbird", "-d", "1").status == 0)
+        #expect(try await studio.run("note", "--machine", "studio", "Dawn/Blackbird", "a blackbird at the feeder").status == 0)
+        #expect(try await laptop.run("record", "--machine", "laptop", "--session", "Council", "--name", "Budget", "-d", "1").status == 0)
+        let first = try await studio.run("push", "--machine", "studio")
+        #expect(first.status == 0 && first.stderr.contains("has 1 take more"), "\(first.stdout) \(first.stderr)")
+        #expect(try await laptop.run("push", "--machine", "laptop").status == 0)
+
+        // The third machine finds them all, and each by what it holds.
+        let all = try await Self.search(office, "--machine", "office")
+        #expect(Set(all.compactMap { $0["machine"] as? String }) == ["studio", "laptop"], "\(all)")
+        let listed = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--json").stdout)
+        #expect(Set(all.compactMap { $0["takeID"] as? String }) == Set(listed.compactMap { $0["takeID"] as? String }), "the catalog holds exactly the bucket's takes")
+        #expect(try await Self.search(office, "--machine", "office", "BLACKBIRD", "feeder").compactMap { $0["take"] as? String } == ["Blackbird"])
+        #expect(try await Self.search(office, "--machine", "office", "--from", "laptop").compactMap { $0["take"] as? String } == ["Budget"])
+        #expect(try await Self.search(office, "--machine", "office", "--after", "2000-01-01", "--before", "2001-01-01").isEmpty)
+        let text = try await office.run("fleet", "search", "--machine", "office", "--limit", "1")
+        #expect(text.status == 0 && text.stdout.contains("1–1 of 2; the next page: --offset 1"), "\(text.stdout)")
+
+        // The catalog is down: the push verifies the take all the same, says it waits, exits 0.
+        database.kill()
+        #expect(try await studio.run("record", "--machine", "studio", "--session", "Dawn", "--name", "Robin", "-d", "1").status == 0)
+        let down = try await studio.run("push", "--machine", "studio")
+        #expect(down.status == 0, "\(down.stderr)")
+        #expect(down.stderr.contains("1 verified take wait") && down.stderr.contains("the next push adds them"), "\(down.stderr)")
+        let bucket = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--json").stdout)
+        #expect(bucket.contains { $0["take"] as? String == "Robin" }, "the bucket has it")
+        // Back: the next push adds it, nothing else to send.
+        try database.start()
+        let back = try await studio.run("push", "--machine", "studio")
+        #expect(back.status == 0 && back.stderr.contains("has 1 take more") && back.stdout.contains("nothing to push"), "\(back.stdout) \(back.stderr)")
+        #expect(try await Self.search(office, "--machine", "office", "robin").count == 1)
+
+        // Without a catalog, search says what to set.
+        let bare = try CLIHarness()
+        let none = try await bare.run("fleet", "search", "owl")
+        #expect(none.status == 78 && none.stderr.contains("sync.catalog.postgres"), "\(none.stderr)")
+    }
+}
