@@ -216,6 +216,8 @@ public struct ConfigurationLoader: Sendable {
         let settings = Set(knownKeys())
         file.nullsAsSections { key in
             guard !settings.contains(key) else { return false }
+            // A group of a section's own settings (`sync.catalog:` holds `catalog.postgres`).
+            if settings.contains(where: { $0.hasPrefix(key + ".") }) { return true }
             let parts = key.split(separator: ".").map(String.init)
             guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else { return key == "machines" || key == "alerts" }
             if parts.count == 1 { return true }
@@ -228,6 +230,8 @@ public struct ConfigurationLoader: Sendable {
     private func validateSection(_ path: String, origin: String) throws {
         // `alerts:` with nothing under it: no alerts.
         if path == "alerts" || ["schedule", "schedule.location", "schedule.duty-cycle"].contains(path) { return }
+        // A group of a section's own settings, e.g. `sync.catalog:`.
+        if knownKeys().contains(where: { $0.hasPrefix(path + ".") }) { return }
         let parts = path.split(separator: ".").map(String.init)
         // A section key with no name (`""`, `.`) has no parts at all.
         guard let first = parts.first, let section = HostSettings.sections.first(where: { $0.name == first }) else {
