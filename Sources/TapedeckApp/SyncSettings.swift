@@ -9,17 +9,21 @@ public struct SyncSettings: SettingsGroup, Hashable {
         help: "The fleet catalog in PostgreSQL: postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS), or postgres://USER@/DATABASE?host=/run/postgresql; empty: no catalog.")
     public static let catalogPasswordEnv = Setting<String>("catalog.password-env",
         help: "The environment variable holding the catalog user's password (never in the config); empty: the server asks for none.")
-    public static let declarations = [keepLocal.declaration, catalogPostgres.declaration, catalogPasswordEnv.declaration]
+    public static let catalogHeartbeat = Setting<Double>("catalog.heartbeat-seconds", range: 1...3_600, default: 10,
+        help: "How often a running record or push --watch tells the catalog its state (fleet status marks one unheard for two of these stale).")
+    public static let declarations = [keepLocal.declaration, catalogPostgres.declaration, catalogPasswordEnv.declaration, catalogHeartbeat.declaration]
 
     public var keepLocal: String
     /// The fleet catalog's URL (empty: none), and the variable holding its password.
     public var catalogPostgres: String
     public var catalogPasswordEnv: String
+    public var catalogHeartbeat: Double
 
     public init(_ settings: PluginSettings) {
         keepLocal = settings[Self.keepLocal]
         catalogPostgres = settings[Self.catalogPostgres]
         catalogPasswordEnv = settings[Self.catalogPasswordEnv]
+        catalogHeartbeat = settings[Self.catalogHeartbeat]
     }
 
     /// `keepLocal` in seconds; `nil` when it is empty (keep every take).

@@ -43,12 +43,15 @@ extension TakePusher {
                 let conflicts = try await catalog.upsert(batch.map(\.0))
                 outcome.conflicts += conflicts
                 let refused = Set(conflicts.map(\.takeID))
+                var marked: [String: UploadLedger.Record] = [:]
                 for (manifest, record) in batch where !refused.contains(manifest.take.id) {
-                    var marked = record
-                    marked.cataloged = true
-                    try ledger.set(manifest.take.id, marked)
-                    outcome.added += 1
+                    var record = record
+                    record.cataloged = true
+                    marked[manifest.take.id] = record
                 }
+                // One write of the ledger for the batch.
+                try ledger.set(marked)
+                outcome.added += marked.count
                 outcome.waiting -= batch.count
             }
         } catch let error as TapedeckError {

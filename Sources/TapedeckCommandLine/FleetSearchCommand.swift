@@ -103,18 +103,8 @@ struct FleetSearchCommand: AsyncParsableCommand {
         let (json, query) = (self.json, try query())
         try await reportingErrors {
             let studio = try global.makeStudioWithoutLibrary()
-            guard let catalog = try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) else {
-                throw TapedeckError(.configuration, "fleet search reads the fleet catalog, and none is configured. Set sync.catalog.postgres (docs/guides/many-machines.md), or list the remote with `tapedeck fleet list`.")
-            }
-            do {
-                try await catalog.prepare()
-                let page = try await catalog.search(query)
-                await catalog.shutdown()
-                Self.show(page, query: query, json: json, location: catalog.location)
-            } catch {
-                await catalog.shutdown()
-                throw error
-            }
+            let (page, location) = try await FleetCommand.withCatalog(studio, for: "search") { (try await $0.search(query), $0.location) }
+            Self.show(page, query: query, json: json, location: location)
         }
     }
 

@@ -107,6 +107,8 @@ struct PushCommand: AsyncParsableCommand {
             }
             defer { signals.cancel() }
             let alerts = watch ? PushAlerts.start(studio) : nil
+            let heartbeat = watch ? CatalogHeartbeat.start(studio, role: "push", state: CatalogHeartbeat.pushing(pusher)) : nil
+            defer { heartbeat?.stop() }
             let work = Task { @MainActor () -> [PushRound] in
                 var rounds: [PushRound] = []
                 repeat {

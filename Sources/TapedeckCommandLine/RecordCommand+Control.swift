@@ -71,6 +71,7 @@ final class RecordCompanions {
     private var metrics: MetricsListener?
     private var retention: Task<Void, Never>?
     private var fields: Task<Void, Never>?
+    private var heartbeat: CatalogHeartbeat?
 
     /// Starts them for `recorder`; returns once `--metrics` listens.
     /// - Throws: when `--metrics` cannot listen (the address in use, not this machine's).
@@ -95,6 +96,7 @@ final class RecordCompanions {
         }
         companions.retention = await RecordRetention.start(studio)
         if Terminal.journal.isActive { companions.fields = Self.journalFields(recorder) }
+        companions.heartbeat = CatalogHeartbeat.start(studio, role: "record", state: CatalogHeartbeat.recording(recorder, folder: storage.rootURL.path))
         return companions
     }
 
@@ -139,6 +141,7 @@ final class RecordCompanions {
 
     /// Ends them all: unregistered, the socket closed, `--metrics` no longer listening.
     func close() {
+        heartbeat?.stop()
         fields?.cancel()
         retention?.cancel()
         metrics?.shutdown()

@@ -323,6 +323,9 @@ sync:
     # The environment variable holding the user's password (never the config
     # itself). Empty: the server asks for none.
     password-env: ""
+    # How often a running record or push --watch tells the catalog its state, in
+    # seconds; fleet status marks a recorder unheard for two of these stale.
+    heartbeat-seconds: 10
   s3:
     # The server, e.g. https://s3.eu-west-1.amazonaws.com or
     # http://nas.local:3900 (https: TLS).

@@ -10,6 +10,18 @@ import Glibc
 /// their takes; a catalog that is down never stops a push, and catches up on the next.
 @Suite("the fleet catalog end to end", .endToEnd, .serialized)
 struct FleetCatalogEndToEndTests {
+    /// Removes a take's manifest and audio from the rclone server's folder, behind its back.
+    static func removeFromBucket(_ server: S3Server, take name: String) throws {
+        for manifest in PushRecheckEndToEndTests.objects(server, suffix: ".json") {
+            guard let data = try? Data(contentsOf: manifest), let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  (m["take"] as? [String: Any])?["name"] as? String == name else { continue }
+            try FileManager.default.removeItem(at: manifest)
+            for audio in PushRecheckEndToEndTests.objects(server, suffix: ".wav") where audio.deletingPathExtension().lastPathComponent == manifest.deletingPathExtension().lastPathComponent {
+                try FileManager.default.removeItem(at: audio)
+            }
+        }
+    }
+
     static func search(_ cli: CLIHarness, _ args: String...) async throws -> [[String: Any]] {
         let r = try await cli.run(["fleet", "search", "--json"] + args)
         #expect(r.status == 0, "\(args): \(r.stderr)")
@@ -67,5 +79,61 @@ struct FleetCatalogEndToEndTests {
         let bare = try CLIHarness()
         let none = try await bare.run("fleet", "search", "owl")
         #expect(none.status == 78 && none.stderr.contains("sync.catalog.postgres"), "\(none.stderr)")
+    }
+
+    @Test("fleet reindex makes the catalog the bucket's again; fleet status shows a running record, and marks it stale once it is killed")
+    func reindexAndStatus() async throws {
+        let server = try await S3Server.startAsync(.rclone)
+        defer { server.remove() }
+        let database = try PostgresServer()
+        defer { database.remove() }
+        let (folder, file) = try FleetEndToEndTests.workspace(server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var yaml = try String(contentsOf: file, encoding: .utf8)
+        yaml = yaml.replacingOccurrences(of: "prefix: \"fleet\", path-style: true, part-size-mib: 5}",
+                                         with: "prefix: \"fleet\", path-style: true, part-size-mib: 5}\n  catalog: {postgres: \"\(database.url)\", heartbeat-seconds: 1}")
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
+        for name in ["One", "Two", "Three"] {
+            #expect(try await studio.run("record", "--machine", "studio", "--name", name, "-d", "0.5").status == 0)
+        }
+        #expect(try await studio.run("push", "--machine", "studio").status == 0)
+        // The catalog loses its rows, and the bucket loses one take: reindex follows the bucket.
+        #expect(try database.psql("DELETE FROM tapedeck_takes").status == 0)
+        #expect(try await Self.search(studio, "--machine", "studio").isEmpty)
+        try Self.removeFromBucket(server, take: "Two")
+        try await Task.sleep(for: .seconds(1.5))  // rclone's folder cache
+        let reindex = try await studio.run("fleet", "reindex", "--machine", "studio")
+        #expect(reindex.status == 0 && reindex.stdout.contains("holds the 2 takes"), "\(reindex.stdout) \(reindex.stderr)")
+        #expect(Set(try await Self.search(studio, "--machine", "studio").compactMap { $0["take"] as? String }) == ["One", "Three"])
+        // An entry whose take the bucket lost is removed by the next reindex.
+        try Self.removeFromBucket(server, take: "Three")
+        try await Task.sleep(for: .seconds(1.5))
+        let again = try await studio.run("fleet", "reindex", "--machine", "studio")
+        #expect(again.status == 0 && again.stdout.contains("holds the 1 take") && again.stdout.contains("1 entry without a take there were removed"), "\(again.stdout)")
+        #expect(try await Self.search(studio, "--machine", "studio").compactMap { $0["take"] as? String } == ["One"])
+
+        // A running record beats every second; killed, it is stale within two beats.
+        let (recorder, _, recorderErrors) = try studio.start(["record", "--machine", "studio", "--session", "Live", "--set", "capture.null.paced=true", "-d", "60"])
+        defer { kill(recorder.processIdentifier, SIGKILL) }
+        var status: [[String: Any]] = []
+        _ = try await CLIHarness.wait(timeout: 20) {
+            status = FleetEndToEndTests.json((try? await studio.run("fleet", "status", "--machine", "studio", "--json"))?.stdout ?? "")
+            return status.contains { ($0["heartbeat"] as? [String: Any])?["take"] != nil }
+        }
+        let live = try #require(status.compactMap { $0["heartbeat"] as? [String: Any] }.first { $0["role"] as? String == "record" }, "\(status)")
+        #expect(live["machine"] as? String == "studio" && (live["take"] as? String)?.hasPrefix("Live/") == true && live["levelDBFS"] != nil, "\(live)")
+        let fresh = try await studio.run("fleet", "status", "--machine", "studio")
+        #expect(fresh.status == 0 && fresh.stdout.contains("studio record  recording  Live/"), "\(fresh.stdout) \((try? String(contentsOf: recorderErrors, encoding: .utf8)) ?? "")")
+        kill(recorder.processIdentifier, SIGKILL)
+        recorder.waitUntilExit()
+        var stale = CLIHarness.Result(status: 0, stdout: "", stderr: "")
+        let started = Date()
+        _ = try await CLIHarness.wait(timeout: 10) {
+            stale = (try? await studio.run("fleet", "status", "--machine", "studio")) ?? stale
+            return stale.stdout.contains("STALE")
+        }
+        #expect(stale.status == 1 && stale.stdout.contains("studio record  STALE"), "\(stale.stdout)")
+        #expect(Date().timeIntervalSince(started) < 4, "stale within two intervals (1 s each) of the kill, give or take a status run")
     }
 }

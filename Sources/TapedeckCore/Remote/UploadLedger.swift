@@ -110,6 +110,18 @@ public struct UploadLedger: Sendable {
         }
     }
 
+    /// Stores several takes' records in one write of the ledger (``set(_:_:)`` for each).
+    /// - Thread: any. Blocks on the ledger's lock and one durable write.
+    public func set(_ records: [String: Record]) throws {
+        guard !records.isEmpty else { return }
+        try changing { file in
+            var mine = file.remotes[remote] ?? [:]
+            for (takeID, record) in records { mine[takeID] = record }
+            file.remotes[remote] = mine.isEmpty ? nil : mine
+            return true
+        }
+    }
+
     /// Notes that the remote copy of the verified take `takeID` could not be confirmed, and
     /// why, so that the next `push` checks it again. A take not verified on this remote (or
     /// verified under another key than `key`, when given: a take pulled from another machine)
