@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import NIOPosix
 import NIOSSL
 import PostgresNIO
 public import TapedeckCore
@@ -22,6 +23,8 @@ public final class PostgresFleetIndex: FleetIndex {
     /// said at once (the pool would keep trying until the timeout).
     private let direct: PostgresConnection.Configuration
     private let running: Task<Void, Never>
+    /// Its own event loop: a loop another part of the process keeps busy never holds it up.
+    private let loop: MultiThreadedEventLoopGroup
     private let logger: Logger
 
     /// Connects (lazily, at the first statement) as `settings` say.
@@ -55,7 +58,8 @@ public final class PostgresFleetIndex: FleetIndex {
         configuration.options.connectTimeout = .seconds(10)
         configuration.options.maximumConnections = 8
         configuration.options.keepAliveBehavior = nil
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        client = PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger)
         let client = client
         running = Task { await client.run() }
         location = settings.location
@@ -116,9 +120,9 @@ public final class PostgresFleetIndex: FleetIndex {
     }
 
     public func prepare() async throws {
-        let (logger, direct) = (logger, direct)
+        let (logger, direct, loop) = (logger, direct, loop)
         try await run("preparing its tables") { _ in
-            let connection = try await PostgresConnection.connect(configuration: direct, id: 0, logger: logger)
+            let connection = try await PostgresConnection.connect(on: loop.next(), configuration: direct, id: 0, logger: logger)
             do {
                 try await connection.withTransaction(logger: logger) { connection in
                     try await PostgresFleetSchema.migrate(connection, logger: logger)
@@ -229,5 +233,6 @@ public final class PostgresFleetIndex: FleetIndex {
     public func shutdown() async {
         running.cancel()
         _ = await running.value
+        try? await loop.shutdownGracefully()
     }
 }

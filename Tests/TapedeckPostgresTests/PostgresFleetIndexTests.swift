@@ -75,10 +75,10 @@ struct PostgresFleetIndexTests {
             #expect(error.code == .remoteUnavailable, "\(error.message)")
             #expect(error.message.contains("postgres://tapedeck@/tapedeck"), "\(error.message)")
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
+        #expect(ContinuousClock.now - started < .seconds(12), "within the 5 s timeout, with room for a loaded machine")
         try server.start()
         var back = false
-        for _ in 0..<20 where !back {
+        for _ in 0..<60 where !back {
             back = (try? await index.upsert([FleetIndexConformance.manifest("studio", session: "Gig", take: "Back", minute: 3)]))?.isEmpty == true
             if !back { try await Task.sleep(for: .milliseconds(500)) }
         }
