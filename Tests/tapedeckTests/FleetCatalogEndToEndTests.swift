@@ -22,6 +22,25 @@ struct FleetCatalogEndToEndTests {
         }
     }
 
+    /// An rclone server, a PostgreSQL and a fleet file whose `sync.catalog` names it (with
+    /// `catalog`'s further keys, e.g. `, heartbeat-seconds: 1`).
+    static func fleet(catalog: String) async throws -> (S3Server, PostgresServer, URL, URL) {
+        let server = try await S3Server.startAsync(.rclone)
+        let database = try PostgresServer()
+        let (folder, file) = try FleetEndToEndTests.workspace(server)
+        let yaml = try String(contentsOf: file, encoding: .utf8).replacingOccurrences(
+            of: "prefix: \"fleet\", path-style: true, part-size-mib: 5}",
+            with: "prefix: \"fleet\", path-style: true, part-size-mib: 5}\n  catalog: {postgres: \"\(database.url)\"\(catalog)}")
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        return (server, database, folder, file)
+    }
+
+    static func remove(_ server: S3Server, _ database: PostgresServer, _ folder: URL) {
+        server.remove()
+        database.remove()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
     static func search(_ cli: CLIHarness, _ args: String...) async throws -> [[String: Any]] {
         let r = try await cli.run(["fleet", "search", "--json"] + args)
         #expect(r.status == 0, "\(args): \(r.stderr)")
@@ -30,16 +49,8 @@ struct FleetCatalogEndToEndTests {
 
     @Test("two machines push into one catalog; a third finds their takes by machine, words and time; the catalog down during a push, then back")
     func catalog() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let database = try PostgresServer()
-        defer { database.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        var yaml = try String(contentsOf: file, encoding: .utf8)
-        yaml = yaml.replacingOccurrences(of: "prefix: \"fleet\", path-style: true, part-size-mib: 5}",
-                                         with: "prefix: \"fleet\", path-style: true, part-size-mib: 5}\n  catalog: {postgres: \"\(database.url)\"}")
-        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        let (server, database, folder, file) = try await Self.fleet(catalog: "")
+        defer { Self.remove(server, database, folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
@@ -83,16 +94,8 @@ struct FleetCatalogEndToEndTests {
 
     @Test("fleet reindex makes the catalog the bucket's again; fleet status shows a running record, and marks it stale once it is killed")
     func reindexAndStatus() async throws {
-        let server = try await S3Server.startAsync(.rclone)
-        defer { server.remove() }
-        let database = try PostgresServer()
-        defer { database.remove() }
-        let (folder, file) = try FleetEndToEndTests.workspace(server)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        var yaml = try String(contentsOf: file, encoding: .utf8)
-        yaml = yaml.replacingOccurrences(of: "prefix: \"fleet\", path-style: true, part-size-mib: 5}",
-                                         with: "prefix: \"fleet\", path-style: true, part-size-mib: 5}\n  catalog: {postgres: \"\(database.url)\", heartbeat-seconds: 1}")
-        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        let (server, database, folder, file) = try await Self.fleet(catalog: ", heartbeat-seconds: 1")
+        defer { Self.remove(server, database, folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         for name in ["One", "Two", "Three"] {
             #expect(try await studio.run("record", "--machine", "studio", "--name", name, "-d", "0.5").status == 0)
