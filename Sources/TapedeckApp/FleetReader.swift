@@ -52,6 +52,11 @@ public final class FleetReader {
     public struct Entry: Sendable {
         public var manifest: RemoteManifest
         public var audioPresent: Bool
+
+        public init(manifest: RemoteManifest, audioPresent: Bool) {
+            self.manifest = manifest
+            self.audioPresent = audioPresent
+        }
     }
 
     /// A manifest that could not be read, and why.

@@ -40,10 +40,14 @@ struct FleetListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List every machine's sessions and takes on the remote.",
-        usage: "tapedeck fleet list [<options>]")
+        usage: "tapedeck fleet list [<options>]",
+        discussion: "With a fleet catalog (sync.catalog) the list comes from it, at once; --remote reads every manifest on the remote instead, and checks that each take's audio is there.")
 
     @Option(name: .customLong("from"), help: "Only this machine's takes (its name on the remote).")
     var from: String?
+
+    @Flag(help: "Read the remote's manifests even when a fleet catalog is configured (slower; checks the audio objects too).")
+    var remote = false
 
     @Flag(help: "Print the takes (their manifests) as JSON.")
     var json = false
@@ -52,29 +56,64 @@ struct FleetListCommand: AsyncParsableCommand {
 
     @MainActor
     mutating func run() async throws {
-        let (from, json) = (self.from, self.json)
+        let (from, json, remote) = (self.from, self.json, self.remote)
         try await reportingErrors {
+            if !remote, let listed = try await Self.fromCatalog(global, machine: from) {
+                try Self.show(listed.entries, json: json, from: from, location: listed.location, checked: false)
+                return
+            }
             try await FleetCommand.withRemote(global) { _, reader, _ in
                 let (entries, problems, _) = try await reader.entries(machine: from)
-                if json {
-                    try Terminal.printJSON(entries.map(FleetTakeJSON.init))
-                } else if entries.isEmpty {
-                    print(from.map { "No takes from \($0) on \(reader.remote.location)." } ?? "No takes on \(reader.remote.location) yet. Run `tapedeck push` on a machine that has some.")
-                } else {
-                    var last = ""
-                    for e in entries {
-                        let m = e.manifest
-                        let group = "\(m.machine)/\(Terminal.safe(m.session.name)) [\(NameRules.shortID(of: m.session.id))]"
-                        if group != last {
-                            print(group)
-                            last = group
-                        }
-                        let missing = e.audioPresent ? "" : "  AUDIO MISSING (tapedeck fleet doctor)"
-                        print("  \(m.take.number). \(Terminal.safe(m.take.name)) [\(m.take.shortID)]  \(Terminal.clock(m.take.seconds))  \(Terminal.bytes(m.audio.size))  \(m.take.state.rawValue)\(missing)")
-                    }
-                }
+                try Self.show(entries, json: json, from: from, location: reader.remote.location, checked: true)
                 for p in problems { Terminal.printError("\(p.key): \(p.reason)") }
             }
+        }
+    }
+
+    /// Every take the fleet catalog holds (of `machine`), in the remote listing's order; `nil`
+    /// without a catalog.
+    @MainActor
+    static func fromCatalog(_ global: GlobalOptions, machine: String?) async throws -> (entries: [FleetReader.Entry], location: String)? {
+        let studio = try global.makeStudioWithoutLibrary()
+        guard try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) != nil else { return nil }
+        return try await FleetCommand.withCatalog(studio, for: "list") { catalog in
+            var manifests: [RemoteManifest] = []
+            var query = FleetQuery(machine: machine, limit: 5_000)
+            while true {
+                let page = try await catalog.search(query)
+                manifests += page.manifests
+                if page.manifests.count < query.limit || manifests.count >= page.total { break }
+                query.offset += page.manifests.count
+            }
+            let entries = manifests.map { FleetReader.Entry(manifest: $0, audioPresent: true) }.sorted { a, b in
+                (a.manifest.machine, a.manifest.session.createdAt, a.manifest.session.id, a.manifest.take.number)
+                    < (b.manifest.machine, b.manifest.session.createdAt, b.manifest.session.id, b.manifest.take.number)
+            }
+            return (entries, catalog.location)
+        }
+    }
+
+    /// The takes, grouped by machine and session (or as JSON); `checked`: whether the audio
+    /// objects were looked at (from the remote), else their presence is not claimed.
+    static func show(_ entries: [FleetReader.Entry], json: Bool, from: String?, location: String, checked: Bool) throws {
+        if json {
+            try Terminal.printJSON(entries.map { FleetTakeJSON($0.manifest, audioPresent: checked ? $0.audioPresent : nil) })
+            return
+        }
+        guard !entries.isEmpty else {
+            print(from.map { "No takes from \($0) on \(location)." } ?? "No takes on \(location) yet. Run `tapedeck push` on a machine that has some.")
+            return
+        }
+        var last = ""
+        for e in entries {
+            let m = e.manifest
+            let group = "\(m.machine)/\(Terminal.safe(m.session.name)) [\(NameRules.shortID(of: m.session.id))]"
+            if group != last {
+                print(group)
+                last = group
+            }
+            let missing = !checked || e.audioPresent ? "" : "  AUDIO MISSING (tapedeck fleet doctor)"
+            print("  \(m.take.number). \(Terminal.safe(m.take.name)) [\(m.take.shortID)]  \(Terminal.clock(m.take.seconds))  \(Terminal.bytes(m.audio.size))  \(m.take.state.rawValue)\(missing)")
         }
     }
 }

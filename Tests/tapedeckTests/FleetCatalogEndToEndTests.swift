@@ -64,8 +64,12 @@ struct FleetCatalogEndToEndTests {
         // The third machine finds them all, and each by what it holds.
         let all = try await Self.search(office, "--machine", "office")
         #expect(Set(all.compactMap { $0["machine"] as? String }) == ["studio", "laptop"], "\(all)")
+        let bucket0 = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--remote", "--json").stdout)
+        #expect(Set(all.compactMap { $0["takeID"] as? String }) == Set(bucket0.compactMap { $0["takeID"] as? String }), "the catalog holds exactly the bucket's takes")
+        // fleet list reads the catalog when there is one: the same takes, the audio not claimed.
         let listed = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--json").stdout)
-        #expect(Set(all.compactMap { $0["takeID"] as? String }) == Set(listed.compactMap { $0["takeID"] as? String }), "the catalog holds exactly the bucket's takes")
+        #expect(listed.compactMap { $0["takeID"] as? String } == bucket0.compactMap { $0["takeID"] as? String }, "\(listed)")
+        #expect(listed.allSatisfy { $0["audioPresent"] == nil } && bucket0.allSatisfy { $0["audioPresent"] as? Bool == true })
         #expect(try await Self.search(office, "--machine", "office", "BLACKBIRD", "feeder").compactMap { $0["take"] as? String } == ["Blackbird"])
         #expect(try await Self.search(office, "--machine", "office", "--from", "laptop").compactMap { $0["take"] as? String } == ["Budget"])
         #expect(try await Self.search(office, "--machine", "office", "--after", "2000-01-01", "--before", "2001-01-01").isEmpty)
@@ -78,7 +82,7 @@ struct FleetCatalogEndToEndTests {
         let down = try await studio.run("push", "--machine", "studio")
         #expect(down.status == 0, "\(down.stderr)")
         #expect(down.stderr.contains("1 verified take wait") && down.stderr.contains("the next push adds them"), "\(down.stderr)")
-        let bucket = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--json").stdout)
+        let bucket = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--remote", "--json").stdout)
         #expect(bucket.contains { $0["take"] as? String == "Robin" }, "the bucket has it")
         // Back: the next push adds it, nothing else to send.
         try database.start()
