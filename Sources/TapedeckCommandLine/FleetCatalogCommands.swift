@@ -9,7 +9,7 @@ extension FleetCommand {
     @MainActor
     static func withCatalog<T>(_ studio: Studio, for command: String, _ body: (any FleetIndex) async throws -> T) async throws -> T {
         guard let catalog = try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) else {
-            throw TapedeckError(.configuration, "fleet \(command) works on the fleet catalog, and none is configured. Set sync.catalog.postgres (docs/guides/many-machines.md).")
+            throw TapedeckError(.configuration, "fleet \(command) works on the fleet catalog, and none is configured. Set sync.catalog.postgres in the config's sync: section (postgres://USER@HOST/DATABASE; `tapedeck config example` shows the keys).")
         }
         do {
             try await catalog.prepare()

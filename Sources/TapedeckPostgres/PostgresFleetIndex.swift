@@ -108,7 +108,7 @@ public final class PostgresFleetIndex: FleetIndex {
         case "28P01", "28000":
             return TapedeckError(.configuration, "The fleet catalog at \(location) refused the login: \(message). Check sync.catalog.user and the password (sync.catalog.password-env or password-file).")
         case "42501":
-            return TapedeckError(.configuration, "The fleet catalog at \(location) refused \(what): \(message). Grant the user the rights docs/guides/many-machines.md lists.")
+            return TapedeckError(.configuration, "The fleet catalog at \(location) refused \(what): \(message). Grant the catalog user the rights on its database (GRANT CREATE, USAGE ON SCHEMA public TO the user), or let it own the database (createdb --owner).")
         case "3D000":
             return TapedeckError(.configuration, "The fleet catalog at \(location): \(message). Create the database (createdb) or name another in sync.catalog.postgres.")
         default:
