@@ -43,4 +43,13 @@ public struct UploadBacklog: Sendable, Hashable {
         backlog.oldestSeconds = oldestEnd.map { max(0, now.timeIntervalSince($0)) }
         return backlog
     }
+
+    /// The backlog of the sessions `store` holds, given `ledger`; `nil` when the ledger cannot
+    /// be read. - Thread: main actor; blocks briefly reading the ledger and on a stat per take.
+    @MainActor
+    public static func measure(_ store: SessionStore, ledger: UploadLedger) -> UploadBacklog? {
+        guard let records = try? ledger.records() else { return nil }
+        let storage = store.storage
+        return measure(store.sessions, records: records) { try? storage.audioURL(for: $0) }
+    }
 }

@@ -56,9 +56,7 @@ final class CatalogHeartbeat {
     /// the first has waited.
     static func pushing(_ pusher: TakePusher) -> @MainActor (inout RecorderHeartbeat) -> Void {
         { beat in
-            guard let records = try? pusher.ledger.records() else { return }
-            let storage = pusher.store.storage
-            let backlog = UploadBacklog.measure(pusher.store.sessions, records: records) { try? storage.audioURL(for: $0) }
+            guard let backlog = UploadBacklog.measure(pusher.store, ledger: pusher.ledger) else { return }
             beat.state = backlog.takes > 0 ? .uploading : .idle
             beat.backlogTakes = backlog.takes
             beat.backlogOldestSeconds = backlog.oldestSeconds
@@ -85,7 +83,8 @@ final class CatalogHeartbeat {
                 beat.state = .error
                 beat.lastError = "The capture device is gone; the run waits for it."
             }
-            if let format = recorder.format ?? Optional(recorder.settings.format), let free = FreeSpace.available(at: folder) {
+            if let free = FreeSpace.available(at: folder) {
+                let format = recorder.format ?? recorder.settings.format
                 beat.diskSecondsLeft = Double(free) / Double(max(1, format.bytesPerSecond))
             }
         }

@@ -80,9 +80,7 @@ final class PushAlerts {
 
     /// What waits for upload in `pusher`'s library now (see ``look(at:)``).
     func lookAtBacklog(_ pusher: TakePusher) {
-        guard let records = try? pusher.ledger.records() else { return }
-        let storage = pusher.store.storage
-        look(at: UploadBacklog.measure(pusher.store.sessions, records: records) { try? storage.audioURL(for: $0) })
+        if let backlog = UploadBacklog.measure(pusher.store, ledger: pusher.ledger) { look(at: backlog) }
     }
 
     /// What waits for upload now: stale began when a take has waited more than an hour,

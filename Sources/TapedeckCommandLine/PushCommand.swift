@@ -111,6 +111,7 @@ struct PushCommand: AsyncParsableCommand {
             defer { heartbeat?.stop() }
             let work = Task { @MainActor () -> [PushRound] in
                 var rounds: [PushRound] = []
+                var catalogDown = false
                 repeat {
                     do {
                         if watch { try await studio.store.refresh() }
@@ -125,7 +126,7 @@ struct PushCommand: AsyncParsableCommand {
                             break
                         }
                         if items.isEmpty && watch {
-                            await Self.catalogue(pusher, catalog, json: json)
+                            await Self.catalogue(pusher, catalog, json: json, down: &catalogDown)
                             alerts?.lookAtBacklog(pusher)
                             try await Task.sleep(for: .seconds(interval))
                             continue
@@ -140,7 +141,7 @@ struct PushCommand: AsyncParsableCommand {
                             try await studio.store.refresh()
                             deleted = try await pusher.applyRetention(olderThan: keepLocal)
                         }
-                        await Self.catalogue(pusher, catalog, json: json)
+                        await Self.catalogue(pusher, catalog, json: json, down: &catalogDown)
                         rounds.append(PushRound(items: items, outcomes: outcomes, deleted: deleted, dryRun: false, libraryIsEmpty: empty))
                         if watch && !json { display.summary(rounds.last!) }
                         if watch { try await Task.sleep(for: .seconds(interval)) }
@@ -195,9 +196,11 @@ struct PushCommand: AsyncParsableCommand {
     }
 
     /// Adds the verified takes the fleet catalog lacks to it (`sync.catalog`), saying on stderr
-    /// what it added, what it refused and, when it cannot be reached, that they wait.
+    /// what it added, what it refused and, when it cannot be reached, that they wait. `down`
+    /// carries from round to round of `--watch` whether it was unreachable: an outage is said
+    /// when it begins (and its end by what is then added), not every round.
     @MainActor
-    static func catalogue(_ pusher: TakePusher, _ catalog: (any FleetIndex)?, json: Bool) async {
+    static func catalogue(_ pusher: TakePusher, _ catalog: (any FleetIndex)?, json: Bool, down: inout Bool) async {
         guard let catalog else { return }
         let outcome = await pusher.addToCatalog(catalog)
         if outcome.added > 0 && !json && !Terminal.quiet.load(ordering: .relaxed) {
@@ -206,9 +209,10 @@ struct PushCommand: AsyncParsableCommand {
         for conflict in outcome.conflicts {
             Terminal.printError("warning: the fleet catalog at \(catalog.location) holds take \(conflict.takeID) from \(conflict.machine) with other audio (SHA-256 \(conflict.held.prefix(12))…, here \(conflict.offered.prefix(12))…); it was left as it is. `tapedeck fleet doctor` looks at the remote.", event: "catalog-conflict")
         }
-        if let error = outcome.unreachable {
+        if let error = outcome.unreachable, !down {
             Terminal.printError("warning: \(error.message) \(Terminal.counted(outcome.waiting, "verified take")) wait to be added; they are safe on the remote, and the next push adds them.", event: "catalog-unreachable")
         }
+        if outcome.unreachable != nil { down = true } else if outcome.added > 0 || outcome.waiting == 0 { down = false }
     }
 
     /// Prints what the last round did (every round with --watch was shown as it ended).

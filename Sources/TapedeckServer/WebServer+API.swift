@@ -142,9 +142,7 @@ extension WebServer {
         // The ages move on with the clock: a minute's staleness is close enough.
         let key = "\(library.revision)|\(changed)|\(Int(Date().timeIntervalSince1970 / 60))"
         if let cached = backlogCache, cached.key == key { return cached.backlog }
-        let records = (try? ledger.records()) ?? [:]
-        let storage = parts.store.storage
-        let backlog = UploadBacklog.measure(parts.store.sessions, records: records) { try? storage.audioURL(for: $0) }
+        guard let backlog = UploadBacklog.measure(parts.store, ledger: ledger) else { return nil }
         backlogCache = (key, backlog)
         return backlog
     }

@@ -84,10 +84,18 @@ struct FleetCatalogEndToEndTests {
         #expect(down.stderr.contains("1 verified take wait") && down.stderr.contains("the next push adds them"), "\(down.stderr)")
         let bucket = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--remote", "--json").stdout)
         #expect(bucket.contains { $0["take"] as? String == "Robin" }, "the bucket has it")
-        // Back: the next push adds it, nothing else to send.
+        // push --watch says the outage once, not every round.
+        #expect(try await studio.run("record", "--machine", "studio", "--session", "Dawn", "--name", "Wren", "-d", "1").status == 0)
+        let (watching, _, watchErrors) = try studio.start(["push", "--machine", "studio", "--watch", "--interval", "1"])
+        try await Task.sleep(for: .seconds(4))
+        kill(watching.processIdentifier, SIGINT)
+        try await CLIHarness.waitForExit(watching)
+        let said = (try? String(contentsOf: watchErrors, encoding: .utf8)) ?? ""
+        #expect(said.components(separatedBy: "wait to be added").count - 1 == 1, "\(said)")
+        // Back: the next push adds both, nothing else to send.
         try database.start()
         let back = try await studio.run("push", "--machine", "studio")
-        #expect(back.status == 0 && back.stderr.contains("has 1 take more") && back.stdout.contains("nothing to push"), "\(back.stdout) \(back.stderr)")
+        #expect(back.status == 0 && back.stderr.contains("has 2 takes more") && back.stdout.contains("nothing to push"), "\(back.stdout) \(back.stderr)")
         #expect(try await Self.search(office, "--machine", "office", "robin").count == 1)
 
         // Without a catalog, search says what to set.
