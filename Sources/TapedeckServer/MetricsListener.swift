@@ -33,8 +33,9 @@ public final class MetricsListener {
     public init(address: String, status: @escaping @MainActor () -> RecorderStatus?, libraryPath: String,
                 configuredFormat: AudioFormat, alertsFolder: URL?, version: String, logger: Logger) throws {
         let parsed: (String, Int)
-        do { parsed = try ServerOptions.parse(address) } catch let error as TapedeckError {
-            throw TapedeckError(.invalidArgument, error.message.replacingOccurrences(of: "--listen", with: "--metrics"))
+        do { parsed = try ServerOptions.parse(address) } catch is TapedeckError {
+            // Not serve's advice: this listener has no token, and its own port.
+            throw TapedeckError(.invalidArgument, "--metrics \(address): write ADDRESS:PORT, e.g. 127.0.0.1:9470 (this machine only) or 0.0.0.0:9470 (every network: /metrics asks for no token, so only where that network is trusted).")
         }
         (host, port) = parsed
         let desk = RecordingDesk(makeRecorder: { throw TapedeckError(.invalidArgument, "record --metrics does not record on request.") }, logger: logger)
