@@ -5,7 +5,7 @@ import TapedeckCore
 
 /// Where the fleet catalog is and how to log in: `sync.catalog.postgres`, a libpq-style URL,
 /// `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`, or a Unix socket's
-/// folder as `postgres://USER@/DATABASE?host=/run/postgresql`. The password never comes from the
+/// folder as `postgres://USER@/DATABASE?host=/run/postgresql[&port=PORT]`. The password never comes from the
 /// URL: `sync.catalog.password-env` names a variable, or the server needs none (peer or trust).
 /// A plain value.
 public struct PostgresSettings: Sendable, Hashable {
@@ -42,8 +42,11 @@ public struct PostgresSettings: Sendable, Hashable {
             throw TapedeckError(.configuration, "\(key): \"\(text)\" names no database. \(usage)")
         }
         let items = Dictionary((parts.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        let port = parts.port ?? 5432
-        guard (1...65_535).contains(port) else { throw TapedeckError(.configuration, "\(key): port \(port) is not one. \(usage)") }
+        // libpq's ?port= too: a socket folder's URL has no authority to hold one.
+        let port = parts.port ?? items["port"].map { Int($0) ?? 0 } ?? 5432
+        guard (1...65_535).contains(port) else {
+            throw TapedeckError(.configuration, "\(key): port \(parts.port.map(String.init) ?? items["port"] ?? "") is not one. \(usage)")
+        }
         if let folder = items["host"], folder.hasPrefix("/") {
             endpoint = .socket(folder + "/.s.PGSQL.\(port)")
             tls = .disable
@@ -65,7 +68,9 @@ public struct PostgresSettings: Sendable, Hashable {
     public var location: String {
         switch endpoint {
         case .tcp(let host, let port): "postgres://\(user)@\(host)\(port == 5432 ? "" : ":\(port)")/\(database)"
-        case .socket(let path): "postgres://\(user)@/\(database)?host=\((path as NSString).deletingLastPathComponent)"
+        case .socket(let path):
+            "postgres://\(user)@/\(database)?host=\((path as NSString).deletingLastPathComponent)"
+                + (path.hasSuffix(".s.PGSQL.5432") ? "" : "&port=\((path as NSString).pathExtension)")
         }
     }
 }

@@ -12,8 +12,8 @@ import Glibc
 public final class PostgresServer: Sendable {
     public let folder: URL
     public let port: Int
-    /// `postgres://tapedeck@/tapedeck?host=FOLDER`: the URL `sync.catalog.postgres` takes.
-    public var url: String { "postgres://tapedeck@/tapedeck?host=\(folder.path)" }
+    /// `postgres://tapedeck@/tapedeck?host=FOLDER&port=PORT`: the URL `sync.catalog.postgres` takes.
+    public var url: String { "postgres://tapedeck@/tapedeck?host=\(folder.path)&port=\(port)" }
     private let bin: String
     private let asUser: [String]
 
@@ -41,8 +41,10 @@ public final class PostgresServer: Sendable {
         if getuid() == 0, let pw = getpwnam("postgres") {
             chown(folder.path, pw.pointee.pw_uid, pw.pointee.pw_gid)
         }
-        // A port number only names the socket file (.s.PGSQL.PORT); nothing listens on TCP.
-        port = 5432
+        // A port number only names the socket file (.s.PGSQL.PORT) and seeds the server's System V
+        // shared-memory key; nothing listens on TCP. One of its own keeps servers started
+        // together, or one restarted at once after a crash, from probing each other's memory.
+        port = Int.random(in: 20_000...59_999)
         let data = folder.appendingPathComponent("data").path
         let initdb = try ChildProcess.run(asUser + ["\(bin)/initdb", "-D", data, "-U", "tapedeck", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"])
         guard initdb.status == 0 else {
@@ -58,13 +60,20 @@ public final class PostgresServer: Sendable {
     }
 
     /// Starts the server (again) over the same data, waiting until it accepts connections.
+    /// A start that fails (a crashed server's last processes may still be leaving on a loaded
+    /// machine) is tried twice more, a second apart.
     public func start() throws {
         let data = folder.appendingPathComponent("data").path
         let options = "-k \(folder.path) -c listen_addresses='' -p \(port) -c fsync=off -c full_page_writes=off"
-        let r = try ChildProcess.run(asUser + ["\(bin)/pg_ctl", "-D", data, "-o", options, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "30", "start"])
-        guard r.status == 0 else {
-            throw Failure(description: "pg_ctl start failed (\(r.status)): \(r.output) \(log)")
+        var said = ""
+        for attempt in 1...3 {
+            let r = try ChildProcess.run(asUser + ["\(bin)/pg_ctl", "-D", data, "-o", options, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "30", "start"])
+            if r.status == 0 { return }
+            said += "attempt \(attempt): pg_ctl start failed (\(r.status)): \(r.output)\n"
+            Thread.sleep(forTimeInterval: 1)
         }
+        // The log's end says why; the whole log can be long.
+        throw Failure(description: said + "server log (end): " + String(log.suffix(1500)))
     }
 
     /// Stops the server: `fast` finishes as a clean shutdown, `immediate` as a crash.

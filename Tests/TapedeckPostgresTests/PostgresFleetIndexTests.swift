@@ -49,7 +49,7 @@ struct PostgresFleetIndexTests {
             #expect(error.code == .configuration && error.message.contains("newer than this Tapedeck knows"), "\(error.message)")
         }
         await newer.shutdown()
-        let missing = try PostgresFleetIndex(try PostgresSettings(url: "postgres://tapedeck@/nosuch?host=\(server.folder.path)", password: nil), logger: logger)
+        let missing = try PostgresFleetIndex(try PostgresSettings(url: "postgres://tapedeck@/nosuch?host=\(server.folder.path)&port=\(server.port)", password: nil), logger: logger)
         do {
             try await missing.prepare()
             Issue.record("a missing database was not refused")
@@ -99,6 +99,9 @@ struct PostgresFleetIndexTests {
         #expect(tcp.endpoint == .tcp(host: "db.example", port: 6543) && tcp.tls == .require && tcp.database == "fleet")
         #expect(tcp.location == "postgres://tapedeck@db.example:6543/fleet")
         let socket = try PostgresSettings(url: "postgres://rec@/tapedeck?host=/run/postgresql", password: nil)
-        #expect(socket.endpoint == .socket("/run/postgresql/.s.PGSQL.5432"))
+        #expect(socket.endpoint == .socket("/run/postgresql/.s.PGSQL.5432") && socket.location == "postgres://rec@/tapedeck?host=/run/postgresql")
+        let other = try PostgresSettings(url: "postgres://rec@/tapedeck?host=/tmp/pg&port=6001", password: nil)
+        #expect(other.endpoint == .socket("/tmp/pg/.s.PGSQL.6001") && other.location == "postgres://rec@/tapedeck?host=/tmp/pg&port=6001")
+        #expect(throws: TapedeckError.self) { try PostgresSettings(url: "postgres://rec@/tapedeck?host=/tmp/pg&port=x", password: nil) }
     }
 }
