@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 public import TapedeckCore
 #if canImport(Glibc)
@@ -22,6 +22,8 @@ public final class FleetReader {
     /// this build, `wav` and `flac` (imports kept as they are), and `audio` (the key of a take
     /// whose file has no usable extension). Only such keys are Tapedeck's audio.
     public let audioExtensions: Set<String>
+    /// The manifests read before, by key and ETag: a listing reads again only what changed.
+    public let manifests: ManifestCache
 
     /// - Parameters:
     ///   - remote: the remote the machines push to.
@@ -32,14 +34,16 @@ public final class FleetReader {
     ///   - audioExtensions: the build's encoders' file extensions and its decoders'
     ///     encodings (an import kept byte for byte keeps its own); ``baseAudioExtensions`` is always
     ///     added.
+    ///   - manifestCache: the folder of every remote's cached manifests (`nil`: none kept).
     public init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger,
-                audioExtensions: Set<String> = []) {
+                audioExtensions: Set<String> = [], manifestCache: URL? = nil) {
         self.remote = remote
         self.store = store
         self.importer = importer
         self.partials = partials
         self.logger = logger
         self.audioExtensions = Set(audioExtensions.map { $0.lowercased() }).union(Self.baseAudioExtensions)
+        manifests = ManifestCache(root: manifestCache, remote: remote.location)
     }
 
     /// The extension any build's takes may have besides its encoders' and decoders' (the
@@ -79,8 +83,15 @@ public final class FleetReader {
         for object in manifests where object.size > Int64(RemoteManifest.maximumBytes) {
             problems.append(Problem(key: object.key, reason: "The manifest is \(object.size) bytes, more than a manifest can be (\(RemoteManifest.maximumBytes)); it was not read."))
         }
-        let readable = manifests.filter { $0.size <= Int64(RemoteManifest.maximumBytes) }.map(\.key)
-        for (key, read) in try await Self.fetchManifests(readable, from: remote) {
+        let readable = manifests.filter { $0.size <= Int64(RemoteManifest.maximumBytes) }
+        let cache = self.manifests
+        // The cache's small files are read in the reading tasks, off the main actor.
+        let fetched = try await Self.fetchManifests(readable, from: remote, cache: cache)
+        if machine == nil {
+            let keys = readable.map(\.key)
+            _ = try? await BlockingWork.detached { cache.prune(keeping: keys) }
+        }
+        for (key, read) in fetched {
             switch read {
             case .success(let manifest?): entries.append(Entry(manifest: manifest, audioPresent: sizes[manifest.audio.key] == manifest.audio.size))
             case .success(nil): continue
@@ -98,22 +109,30 @@ public final class FleetReader {
     /// trips as there are manifests divided by this.
     public nonisolated static let parallelReads = 16
 
-    /// Reads and checks the manifests at `keys`, ``parallelReads`` at a time, in `keys`' order: a
-    /// manifest gone meanwhile is `nil`, one that is not a manifest a failure (its message).
+    /// Reads and checks the manifests `objects`, ``parallelReads`` at a time, in their order: a
+    /// manifest gone meanwhile is `nil`, one that is not a manifest a failure (its message). One
+    /// `cache` holds at the ETag the listing gave is read from there (and checked the same way).
     /// - Throws: what the remote throws otherwise (unreachable, refused).
-    nonisolated static func fetchManifests(_ keys: [String], from remote: any TakeRemote) async throws -> [(String, Result<RemoteManifest?, TapedeckError>)] {
-        try await withThrowingTaskGroup(of: (Int, Result<RemoteManifest?, TapedeckError>).self) { group in
+    nonisolated static func fetchManifests(_ objects: [RemoteObject], from remote: any TakeRemote,
+                                           cache: ManifestCache) async throws -> [(String, Result<RemoteManifest?, TapedeckError>)] {
+        let keys = objects.map(\.key)
+        return try await withThrowingTaskGroup(of: (Int, Result<RemoteManifest?, TapedeckError>).self) { group in
             var results = [Result<RemoteManifest?, TapedeckError>?](repeating: nil, count: keys.count)
             var next = 0
             func start() {
                 guard next < keys.count else { return }
-                let (index, text) = (next, keys[next])
+                let (index, text, etag) = (next, keys[next], objects[next].etag)
                 next += 1
                 group.addTask {
                     do {
+                        if let etag, let data = cache.bytes(for: text, etag: etag), let manifest = try? RemoteManifest.decode(data, key: text) {
+                            return (index, .success(manifest))
+                        }
                         let key = try RemoteKey(text)
                         guard let data = try await remote.get(key, limit: RemoteManifest.maximumBytes) else { return (index, .success(nil)) }
-                        return (index, .success(try RemoteManifest.decode(data, key: text)))
+                        let manifest = try RemoteManifest.decode(data, key: text)
+                        if let etag { cache.store(data, for: text, etag: etag) }
+                        return (index, .success(manifest))
                     } catch let error as TapedeckError where error.code == .corruptFile || error.code == .invalidArgument {
                         return (index, .failure(error))
                     }

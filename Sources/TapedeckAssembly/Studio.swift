@@ -257,7 +257,7 @@ extension Studio {
     /// - Thread: main actor; never blocks.
     public func makeFleetReader(remote: any TakeRemote, partials: PartialFiles) -> FleetReader {
         FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger,
-                    audioExtensions: Set(encoders.map(\.fileExtension)).union(decoders.flatMap(\.encodings)))
+                    audioExtensions: Set(encoders.map(\.fileExtension)).union(decoders.flatMap(\.encodings)), manifestCache: paths.manifestCacheFolder)
     }
 }
 

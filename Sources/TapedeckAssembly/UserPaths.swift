@@ -37,6 +37,10 @@ public struct UserPaths: Sendable, Hashable {
     /// Where takes' waveform overviews are kept: `$XDG_CACHE_HOME/tapedeck/waveforms`.
     public var waveformFolder: URL { URL(fileURLWithPath: cacheHome).appendingPathComponent("tapedeck/waveforms") }
 
+    /// Where manifests read from remotes are kept by their ETag (`fleet list` reads only what
+    /// changed): `$XDG_CACHE_HOME/tapedeck/manifests`.
+    public var manifestCacheFolder: URL { URL(fileURLWithPath: cacheHome).appendingPathComponent("tapedeck/manifests") }
+
     /// Where alerts wait to be sent: `$XDG_STATE_HOME/tapedeck/alerts`.
     public var alertsFolder: URL { URL(fileURLWithPath: stateHome).appendingPathComponent("tapedeck/alerts") }
 

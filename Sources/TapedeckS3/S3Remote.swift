@@ -148,7 +148,8 @@ public final class S3Remote: TakeRemote {
                 added += 1
                 guard key.hasPrefix(root), let size = S3XML.text("Size", in: entry).flatMap({ Int64($0) }) else { continue }
                 let modified = S3XML.text("LastModified", in: entry).flatMap { try? Date($0, strategy: .iso8601) }
-                out.append(RemoteObject(key: String(key.dropFirst(root.count)), size: size, modified: modified))
+                let etag = S3XML.text("ETag", in: entry).flatMap { $0.isEmpty ? nil : $0 }
+                out.append(RemoteObject(key: String(key.dropFirst(root.count)), size: size, modified: modified, etag: etag))
             }
             token = try pages.next(truncated: S3XML.text("IsTruncated", in: text) == "true",
                                    marker: S3XML.text("NextContinuationToken", in: text), added: added)

@@ -60,6 +60,8 @@ struct CLIHarness {
             env["TAPEDECK_STORAGE_BACKEND"] = storage
             env["TAPEDECK_STORAGE_\(storage.uppercased())_PATH"] = library.path
         }
+        // Caches (waveforms, remote manifests) of the test's own, beside its library.
+        env["XDG_CACHE_HOME"] = library.path + "-cache"
         if withoutConfig {
             env["XDG_CONFIG_HOME"] = library.path + "-config"
         } else {

@@ -234,6 +234,40 @@ struct FleetHostileEndToEndTests {
         }
     }
 
+    @Test("a second fleet list reads only the manifests whose ETag changed; a damaged cache file is read from the remote again")
+    func manifestCache() async throws {
+        try await Self.withFleet(pushing: "studio", session: "Concert", puller: "office") { _, office, server in
+            let root = Self.bucket(server).appendingPathComponent("fleet")
+            let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
+            try await Self.forge(manifest, machine: "field", session: "Dawn", audio: audio, under: root)
+            let proxy = try FaultProxy(upstream: server.port, plan: [])
+            defer { proxy.stop() }
+            let gets = { proxy.arrivals.filter { $0.method == "GET" && $0.path.contains(".json") }.count }
+            func list() async throws -> String {
+                let r = try await Self.run(office, ["fleet", "list", "--json", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
+                #expect(r.status == 0, "\(r.stderr)")
+                return r.stdout
+            }
+            let first = try await list()
+            #expect(gets() == 2 && FleetEndToEndTests.json(first).count == 2, "\(first)")
+            #expect(try await list() == first && gets() == 2, "nothing changed, nothing is read again")
+            // The field take's manifest changes behind the server's back: its ETag with it.
+            let field = root.appendingPathComponent("field")
+            let file = try #require(FileManager.default.enumerator(atPath: field.path)?.allObjects.compactMap { $0 as? String }.first { $0.hasSuffix(".json") })
+            let changed = try String(contentsOf: field.appendingPathComponent(file), encoding: .utf8).replacingOccurrences(of: "\"Dawn\"", with: "\"Dusk\"")
+            try changed.write(to: field.appendingPathComponent(file), atomically: true, encoding: .utf8)
+            try await Task.sleep(for: .seconds(1.5))  // rclone's folder cache
+            let third = try await list()
+            #expect(gets() == 3 && third.contains("Dusk") && !third.contains("Dawn"), "\(third)")
+            // Damaged cache files are never trusted: both manifests come from the remote again.
+            let cache = URL(fileURLWithPath: office.library.path + "-cache/tapedeck/manifests")
+            let files = (FileManager.default.enumerator(atPath: cache.path)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".manifest") }
+            #expect(files.count == 2, "\(files)")
+            for name in files { try Data("tapedeck-manifest-cache 1\nnot a manifest".utf8).write(to: cache.appendingPathComponent(name)) }
+            #expect(try await list() == third && gets() == 5)
+        }
+    }
+
     @Test("a server that repeats its continuation token: fleet list and doctor end with exit 69 naming the server")
     func endlessListing() async throws {
         let server = try await S3Server.startAsync(.rclone)

@@ -123,11 +123,15 @@ public struct RemoteObject: Sendable, Hashable {
     public var key: String
     public var size: Int64
     public var modified: Date?
+    /// The remote's tag of this version of the object (S3's ETag), when it gives one: it
+    /// changes whenever the object does.
+    public var etag: String?
 
-    public init(key: String, size: Int64, modified: Date?) {
+    public init(key: String, size: Int64, modified: Date?, etag: String? = nil) {
         self.key = key
         self.size = size
         self.modified = modified
+        self.etag = etag
     }
 }
 
