@@ -1,5 +1,5 @@
 public import Foundation
-import TapedeckCore
+public import TapedeckCore
 
 extension FleetReader {
     /// One problem `fleet doctor` found on the remote. A plain value.
@@ -8,15 +8,18 @@ extension FleetReader {
         public var key: String
         /// What is wrong, in a sentence.
         public var problem: String
-        /// Whether the repair removed it.
+        /// Whether the repair mended it.
         public var repaired: Bool
+        /// What the repair did (`removed`, `added to the catalog`).
+        public var repair: String
         /// When the unfinished upload it is about was begun, when the remote says.
         public var started: Date?
 
-        public init(key: String, problem: String, repaired: Bool, started: Date? = nil) {
+        public init(key: String, problem: String, repaired: Bool, repair: String = "removed", started: Date? = nil) {
             self.key = key
             self.problem = problem
             self.repaired = repaired
+            self.repair = repair
             self.started = started
         }
     }
@@ -25,6 +28,8 @@ extension FleetReader {
     public struct Checkup: Sendable {
         /// Takes with a manifest that reads.
         public var takes: Int
+        /// Their manifests.
+        public var manifests: [RemoteManifest]
         public var findings: [Finding]
         /// Objects under the remote's root whose keys are not Tapedeck's (another program's
         /// files in a shared bucket): counted, never read, judged or removed.
@@ -81,6 +86,32 @@ extension FleetReader {
             }
             findings.append(Finding(key: upload.key, problem: "an unfinished multipart upload", repaired: repaired, started: upload.started))
         }
-        return Checkup(takes: entries.count, findings: findings, foreign: foreign)
+        return Checkup(takes: entries.count, manifests: entries.map(\.manifest), findings: findings, foreign: foreign)
+    }
+
+    /// Compares the fleet catalog with the remote's takes (`manifests`, a checkup's): an entry
+    /// whose take the remote does not have, and a take the catalog lacks, are findings (keyed
+    /// `catalog:TAKE-ID` and by the manifest's key). With `repair` the catalog is brought to the
+    /// remote (it is derived from it): entries without a take removed, missing takes added. A
+    /// take id the catalog holds with other audio is a finding, never overwritten.
+    /// - Thread: main actor; suspends while the catalog answers.
+    public static func catalogFindings(_ manifests: [RemoteManifest], catalog: any FleetIndex, repair: Bool) async throws -> [Finding] {
+        let held = try await catalog.takeIDs()
+        let present = Set(manifests.map(\.take.id))
+        let orphans = held.filter { !present.contains($0.key) }.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+        let missing = manifests.filter { held[$0.take.id] == nil }
+        if repair, !orphans.isEmpty { try await catalog.remove(takeIDs: orphans.map(\.key)) }
+        let conflicts = repair && !missing.isEmpty ? try await catalog.upsert(missing) : []
+        let refused = Set(conflicts.map(\.takeID))
+        var findings = orphans.map { id, machine in
+            Finding(key: "catalog:\(id)", problem: "the fleet catalog lists this take of \(machine), and the remote has no manifest of it",
+                    repaired: repair, repair: "removed from the catalog")
+        }
+        for m in missing {
+            let key = (m.audio.key as NSString).deletingPathExtension + ".json"
+            findings.append(Finding(key: key, problem: "a take the fleet catalog does not list" + (refused.contains(m.take.id) ? ", and it holds this take id with other audio" : ""),
+                                    repaired: repair && !refused.contains(m.take.id), repair: "added to the catalog"))
+        }
+        return findings
     }
 }

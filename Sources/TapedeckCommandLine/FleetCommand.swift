@@ -255,7 +255,7 @@ struct FleetPullCommand: AsyncParsableCommand {
 struct FleetDoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check the remote: manifests without audio, audio without a manifest, unreadable manifests, stale unfinished uploads.",
+        abstract: "Check the remote: manifests without audio, audio without a manifest, unreadable manifests, stale unfinished uploads, and the fleet catalog against it.",
         usage: "tapedeck fleet doctor [<options>]",
         discussion: """
             Audio without a manifest is an upload that has not finished (or never will). With \
@@ -265,7 +265,10 @@ struct FleetDoctorCommand: AsyncParsableCommand {
             (MACHINE/SESSION-ID/TAKE-ID.EXT, EXT json or an audio format of Tapedeck's), and \
             --repair removes only audio Tapedeck sent (it carries Tapedeck's mark): other \
             programs' objects are left alone, also with an empty sync.s3.prefix, and at most \
-            counted. Exit status 0 when nothing was found, 1 when problems remain.
+            counted. With a fleet catalog (sync.catalog), its entries are compared with the \
+            remote's takes: entries without a take and takes without an entry are reported, and \
+            --repair brings the catalog to the remote (as `fleet reindex` does). Exit status 0 \
+            when nothing was found, 1 when problems remain.
             """)
 
     @Flag(help: "Remove audio Tapedeck sent that has no manifest, and unfinished uploads, older than a day.")
@@ -282,21 +285,27 @@ struct FleetDoctorCommand: AsyncParsableCommand {
         var key: String
         var problem: String
         var repaired: Bool
+        /// Not in the JSON: `repaired` says it.
+        var repair: String
+
+        enum CodingKeys: String, CodingKey { case kind, schema, key, problem, repaired }
     }
 
     @MainActor
     mutating func run() async throws {
         let (repair, json) = (self.repair, self.json)
         try await reportingErrors {
-            let findings: [Finding] = try await FleetCommand.withRemote(global) { _, reader, _ in
+            let findings: [Finding] = try await FleetCommand.withRemote(global) { studio, reader, _ in
                 let checkup = try await reader.checkup(repair: repair)
-                let findings = checkup.findings.map { f in
-                    Finding(key: f.key, problem: f.problem + (f.started.map { " begun \(Terminal.date($0))" } ?? ""), repaired: f.repaired)
+                let listed = try await Self.catalogFindings(studio, checkup, repair: repair)
+                let findings = (checkup.findings + listed).map { f in
+                    Finding(key: f.key, problem: f.problem + (f.started.map { " begun \(Terminal.date($0))" } ?? ""), repaired: f.repaired,
+                            repair: f.repair)
                 }
                 if !json {
                     let location = reader.remote.location
                     if findings.isEmpty { print("\(location): \(Terminal.counted(checkup.takes, "take")), no problems found.") }
-                    for f in findings { print("\(Terminal.safe(f.key)): \(Terminal.safe(f.problem))\(f.repaired ? " (removed)" : "")") }
+                    for f in findings { print("\(Terminal.safe(f.key)): \(Terminal.safe(f.problem))\(f.repaired ? " (\(f.repair))" : "")") }
                     if checkup.foreign > 0 {
                         print("\(Terminal.counted(checkup.foreign, "other object")) on \(location) \(checkup.foreign == 1 ? "is" : "are") not Tapedeck's; left alone.")
                     }
@@ -305,6 +314,20 @@ struct FleetDoctorCommand: AsyncParsableCommand {
             }
             if json { try Terminal.printJSON(findings) }
             if findings.contains(where: { !$0.repaired }) { throw ExitCode(ExitStatus.problemsFound) }
+        }
+    }
+
+    /// The fleet catalog against the remote, when one is configured; one that cannot be reached
+    /// is a finding of its own (the remote's check stands).
+    @MainActor
+    static func catalogFindings(_ studio: Studio, _ checkup: FleetReader.Checkup, repair: Bool) async throws -> [FleetReader.Finding] {
+        guard try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) != nil else { return [] }
+        do {
+            return try await FleetCommand.withCatalog(studio, for: "doctor") { catalog in
+                try await FleetReader.catalogFindings(checkup.manifests, catalog: catalog, repair: repair)
+            }
+        } catch let error as TapedeckError where error.code == .remoteUnavailable {
+            return [FleetReader.Finding(key: "catalog", problem: error.message, repaired: false)]
         }
     }
 }

@@ -127,6 +127,19 @@ struct FleetCatalogEndToEndTests {
         let again = try await studio.run("fleet", "reindex", "--machine", "studio")
         #expect(again.status == 0 && again.stdout.contains("holds the 1 take") && again.stdout.contains("1 entry without a take there were removed"), "\(again.stdout)")
         #expect(try await Self.search(studio, "--machine", "studio").compactMap { $0["take"] as? String } == ["One"])
+        // fleet doctor compares the catalog with the bucket: a take it lacks, an entry without a take.
+        #expect(try await studio.run("record", "--machine", "studio", "--name", "Four", "-d", "0.5").status == 0)
+        #expect(try await studio.run("push", "--machine", "studio").status == 0)
+        #expect(try database.psql("DELETE FROM tapedeck_takes WHERE manifest->'take'->>'name' = 'Four'").status == 0)
+        try Self.removeFromBucket(server, take: "One")
+        try await Task.sleep(for: .seconds(1.5))
+        let doctor = try await studio.run("fleet", "doctor", "--machine", "studio")
+        #expect(doctor.status == 1 && doctor.stdout.contains("a take the fleet catalog does not list")
+                && doctor.stdout.contains("catalog:") && doctor.stdout.contains("lists this take of studio, and the remote has no manifest"), "\(doctor.stdout) \(doctor.stderr)")
+        let repaired = try await studio.run("fleet", "doctor", "--machine", "studio", "--repair")
+        #expect(repaired.status == 0 && repaired.stdout.contains("(removed from the catalog)") && repaired.stdout.contains("(added to the catalog)"), "\(repaired.stdout) \(repaired.stderr)")
+        #expect(try await studio.run("fleet", "doctor", "--machine", "studio").status == 0)
+        #expect(try await Self.search(studio, "--machine", "studio").compactMap { $0["take"] as? String } == ["Four"])
 
         // A running record beats every second; killed, it is stale within two beats.
         let (recorder, _, recorderErrors) = try studio.start(["record", "--machine", "studio", "--session", "Live", "--set", "capture.null.paced=true", "-d", "60"])
