@@ -27,6 +27,7 @@ final class CatalogHeartbeat {
             while !Task.isCancelled {
                 var heartbeat = RecorderHeartbeat(machine: machine, role: role, version: TapedeckVersion.string, state: .idle,
                                                   sentAt: Date(), intervalSeconds: interval)
+                heartbeat.clockErrorSeconds = SystemClock.estimatedError()
                 state(&heartbeat)
                 do {
                     if !prepared { try await catalog.prepare() }
@@ -60,6 +61,18 @@ final class CatalogHeartbeat {
             beat.state = backlog.takes > 0 ? .uploading : .idle
             beat.backlogTakes = backlog.takes
             beat.backlogOldestSeconds = backlog.oldestSeconds
+        }
+    }
+
+    /// The heartbeat of `serve`: its own recorder's while it records, else idle with the disk's
+    /// time left at the configured `format`.
+    static func serving(_ desk: RecordingDesk, folder: String, format: AudioFormat) -> @MainActor (inout RecorderHeartbeat) -> Void {
+        { beat in
+            if let recorder = desk.recorder {
+                recording(recorder, folder: folder)(&beat)
+            } else if let free = FreeSpace.available(at: folder) {
+                beat.diskSecondsLeft = Double(free) / Double(max(1, format.bytesPerSecond))
+            }
         }
     }
 

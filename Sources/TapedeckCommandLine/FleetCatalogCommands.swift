@@ -29,7 +29,7 @@ struct FleetStatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Every machine's running record and push --watch, as their heartbeats in the fleet catalog say.",
         usage: "tapedeck fleet status [<options>]",
-        discussion: "A machine not heard from for two of its heartbeat intervals is STALE: the command stopped, hangs, or cannot reach the catalog. Exit status 1 when one is.")
+        discussion: "A machine not heard from for two of its heartbeat intervals (by the catalog's clock) is STALE: the command stopped, hangs, or cannot reach the catalog. A recorder whose clock is a second or more off the catalog's says so (clock 5 s ahead). Exit status 1 when one is stale.")
 
     @Flag(help: "Print the heartbeats as JSON.")
     var json = false
@@ -55,7 +55,7 @@ struct FleetStatusCommand: AsyncParsableCommand {
     }
 
     static func line(_ b: RecorderHeartbeat, now: Date) -> String {
-        let ago = max(0, now.timeIntervalSince(b.sentAt))
+        let ago = b.secondsAgo(at: now)
         var parts = ["\(b.machine) \(b.role)", b.isStale(at: now) ? "STALE" : b.state.rawValue]
         if let take = b.take ?? b.session { parts.append(Terminal.safe(take)) }
         if let level = b.levelDBFS { parts.append(String(format: "%.1f dBFS", level)) }
@@ -64,6 +64,10 @@ struct FleetStatusCommand: AsyncParsableCommand {
             parts.append("\(Terminal.counted(waiting, "take")) to upload" + (b.backlogOldestSeconds.map { ", oldest \(RetentionClock.duration($0))" } ?? ""))
         }
         if let error = b.lastError { parts.append(Terminal.safe(error)) }
+        // Beyond a second, more than a network's delay: the recorder's clock is off.
+        if let offset = b.clockOffsetSeconds, abs(offset) >= 1 {
+            parts.append("clock \(RetentionClock.duration(abs(offset))) \(offset > 0 ? "ahead" : "behind")")
+        }
         parts.append("seen \(RetentionClock.duration(ago)) ago")
         return parts.joined(separator: "  ")
     }
@@ -80,7 +84,7 @@ struct FleetStatusJSON: Encodable {
     init(_ beat: RecorderHeartbeat, now: Date) {
         heartbeat = beat
         stale = beat.isStale(at: now)
-        secondsAgo = max(0, now.timeIntervalSince(beat.sentAt))
+        secondsAgo = beat.secondsAgo(at: now)
     }
 }
 

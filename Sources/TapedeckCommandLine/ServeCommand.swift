@@ -87,6 +87,8 @@ struct ServeCommand: AsyncParsableCommand {
                     registration.recording = false
                 })
             registration.desk = server.desk
+            let heartbeat = CatalogHeartbeat.start(studio, role: "serve", state: CatalogHeartbeat.serving(server.desk, folder: library,
+                                                                                                            format: studio.configuration.recording.format))
             // Markers come counted: a flood of SIGUSR1 is one task on the main actor at a time.
             let markers = SignalTally()
             let stopAsked = Mutex<Date?>(nil)
@@ -102,6 +104,7 @@ struct ServeCommand: AsyncParsableCommand {
                 server.shutdown()
             }
             defer {
+                heartbeat?.stop()
                 signals.cancel()
                 registration.control?.close()
                 RecorderRegistry.unregister(registration.inbox.registration)

@@ -213,8 +213,8 @@ public final class PostgresFleetIndex: FleetIndex {
         let (machine, role, sent) = (heartbeat.machine, heartbeat.role, heartbeat.sentAt)
         try await run("storing a heartbeat") { client in
             _ = try await client.query("""
-                INSERT INTO tapedeck_heartbeats (machine, role, sent_at, beat) VALUES (\(machine), \(role), \(sent), \(json)::jsonb)
-                ON CONFLICT (machine, role) DO UPDATE SET sent_at = EXCLUDED.sent_at, beat = EXCLUDED.beat, seen_at = now()
+                INSERT INTO tapedeck_heartbeats (machine, role, sent_at, beat, seen_at) VALUES (\(machine), \(role), \(sent), \(json)::jsonb, clock_timestamp())
+                ON CONFLICT (machine, role) DO UPDATE SET sent_at = EXCLUDED.sent_at, beat = EXCLUDED.beat, seen_at = clock_timestamp()
                 """, logger: logger)
         }
     }
@@ -223,8 +223,16 @@ public final class PostgresFleetIndex: FleetIndex {
         let logger = logger
         return try await run("reading the heartbeats") { client in
             var beats: [RecorderHeartbeat] = []
-            for try await text in try await client.query("SELECT beat::text FROM tapedeck_heartbeats ORDER BY machine, role", logger: logger).decode(String.self) {
-                beats.append(try PostgresFleetRow.decoder.decode(RecorderHeartbeat.self, from: Data(text.utf8)))
+            // How long ago, and the sender's clock against the server's, by the server's clock.
+            let rows = try await client.query("""
+                SELECT beat::text, EXTRACT(EPOCH FROM clock_timestamp() - seen_at)::float8, EXTRACT(EPOCH FROM sent_at - seen_at)::float8
+                FROM tapedeck_heartbeats ORDER BY machine, role
+                """, logger: logger)
+            for try await (text, ago, offset) in rows.decode((String, Double, Double).self) {
+                var beat = try PostgresFleetRow.decoder.decode(RecorderHeartbeat.self, from: Data(text.utf8))
+                beat.heardSecondsAgo = max(0, ago)
+                beat.clockOffsetSeconds = offset
+                beats.append(beat)
             }
             return beats
         }

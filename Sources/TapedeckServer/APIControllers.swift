@@ -16,7 +16,7 @@ import Foundation
 // `EditedResponse`, which is not `Sendable`: it hands it over (`sending`) from the main actor,
 // so its route calls it from a closure rather than naming it.
 
-/// `/api/health`, `/api/openapi.yaml`, `/api/state` and `/api/doctor`.
+/// `/api/health`, `/api/openapi.yaml`, `/api/state`, `/api/doctor` and `/api/fleet`.
 struct SystemController: Sendable {
     typealias Context = ServerContext
     let server: WebServer
@@ -28,6 +28,16 @@ struct SystemController: Sendable {
             .get("openapi.yaml", use: self.openAPI)
             .get("state", use: self.state)
             .get("doctor", use: self.doctor)
+            .get("fleet", use: self.fleet)
+    }
+
+    /// `GET /api/fleet`: every recorder's last heartbeat in the fleet catalog, as last read (404
+    /// without a catalog). - Thread: main actor. Never blocks.
+    @MainActor func fleet(_ request: Request, context: Context) async throws -> FleetView.State {
+        guard let fleet = server.fleet else {
+            throw APIError(.notFound, "no-fleet-catalog", "This server's config has no fleet catalog. Set sync.catalog.postgres in its sync: section (`tapedeck config example` shows the keys), then start serve again.")
+        }
+        return fleet.state()
     }
 
     /// `GET /api/health`: 200, or 503 with the problems. - Thread: main actor; suspends while the

@@ -128,7 +128,8 @@ enum PageRenderer {
         """
     }
 
-    static func home(sessions: [Session], page: Int, version: String, signedIn: Bool, schedule: ScheduleShown? = nil) -> String {
+    static func home(sessions: [Session], page: Int, version: String, signedIn: Bool, schedule: ScheduleShown? = nil,
+                     fleet: FleetView.State? = nil) -> String {
         let ordered = sessions.reversed()
         let total = ordered.count
         let page = clamp(page, total: total)
@@ -166,6 +167,7 @@ enum PageRenderer {
         <p id="message" class="message" role="alert"></p>
         </section>
         \(schedule.map(scheduleSection) ?? "")
+        \(fleet.map(fleetSection) ?? "")
         <section id="library" data-library>
         <h2>Sessions <small>(\(total))</small></h2>
         \(total == 0 ? "<p class=\"empty\">No sessions yet. Record a take above, or run <code>tapedeck record</code>.</p>" : """

@@ -43,6 +43,10 @@ public struct ServerParts {
     /// The config's recording schedule (`schedule:`), whose next stretches the page shows; `nil`
     /// without one.
     public var schedule: RecordingSchedule?
+    /// The fleet catalog (`sync.catalog`), whose recorders' heartbeats `/api/fleet` and the page
+    /// show, read again every `fleetRefreshSeconds`; `nil` without one.
+    public var fleetCatalog: (any FleetIndex)?
+    public var fleetRefreshSeconds: Double = 10
 
     public init(store: SessionStore, desk: RecordingDesk, waveforms: TakeWaveforms,
                 exportCommand: [String],

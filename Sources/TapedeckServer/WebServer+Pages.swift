@@ -27,7 +27,8 @@ extension WebServer {
         router.get("/") { @MainActor request, _ in
             let sessions = try await self.library.sessions()
             return Self.html(PageRenderer.home(sessions: sessions, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request),
-                                               schedule: self.parts.schedule.map { PageRenderer.ScheduleShown($0, from: Date()) }))
+                                               schedule: self.parts.schedule.map { PageRenderer.ScheduleShown($0, from: Date()) },
+                                               fleet: self.fleet?.state()))
         }
         router.get("sessions/:id") { @MainActor request, context in
             let s = try await self.library.session(context.parameters.require("id"))

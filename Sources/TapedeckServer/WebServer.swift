@@ -34,6 +34,8 @@ public final class WebServer {
     /// The upload backlog, kept until the library or the ledger changes (``uploadBacklog()``).
     var backlogCache: (key: String, backlog: UploadBacklog)?
     var doctorScan: Task<[DoctorFinding], any Error>?
+    /// The fleet catalog's recorders, read in the background; `nil` without a catalog.
+    let fleet: FleetView?
     static let doctorKeepSeconds = 10.0
     private nonisolated let group = Mutex<ServiceGroup?>(nil)
     nonisolated let connections: OpenConnections
@@ -58,6 +60,7 @@ public final class WebServer {
         connections = OpenConnections(limits: ConnectionLimits(options), logger: parts.logger)
         library = LibraryView(store: parts.store, generation: { live.libraryGeneration })
         exports = ExportJobs(parts: parts, folder: exportFolder)
+        fleet = parts.fleetCatalog.map { FleetView(catalog: $0, interval: parts.fleetRefreshSeconds) }
     }
 
     /// The router: pages, assets, the API and the live socket. `HEAD` is answered wherever `GET`
@@ -110,14 +113,21 @@ public final class WebServer {
             gracefulShutdownSignals: [], logger: parts.logger))
         group.withLock { $0 = serviceGroup }
         live.start()
+        fleet?.start()
         do {
             try await serviceGroup.run()
+            await fleet?.stop()
         } catch let error as IOError {
             live.stop()
+            await fleet?.stop()
             throw Self.listenError(error, options: options)
         } catch is SocketAddressError {
             live.stop()
+            await fleet?.stop()
             throw TapedeckError(.invalidArgument, "--listen \(options.host):\(options.port): no address of that name. Give an address (127.0.0.1, 0.0.0.0, [::]) or a name this machine can look up.")
+        } catch {
+            await fleet?.stop()
+            throw error
         }
     }
 

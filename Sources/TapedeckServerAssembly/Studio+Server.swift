@@ -44,6 +44,11 @@ extension Studio {
             Task { await remote.shutdown() }
         }
         parts.schedule = configuration.schedule
+        // A catalog its settings refuse is said by serve's heartbeat, which makes one too.
+        if let catalog = try? makeFleetIndex(environment: ProcessInfo.processInfo.environment) {
+            parts.fleetCatalog = catalog
+            parts.fleetRefreshSeconds = SyncSettings(configuration.syncSettings).catalogHeartbeat
+        }
         if !configuration.alerts.isEmpty {
             parts.alertsFolder = UserPaths(environment: ProcessInfo.processInfo.environment).alertsFolder
         }

@@ -132,7 +132,16 @@ public enum FleetIndexConformance {
         try await index.beat(push)
         let beats = try await index.heartbeats()
         #expect(beats.count == 2)
-        #expect(beats.first { $0.role == "record" } == later, "the latest beat, every field as sent")
+        let read = try #require(beats.first { $0.role == "record" })
+        var asSent = read
+        (asSent.heardSecondsAgo, asSent.clockOffsetSeconds) = (nil, nil)
+        #expect(asSent == later, "the latest beat, every field as sent")
+        // Its sender's clock is months behind: the index's own clock says it was heard just now,
+        // so it is not stale, and how far behind the sender's clock is.
+        let now = Date()
+        #expect((read.heardSecondsAgo ?? 99) < 10 && !read.isStale(at: now), "\(read)")
+        #expect(abs((read.clockOffsetSeconds ?? 0) - later.sentAt.timeIntervalSince(now)) < 10, "\(read)")
+        // Without the index's clock, a beat is judged by when it was sent.
         #expect(later.isStale(at: t0.addingTimeInterval(16)) && !later.isStale(at: t0.addingTimeInterval(14)))
     }
 

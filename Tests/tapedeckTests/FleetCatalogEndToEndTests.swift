@@ -164,4 +164,50 @@ struct FleetCatalogEndToEndTests {
         #expect(stale.status == 1 && stale.stdout.contains("studio record  STALE"), "\(stale.stdout)")
         #expect(Date().timeIntervalSince(started) < 4, "stale within two intervals (1 s each) of the kill, give or take a status run")
     }
+
+    @Test("serve beats as serve and shows the fleet (/api/fleet and its page); staleness and clocks by the catalog's clock")
+    func serveShowsTheFleet() async throws {
+        let (server, database, folder, file) = try await Self.fleet(catalog: ", heartbeat-seconds: 1")
+        defer { Self.remove(server, database, folder) }
+        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
+        let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
+        let (serve, served, serveErrors) = try studio.start(["serve", "--machine", "studio", "--listen", "127.0.0.1:0"])
+        defer { kill(serve.processIdentifier, SIGTERM) }
+        let base = try await RecorderControlEndToEndTests.servedAddress(served)
+        let (recorder, _, _) = try laptop.start(["record", "--machine", "laptop", "--session", "Field", "--set", "capture.null.paced=true", "-d", "60"])
+        defer { kill(recorder.processIdentifier, SIGKILL) }
+        func fleet() async -> [String: [String: Any]] {
+            let body = (try? await RecorderControlEndToEndTests.http("GET", base + "api/fleet"))?.body ?? ""
+            let state = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]
+            var byName: [String: [String: Any]] = [:]
+            for r in state?["recorders"] as? [[String: Any]] ?? [] {
+                let beat = r["heartbeat"] as? [String: Any] ?? [:]
+                byName["\(beat["machine"] ?? "") \(beat["role"] ?? "")"] = r
+            }
+            return byName
+        }
+        var seen: [String: [String: Any]] = [:]
+        _ = try await CLIHarness.wait(timeout: 30) {
+            seen = await fleet()
+            return (seen["laptop record"]?["heartbeat"] as? [String: Any])?["state"] as? String == "recording" && seen["studio serve"] != nil
+        }
+        #expect((seen["studio serve"]?["heartbeat"] as? [String: Any])?["state"] as? String == "idle", "\(seen) \((try? String(contentsOf: serveErrors, encoding: .utf8)) ?? "")")
+        #expect(seen["laptop record"]?["stale"] as? Bool == false, "\(seen)")
+        let page = try await RecorderControlEndToEndTests.http("GET", base)
+        #expect(page.status == 200 && page.body.contains("<section id=\"fleet\"") && page.body.contains("laptop"), "\(page.body.prefix(300))")
+        // Killed, the recorder is stale within two beats (and the page's read of the catalog).
+        kill(recorder.processIdentifier, SIGKILL)
+        recorder.waitUntilExit()
+        let killed = Date()
+        _ = try await CLIHarness.wait(timeout: 15) { await fleet()["laptop record"]?["stale"] as? Bool == true }
+        #expect(Date().timeIntervalSince(killed) < 5, "stale within two 1 s intervals, and one more for serve's reading")
+        // A recorder whose clock is a month behind is heard now by the catalog's clock: not stale,
+        // and its clock is said to be behind.
+        let sent = "2026-01-01T00:00:00Z"
+        let beat = #"{"machine":"field","role":"record","version":"0","state":"recording","sentAt":"\#(sent)","intervalSeconds":60}"#
+        #expect(try database.psql("INSERT INTO tapedeck_heartbeats (machine, role, sent_at, beat) VALUES ('field', 'record', '\(sent)', '\(beat)')").status == 0)
+        let status = try await studio.run("fleet", "status", "--machine", "studio")
+        #expect(status.stdout.contains("field record  recording") && status.stdout.contains("behind"), "\(status.stdout)")
+        #expect(!status.stdout.contains("field record  STALE"), "\(status.stdout)")
+    }
 }

@@ -8,6 +8,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/timex.h>
 #endif
 
 int tapedeck_preallocate(int fd, int64_t offset, int64_t length) {
@@ -52,5 +53,20 @@ int tapedeck_allocated_end(int fd, int64_t *end) {
 #else
     (void)fd; (void)end;
     return EOPNOTSUPP;
+#endif
+}
+
+int tapedeck_clock_error(double *estimated, double *maximum) {
+#if defined(__linux__)
+    struct timex t;
+    memset(&t, 0, sizeof t);  /* modes 0: read only */
+    int state = ntp_adjtime(&t);
+    if (state == -1) return -1;
+    *estimated = (double)t.esterror / 1e6;
+    *maximum = (double)t.maxerror / 1e6;
+    return state == TIME_ERROR || (t.status & STA_UNSYNC) ? 0 : 1;
+#else
+    (void)estimated; (void)maximum;
+    return -1;
 #endif
 }

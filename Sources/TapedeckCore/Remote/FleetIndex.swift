@@ -127,13 +127,19 @@ public struct RecorderHeartbeat: Sendable, Hashable, Codable {
     /// Takes waiting for upload, and how long the first of them has waited.
     public var backlogTakes: Int?
     public var backlogOldestSeconds: Double?
-    /// The system clock's estimated error (seconds), when known.
+    /// The sender's system clock's estimated error (seconds), as its kernel's NTP discipline
+    /// says; `nil` when nothing disciplines the clock (`SystemClock.estimatedError()`).
     public var clockErrorSeconds: Double?
     public var lastError: String?
     /// When it was sent (the sender's clock).
     public var sentAt: Date
     /// How often the sender beats; a recorder not heard from in two intervals is stale.
     public var intervalSeconds: Double
+    /// Filled by the index when it is read, by the catalog's own clock: how long ago the catalog
+    /// received it, and how far the sender's clock is ahead of the catalog's (`sentAt` minus
+    /// the time of receipt, within the network's delay). `nil` when unknown.
+    public var heardSecondsAgo: Double?
+    public var clockOffsetSeconds: Double?
 
     public init(machine: String, role: String, version: String, state: State, sentAt: Date, intervalSeconds: Double) {
         self.machine = machine
@@ -144,8 +150,12 @@ public struct RecorderHeartbeat: Sendable, Hashable, Codable {
         self.intervalSeconds = intervalSeconds
     }
 
+    /// How long ago it was heard at `now`: by the catalog's clock when the index says, else by
+    /// `sentAt` (a sender whose clock is wrong then looks older or newer than it is).
+    public func secondsAgo(at now: Date) -> Double { max(0, heardSecondsAgo ?? now.timeIntervalSince(sentAt)) }
+
     /// Whether it is older than two intervals at `now`.
-    public func isStale(at now: Date) -> Bool { now.timeIntervalSince(sentAt) > 2 * intervalSeconds }
+    public func isStale(at now: Date) -> Bool { secondsAgo(at: now) > 2 * intervalSeconds }
 }
 
 extension RemoteManifest {

@@ -7,7 +7,8 @@ import Synchronization
 public final class InMemoryFleetIndex: FleetIndex {
     private struct State {
         var takes: [String: RemoteManifest] = [:]
-        var beats: [String: RecorderHeartbeat] = [:]
+        /// Each machine and role's last heartbeat, and when it arrived.
+        var beats: [String: (RecorderHeartbeat, Date)] = [:]
         var prepared = false
     }
 
@@ -51,11 +52,19 @@ public final class InMemoryFleetIndex: FleetIndex {
     }
 
     public func beat(_ heartbeat: RecorderHeartbeat) async throws {
-        state.withLock { $0.beats[heartbeat.machine + "\u{0}" + heartbeat.role] = heartbeat }
+        state.withLock { $0.beats[heartbeat.machine + "\u{0}" + heartbeat.role] = (heartbeat, Date()) }
     }
 
     public func heartbeats() async throws -> [RecorderHeartbeat] {
-        state.withLock { $0.beats.values.sorted { ($0.machine, $0.role) < ($1.machine, $1.role) } }
+        let now = Date()
+        return state.withLock { s in
+            s.beats.values.map { beat, heard in
+                var beat = beat
+                beat.heardSecondsAgo = max(0, now.timeIntervalSince(heard))
+                beat.clockOffsetSeconds = beat.sentAt.timeIntervalSince(heard)
+                return beat
+            }.sorted { ($0.machine, $0.role) < ($1.machine, $1.role) }
+        }
     }
 
     public func shutdown() async {}

@@ -1,4 +1,5 @@
-// File-space calls that Swift's Glibc module does not import (they need _GNU_SOURCE).
+// File-space and clock calls that Swift's Glibc module does not import (they need _GNU_SOURCE
+// or headers it leaves out).
 #ifndef TAPEDECK_FILE_SPACE_H
 #define TAPEDECK_FILE_SPACE_H
 
@@ -19,5 +20,13 @@ int tapedeck_preallocate(int fd, int64_t offset, int64_t length);
 /// where the file system or the system has no FIEMAP, as tmpfs).
 /// Thread: any. Blocks on disk I/O (it flushes the file's dirty pages first).
 int tapedeck_allocated_end(int fd, int64_t *end);
+
+/// Sets `*estimated` and `*maximum` to the system clock's estimated and maximum error in
+/// seconds, as the kernel's NTP discipline keeps them (ntp_adjtime(2) read-only: `esterror` and
+/// `maxerror`, set by chronyd, ntpd or systemd-timesyncd). Returns 1 when the kernel says the
+/// clock is synchronized, 0 when it is not (nothing disciplines it: the errors mean nothing),
+/// -1 where the call is not available.
+/// Thread: any. Never blocks.
+int tapedeck_clock_error(double *estimated, double *maximum);
 
 #endif
