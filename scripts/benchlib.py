@@ -94,3 +94,69 @@ def tapedeck_report(job):
 def soxi(path):
     """An audio file's duration in seconds, as sox reads it."""
     return float(subprocess.run(["soxi", "-D", path], capture_output=True, text=True, check=True).stdout)
+
+
+def start_rclone_s3(work, key, secret, bucket="bench"):
+    """A private `rclone serve s3` on loopback, file-backed in WORK/data (with the bucket's
+    folder made), its folder cache at 1 s. Returns (process, endpoint, the bucket's folder)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    data = os.path.join(work, "data")
+    os.makedirs(os.path.join(data, bucket))
+    server = subprocess.Popen(["rclone", "serve", "s3", "--addr", f"127.0.0.1:{port}", "--auth-key", f"{key},{secret}",
+                               "--config", "/dev/null", "--dir-cache-time", "1s", data],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return server, f"http://127.0.0.1:{port}", os.path.join(data, bucket)
+
+
+class Postgres:
+    """A private PostgreSQL (Debian's, the newest installed) in WORK/pg: initdb with trust for
+    the user `tapedeck`, a database `tapedeck`, listening on a Unix socket in that folder only
+    (as the `postgres` user when run as root). `url` is what sync.catalog.postgres takes;
+    `psql(sql)` runs SQL; `stop()` ends it."""
+
+    def __init__(self, work):
+        versions = sorted(int(v) for v in os.listdir("/usr/lib/postgresql") if v.isdigit()) if os.path.isdir("/usr/lib/postgresql") else []
+        if not versions:
+            sys.exit("PostgreSQL is missing: apt-get install postgresql (scripts/install-deps installs it).")
+        self.bin = f"/usr/lib/postgresql/{versions[-1]}/bin"
+        self.folder = os.path.join(work, "pg")
+        os.makedirs(self.folder)
+        self.as_user = []
+        if os.getuid() == 0:
+            import pwd
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.folder, pw.pw_uid, pw.pw_gid)
+            os.chmod(work, 0o755)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.port = 25432
+        self.data = os.path.join(self.folder, "data")
+        self._run("initdb", "-D", self.data, "-U", "tapedeck", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C")
+        options = f"-k {self.folder} -c listen_addresses='' -p {self.port}"
+        self._run("pg_ctl", "-D", self.data, "-o", options, "-l", os.path.join(self.folder, "log"), "-w", "start")
+        self._run("createdb", "-h", self.folder, "-p", str(self.port), "-U", "tapedeck", "tapedeck")
+        self.url = f"postgres://tapedeck@/tapedeck?host={self.folder}&port={self.port}"
+
+    def _run(self, program, *args, stdin=None):
+        return subprocess.run(self.as_user + [os.path.join(self.bin, program), *args], check=True, input=stdin,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+
+    def psql_command(self, sql):
+        return self.as_user + [os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                               "-h", self.folder, "-p", str(self.port), "-U", "tapedeck", "-d", "tapedeck", "-c", sql]
+
+    def psql(self, sql):
+        return subprocess.run(self.psql_command(sql), check=True, capture_output=True, text=True).stdout
+
+    def stop(self):
+        subprocess.run(self.as_user + [os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -15,12 +15,17 @@ extension FleetReader {
         /// When the unfinished upload it is about was begun, when the remote says.
         public var started: Date?
 
-        public init(key: String, problem: String, repaired: Bool, repair: String = "removed", started: Date? = nil) {
+        public init(key: String, problem: String, repaired: Bool, repair: String, started: Date? = nil) {
             self.key = key
             self.problem = problem
             self.repaired = repaired
             self.repair = repair
             self.started = started
+        }
+
+        /// A finding whose repair removes it.
+        public init(key: String, problem: String, repaired: Bool, started: Date? = nil) {
+            self.init(key: key, problem: problem, repaired: repaired, repair: "removed", started: started)
         }
     }
 

@@ -36,7 +36,7 @@ public final class FleetReader {
     ///     added.
     ///   - manifestCache: the folder of every remote's cached manifests (`nil`: none kept).
     public init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger,
-                audioExtensions: Set<String> = [], manifestCache: URL? = nil) {
+                audioExtensions: Set<String>, manifestCache: URL?) {
         self.remote = remote
         self.store = store
         self.importer = importer
@@ -44,6 +44,13 @@ public final class FleetReader {
         self.logger = logger
         self.audioExtensions = Set(audioExtensions.map { $0.lowercased() }).union(Self.baseAudioExtensions)
         manifests = ManifestCache(root: manifestCache, remote: remote.location)
+    }
+
+    /// A reader that keeps no manifests between listings.
+    public convenience init(remote: any TakeRemote, store: SessionStore, importer: TakeImporter, partials: PartialFiles, logger: Logger,
+                            audioExtensions: Set<String> = []) {
+        self.init(remote: remote, store: store, importer: importer, partials: partials, logger: logger,
+                  audioExtensions: audioExtensions, manifestCache: nil)
     }
 
     /// The extension any build's takes may have besides its encoders' and decoders' (the

@@ -6,6 +6,12 @@ import TapedeckPostgres
 #endif
 
 extension Studio {
+    /// Whether the config names a fleet catalog (`sync.catalog.postgres`), without making one.
+    /// - Thread: main actor; never blocks.
+    public var hasFleetCatalog: Bool {
+        !SyncSettings(configuration.syncSettings).catalogPostgres.trimmingCharacters(in: .whitespaces).isEmpty
+    }
+
     /// The fleet catalog of the config's `sync.catalog.postgres`; `nil` when it is empty. The
     /// password comes from the variable `sync.catalog.password-env` names, never the config.
     /// Nothing is connected until it is first used.

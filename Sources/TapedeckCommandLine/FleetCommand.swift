@@ -75,7 +75,7 @@ struct FleetListCommand: AsyncParsableCommand {
     @MainActor
     static func fromCatalog(_ global: GlobalOptions, machine: String?) async throws -> (entries: [FleetReader.Entry], location: String)? {
         let studio = try global.makeStudioWithoutLibrary()
-        guard try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) != nil else { return nil }
+        guard studio.hasFleetCatalog else { return nil }
         return try await FleetCommand.withCatalog(studio, for: "list") { catalog in
             var manifests: [RemoteManifest] = []
             var query = FleetQuery(machine: machine, limit: 5_000)
@@ -321,7 +321,7 @@ struct FleetDoctorCommand: AsyncParsableCommand {
     /// is a finding of its own (the remote's check stands).
     @MainActor
     static func catalogFindings(_ studio: Studio, _ checkup: FleetReader.Checkup, repair: Bool) async throws -> [FleetReader.Finding] {
-        guard try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) != nil else { return [] }
+        guard studio.hasFleetCatalog else { return [] }
         do {
             return try await FleetCommand.withCatalog(studio, for: "doctor") { catalog in
                 try await FleetReader.catalogFindings(checkup.manifests, catalog: catalog, repair: repair)

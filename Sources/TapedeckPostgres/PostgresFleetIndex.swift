@@ -108,7 +108,7 @@ public final class PostgresFleetIndex: FleetIndex {
         case "28P01", "28000":
             return TapedeckError(.configuration, "The fleet catalog at \(location) refused the login: \(message). Check sync.catalog.user and the password (sync.catalog.password-env or password-file).")
         case "42501":
-            return TapedeckError(.configuration, "The fleet catalog at \(location) refused \(what): \(message). Grant the catalog user the rights on its database (GRANT CREATE, USAGE ON SCHEMA public TO the user), or let it own the database (createdb --owner).")
+            return TapedeckError(.configuration, "The fleet catalog at \(location) refused \(what): \(message). A recorder's user needs GRANT SELECT, INSERT, UPDATE, DELETE ON tapedeck_takes, tapedeck_heartbeats and SELECT ON tapedeck_schema (one that only reads, SELECT); the tables are made and upgraded by the database's owner (createdb --owner USER, then any tapedeck fleet command as USER).")
         case "3D000":
             return TapedeckError(.configuration, "The fleet catalog at \(location): \(message). Create the database (createdb) or name another in sync.catalog.postgres.")
         default:

@@ -176,7 +176,15 @@ enum PostgresFleetSchema {
 
     static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
         _ = try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-        _ = try await connection.query("CREATE TABLE IF NOT EXISTS tapedeck_schema (version integer NOT NULL)", logger: logger)
+        // Created only when missing: a user with only the rights to read and write the rows
+        // (no CREATE) works with a catalog whose schema is current.
+        var exists = false
+        for try await found in try await connection.query("SELECT to_regclass('tapedeck_schema') IS NOT NULL", logger: logger).decode(Bool.self) {
+            exists = found
+        }
+        if !exists {
+            _ = try await connection.query("CREATE TABLE tapedeck_schema (version integer NOT NULL)", logger: logger)
+        }
         var version = 0
         var rows = 0
         for try await v in try await connection.query("SELECT version FROM tapedeck_schema", logger: logger).decode(Int.self) {

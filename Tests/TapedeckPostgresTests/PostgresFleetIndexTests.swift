@@ -59,6 +59,43 @@ struct PostgresFleetIndexTests {
         await missing.shutdown()
     }
 
+    @Test("least privilege: a user with only the rights on the rows records and reads; one without them is told what to grant")
+    func leastPrivilege() async throws {
+        let server = try PostgresServer()
+        defer { server.remove() }
+        let owner = try PostgresFleetIndex(try PostgresSettings(url: server.url, password: nil), logger: logger)
+        try await owner.prepare()
+        await owner.shutdown()
+        // As the guide sets them up: the recorders' user may read and write the rows, nothing else.
+        #expect(try server.psql("""
+            CREATE ROLE recorder LOGIN; CREATE ROLE viewer LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+            GRANT SELECT, INSERT, UPDATE, DELETE ON tapedeck_takes, tapedeck_heartbeats TO recorder;
+            GRANT SELECT ON tapedeck_schema TO recorder, viewer;
+            """).status == 0)
+        func index(_ user: String) throws -> PostgresFleetIndex {
+            try PostgresFleetIndex(try PostgresSettings(url: server.url.replacingOccurrences(of: "tapedeck@", with: "\(user)@"), password: nil),
+                                   logger: logger)
+        }
+        let recorder = try index("recorder")
+        try await recorder.prepare()
+        let take = FleetIndexConformance.manifest("studio", session: "Gig", take: "Take 1", minute: 1)
+        #expect(try await recorder.upsert([take]).isEmpty)
+        try await recorder.beat(RecorderHeartbeat(machine: "studio", role: "record", version: "test", state: .recording, sentAt: Date(), intervalSeconds: 10))
+        #expect(try await recorder.search(FleetQuery(machine: "studio")).manifests == [take])
+        #expect(try await recorder.heartbeats().count == 1)
+        await recorder.shutdown()
+        // A user without the rights on the rows: a configuration error that says what to grant.
+        let viewer = try index("viewer")
+        try await viewer.prepare()
+        do {
+            _ = try await viewer.search(FleetQuery())
+            Issue.record("a user without SELECT read the takes")
+        } catch let error as TapedeckError {
+            #expect(error.code == .configuration && error.message.contains("GRANT"), "\(error.message)")
+        }
+        await viewer.shutdown()
+    }
+
     @Test("a server that is gone is remote-unavailable within the timeout, and the index works again once it is back")
     func serverGone() async throws {
         let server = try PostgresServer()

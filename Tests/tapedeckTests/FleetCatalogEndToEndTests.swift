@@ -47,12 +47,13 @@ struct FleetCatalogEndToEndTests {
         return FleetEndToEndTests.json(r.stdout)
     }
 
-    @Test("two machines push into one catalog; a third finds their takes by machine, words and time; the catalog down during a push, then back")
+    @Test("three machines push into one catalog; a fourth finds their takes by machine, words and time; the catalog down during a push, then back")
     func catalog() async throws {
         let (server, database, folder, file) = try await Self.fleet(catalog: "")
         defer { Self.remove(server, database, folder) }
         let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
         let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
+        let field = FleetEndToEndTests.machine(file, server, folder: folder, name: "field")
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
         #expect(try await studio.run("record", "--machine", "studio", "--session", "Dawn", "--name", "Blackbird", "-d", "1").status == 0)
         #expect(try await studio.run("note", "--machine", "studio", "Dawn/Blackbird", "a blackbird at the feeder").status == 0)
@@ -60,10 +61,12 @@ struct FleetCatalogEndToEndTests {
         let first = try await studio.run("push", "--machine", "studio")
         #expect(first.status == 0 && first.stderr.contains("has 1 take more"), "\(first.stdout) \(first.stderr)")
         #expect(try await laptop.run("push", "--machine", "laptop").status == 0)
+        #expect(try await field.run("record", "--machine", "field", "--session", "Night", "--name", "Owl", "-d", "0.5").status == 0)
+        #expect(try await field.run("push", "--machine", "field").status == 0)
 
-        // The third machine finds them all, and each by what it holds.
+        // The fourth machine finds them all, and each by what it holds.
         let all = try await Self.search(office, "--machine", "office")
-        #expect(Set(all.compactMap { $0["machine"] as? String }) == ["studio", "laptop"], "\(all)")
+        #expect(Set(all.compactMap { $0["machine"] as? String }) == ["studio", "laptop", "field"], "\(all)")
         let bucket0 = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--remote", "--json").stdout)
         #expect(Set(all.compactMap { $0["takeID"] as? String }) == Set(bucket0.compactMap { $0["takeID"] as? String }), "the catalog holds exactly the bucket's takes")
         // fleet list reads the catalog when there is one: the same takes, the audio not claimed.
@@ -74,7 +77,7 @@ struct FleetCatalogEndToEndTests {
         #expect(try await Self.search(office, "--machine", "office", "--from", "laptop").compactMap { $0["take"] as? String } == ["Budget"])
         #expect(try await Self.search(office, "--machine", "office", "--after", "2000-01-01", "--before", "2001-01-01").isEmpty)
         let text = try await office.run("fleet", "search", "--machine", "office", "--limit", "1")
-        #expect(text.status == 0 && text.stdout.contains("1–1 of 2; the next page: --offset 1"), "\(text.stdout)")
+        #expect(text.status == 0 && text.stdout.contains("1–1 of 3; the next page: --offset 1"), "\(text.stdout)")
 
         // The catalog is down: the push verifies the take all the same, says it waits, exits 0.
         database.kill()

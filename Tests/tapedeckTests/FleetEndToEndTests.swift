@@ -23,6 +23,7 @@ struct FleetEndToEndTests {
               studio: {metadata: {tape: studio-a}}
               laptop: {encoder: {name: flac}}
               office: {metadata: {tape: office}}
+              field: {format: {channels: 1}}
             """
         let url = folder.appendingPathComponent("fleet.yaml")
         try yaml.write(to: url, atomically: true, encoding: .utf8)

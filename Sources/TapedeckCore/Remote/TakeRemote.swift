@@ -127,11 +127,16 @@ public struct RemoteObject: Sendable, Hashable {
     /// changes whenever the object does.
     public var etag: String?
 
-    public init(key: String, size: Int64, modified: Date?, etag: String? = nil) {
+    public init(key: String, size: Int64, modified: Date?, etag: String?) {
         self.key = key
         self.size = size
         self.modified = modified
         self.etag = etag
+    }
+
+    /// An object whose remote gives no ETag.
+    public init(key: String, size: Int64, modified: Date?) {
+        self.init(key: key, size: size, modified: modified, etag: nil)
     }
 }
 
