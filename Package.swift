@@ -119,7 +119,7 @@ let package = Package(
         // The fleet catalog (a FleetIndex) in PostgreSQL.
         .target(name: "TapedeckPostgres", dependencies: [
             "TapedeckCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckPostgresTests", dependencies: ["TapedeckPostgres", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],

@@ -76,7 +76,16 @@ struct FleetListCommand: AsyncParsableCommand {
     static func fromCatalog(_ global: GlobalOptions, machine: String?) async throws -> (entries: [FleetReader.Entry], location: String)? {
         let studio = try global.makeStudioWithoutLibrary()
         guard studio.hasFleetCatalog else { return nil }
-        return try await FleetCommand.withCatalog(studio, for: "list") { catalog in
+        do {
+            return try await listCatalog(studio, machine: machine)
+        } catch let error as TapedeckError where error.code == .remoteUnavailable {
+            throw TapedeckError(.remoteUnavailable, error.message + " `tapedeck fleet list --remote` reads the remote instead.")
+        }
+    }
+
+    @MainActor
+    static func listCatalog(_ studio: Studio, machine: String?) async throws -> (entries: [FleetReader.Entry], location: String) {
+        try await FleetCommand.withCatalog(studio, for: "list") { catalog in
             var manifests: [RemoteManifest] = []
             var query = FleetQuery(machine: machine, limit: 5_000)
             while true {

@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
@@ -102,7 +103,7 @@ public final class PostgresFleetIndex: FleetIndex {
     /// configuration's; the rest is the server being unavailable.
     static func described(_ error: PSQLError, location: String, what: String) -> TapedeckError {
         let server = error.serverInfo
-        let message = server?[.message] ?? "\(error.code)"
+        let message = server?[.message] ?? Self.connectionProblem(error)
         let state = server?[.sqlState] ?? ""
         switch state {
         case "28P01", "28000":
@@ -117,6 +118,17 @@ public final class PostgresFleetIndex: FleetIndex {
             }
             return TapedeckError(.remoteUnavailable, "The fleet catalog at \(location) failed \(what): \(message) (SQLSTATE \(state)).")
         }
+    }
+
+    /// Why a connection failed, in words: the system's for a socket error (nothing listening
+    /// is said as such), else the underlying error's description.
+    static func connectionProblem(_ error: PSQLError) -> String {
+        guard let underlying = error.underlying else { return "\(error.code)" }
+        if let io = underlying as? IOError {
+            let text = String(cString: strerror(io.errnoCode))
+            return [ENOENT, ECONNREFUSED].contains(io.errnoCode) ? "nothing listens there (\(text))" : text
+        }
+        return "\(underlying)"
     }
 
     public func prepare() async throws {

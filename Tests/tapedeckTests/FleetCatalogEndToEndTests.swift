@@ -87,6 +87,9 @@ struct FleetCatalogEndToEndTests {
         #expect(down.stderr.contains("1 verified take wait") && down.stderr.contains("the next push adds them"), "\(down.stderr)")
         let bucket = FleetEndToEndTests.json(try await office.run("fleet", "list", "--machine", "office", "--remote", "--json").stdout)
         #expect(bucket.contains { $0["take"] as? String == "Robin" }, "the bucket has it")
+        let catalogDown = try await office.run("fleet", "list", "--machine", "office")
+        #expect(catalogDown.status == 69 && catalogDown.stderr.contains("nothing listens there")
+                && catalogDown.stderr.contains("fleet list --remote"), "\(catalogDown.stderr)")
         // push --watch says the outage once, not every round.
         #expect(try await studio.run("record", "--machine", "studio", "--session", "Dawn", "--name", "Wren", "-d", "1").status == 0)
         let (watching, _, watchErrors) = try studio.start(["push", "--machine", "studio", "--watch", "--interval", "1"])
