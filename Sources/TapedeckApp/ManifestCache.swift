@@ -7,7 +7,7 @@ import Glibc
 /// Manifests read from a remote, kept in a cache folder outside the library by their key and
 /// the ETag the remote's listing gives: a second `fleet list` reads again only the manifests
 /// whose ETag changed (or that are new), and the rest from here. A cached manifest is checked as
-/// one just downloaded is (``RemoteManifest/decode(_:key:)``), so a damaged or foreign file is
+/// one just downloaded is (`RemoteManifest.decode(_:key:)`), so a damaged or foreign file is
 /// read from the remote again, never trusted. One file per manifest (`HASH.manifest`, the key and
 /// the ETag on its first lines), written atomically; best effort: a cache that cannot be written
 /// only means reading from the remote next time.
