@@ -6,11 +6,11 @@ public struct SyncSettings: SettingsGroup, Hashable {
     public static let keepLocal = Setting<String>("keep-local",
         help: "Delete local takes whose upload is verified once they are older than this (30d, 12h, 90m); empty keeps every take.")
     public static let catalogPostgres = Setting<String>("catalog.postgres",
-        help: "The fleet catalog in PostgreSQL: postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS), or postgres://USER@/DATABASE?host=/run/postgresql; empty: no catalog.")
+        help: "The fleet catalog in PostgreSQL: postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS, verify-full&sslrootcert=CA.pem to check the server), or postgres://USER@/DATABASE?host=/run/postgresql; empty: no catalog.")
     public static let catalogPasswordEnv = Setting<String>("catalog.password-env",
         help: "The environment variable holding the catalog user's password (never in the config); empty: the server asks for none.")
     public static let catalogHeartbeat = Setting<Double>("catalog.heartbeat-seconds", range: 1...3_600, default: 10,
-        help: "How often a running record or push --watch tells the catalog its state (fleet status marks one unheard for two of these stale).")
+        help: "How often a running record, serve or push --watch tells the catalog its state (fleet status marks one unheard for two of these stale).")
     public static let declarations = [keepLocal.declaration, catalogPostgres.declaration, catalogPasswordEnv.declaration, catalogHeartbeat.declaration]
 
     public var keepLocal: String

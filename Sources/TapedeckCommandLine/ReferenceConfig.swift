@@ -317,14 +317,15 @@ sync:
   # The fleet catalog: an index of every machine's takes in PostgreSQL, for
   # listing and searching a large fleet quickly. Empty: none.
   catalog:
-    # postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS), or
+    # postgres://USER@HOST[:PORT]/DATABASE (?sslmode=require for TLS;
+    # ?sslmode=verify-full&sslrootcert=CA.pem also checks the server), or
     # postgres://USER@/DATABASE?host=/run/postgresql for a local socket.
     postgres: ""
     # The environment variable holding the user's password (never the config
     # itself). Empty: the server asks for none.
     password-env: ""
-    # How often a running record or push --watch tells the catalog its state, in
-    # seconds; fleet status marks a recorder unheard for two of these stale.
+    # How often a running record, serve or push --watch tells the catalog its
+    # state, in seconds; fleet status marks one unheard for two of these stale.
     heartbeat-seconds: 10
   s3:
     # The server, e.g. https://s3.eu-west-1.amazonaws.com or

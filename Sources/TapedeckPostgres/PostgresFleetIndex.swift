@@ -37,21 +37,22 @@ public final class PostgresFleetIndex: FleetIndex {
             configuration = PostgresClient.Configuration(unixSocketPath: path, username: settings.user, password: settings.password, database: settings.database)
             direct = PostgresConnection.Configuration(unixSocketPath: path, username: settings.user, password: settings.password, database: settings.database)
         case .tcp(let host, let port):
+            let tlsConfiguration = try Self.tlsConfiguration(settings)
             let tls: PostgresClient.Configuration.TLS = switch settings.tls {
             case .disable: .disable
-            case .prefer: .prefer(.makeClientConfiguration())
-            case .require: .require(.makeClientConfiguration())
+            case .prefer: .prefer(tlsConfiguration)
+            case .require, .verifyCA, .verifyFull: .require(tlsConfiguration)
             }
             configuration = PostgresClient.Configuration(host: host, port: port, username: settings.user, password: settings.password,
                                                           database: settings.database, tls: tls)
             let context: NIOSSLContext
-            do { context = try NIOSSLContext(configuration: .makeClientConfiguration()) } catch {
-                throw TapedeckError(.configuration, "TLS to the fleet catalog cannot be set up here: \(error).")
+            do { context = try NIOSSLContext(configuration: tlsConfiguration) } catch {
+                throw TapedeckError(.configuration, "TLS to the fleet catalog at \(settings.location) cannot be set up: \(error). Check sslrootcert in sync.catalog.postgres.")
             }
             let directTLS: PostgresConnection.Configuration.TLS = switch settings.tls {
             case .disable: .disable
             case .prefer: .prefer(context)
-            case .require: .require(context)
+            case .require, .verifyCA, .verifyFull: .require(context)
             }
             direct = PostgresConnection.Configuration(host: host, port: port, username: settings.user, password: settings.password,
                                                       database: settings.database, tls: directTLS)
@@ -66,6 +67,25 @@ public final class PostgresFleetIndex: FleetIndex {
         location = settings.location
         self.logger = logger
         self.timeout = timeout
+    }
+
+    /// TLS as libpq's `sslmode` means it: `prefer` and `require` encrypt without checking the
+    /// server's certificate; `verify-ca` checks it against `sslrootcert` (else the system's
+    /// roots); `verify-full` also checks that it names the host.
+    static func tlsConfiguration(_ settings: PostgresSettings) throws -> TLSConfiguration {
+        var c = TLSConfiguration.makeClientConfiguration()
+        switch settings.tls {
+        case .disable, .prefer, .require: c.certificateVerification = .none
+        case .verifyCA: c.certificateVerification = .noHostnameVerification
+        case .verifyFull: c.certificateVerification = .fullVerification
+        }
+        if let root = settings.rootCertificate {
+            guard FileManager.default.isReadableFile(atPath: root) else {
+                throw TapedeckError(.configuration, "sync.catalog.postgres: sslrootcert=\(root) cannot be read. Name the PEM file of the certificate authority that signed the server's certificate.")
+            }
+            c.trustRoots = .file(root)
+        }
+        return c
     }
 
     /// Runs `body` on a connection within ``timeout``, a failure named as the server's.

@@ -4,7 +4,7 @@ import PostgresNIO
 import TapedeckCore
 
 /// Where the fleet catalog is and how to log in: `sync.catalog.postgres`, a libpq-style URL,
-/// `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`, or a Unix socket's
+/// `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require|verify-ca|verify-full[&sslrootcert=CA.pem]]`, or a Unix socket's
 /// folder as `postgres://USER@/DATABASE?host=/run/postgresql[&port=PORT]`. The password never comes from the
 /// URL: `sync.catalog.password-env` names a variable, or the server needs none (peer or trust).
 /// A plain value.
@@ -15,19 +15,26 @@ public struct PostgresSettings: Sendable, Hashable {
         case socket(String)
     }
 
+    /// libpq's `sslmode`: `prefer` (the default) and `require` encrypt without checking the
+    /// certificate, `verify-ca` checks it, `verify-full` checks it and the host's name.
     public enum TLS: String, Sendable, Hashable {
         case disable, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
     }
 
     public var endpoint: Endpoint
     public var user: String
     public var database: String
     public var tls: TLS
+    /// `sslrootcert`: the PEM file of the authority the server's certificate must chain to
+    /// (`verify-ca`, `verify-full`); `nil`: the system's roots.
+    public var rootCertificate: String?
     public var password: String?
 
     /// - Throws: `.configuration` naming what is wrong and what to write.
     public init(url text: String, password: String?, key: String = "sync.catalog.postgres") throws {
-        let usage = "Write postgres://USER@HOST[:PORT]/DATABASE (add ?sslmode=require for TLS), or postgres://USER@/DATABASE?host=/run/postgresql for a local socket."
+        let usage = "Write postgres://USER@HOST[:PORT]/DATABASE (add ?sslmode=require for TLS, ?sslmode=verify-full&sslrootcert=CA.pem to check the server), or postgres://USER@/DATABASE?host=/run/postgresql for a local socket."
         guard let parts = URLComponents(string: text), ["postgres", "postgresql"].contains(parts.scheme?.lowercased() ?? "") else {
             throw TapedeckError(.configuration, "\(key): \"\(text)\" is not a PostgreSQL URL. \(usage)")
         }
@@ -52,8 +59,8 @@ public struct PostgresSettings: Sendable, Hashable {
             tls = .disable
         } else if let host = parts.host, !host.isEmpty {
             endpoint = .tcp(host: host, port: port)
-            guard let mode = TLS(rawValue: items["sslmode"] ?? "prefer") ?? (["verify-ca", "verify-full"].contains(items["sslmode"] ?? "") ? .require : nil) else {
-                throw TapedeckError(.configuration, "\(key): sslmode=\(items["sslmode"] ?? "") is not one of disable, prefer, require, verify-full.")
+            guard let mode = TLS(rawValue: items["sslmode"] ?? "prefer") else {
+                throw TapedeckError(.configuration, "\(key): sslmode=\(items["sslmode"] ?? "") is not one of disable, prefer, require, verify-ca, verify-full.")
             }
             tls = mode
         } else {
@@ -62,6 +69,7 @@ public struct PostgresSettings: Sendable, Hashable {
         self.user = user
         self.database = database
         self.password = password
+        rootCertificate = items["sslrootcert"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The URL for messages: without a password, ever.

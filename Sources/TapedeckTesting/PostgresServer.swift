@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A private PostgreSQL server for a test: `initdb` into a new temporary folder and `pg_ctl`
-/// start it listening on a Unix socket in that folder only (no TCP port), with trust
+/// start it listening on a Unix socket in that folder only (no TCP port unless asked for TLS), with trust
 /// authentication for its own user `tapedeck` and a database `tapedeck`. As root, the server runs
 /// as the `postgres` user (PostgreSQL refuses root). Debian's `postgresql` package provides the
 /// programs. ``stop(_:)`` ends it; ``kill()`` ends it as a crash would; ``remove()`` deletes all.
@@ -16,6 +16,11 @@ public final class PostgresServer: Sendable {
     public var url: String { "postgres://tapedeck@/tapedeck?host=\(folder.path)&port=\(port)" }
     private let bin: String
     private let asUser: [String]
+    /// With `tls`: the certificate authority's PEM file (the server's self-signed certificate,
+    /// for `localhost` and 127.0.0.1), and the URL over TCP to 127.0.0.1 (add `?sslmode=…`).
+    public let certificate: URL?
+    public var tcpURL: String { "postgres://tapedeck@127.0.0.1:\(port)/tapedeck" }
+    private let tls: Bool
 
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
@@ -33,23 +38,32 @@ public final class PostgresServer: Sendable {
         throw Failure(description: "PostgreSQL's initdb is not installed: apt-get install postgresql (scripts/install-deps installs it).")
     }
 
-    public init() throws {
+    /// - Parameter tls: also listen on 127.0.0.1 (the same port), taking TCP connections over
+    ///   TLS only (a self-signed certificate made here, ``certificate``) and refusing plain ones.
+    public init(tls: Bool) throws {
         bin = try Self.programs()
+        self.tls = tls
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-pg-\(UUID().uuidString.prefix(8))")
+        certificate = tls ? folder.appendingPathComponent("server.crt") : nil
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         asUser = getuid() == 0 ? ["runuser", "-u", "postgres", "--"] : []
-        if getuid() == 0, let pw = getpwnam("postgres") {
-            chown(folder.path, pw.pointee.pw_uid, pw.pointee.pw_gid)
-        }
-        // A port number only names the socket file (.s.PGSQL.PORT) and seeds the server's System V
-        // shared-memory key; nothing listens on TCP. One of its own keeps servers started
-        // together, or one restarted at once after a crash, from probing each other's memory.
+        let owner = getuid() == 0 ? getpwnam("postgres").map { ($0.pointee.pw_uid, $0.pointee.pw_gid) } : nil
+        if let owner { chown(folder.path, owner.0, owner.1) }
+        // A port number names the socket file (.s.PGSQL.PORT) and seeds the server's System V
+        // shared-memory key (and with `tls` is the TCP port). One of its own keeps servers
+        // started together, or one restarted at once after a crash, from probing each other's memory.
         port = Int.random(in: 20_000...59_999)
         let data = folder.appendingPathComponent("data").path
         let initdb = try ChildProcess.run(asUser + ["\(bin)/initdb", "-D", data, "-U", "tapedeck", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"])
         guard initdb.status == 0 else {
             remove()
             throw Failure(description: "initdb failed (\(initdb.status)): \(initdb.output)")
+        }
+        if tls {
+            do { try makeCertificate(data: data, owner: owner) } catch {
+                remove()
+                throw error
+            }
         }
         try start()
         let created = try ChildProcess.run(asUser + ["\(bin)/createdb", "-h", folder.path, "-p", String(port), "-U", "tapedeck", "tapedeck"])
@@ -59,12 +73,36 @@ public final class PostgresServer: Sendable {
         }
     }
 
+    /// A server on a Unix socket only.
+    public convenience init() throws {
+        try self.init(tls: false)
+    }
+
+    /// A self-signed certificate for localhost and 127.0.0.1 (its key readable by the server
+    /// only, as PostgreSQL demands), and connections from 127.0.0.1 over TLS only.
+    private func makeCertificate(data: String, owner: (uid_t, gid_t)?) throws {
+        let key = folder.appendingPathComponent("server.key").path
+        let made = try ChildProcess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                                         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", folder.appendingPathComponent("server.crt").path])
+        guard made.status == 0 else { throw Failure(description: "openssl could not make the certificate: \(made.output)") }
+        chmod(key, 0o600)
+        if let owner {
+            chown(key, owner.0, owner.1)
+            chown(folder.appendingPathComponent("server.crt").path, owner.0, owner.1)
+        }
+        let hba = "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n"
+        try hba.write(toFile: data + "/pg_hba.conf", atomically: false, encoding: .utf8)
+    }
+
     /// Starts the server (again) over the same data, waiting until it accepts connections.
     /// A start that fails (a crashed server's last processes may still be leaving on a loaded
     /// machine) is tried twice more, a second apart.
     public func start() throws {
         let data = folder.appendingPathComponent("data").path
-        let options = "-k \(folder.path) -c listen_addresses='' -p \(port) -c fsync=off -c full_page_writes=off"
+        var options = "-k \(folder.path) -c listen_addresses=\(tls ? "127.0.0.1" : "''") -p \(port) -c fsync=off -c full_page_writes=off"
+        if tls {
+            options += " -c log_connections=on -c ssl=on -c ssl_cert_file=\(folder.path)/server.crt -c ssl_key_file=\(folder.path)/server.key"
+        }
         var said = ""
         for attempt in 1...3 {
             let r = try ChildProcess.run(asUser + ["\(bin)/pg_ctl", "-D", data, "-o", options, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "30", "start"])

@@ -122,6 +122,35 @@ struct PostgresFleetIndexTests {
         #expect(back, "the index did not reconnect")
     }
 
+    @Test("TLS as libpq's sslmode means it: require encrypts, verify-full checks the certificate and the name; a server that takes TLS only refuses disable")
+    func tls() async throws {
+        let server = try PostgresServer(tls: true)
+        defer { server.remove() }
+        let ca = try #require(server.certificate).path
+        func works(_ query: String) async throws -> Bool {
+            let index = try PostgresFleetIndex(try PostgresSettings(url: server.tcpURL + query, password: nil), logger: logger, timeout: .seconds(10))
+            defer { Task { await index.shutdown() } }
+            do {
+                try await index.prepare()
+                try await index.beat(RecorderHeartbeat(machine: "studio", role: "record", version: "test", state: .idle, sentAt: Date(), intervalSeconds: 10))
+                return try await index.heartbeats().count == 1
+            } catch let error as TapedeckError {
+                #expect(!error.message.contains("hunter2"))
+                return false
+            }
+        }
+        #expect(try await works("?sslmode=require"), "a self-signed certificate: encrypted, not checked (as libpq)")
+        #expect(try await works("?sslmode=prefer"))
+        #expect(try await works("?sslmode=verify-full&sslrootcert=\(ca)"))
+        #expect(try await works("?sslmode=verify-ca&sslrootcert=\(ca)"))
+        #expect(try await !works("?sslmode=verify-full"), "an authority the system does not know is refused")
+        #expect(try await !works("?sslmode=disable"), "the server takes TLS only")
+        // The TLS was real: the server logged each connection it authorized as encrypted.
+        #expect(server.log.contains("SSL enabled (protocol=TLS"), "\(server.log.suffix(2000))")
+        let unreadable = "?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"
+        #expect(throws: TapedeckError.self) { try PostgresFleetIndex(try PostgresSettings(url: server.tcpURL + unreadable, password: nil), logger: logger) }
+    }
+
     @Test("sync.catalog.postgres: a password in the URL, a URL without a user or database, and a bad sslmode are refused with what to write")
     func settings() throws {
         for (url, said) in [("postgres://u:hunter2@db/t", "never holds secrets"), ("postgres://db/t", "names no user"),
@@ -134,6 +163,8 @@ struct PostgresFleetIndexTests {
         }
         let tcp = try PostgresSettings(url: "postgresql://tapedeck@db.example:6543/fleet?sslmode=require", password: "pw")
         #expect(tcp.endpoint == .tcp(host: "db.example", port: 6543) && tcp.tls == .require && tcp.database == "fleet")
+        let checked = try PostgresSettings(url: "postgres://rec@db.example/fleet?sslmode=verify-full&sslrootcert=/etc/ca.pem", password: nil)
+        #expect(checked.tls == .verifyFull && checked.rootCertificate == "/etc/ca.pem")
         #expect(tcp.location == "postgres://tapedeck@db.example:6543/fleet")
         let socket = try PostgresSettings(url: "postgres://rec@/tapedeck?host=/run/postgresql", password: nil)
         #expect(socket.endpoint == .socket("/run/postgresql/.s.PGSQL.5432") && socket.location == "postgres://rec@/tapedeck?host=/run/postgresql")

@@ -36,6 +36,8 @@ struct CLIHarness {
     /// Run as on a machine with no config file: no $TAPEDECK_CONFIG, and $XDG_CONFIG_HOME an
     /// empty folder of the test's own.
     var withoutConfig = false
+    /// `$XDG_CACHE_HOME` of the commands it runs: a folder of its own in the temporary folder.
+    var cacheHome = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-cache-\(UUID().uuidString)")
 
     init(config: String = "ci.yaml", storage: String = "directory", library: URL? = nil) throws {
         self.library = library ?? FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-e2e-\(UUID().uuidString)")
@@ -60,8 +62,9 @@ struct CLIHarness {
             env["TAPEDECK_STORAGE_BACKEND"] = storage
             env["TAPEDECK_STORAGE_\(storage.uppercased())_PATH"] = library.path
         }
-        // Caches (waveforms, remote manifests) of the test's own, beside its library.
-        env["XDG_CACHE_HOME"] = library.path + "-cache"
+        // Caches (waveforms, remote manifests) of the test's own: not beside the library, whose
+        // folder's neighbours some tests check are untouched.
+        env["XDG_CACHE_HOME"] = cacheHome.path
         if withoutConfig {
             env["XDG_CONFIG_HOME"] = library.path + "-config"
         } else {
@@ -305,10 +308,11 @@ struct CLIHarness {
         try await waitForExit(p, sourceLocation: sourceLocation)
     }
 
-    /// Runs `arguments` (the program looked up in PATH) to its end on a thread of its own, not
-    /// waited for: clean-up where nothing can be awaited (a `defer`, a `deinit`).
-    static func runDetached(_ arguments: [String]) {
-        Thread.detachNewThread { _ = try? ChildProcess.run(arguments) }
+    /// Ends the tmux server of `socket` (`tmux -L SOCKET`) and waits for it (a few milliseconds):
+    /// a kill left to a detached thread may never run once the test process ends, leaving the
+    /// server and its shell behind.
+    static func killTmuxServer(_ socket: String) {
+        _ = try? ChildProcess.run(["tmux", "-L", socket, "kill-server"])
     }
 
     /// Waits until `condition` holds, checking every 20 ms, up to `timeout` seconds; the task

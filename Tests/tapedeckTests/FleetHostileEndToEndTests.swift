@@ -260,7 +260,7 @@ struct FleetHostileEndToEndTests {
             let third = try await list()
             #expect(gets() == 3 && third.contains("Dusk") && !third.contains("Dawn"), "\(third)")
             // Damaged cache files are never trusted: both manifests come from the remote again.
-            let cache = URL(fileURLWithPath: office.library.path + "-cache/tapedeck/manifests")
+            let cache = office.cacheHome.appendingPathComponent("tapedeck/manifests")
             let files = (FileManager.default.enumerator(atPath: cache.path)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".manifest") }
             #expect(files.count == 2, "\(files)")
             for name in files { try Data("tapedeck-manifest-cache 1\nnot a manifest".utf8).write(to: cache.appendingPathComponent(name)) }

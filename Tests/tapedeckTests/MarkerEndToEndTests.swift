@@ -210,8 +210,8 @@ struct MarkerEndToEndTests {
         let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
         @discardableResult
         func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
-        // The tmux server goes when this returns (killed on a thread of its own: a defer cannot await).
-        defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
+        // The tmux server goes when this returns, before the test does.
+        defer { CLIHarness.killTmuxServer(socket) }
         let command = "'\(try CLIHarness.binary.path)' record -d 3s --session Keys; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo -e -icanon -e -echo; sleep 60"
         let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
         try await tmux(["new-session", "-d", "-x", "80", "-y", "24"] + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])

@@ -38,8 +38,8 @@ struct PickUpEndToEndTests {
             return screen
         }
 
-        // The tmux server is killed on a thread of its own: a deinit cannot await.
-        deinit { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
+        // The tmux server goes with the screen, before the test does.
+        deinit { CLIHarness.killTmuxServer(socket) }
     }
 
     @Test("on a terminal: a banner before audio, a meter that never reads -inf on a steady signal, a clip count for full-scale noise, nothing left wrapped")
@@ -282,7 +282,7 @@ struct PickUpEndToEndTests {
             """.write(to: folder.appendingPathComponent("rc"), atomically: true, encoding: .utf8)
         let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
         func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
-        defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
+        defer { CLIHarness.killTmuxServer(socket) }
         _ = try await tmux(["new-session", "-d", "-x", "120", "-y", "20", "-e", "TERM=xterm", "bash --noprofile --rcfile '\(folder.appendingPathComponent("rc").path)' -i"])
         // The prompt first: keys typed while bash still reads its rc file reach no completion.
         _ = try await CLIHarness.wait(timeout: 30) { ((try? await tmux(["capture-pane", "-p"])) ?? "").contains("$ ") }

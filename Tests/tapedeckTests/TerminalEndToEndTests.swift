@@ -13,8 +13,8 @@ struct TerminalEndToEndTests {
         /// tmux through ``ChildProcess``: the server it starts outlives the client.
         @discardableResult
         func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
-        // The tmux server goes when this returns (killed on a thread of its own: a defer cannot await).
-        defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
+        // The tmux server goes when this returns, before the test does.
+        defer { CLIHarness.killTmuxServer(socket) }
         let command = ([try CLIHarness.binary.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
             .joined(separator: " ") + "; sleep 60"
         let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }

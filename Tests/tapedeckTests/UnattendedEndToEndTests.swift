@@ -112,8 +112,8 @@ struct UnattendedEndToEndTests {
         let socket = "tapedeck-\(UUID().uuidString.prefix(8))"
         @discardableResult
         func tmux(_ more: [String]) async throws -> String { try await ChildProcess.runAsync(["tmux", "-L", socket] + more).output }
-        // The tmux server goes when this returns (killed on a thread of its own: a defer cannot await).
-        defer { CLIHarness.runDetached(["tmux", "-L", socket, "kill-server"]) }
+        // The tmux server goes when this returns, before the test does.
+        defer { CLIHarness.killTmuxServer(socket) }
         let command = "'\(try CLIHarness.binary.path)' record --armed -d 4s --session Armed; sleep 60"
         let environment = cli.environment.filter { $0.key.hasPrefix("TAPEDECK_") || $0.key == "PATH" || $0.key == "HOME" }
         try await tmux(["new-session", "-d", "-x", "80", "-y", "24"] + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + ["-e", "TERM=xterm", command])
