@@ -9,9 +9,11 @@ import Testing
 /// Many recorders beating into one catalog, each with its own connection as a machine would:
 /// the catalog's work is one upsert per heartbeat (its table one row per recorder, however
 /// long they run), and a recorder that stops is stale within two of its intervals.
-/// `TAPEDECK_HEARTBEAT_SECONDS` sets how long they beat (6 s here; docs/PERFORMANCE.md has a
-/// minute of it).
-@Suite("heartbeats of many recorders", .serialized)
+/// It runs only when `TAPEDECK_HEARTBEAT_SECONDS` says how long they beat: `scripts/test` runs
+/// it for 6 s in a phase of its own, with nothing else loading the machine (its bounds are
+/// about time); docs/PERFORMANCE.md has a minute of it.
+@Suite("heartbeats of many recorders", .serialized,
+       .enabled(if: ProcessInfo.processInfo.environment["TAPEDECK_HEARTBEAT_SECONDS"] != nil, "set TAPEDECK_HEARTBEAT_SECONDS (scripts/test does)"))
 struct FleetHeartbeatLoadTests {
     /// What the recorders' tasks count together.
     final class Tally: Sendable {
@@ -52,7 +54,7 @@ struct FleetHeartbeatLoadTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for n in 0..<recorders {
                 group.addTask {
-                    let index = try PostgresFleetIndex(settings, logger: logger, timeout: .seconds(5))
+                    let index = try PostgresFleetIndex(settings, logger: logger)
                     // The first recorder stops halfway: the one fleet status must mark.
                     let end = start + .seconds(n == 0 ? seconds / 2 : seconds)
                     var next = start + .milliseconds(n * 20)
@@ -77,17 +79,19 @@ struct FleetHeartbeatLoadTests {
                     await index.shutdown()
                 }
             }
-            // Meanwhile: the stopped recorder is marked stale within two intervals.
+            // Meanwhile: the stopped recorder is marked stale within two intervals (a reading
+            // begun 2.5 s after its last beat says so), and not before.
             group.addTask {
                 while tally.stopped.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(100)) }
                 let since = try #require(tally.stopped.withLock { $0 })
-                var stale = false
-                while !stale, since.duration(to: .now) < .seconds(10) {
-                    stale = try await reader.heartbeats().first { $0.machine == "rec-0" }?.isStale(at: Date()) == true
-                    if !stale { try await Task.sleep(for: .milliseconds(100)) }
+                let early = try await reader.heartbeats().first { $0.machine == "rec-0" }
+                // Read at once (unless the machine held the reading up past the two intervals).
+                if since.duration(to: .now) < .seconds(1.5) {
+                    #expect(early?.isStale(at: Date()) == false, "stale too soon: \(String(describing: early))")
                 }
-                let after = since.duration(to: .now)
-                #expect(stale && after < .seconds(3.5), "stale after \(after): two 1 s intervals (counted from its last beat) and a reading")
+                try await Task.sleep(until: since + .seconds(2.5))
+                let late = try await reader.heartbeats().first { $0.machine == "rec-0" }
+                #expect(late?.isStale(at: Date()) == true, "not stale 2.5 s after its last beat: \(String(describing: late))")
             }
             try await group.waitForAll()
         }
@@ -96,11 +100,9 @@ struct FleetHeartbeatLoadTests {
         let beats = sent.count
         print("heartbeats: \(recorders) recorders for \(seconds) s: \(beats) beats, \(writes) writes, \(rows) rows, \(failed.count) failed, slowest \(String(format: "%.3f", tally.slowest.withLock { $0 })) s")
         #expect(failed.count == 0)
-        #expect(writes == beats, "one upsert per heartbeat")
+        #expect(writes == beats + failed.count, "one upsert per heartbeat")
         #expect(rows == recorders, "one row per recorder")
         #expect(beats >= recorders * Int(seconds) * 3 / 4, "\(beats) beats")
-        let fresh = try await reader.heartbeats().filter { !$0.isStale(at: Date()) }
-        #expect(fresh.count == recorders - 1 || seconds < 3, "\(fresh.count) fresh")
         await reader.shutdown()
     }
 }
