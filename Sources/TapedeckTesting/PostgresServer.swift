@@ -78,6 +78,25 @@ public final class PostgresServer: Sendable {
         try self.init(tls: false)
     }
 
+    /// A server made on a thread of its own: `initdb` and `pg_ctl` block for seconds, and a test
+    /// task blocking meanwhile holds one of Swift's few cooperative threads, which on a loaded
+    /// machine starves every other test's async work (a client's timeout then fires first).
+    /// - Thread: any task. Suspends until the server accepts connections.
+    public static func startAsync(tls: Bool = false) async throws -> PostgresServer {
+        try await OwnThread.run { try PostgresServer(tls: tls) }
+    }
+
+    /// ``kill()`` on a thread of its own. - Thread: any task; suspends until it is gone.
+    public func killAsync() async {
+        _ = try? await OwnThread.run { self.kill() }
+    }
+
+    /// ``start()`` (again) on a thread of its own. - Thread: any task; suspends until it accepts
+    /// connections.
+    public func restartAsync() async throws {
+        try await OwnThread.run { try self.start() }
+    }
+
     /// A self-signed certificate for localhost and 127.0.0.1 (its key readable by the server
     /// only, as PostgreSQL demands), and connections from 127.0.0.1 over TLS only.
     private func makeCertificate(data: String, owner: (uid_t, gid_t)?) throws {

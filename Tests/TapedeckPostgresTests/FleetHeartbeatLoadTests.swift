@@ -33,7 +33,7 @@ struct FleetHeartbeatLoadTests {
 
     @Test("50 recorders beating every second: one upsert per beat, one row each, a stopped one stale within two intervals")
     func manyRecorders() async throws {
-        let server = try PostgresServer()
+        let server = try await PostgresServer.startAsync()
         defer { server.remove() }
         let settings = try PostgresSettings(url: server.url, password: nil)
         let reader = try PostgresFleetIndex(settings, logger: logger)

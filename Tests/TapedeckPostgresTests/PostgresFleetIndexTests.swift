@@ -20,7 +20,7 @@ struct PostgresFleetIndexTests {
 
     @Test("the conformance suite, in PostgreSQL")
     func postgres() async throws {
-        let server = try PostgresServer()
+        let server = try await PostgresServer.startAsync()
         defer { server.remove() }
         let settings = try PostgresSettings(url: server.url, password: nil)
         try await FleetIndexConformance.check { try PostgresFleetIndex(settings, logger: logger) }
@@ -30,7 +30,7 @@ struct PostgresFleetIndexTests {
 
     @Test("a schema made by this version is kept with its rows; one newer than it knows is refused; a missing database is named")
     func schema() async throws {
-        let server = try PostgresServer()
+        let server = try await PostgresServer.startAsync()
         defer { server.remove() }
         let settings = try PostgresSettings(url: server.url, password: nil)
         let index = try PostgresFleetIndex(settings, logger: logger)
@@ -61,7 +61,7 @@ struct PostgresFleetIndexTests {
 
     @Test("least privilege: a user with only the rights on the rows records and reads; one without them is told what to grant")
     func leastPrivilege() async throws {
-        let server = try PostgresServer()
+        let server = try await PostgresServer.startAsync()
         defer { server.remove() }
         let owner = try PostgresFleetIndex(try PostgresSettings(url: server.url, password: nil), logger: logger)
         try await owner.prepare()
@@ -98,7 +98,7 @@ struct PostgresFleetIndexTests {
 
     @Test("a server that is gone is remote-unavailable within the timeout, and the index works again once it is back")
     func serverGone() async throws {
-        let server = try PostgresServer()
+        let server = try await PostgresServer.startAsync()
         defer { server.remove() }
         // The tables made with the usual timeout (a loaded machine may take seconds), then an
         // index that gives up after 5 s.
@@ -107,7 +107,7 @@ struct PostgresFleetIndexTests {
         await owner.shutdown()
         let index = try PostgresFleetIndex(try PostgresSettings(url: server.url, password: nil), logger: logger, timeout: .seconds(5))
         defer { Task { await index.shutdown() } }
-        server.kill()
+        await server.killAsync()
         let started = ContinuousClock.now
         do {
             _ = try await index.upsert([FleetIndexConformance.manifest("studio", session: "Gig", take: "Lost", minute: 2)])
@@ -117,7 +117,7 @@ struct PostgresFleetIndexTests {
             #expect(error.message.contains("postgres://tapedeck@/tapedeck"), "\(error.message)")
         }
         #expect(ContinuousClock.now - started < .seconds(12), "within the 5 s timeout, with room for a loaded machine")
-        try server.start()
+        try await server.restartAsync()
         var back = false
         for _ in 0..<60 where !back {
             back = (try? await index.upsert([FleetIndexConformance.manifest("studio", session: "Gig", take: "Back", minute: 3)]))?.isEmpty == true
@@ -128,7 +128,7 @@ struct PostgresFleetIndexTests {
 
     @Test("TLS as libpq's sslmode means it: require encrypts, verify-full checks the certificate and the name; a server that takes TLS only refuses disable")
     func tls() async throws {
-        let server = try PostgresServer(tls: true)
+        let server = try await PostgresServer.startAsync(tls: true)
         defer { server.remove() }
         let ca = try #require(server.certificate).path
         func works(_ query: String) async throws -> Bool {

@@ -26,7 +26,7 @@ struct FleetCatalogEndToEndTests {
     /// `catalog`'s further keys, e.g. `, heartbeat-seconds: 1`).
     static func fleet(catalog: String) async throws -> (S3Server, PostgresServer, URL, URL) {
         let server = try await S3Server.startAsync(.rclone)
-        let database = try PostgresServer()
+        let database = try await PostgresServer.startAsync()
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         let yaml = try String(contentsOf: file, encoding: .utf8).replacingOccurrences(
             of: "prefix: \"fleet\", path-style: true, part-size-mib: 5}",
@@ -80,7 +80,7 @@ struct FleetCatalogEndToEndTests {
         #expect(text.status == 0 && text.stdout.contains("1–1 of 3; the next page: --offset 1"), "\(text.stdout)")
 
         // The catalog is down: the push verifies the take all the same, says it waits, exits 0.
-        database.kill()
+        await database.killAsync()
         #expect(try await studio.run("record", "--machine", "studio", "--session", "Dawn", "--name", "Robin", "-d", "1").status == 0)
         let down = try await studio.run("push", "--machine", "studio")
         #expect(down.status == 0, "\(down.stderr)")
@@ -99,7 +99,7 @@ struct FleetCatalogEndToEndTests {
         let said = (try? String(contentsOf: watchErrors, encoding: .utf8)) ?? ""
         #expect(said.components(separatedBy: "wait to be added").count - 1 == 1, "\(said)")
         // Back: the next push adds both, nothing else to send.
-        try database.start()
+        try await database.restartAsync()
         let back = try await studio.run("push", "--machine", "studio")
         #expect(back.status == 0 && back.stderr.contains("has 2 takes more") && back.stdout.contains("nothing to push"), "\(back.stdout) \(back.stderr)")
         #expect(try await Self.search(office, "--machine", "office", "robin").count == 1)
