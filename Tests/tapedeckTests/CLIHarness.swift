@@ -308,11 +308,21 @@ struct CLIHarness {
         try await waitForExit(p, sourceLocation: sourceLocation)
     }
 
-    /// Ends the tmux server of `socket` (`tmux -L SOCKET`) and waits for it (a few milliseconds):
-    /// a kill left to a detached thread may never run once the test process ends, leaving the
-    /// server and its shell behind.
+    /// Ends the tmux server of `socket` (`tmux -L SOCKET`), its panes' programs and its socket,
+    /// and waits for it (milliseconds): a kill left to a detached thread may never run once the
+    /// test process ends, and a server whose pane holds an interactive shell was seen to outlive
+    /// `kill-server`; so the panes' process groups and the server are killed outright too.
     static func killTmuxServer(_ socket: String) {
+        let server = (try? ChildProcess.run(["tmux", "-L", socket, "display-message", "-p", "#{pid} #{socket_path}"]))?.output ?? ""
+        let panes = (try? ChildProcess.run(["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_pid}"]))?.output ?? ""
         _ = try? ChildProcess.run(["tmux", "-L", socket, "kill-server"])
+        for pane in panes.split(whereSeparator: \.isNewline).compactMap({ pid_t($0) }) where pane > 1 {
+            kill(-pane, SIGKILL)
+            kill(pane, SIGKILL)
+        }
+        let parts = server.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).map(String.init)
+        if let pid = parts.first.flatMap({ pid_t($0) }), pid > 1 { kill(pid, SIGKILL) }
+        if parts.count == 2, parts[1].hasPrefix("/") { unlink(parts[1]) }
     }
 
     /// Waits until `condition` holds, checking every 20 ms, up to `timeout` seconds; the task
