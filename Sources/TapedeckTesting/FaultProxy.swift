@@ -110,6 +110,13 @@ public final class FaultProxy: Sendable {
     private let log: URL
     private let output: URL
 
+    /// The proxy started on a thread of its own (starting blocks until it answers): a test task
+    /// never holds one of Swift's cooperative threads meanwhile.
+    /// - Thread: any task. Suspends until the proxy answers (at most 20 s).
+    public static func startAsync(upstream: Int, plan: [Rule]) async throws -> FaultProxy {
+        try await OwnThread.run { try FaultProxy(upstream: upstream, plan: plan) }
+    }
+
     /// - Thread: any. Blocks until the proxy answers (at most 20 s).
     public init(upstream: Int, plan: [Rule]) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -23,20 +23,20 @@ struct ALSAPulseTests {
         """
 
     /// Starts a daemon and points ALSA's `pulse` plugin at it.
-    static func startDaemon() throws -> PulseAudioDaemon {
-        let daemon = try PulseAudioDaemon.start()
+    static func startDaemon() async throws -> PulseAudioDaemon {
+        let daemon = try await PulseAudioDaemon.startAsync()
         setenv("PULSE_SERVER", daemon.serverAddress, 1)
         return daemon
     }
 
     @Test func captureConformance() async throws {
-        let daemon = try Self.startDaemon()
+        let daemon = try await Self.startDaemon()
         defer { daemon.stop() }
         try await BackendConformance.capture(ALSACaptureBackend(device: "pulse"), format: Self.format, frames: 9_600)
     }
 
     @Test func playbackConformance() async throws {
-        let daemon = try Self.startDaemon()
+        let daemon = try await Self.startDaemon()
         defer { daemon.stop() }
         try await BackendConformance.playback(ALSAPlaybackBackend(device: "pulse"), format: Self.format, frames: 9_600)
     }
@@ -81,7 +81,7 @@ struct ALSAPulseTests {
     }
 
     @Test func alsaPlaybackIsCapturedByALSACapture() async throws {
-        let daemon = try Self.startDaemon()
+        let daemon = try await Self.startDaemon()
         defer { daemon.stop() }
         let format = Self.format
         let tone = sine(frames: format.sampleRate * 3 / 2, channels: 2, sampleRate: format.sampleRate)
@@ -101,7 +101,7 @@ struct ALSAPulseTests {
     }
 
     @Test func paplayIsCapturedByALSACapture() async throws {
-        let daemon = try Self.startDaemon()
+        let daemon = try await Self.startDaemon()
         defer { daemon.stop() }
         let wav = daemon.runtimeDirectory.appendingPathComponent("tone.wav")
         try run("/usr/bin/sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", wav.path, "synth", "1.5", "sine", "1000", "vol", "0.5"])
@@ -113,7 +113,7 @@ struct ALSAPulseTests {
     }
 
     @Test func timelineStaysTrueWhenReadsAreLate() async throws {
-        let daemon = try Self.startDaemon()
+        let daemon = try await Self.startDaemon()
         defer { daemon.stop() }
         let format = Self.format
         let (accounted, wall, lost) = try await onThread {
@@ -142,7 +142,7 @@ struct ALSAPulseTests {
     }
 
     @Test func killingTheServerEndsRecordingWithDeviceLost() async throws {
-        let daemon = try Self.startDaemon()
+        let daemon = try await Self.startDaemon()
         defer { daemon.stop() }
         let format = Self.format
         let sink = MemoryTakeSink()

@@ -28,7 +28,7 @@ enum PulseTestSupport {
 
     /// Runs `body` against a fresh private daemon, always stopped (by pid) afterwards.
     static func withDaemon<T>(_ body: (PulseAudioDaemon) async throws -> T) async throws -> T {
-        let daemon = try PulseAudioDaemon.start()
+        let daemon = try await PulseAudioDaemon.startAsync()
         defer { daemon.stop() }
         return try await body(daemon)
     }

@@ -14,9 +14,9 @@ struct S3HostileServerTests {
     typealias Rule = FaultProxy.Rule
 
     /// A server, a proxy in front of it playing `plan`, and a remote through the proxy.
-    static func hostile(_ plan: [Rule]) throws -> (S3Server, FaultProxy, S3Remote) {
-        let server = try S3Server(.rclone)
-        let proxy = try FaultProxy(upstream: server.port, plan: plan)
+    static func hostile(_ plan: [Rule]) async throws -> (S3Server, FaultProxy, S3Remote) {
+        let server = try await S3Server.startAsync(.rclone)
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: plan)
         return (server, proxy, try S3RemoteTests.remote(server, endpoint: proxy.endpoint))
     }
 
@@ -40,7 +40,7 @@ struct S3HostileServerTests {
     @Test("a listing that repeats its continuation token, or pages on with nothing new, ends with exit 69", arguments: [false, true])
     func endlessObjectListing(_ newToken: Bool) async throws {
         let rule = Rule(method: "GET", path: "list-type=2", times: 1000, action: .loop, newToken: newToken)
-        let (server, proxy, remote) = try Self.hostile([rule])
+        let (server, proxy, remote) = try await Self.hostile([rule])
         defer {
             proxy.stop()
             server.remove()
@@ -54,7 +54,7 @@ struct S3HostileServerTests {
     func endlessPartAndUploadListings(_ newToken: Bool) async throws {
         let parts = Rule(method: "GET", path: "uploadId=", times: 1000, action: .loop, newToken: newToken)
         let uploads = Rule(method: "GET", path: "?uploads", times: 1000, action: .loop, newToken: newToken)
-        let (server, proxy, remote) = try Self.hostile([parts, uploads])
+        let (server, proxy, remote) = try await Self.hostile([parts, uploads])
         defer {
             proxy.stop()
             server.remove()
@@ -75,7 +75,7 @@ struct S3HostileServerTests {
     @Test("a download stops as soon as the body passes the size expected, whether announced or not")
     func endlessBody() async throws {
         let endless = Rule(method: "GET", path: "endless.wav", action: .endless)
-        let (server, proxy, remote) = try Self.hostile([endless])
+        let (server, proxy, remote) = try await Self.hostile([endless])
         defer {
             proxy.stop()
             server.remove()
@@ -103,9 +103,9 @@ struct S3HostileServerTests {
     @Test("an answer dripped a byte at a time is given up after its deadline and tried once more, not five times")
     func drippedAnswer() async throws {
         let drip = Rule(method: "GET", path: "list-type=2", times: 10, action: .drip, interval: 0.3, size: 1000)
-        let server = try S3Server(.rclone)
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
-        let proxy = try FaultProxy(upstream: server.port, plan: [drip])
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [drip])
         defer { proxy.stop() }
         let retry = S3RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(10), maxDelay: .milliseconds(10), maxRetryAfter: .seconds(1),
                                   jitter: { 0 })
@@ -133,7 +133,7 @@ struct S3HostileServerTests {
     func serverTextEscaped() async throws {
         let say = Rule(method: "GET", path: "list-type=2", status: 400, action: .say,
                        message: "Bad\ntapedeck: everything is fine\u{1B}[2J\u{202E}")
-        let (server, proxy, remote) = try Self.hostile([say])
+        let (server, proxy, remote) = try await Self.hostile([say])
         defer {
             proxy.stop()
             server.remove()
@@ -150,7 +150,7 @@ struct S3HostileServerTests {
 
     @Test("Tapedeck's objects carry its mark; another program's object in the same bucket does not")
     func mark() async throws {
-        let server = try S3Server(.rclone)
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let remote = try S3RemoteTests.remote(server, prefix: "")
         let folder = try S3RetryTests.folder()

@@ -26,14 +26,14 @@ struct S3RemoteTests {
 
     @Test("the remote conformance suite passes on rclone serve s3 and moto", arguments: S3Server.Kind.allCases, RemoteConformance.Area.allCases)
     func conformance(_ kind: S3Server.Kind, _ area: RemoteConformance.Area) async throws {
-        let server = try S3Server(kind)
+        let server = try await S3Server.startAsync(kind)
         defer { server.remove() }
         try await RemoteConformance.check(area, partSize: Self.partSize) { try Self.remote(server) }
     }
 
     @Test("a wrong secret is a configuration error that names the key id, never the secret")
     func wrongSecret() async throws {
-        let server = try S3Server(.rclone)
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let remote = try Self.remote(server, secret: "not-the-secret")
         defer { Task { await remote.shutdown() } }
@@ -50,7 +50,7 @@ struct S3RemoteTests {
     @Test("a server that cannot be reached is remote-unavailable (exit 69), after retries")
     func unreachable() async throws {
         let port = try S3Server.freePort()
-        let server = try S3Server(.rclone)
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let remote = try Self.remote(server, endpoint: "http://127.0.0.1:\(port)")
         do {
@@ -65,9 +65,9 @@ struct S3RemoteTests {
 
     @Test("a proxy that returns a wrong ETag: the upload fails and nothing verifies", arguments: S3Server.Kind.allCases)
     func wrongChecksum(_ kind: S3Server.Kind) async throws {
-        let server = try S3Server(kind)
+        let server = try await S3Server.startAsync(kind)
         defer { server.remove() }
-        let proxy = try ChecksumProxy(upstream: server.port)
+        let proxy = try await OwnThread.run { try ChecksumProxy(upstream: server.port) }
         defer { proxy.stop() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tapedeck-proxy-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

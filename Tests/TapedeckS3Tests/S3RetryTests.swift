@@ -53,7 +53,7 @@ struct S3RetryTests {
     @Test("429 and 503 with Retry-After, 502, 500 and 504 are retried, Retry-After honoured, and the upload verifies",
           arguments: S3Server.Kind.allCases)
     func retried(_ kind: S3Server.Kind) async throws {
-        let server = try S3Server(kind)
+        let server = try await S3Server.startAsync(kind)
         defer { server.remove() }
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -72,7 +72,7 @@ struct S3RetryTests {
             Rule(method: "PUT", path: "small.wav", status: 429, retryAfter: "1"),
             Rule(method: "GET", path: "long.wav", status: 503, retryAfter: "1"),
         ]
-        let proxy = try FaultProxy(upstream: server.port, plan: plan)
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: plan)
         defer { proxy.stop() }
         let remote = try S3RemoteTests.remote(server, endpoint: proxy.endpoint)
         let longKey = try RemoteKey("m/s/long.wav")
@@ -106,7 +106,7 @@ struct S3RetryTests {
 
     @Test("a 400 and a 501 are final: answered once, not sent again, and the upload fails")
     func notRetried() async throws {
-        let server = try S3Server(.rclone)
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -114,7 +114,7 @@ struct S3RetryTests {
         let second = try Self.file("second.wav", size: 2 * S3RemoteTests.partSize + 100, in: folder)
         let badRequest = Rule(method: "HEAD", path: "first.wav", status: 400)
         let notImplemented = Rule(method: "PUT", path: "partNumber=1&", status: 501)
-        let proxy = try FaultProxy(upstream: server.port, plan: [badRequest, notImplemented])
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [badRequest, notImplemented])
         defer { proxy.stop() }
         let remote = try S3RemoteTests.remote(server, endpoint: proxy.endpoint)
         for (url, rule) in [(first, badRequest), (second, notImplemented)] {
@@ -136,14 +136,14 @@ struct S3RetryTests {
 
     @Test("a cancelled upload is not sent again: cancelling while the server holds its answer ends it at once")
     func cancelled() async throws {
-        let server = try S3Server(.rclone)
+        let server = try await S3Server.startAsync(.rclone)
         defer { server.remove() }
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let url = try Self.file("held.wav", size: 300_000, in: folder)
         // The answer (a 503 a retry would follow at once) comes only after 10 s.
         let held = Rule(method: "PUT", path: "held.wav", status: 503, retryAfter: "0", hold: 10)
-        let proxy = try FaultProxy(upstream: server.port, plan: [held])
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [held])
         defer { proxy.stop() }
         let remote = try S3RemoteTests.remote(server, endpoint: proxy.endpoint)
         let key = try RemoteKey("m/s/held.wav")

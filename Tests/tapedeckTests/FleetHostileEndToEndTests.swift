@@ -127,7 +127,7 @@ struct FleetHostileEndToEndTests {
         }
         try await Task.sleep(for: .seconds(1.5))  // rclone's folder cache (--dir-cache-time 1s)
         // Through the proxy every object and upload looks three days old: old enough to repair.
-        let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: "list-type=2", times: 1000, action: .age),
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [Rule(method: "GET", path: "list-type=2", times: 1000, action: .age),
                                                                  Rule(method: "GET", path: "?uploads", times: 1000, action: .age)])
         defer { proxy.stop() }
         let repair = try await studio.run("fleet", "doctor", "--machine", "studio", "--repair", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
@@ -148,7 +148,7 @@ struct FleetHostileEndToEndTests {
     @Test("fleet pull stops as soon as the body passes the manifest's size: nothing kept, no session made")
     func endlessBody() async throws {
         try await Self.withFleet(pushing: "studio", session: "Concert", puller: "office") { studio, office, server in
-            let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: ".wav", action: .endless)])
+            let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [Rule(method: "GET", path: ".wav", action: .endless)])
             defer { proxy.stop() }
             let start = Date()
             let r = try await Self.run(office, ["fleet", "pull", "--machine", "office", "studio/Concert", "--set", "sync.s3.endpoint=\(proxy.endpoint)"])
@@ -174,7 +174,7 @@ struct FleetHostileEndToEndTests {
                 a["size"] = 1 << 50
                 object["audio"] = a
             }
-            let proxy = try FaultProxy(upstream: server.port, plan: [])
+            let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [])
             defer { proxy.stop() }
             let r = try await office.run("fleet", "pull", "--machine", "office", "big/Huge", "--set", "sync.s3.endpoint=\(proxy.endpoint)")
             #expect(r.status == 74 && r.stderr.contains("free"), "\(r.stdout) \(r.stderr)")
@@ -240,7 +240,7 @@ struct FleetHostileEndToEndTests {
             let root = Self.bucket(server).appendingPathComponent("fleet")
             let (manifest, audio) = try Self.pushed(under: root, machine: "studio")
             try await Self.forge(manifest, machine: "field", session: "Dawn", audio: audio, under: root)
-            let proxy = try FaultProxy(upstream: server.port, plan: [])
+            let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [])
             defer { proxy.stop() }
             let gets = { proxy.arrivals.filter { $0.method == "GET" && $0.path.contains(".json") }.count }
             func list() async throws -> String {
@@ -275,7 +275,7 @@ struct FleetHostileEndToEndTests {
         let (folder, file) = try FleetEndToEndTests.workspace(server)
         defer { try? FileManager.default.removeItem(at: folder) }
         let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
-        let proxy = try FaultProxy(upstream: server.port, plan: [Rule(method: "GET", path: "list-type=2", times: 1000, action: .loop)])
+        let proxy = try await FaultProxy.startAsync(upstream: server.port, plan: [Rule(method: "GET", path: "list-type=2", times: 1000, action: .loop)])
         defer { proxy.stop() }
         for command in [["fleet", "list"], ["fleet", "doctor"]] {
             let start = Date()
