@@ -256,7 +256,23 @@ public final class S3Remote: TakeRemote {
         if local.size <= Int64(size) && resuming == nil {
             return try await uploadWhole(local, key: key, pace: pace, progress: progress)
         }
-        return try await uploadParts(local, key: key, partSize: size, resuming: resuming, pace: pace, started: started, progress: progress)
+        do {
+            return try await uploadParts(local, key: key, partSize: size, resuming: resuming, pace: pace, started: started, progress: progress)
+        } catch let broken as BrokenUpload {
+            // A server may keep an upload it can no longer write (rclone serve s3 answers 500 to
+            // every part of one a full disk broke, also once there is room): resuming it would
+            // fail on every push. It is abandoned and begun anew, once; a failure then is said.
+            logger.notice("The server failed a resumed upload; beginning it anew", metadata: ["key": "\(key)", "reason": "\(broken.error.message)"])
+            try? await abandon(broken.uploadID, key: key)
+            return try await uploadParts(local, key: key, partSize: size, resuming: nil, pace: pace, started: started, progress: progress)
+        }
+    }
+
+    /// A part of a resumed upload the server answered with a server error (5xx, after the
+    /// retries): the upload may be broken on the server.
+    private struct BrokenUpload: Error {
+        var uploadID: String
+        var error: TapedeckError
     }
 
     private func uploadWhole(_ local: LocalFile, key: RemoteKey, pace: (@Sendable (Int) async throws -> Void)?,
@@ -341,7 +357,11 @@ public final class S3Remote: TakeRemote {
                     if response.status == 404 {
                         throw TapedeckError(.remoteUnavailable, "The upload of \(key) was abandoned on the server (NoSuchUpload). Run push again to start it anew.")
                     }
-                    guard response.status == 200 else { throw client.failure(response, "write part \(number) of \(key)") }
+                    guard response.status == 200 else {
+                        let failure = client.failure(response, "write part \(number) of \(key)")
+                        if resuming == uploadID, response.status >= 500 { throw BrokenUpload(uploadID: uploadID, error: failure) }
+                        throw failure
+                    }
                     let etag = (response.headers.first(name: "etag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).lowercased()
                     guard etag == md5Hex else {
                         throw TapedeckError(.remoteUnavailable, "The S3 server \(client.endpoint) answered part \(number) of \(key) with the ETag \(etag.isEmpty ? "(none)" : ForeignText.printable(etag, limit: 80)), not the MD5 \(md5Hex) of the bytes sent: the part may be damaged. Run push again; it is sent anew.")
