@@ -9,7 +9,7 @@ extension FleetCommand {
     @MainActor
     static func withCatalog<T>(_ studio: Studio, for command: String, _ body: (any FleetIndex) async throws -> T) async throws -> T {
         guard let catalog = try studio.makeFleetIndex(environment: ProcessInfo.processInfo.environment) else {
-            throw TapedeckError(.configuration, "fleet \(command) works on the fleet catalog, and none is configured. Set sync.catalog.postgres in the config's sync: section (postgres://USER@HOST/DATABASE; `tapedeck config example` shows the keys).")
+            throw TapedeckError(.configuration, "fleet \(command) works on the fleet catalog, and none is configured\(studio.configPlace). Set sync.catalog.postgres in the sync: section (postgres://USER@HOST/DATABASE), or give --set sync.catalog.postgres=URL; `tapedeck config example` shows the keys.")
         }
         do {
             try await catalog.prepare()
@@ -27,7 +27,7 @@ extension FleetCommand {
 struct FleetStatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Every machine's running record and push --watch, as their heartbeats in the fleet catalog say.",
+        abstract: "Every machine's running record, serve and push --watch, as their heartbeats in the fleet catalog say.",
         usage: "tapedeck fleet status [<options>]",
         discussion: "A machine not heard from for two of its heartbeat intervals (by the catalog's clock) is STALE: the command stopped, hangs, or cannot reach the catalog. A recorder whose clock is a second or more off the catalog's says so (clock 5 s ahead). Exit status 1 when one is stale.")
 
@@ -57,17 +57,8 @@ struct FleetStatusCommand: AsyncParsableCommand {
     static func line(_ b: RecorderHeartbeat, now: Date) -> String {
         let ago = b.secondsAgo(at: now)
         var parts = ["\(b.machine) \(b.role)", b.isStale(at: now) ? "STALE" : b.state.rawValue]
-        if let take = b.take ?? b.session { parts.append(Terminal.safe(take)) }
-        if let level = b.levelDBFS { parts.append(String(format: "%.1f dBFS", level)) }
+        parts += b.summary.map(Terminal.safe)
         if let disk = b.diskSecondsLeft { parts.append("disk \(RetentionClock.duration(disk))") }
-        if let waiting = b.backlogTakes, waiting > 0 {
-            parts.append("\(Terminal.counted(waiting, "take")) to upload" + (b.backlogOldestSeconds.map { ", oldest \(RetentionClock.duration($0))" } ?? ""))
-        }
-        if let error = b.lastError { parts.append(Terminal.safe(error)) }
-        // Beyond a second, more than a network's delay: the recorder's clock is off.
-        if let offset = b.clockOffsetSeconds, abs(offset) >= 1 {
-            parts.append("clock \(RetentionClock.duration(abs(offset))) \(offset > 0 ? "ahead" : "behind")")
-        }
         parts.append("seen \(RetentionClock.duration(ago)) ago")
         return parts.joined(separator: "  ")
     }

@@ -9,14 +9,7 @@ extension PageRenderer {
         var rows = ""
         for r in fleet.recorders {
             let b = r.heartbeat
-            var what: [String] = []
-            if let take = b.take ?? b.session { what.append(take) }
-            if let level = b.levelDBFS { what.append(String(format: "%.1f dBFS", level)) }
-            if let waiting = b.backlogTakes, waiting > 0 { what.append("\(waiting) to upload") }
-            if let error = b.lastError { what.append(error) }
-            if let offset = b.clockOffsetSeconds, abs(offset) >= 1 {
-                what.append("clock \(duration(abs(offset))) \(offset > 0 ? "ahead" : "behind")")
-            }
+            let what = b.summary
             rows += "<tr\(r.stale ? " class=\"stale\"" : "")><td>\(escape(b.machine))</td><td>\(escape(b.role))</td>"
                 + "<td>\(r.stale ? "STALE" : escape(b.state.rawValue))</td><td>\(escape(what.joined(separator: " · ")))</td>"
                 + "<td class=\"num\">\(b.diskSecondsLeft.map { escape(RetentionClock.duration($0)) } ?? "–")</td>"
