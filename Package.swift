@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "TapedeckCommandLine", targets: ["TapedeckCommandLine"]),
         .library(name: "TapedeckS3", targets: ["TapedeckS3"]),
         .library(name: "TapedeckPostgres", targets: ["TapedeckPostgres"]),
+        .library(name: "TapedeckStream", targets: ["TapedeckStream"]),
         .library(name: "TapedeckAlerts", targets: ["TapedeckAlerts"]),
         .library(name: "TapedeckTesting", targets: ["TapedeckTesting"]),
         // Test support: an LD_PRELOAD library that gives a folder a byte quota (disk-full tests
@@ -58,7 +59,8 @@ let package = Package(
         .trait(name: "PipeWire", description: "The PipeWire capture and playback backend (libpipewire-0.3)."),
         .trait(name: "S3", description: "The S3 remote of push, pull and fleet (async-http-client, SwiftNIO, swift-crypto)."),
         .trait(name: "Postgres", description: "The fleet catalog in PostgreSQL (postgres-nio, swift-nio-ssl)."),
-        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire", "S3", "Postgres"]),
+        .trait(name: "Streams", description: "Network streams as capture backends (async-http-client, libvorbisfile, libmpg123, libopusfile, libFLAC)."),
+        .default(enabledTraits: ["ALSA", "PulseAudio", "JACK", "PipeWire", "S3", "Postgres", "Streams"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -124,6 +126,19 @@ let package = Package(
         ], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckPostgresTests", dependencies: ["TapedeckPostgres", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
+        // Network streams (Icecast/HTTP) as a capture backend: decoded in-process.
+        .target(name: "TapedeckStream", dependencies: [
+            "TapedeckCore", "COpus", "CFLAC", "CStreamCodecs",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckStreamTests", dependencies: ["TapedeckStream", "TapedeckTesting", .product(name: "NIOCore", package: "swift-nio"),
+                                                         .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: swiftSettings),
+        .systemLibrary(
+            name: "CStreamCodecs", path: "Sources/Shims/CStreamCodecs",
+            providers: [.apt(["libvorbis-dev", "libmpg123-dev"])]
+        ),
         // Sample-rate conversion over libsoxr (a SampleRateConversion the composition root hands exports).
         .target(name: "TapedeckResample", dependencies: ["TapedeckCore", "CSoxr"], swiftSettings: swiftSettings),
         .systemLibrary(
@@ -306,6 +321,7 @@ let package = Package(
                 "TapedeckDirectoryStorage", "TapedeckBundleStorage",
                 .target(name: "TapedeckS3", condition: .when(traits: ["S3"])),
                 .target(name: "TapedeckPostgres", condition: .when(traits: ["Postgres"])),
+                .target(name: "TapedeckStream", condition: .when(traits: ["Streams"])),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],

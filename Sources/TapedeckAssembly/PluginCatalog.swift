@@ -20,6 +20,9 @@ import TapedeckPulseAudio
 #if JACK
 import TapedeckJACK
 #endif
+#if Streams
+import TapedeckStream
+#endif
 #if PipeWire
 import TapedeckPipeWire
 #endif
@@ -47,7 +50,7 @@ public struct PluginCatalog: Sendable {
 
     /// Every plugin compiled into this build.
     public static let builtIn = PluginCatalog(
-        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture) + jack.map(\.capture) + pipewire.map(\.capture),
+        capture: [NullPlugin.capture] + alsa.map(\.capture) + pulse.map(\.capture) + jack.map(\.capture) + pipewire.map(\.capture) + streams,
         playback: [NullPlugin.playback] + alsa.map(\.playback) + pulse.map(\.playback) + jack.map(\.playback) + pipewire.map(\.playback),
         encoders: [WAVPlugin.encoder, FLACPlugin.encoder, OpusPlugin.encoder, SndfileFormatsPlugin.mp3, SndfileFormatsPlugin.vorbis,
                    SndfileFormatsPlugin.aiff],
@@ -72,13 +75,16 @@ public struct PluginCatalog: Sendable {
         #if PipeWire
         names.append(PipeWireBackend.library)
         #endif
+        #if Streams
+        names.append(StreamBackend.library)
+        #endif
         return names
     }
 
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
-    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK", "pipewire": "PipeWire"]
+    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK", "pipewire": "PipeWire", "stream": "Streams"]
     /// The Debian package each optional backend builds against.
-    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev", "pipewire": "libpipewire-0.3-dev"]
+    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev", "pipewire": "libpipewire-0.3-dev", "stream": "libvorbis-dev and libmpg123-dev"]
     /// Remotes that only some builds have, by config name, with the SwiftPM trait that brings each
     /// (the S3 remote brings async-http-client, SwiftNIO and swift-crypto into the build).
     public static let optionalRemotes: [String: String] = ["s3": "S3"]
@@ -91,6 +97,14 @@ public struct PluginCatalog: Sendable {
         case .remote: optionalRemotes[name]
         case .encoder, .decoder, .storage: nil
         }
+    }
+
+    private static var streams: [CapturePlugin] {
+        #if Streams
+        [StreamBackend.capture]
+        #else
+        []
+        #endif
     }
 
     private static var s3: [RemotePlugin] {

@@ -43,8 +43,9 @@ struct Resolution {
             }
         }
         let format = FormatSettings(host["format"] ?? PluginSettings()).format
-        let recording = RecordingSettings(format: format, capture: host["capture"] ?? PluginSettings(),
+        var recording = RecordingSettings(format: format, capture: host["capture"] ?? PluginSettings(),
                                           storage: host["storage"] ?? PluginSettings())
+        recording.formatChoice = formatChoice()
         checkBufferMemory(recording)
         let none = RoleSelection(plugin: nil, settings: PluginSettings())
         var configuration = TapedeckConfiguration(
@@ -58,6 +59,23 @@ struct Resolution {
             settings: settings)
         configuration.retentionSettings = host["retention"] ?? PluginSettings()
         return configuration
+    }
+
+    /// The network capture backend a device URL names (`http://` and `https://`: `stream`), or nil.
+    static func networkBackend(for device: String) -> String? {
+        let lower = device.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return "stream" }
+        return nil
+    }
+
+    /// The parts of the format some layer set (a file, a machine section, a flag), not defaults.
+    private func formatChoice() -> FormatChoice {
+        var choice: FormatChoice = []
+        for (setting, part) in [(FormatSettings.sampleRate.key, FormatChoice.sampleRate), (FormatSettings.channels.key, .channels),
+                                (FormatSettings.sampleFormat.key, .sampleFormat)] {
+            if let source = settings["format." + setting]?.source, source != .builtIn { choice.insert(part) }
+        }
+        return choice
     }
 
     /// Reads `declarations` under `section`; a bad value is a problem and reads as its default.
@@ -82,11 +100,16 @@ struct Resolution {
     private mutating func select(_ role: PluginRole, section: String, selector: String) -> RoleSelection {
         let key = section + "." + selector
         var (chosen, source) = layers.value(of: key, fallback: HostSettings.defaultSelections[section] ?? "")
+        let mine = overrides.filter { $0.section == section }
+        // `-D http://…` names a network stream whatever backend is configured: the URL is the choice.
+        if role == .capture, let url = mine.last(where: { $0.key == "device" })?.value, let network = Self.networkBackend(for: url),
+           catalog.entries(for: role).contains(where: { $0.name == network }) {
+            (chosen, source) = (network, .flag)
+        }
         if chosen.isEmpty, let found = detect?(role) {
             (chosen, source) = (found.plugin, .detected(reason: found.reason))
         }
         let none = RoleSelection(plugin: nil, settings: PluginSettings())
-        let mine = overrides.filter { $0.section == section }
         let entries = catalog.entries(for: role)
         guard !chosen.isEmpty else {
             for o in mine {

@@ -33,7 +33,8 @@ public final class Studio {
         self.logger = logger
         let paths = UserPaths(environment: environment)
         self.paths = paths
-        let context = PluginContext(logger: logger, defaultLibraryURL: paths.defaultLibrary)
+        var context = PluginContext(logger: logger, defaultLibraryURL: paths.defaultLibrary)
+        context.resampler = SoxrConversion()
         self.context = context
 
         guard let storageName = configuration.storage.plugin,
@@ -104,7 +105,7 @@ public final class Studio {
     /// - Parameter encoder: another of ``encoders`` (`record -o NAME.flac`); `nil` for the configured one.
     public func makeRecorder(encoder: (any AudioEncoder)? = nil) throws -> TakeRecorder {
         let capture = try makeCaptureBackend()
-        let device = configuration.capture.settings.values["device"]?.description ?? ""
+        let device = Credentials.hidden(in: configuration.capture.settings.values["device"]?.description ?? "")
         let source = CaptureSource(host: ConfigurationLoader.currentHostName(), backend: capture.name, device: device.isEmpty ? "default" : device)
         return TakeRecorder(capture: capture, encoder: encoder ?? self.encoder, store: store,
                             settings: configuration.recording, logger: logger,

@@ -345,7 +345,7 @@ struct ConfigShowCommand: AsyncParsableCommand {
                                     detection: detection)
             let library = c.libraryPath(catalog: BoundCatalog.current, paths: UserPaths(environment: environment))
             let settings = c.settings.sorted { $0.key < $1.key }.map { key, r in
-                Row(key: key, value: r.value.description, layer: r.source.layer, source: r.source.description)
+                Row(key: key, value: Credentials.hidden(in: r.value.description), layer: r.source.layer, source: r.source.description)
             }
             let roles: [String: String?] = ["capture": c.capture.plugin, "playback": c.playback.plugin,
                                             "encoder": c.encoder.plugin, "storage": c.storage.plugin]

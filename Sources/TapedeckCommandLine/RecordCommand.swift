@@ -378,7 +378,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     /// The capture device as the banner names it, e.g. "hw:1 (alsa, detected)".
     static func source(of c: TapedeckConfiguration) -> String {
-        let device = c.capture.settings.values["device"]?.description ?? ""
+        let device = Credentials.hidden(in: c.capture.settings.values["device"]?.description ?? "")
         return "\(device.isEmpty ? "the default device" : device) (\(c.capture.plugin ?? "?")\(c.isDetected("capture") ? ", detected" : ""))"
     }
 

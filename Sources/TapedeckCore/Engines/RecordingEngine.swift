@@ -325,7 +325,7 @@ public final class RecordingEngine: Sendable {
     private func deviceThreadMain(opened: CheckedContinuation<AudioFormat, any Error>) {
         var stream: any CaptureStream
         do {
-            stream = try backend.openCaptureStream(format: settings.format, options: CaptureOptions(periodFrames: settings.periodFrames))
+            stream = try backend.openCaptureStream(format: settings.format, options: CaptureOptions(periodFrames: settings.periodFrames, chosen: settings.formatChoice))
         } catch {
             deviceFinished.store(true, ordering: .releasing)
             deviceDone.signal()

@@ -45,6 +45,9 @@ public struct RecordingSettings: Sendable, Hashable {
     public var warnFreeMinutes: Double
     /// Wait for a lost device and go on in a new take (`capture.resume`).
     public var resume = false
+    /// The parts of ``format`` the user chose (`format.*` in a config file, `-r`, `-c`, `-f`):
+    /// a source with a format of its own (a network stream) keeps its own for the rest.
+    public var formatChoice: FormatChoice = .all
     /// Measure each take's loudness while recording (`capture.measure-loudness`).
     public var measuresLoudness = true
 

@@ -12,6 +12,9 @@ public struct PluginContext: Sendable {
     /// setting as ``key(_:)`` gives it, never by a key written out. Empty where the plugin was
     /// made outside a configuration (a test, a library user); ``key(_:)`` then gives the bare key.
     public var section: String
+    /// Sample-rate conversion, for a plugin whose source has a rate of its own (a network stream
+    /// recorded at the rate the user chose). `nil` where the composition root gives none.
+    public var resampler: (any SampleRateConversion)?
 
     public init(logger: Logger, defaultLibraryURL: URL, section: String = "") {
         self.logger = logger

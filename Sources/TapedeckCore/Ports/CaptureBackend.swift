@@ -11,13 +11,36 @@ public struct CaptureRead: Sendable, Hashable {
     }
 }
 
+/// Which parts of the recording format the user chose (a flag, the config file), as opposed to
+/// defaults. A source that carries a format of its own (a network stream) keeps its own for every
+/// part not chosen and converts to the parts that were. A plain value; any thread.
+public struct FormatChoice: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let sampleRate = FormatChoice(rawValue: 1)
+    public static let channels = FormatChoice(rawValue: 2)
+    public static let sampleFormat = FormatChoice(rawValue: 4)
+    /// Every part: the format asked for is the format recorded (what a sound card does).
+    public static let all: FormatChoice = [.sampleRate, .channels, .sampleFormat]
+}
+
 /// Options for opening a capture stream.
 public struct CaptureOptions: Sendable, Hashable {
     /// Frames per period: the unit of one blocking read.
     public var periodFrames: Int
+    /// The parts of the requested format the user chose. A device with a fixed format (a sound
+    /// card) ignores it; a source that carries its own format keeps its own where a part is not
+    /// chosen. ``FormatChoice/all`` unless said.
+    public var chosen: FormatChoice
 
     public init(periodFrames: Int) {
         self.periodFrames = periodFrames
+        chosen = .all
+    }
+
+    public init(periodFrames: Int, chosen: FormatChoice) {
+        self.periodFrames = periodFrames
+        self.chosen = chosen
     }
 }
 

@@ -33,6 +33,8 @@ public struct DeviceSection: Sendable {
 
     /// The value of one of the backend's own settings.
     public subscript<Value>(_ setting: Setting<Value>) -> Value { values[setting] }
+    /// Sample-rate conversion the composition root gives (``PluginContext/resampler``), or nil.
+    public var resampler: (any SampleRateConversion)? { context.resampler }
     /// How a message names one of the backend's own settings: `capture.jack.server`.
     public func key<Value>(_ setting: Setting<Value>) -> String { context.key(setting) }
 }
@@ -63,6 +65,21 @@ public protocol RingBackend: Sendable {
     /// - Thread: the device thread that will use it. Blocks for the opening.
     /// - Throws: `.deviceUnavailable` or `.unsupportedFormat`, naming what to do.
     func open(format: AudioFormat, ring: DeviceRing) throws -> Device
+    /// Opens a device that may decide the format itself (a network stream carries its own):
+    /// `makeRing` makes the ring for the format it records in, which it returns with the device.
+    /// Parts of `requested` in `chosen` are kept (the device converts to them); the rest may be
+    /// the source's own. The default opens in `requested` through ``open(format:ring:)``.
+    /// - Thread: the device thread that will use it. Blocks for the opening.
+    func open(requested: AudioFormat, chosen: FormatChoice,
+              makeRing: (AudioFormat) throws -> DeviceRing) throws -> (device: Device, format: AudioFormat)
+}
+
+extension RingBackend {
+    public func open(requested: AudioFormat, chosen: FormatChoice,
+                     makeRing: (AudioFormat) throws -> DeviceRing) throws -> (device: Device, format: AudioFormat) {
+        let ring = try makeRing(requested)
+        return (try open(format: requested, ring: ring), requested)
+    }
 }
 
 extension RingBackend {
@@ -103,9 +120,17 @@ public protocol RingDevice: AnyObject {
     func closingReport(lostFrames: UInt64) -> String?
     /// Stops the callback and closes the device. The ring may be freed after this returns.
     func close()
+    /// Whether the device is driven by a real clock (a sound server's graph: ``CaptureStream/isRealTime``).
+    /// A source that can wait (a network stream, whose sender waits on the connection) says false:
+    /// the recorder then waits for room instead of dropping frames.
+    var isRealTime: Bool { get }
+    /// How long the device may run no cycle before the stream counts as lost.
+    var stallNanos: UInt64 { get }
 }
 
 extension RingDevice {
+    public var isRealTime: Bool { true }
+    public var stallNanos: UInt64 { RingStreams.stallNanos }
     public var eventFD: Int32 { -1 }
     public var deviceName: String? { nil }
     public func dispatchEvents() {}
@@ -122,7 +147,7 @@ public struct RingCaptureBackend<Backend: RingBackend>: CaptureBackend {
     /// Opens the device and its ring; reads return `options.periodFrames` frames.
     /// - Thread: the device thread that will read the stream. Blocks for the opening.
     public func openCaptureStream(format: AudioFormat, options: CaptureOptions) throws -> any CaptureStream {
-        try RingCaptureStream(backend: backend, format: format, periodFrames: options.periodFrames)
+        try RingCaptureStream(backend: backend, format: format, periodFrames: options.periodFrames, chosen: options.chosen)
     }
 }
 

@@ -16,7 +16,7 @@ import Logging
 public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     public let format: AudioFormat
     public let periodFrames: Int
-    public var isRealTime: Bool { true }
+    public var isRealTime: Bool { device.isRealTime }
     public var deviceName: String? { device.deviceName }
 
     private let ends: RingEnds<Backend>
@@ -32,10 +32,13 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     private var pendingLost: Int64 = 0
 
     /// Opens the device with a ring of ``RingStreams/captureSeconds``. Blocks for the opening.
-    init(backend: Backend, format: AudioFormat, periodFrames: Int) throws {
+    /// `chosen` says which parts of `format` the device must keep (see ``RingBackend/open(requested:chosen:makeRing:)``).
+    init(backend: Backend, format requested: AudioFormat, periodFrames: Int, chosen: FormatChoice = .all) throws {
         let period = max(16, periodFrames)
-        ends = try RingEnds(backend, .capture, format: format, periodFrames: period,
-                            ringFrames: max(4 * period, RingStreams.captureSeconds * format.sampleRate))
+        ends = try RingEnds(backend, .capture, requested: requested, chosen: chosen, periodFrames: period) {
+            max(4 * period, RingStreams.captureSeconds * $0.sampleRate)
+        }
+        let format = ends.format
         self.format = format
         self.periodFrames = period
         converter = SampleConverter(from: format.with(sampleFormat: .f32), to: format.sampleFormat)
@@ -48,7 +51,7 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     public func read(into buffer: UnsafeMutableRawPointer, maxFrames: Int) throws -> CaptureRead {
         if !ring.isStarted { ring.start() }
         let want = min(maxFrames, periodFrames)
-        var watch = StallWatch(ring)
+        var watch = StallWatch(ring, limit: device.stallNanos)
         while ring.available < want {
             if ring.isClosed {
                 if ring.available > 0 { break }
@@ -118,6 +121,8 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
 final class RingEnds<Backend: RingBackend> {
     let ring: DeviceRing
     let device: Backend.Device
+    /// The format the device opened in (the one asked for, or the source's own where it decides).
+    let format: AudioFormat
     let staging: UnsafeMutablePointer<Float>
     let logger: Logger
     private var closed = false
@@ -126,6 +131,29 @@ final class RingEnds<Backend: RingBackend> {
     init(_ backend: Backend, _ direction: DeviceRing.Direction, format: AudioFormat, periodFrames: Int, ringFrames: Int) throws {
         ring = try DeviceRing(direction, channels: format.channels, frames: ringFrames)
         device = try backend.open(format: format, ring: ring)
+        self.format = format
+        logger = backend.section.logger
+        staging = .allocate(capacity: periodFrames * format.channels)
+        staging.initialize(repeating: 0, count: periodFrames * format.channels)
+    }
+
+    /// Opens the device, which may decide the format (``RingBackend/open(requested:chosen:makeRing:)``),
+    /// with a ring of `ringFrames(format)` frames. Blocks for the opening.
+    init(_ backend: Backend, _ direction: DeviceRing.Direction, requested: AudioFormat, chosen: FormatChoice, periodFrames: Int,
+         ringFrames: (AudioFormat) -> Int) throws {
+        var made: DeviceRing?
+        let (device, format) = try backend.open(requested: requested, chosen: chosen) { format in
+            let ring = try DeviceRing(direction, channels: format.channels, frames: ringFrames(format))
+            made = ring
+            return ring
+        }
+        guard let ring = made, ring.channels == format.channels else {
+            device.close()
+            throw TapedeckError(.internalError, "The \(Backend.name) backend opened without a device buffer for \(format).")
+        }
+        self.ring = ring
+        self.device = device
+        self.format = format
         logger = backend.section.logger
         staging = .allocate(capacity: periodFrames * format.channels)
         staging.initialize(repeating: 0, count: periodFrames * format.channels)
@@ -157,11 +185,13 @@ public enum RingStreams {
 /// Whether a device ran no cycle for ``RingStreams/stallNanos`` since the watch began or last saw one.
 struct StallWatch {
     private let ring: DeviceRing
+    private let limit: UInt64
     private var lastCycles: UInt64
     private var idleSince: UInt64
 
-    init(_ ring: DeviceRing) {
+    init(_ ring: DeviceRing, limit: UInt64 = RingStreams.stallNanos) {
         self.ring = ring
+        self.limit = limit
         lastCycles = ring.cycles
         idleSince = DispatchTime.now().uptimeNanoseconds
     }
@@ -174,6 +204,6 @@ struct StallWatch {
             idleSince = now
             return false
         }
-        return now - idleSince > RingStreams.stallNanos
+        return now - idleSince > limit
     }
 }

@@ -1,0 +1,221 @@
+public import TapedeckCore
+import Foundation
+import Logging
+import Synchronization
+
+/// An open network stream: the connection, the decoder, and the thread that decodes what
+/// arrives and pushes it into the ``DeviceRing`` (the ring stream's callback side), converted to
+/// the take's channels and rate. The thread also keeps the liveness rule: no decoded audio for
+/// `stall-after` closes the ring (a lost device), and so does the stream ending or failing.
+///
+/// Not real time: when the recorder is behind (a slow disk) the thread waits for room, which
+/// slows the connection (the server waits on TCP), for up to ``roomWaitNanos``; what still does
+/// not fit is counted as lost where it was, never dropped silently.
+///
+/// Thread: the device thread that opened it, for every member.
+public final class StreamDevice: RingDevice {
+    /// How long the decoding thread waits for room in a full ring before it drops (and counts) frames.
+    static let roomWaitNanos: UInt64 = 2_000_000_000
+    /// Frames decoded per push.
+    static let chunkFrames = 4096
+
+    public let summary: String
+    public let deviceName: String?
+    public var cycleNanos: UInt64 { UInt64(Self.chunkFrames) * 1_000_000_000 / UInt64(decoded.sampleRate) }
+    public var isRealTime: Bool { false }
+    public var stallNanos: UInt64 { limits.stallNanos + 1_000_000_000 }
+
+    private let shown: String
+    private let connection: HTTPStreamConnection
+    private let decoder: any StreamDecoder
+    private let decoded: AudioFormat
+    private let limits: StreamLimits
+    private let worker: Worker
+    private let thread: Thread
+
+    /// Connects to `source`, learns its format from its first bytes, makes the ring for the
+    /// take's format and starts decoding into it. Blocks for the connection and the header.
+    static func connect(_ source: StreamSource, limits: StreamLimits, requested: AudioFormat, chosen: FormatChoice,
+                        resampler: (any SampleRateConversion)?, logger: Logger,
+                        makeRing: (AudioFormat) throws -> DeviceRing) throws -> (device: StreamDevice, format: AudioFormat) {
+        let connection = HTTPStreamConnection(connectTimeout: .milliseconds(Int64(limits.connect * 1000)))
+        var decoder: (any StreamDecoder)?
+        do {
+            let head = try connection.open(source, timeout: .milliseconds(Int64(limits.connect * 1000)))
+            guard (200..<300).contains(head.status) else {
+                throw StreamEnd(reason: Self.refusal(head.status))
+            }
+            let bytes = StreamBytes(connection.queue, stallNanos: max(limits.stallNanos, UInt64(limits.connect * 1e9)))
+            let opened = try StreamDecoders.open(bytes, contentType: head.contentType)
+            decoder = opened
+            bytes.lastAudio = DispatchTime.now().uptimeNanoseconds
+            var format = AudioFormat(sampleRate: chosen.contains(.sampleRate) ? requested.sampleRate : opened.sampleRate,
+                                     channels: chosen.contains(.channels) ? requested.channels : opened.channels,
+                                     sampleFormat: chosen.contains(.sampleFormat) ? requested.sampleFormat : opened.nativeFormat ?? requested.sampleFormat)
+            if format.channels == requested.channels { format.layout = requested.layout }
+            guard AudioFormat.sampleRateRange.contains(format.sampleRate), AudioFormat.channelRange.contains(format.channels) else {
+                throw TapedeckError(.unsupportedFormat, "The stream \(source.shown) is \(opened.sampleRate) Hz with \(opened.channels) channels, which Tapedeck does not record. Choose a rate and channels to convert to (-r 48000 -c 2).")
+            }
+            var converter: (any SampleRateConverter)?
+            if format.sampleRate != opened.sampleRate {
+                guard let resampler else {
+                    throw TapedeckError(.unsupportedFormat, "The stream \(source.shown) is \(opened.sampleRate) Hz and this build has no rate conversion for \(format.sampleRate) Hz. Record at the stream's rate (leave out -r and format.sample-rate).")
+                }
+                converter = try resampler.makeConverter(from: opened.sampleRate, to: format.sampleRate, channels: format.channels)
+            }
+            let ring = try makeRing(format)
+            let device = StreamDevice(source: source, head: head, connection: connection, decoder: opened, bytes: bytes,
+                                      format: format, converter: converter, limits: limits, ring: ring)
+            return (device, format)
+        } catch let end as StreamEnd {
+            decoder?.close()
+            connection.close()
+            throw TapedeckError(.deviceUnavailable, "The stream \(source.shown) \(end.reason). Check the URL (or -D), that the server is up and the mount is live; --resume waits for it.")
+        } catch {
+            decoder?.close()
+            connection.close()
+            throw error
+        }
+    }
+
+    private init(source: StreamSource, head: HTTPStreamConnection.Head, connection: HTTPStreamConnection, decoder: any StreamDecoder,
+                 bytes: StreamBytes, format: AudioFormat, converter: (any SampleRateConverter)?, limits: StreamLimits, ring: DeviceRing) {
+        shown = source.shown
+        self.connection = connection
+        self.decoder = decoder
+        self.limits = limits
+        decoded = AudioFormat(sampleRate: decoder.sampleRate, channels: decoder.channels, sampleFormat: .f32)
+        let station = head.name.map { "; station \"\($0)\"" } ?? ""
+        let conversion = decoded.sampleRate == format.sampleRate && decoded.channels == format.channels
+            ? "" : ", converted to \(format.sampleRate) Hz \(format.channels) ch"
+        summary = "Stream \(source.shown): \(decoder.codec), \(decoder.sampleRate) Hz, \(decoder.channels) ch\(conversion)\(station)"
+        deviceName = source.shown
+        let worker = Worker(ring: ring, decoder: decoder, bytes: bytes, connection: connection, channels: format.channels, converter: converter)
+        self.worker = worker
+        thread = Thread { worker.run() }
+        thread.name = "tapedeck-stream"
+        thread.start()
+    }
+
+    static func refusal(_ status: Int) -> String {
+        switch status {
+        case 401, 403: "refused the request (HTTP \(status)): it needs a user and password (in the URL, http://USER@host/…, with the password from password-env)"
+        case 404: "has no such mount (HTTP 404)"
+        default: "answered HTTP \(status) instead of audio"
+        }
+    }
+
+    public func lostError(_ doing: String) -> TapedeckError {
+        TapedeckError(.deviceLost, "The stream \(shown) \(worker.endReason ?? "ended") while \(doing).")
+    }
+
+    public func stallError(_ doing: String) -> TapedeckError {
+        TapedeckError(.deviceLost, "The stream \(shown) stalled while \(doing): no audio for \(StreamBytes.seconds(limits.stallNanos)).")
+    }
+
+    public func finishPlaying() throws {}
+
+    public func closingReport(lostFrames: UInt64) -> String? {
+        lostFrames == 0 ? nil : "The stream \(shown) lost \(lostFrames) frames the recorder had no room for (shown as gaps)."
+    }
+
+    /// Stops the decoding thread (ending the connection) and waits for it. Blocks briefly.
+    public func close() {
+        worker.stop()
+        connection.close()
+        worker.finished.wait()
+        decoder.close()
+    }
+}
+
+/// The decoding thread's work: decode, convert, push, watch.
+/// Thread: its own thread, but ``stop()`` and ``endReason`` (any thread).
+private final class Worker: @unchecked Sendable {
+    let ring: DeviceRing
+    let decoder: any StreamDecoder
+    let bytes: StreamBytes
+    let connection: HTTPStreamConnection
+    let channels: Int
+    let converter: (any SampleRateConverter)?
+    let finished = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    private let reason = Mutex<String?>(nil)
+
+    init(ring: DeviceRing, decoder: any StreamDecoder, bytes: StreamBytes, connection: HTTPStreamConnection, channels: Int,
+         converter: (any SampleRateConverter)?) {
+        self.ring = ring
+        self.decoder = decoder
+        self.bytes = bytes
+        self.connection = connection
+        self.channels = channels
+        self.converter = converter
+    }
+
+    var endReason: String? { reason.withLock { $0 } }
+    func stop() { stopped.store(true, ordering: .releasing) }
+
+    func run() {
+        defer { finished.signal() }
+        // Nothing is decoded before the recorder starts reading: the connection waits meanwhile.
+        while !ring.isStarted && !ring.isClosed && !stopped.load(ordering: .acquiring) { usleep(2_000) }
+        let chunk = StreamDevice.chunkFrames
+        var input = [Float](repeating: 0, count: chunk * decoder.channels)
+        var mixed = [Float](repeating: 0, count: chunk * channels)
+        let outCapacity = converter == nil ? chunk : chunk * 8 + 1024
+        var output = [Float](repeating: 0, count: outCapacity * channels)
+        var pushed: Int64 = 0
+        while !stopped.load(ordering: .acquiring) {
+            let n = input.withUnsafeMutableBufferPointer { decoder.decode(into: $0.baseAddress!, maxFrames: chunk) }
+            if stopped.load(ordering: .acquiring) { break }
+            guard n > 0 else {
+                reason.withLock { $0 = bytes.end?.reason ?? "ended" }
+                ring.close()
+                return
+            }
+            bytes.lastAudio = DispatchTime.now().uptimeNanoseconds
+            input.withUnsafeBufferPointer { i in
+                mixed.withUnsafeMutableBufferPointer { ChannelMix.mix(i.baseAddress!, channels: decoder.channels, into: $0.baseAddress!, channels: channels, frames: n) }
+            }
+            var frames = n
+            if let converter {
+                do {
+                    frames = try mixed.withUnsafeBufferPointer { m in
+                        try output.withUnsafeMutableBufferPointer { try converter.process(m.baseAddress!, frames: n, into: $0.baseAddress!, capacity: outCapacity) }
+                    }
+                } catch {
+                    reason.withLock { $0 = "could not be converted: \(error)" }
+                    ring.close()
+                    return
+                }
+                output.withUnsafeBufferPointer { push($0.baseAddress!, frames: frames) }
+            } else {
+                mixed.withUnsafeBufferPointer { push($0.baseAddress!, frames: frames) }
+            }
+            pushed += Int64(frames)
+            ring.setClock(frames: pushed)
+            ring.cycle()
+        }
+    }
+
+    /// Pushes `frames`, waiting (bounded) for room; what does not fit after the wait is counted lost.
+    private func push(_ source: UnsafePointer<Float>, frames: Int) {
+        var done = 0
+        var waitedSince: UInt64?
+        while done < frames && !stopped.load(ordering: .acquiring) && !ring.isClosed {
+            let room = ring.capacity - ring.available
+            if room > 0 {
+                done += ring.push(source + done * channels, frames: min(room, frames - done))
+                waitedSince = nil
+                continue
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if let since = waitedSince, now - since > StreamDevice.roomWaitNanos {
+                ring.lose(frames - done)
+                return
+            }
+            if waitedSince == nil { waitedSince = now }
+            usleep(2_000)
+            bytes.lastAudio = DispatchTime.now().uptimeNanoseconds  // waiting on the recorder is not a stall
+        }
+    }
+}
