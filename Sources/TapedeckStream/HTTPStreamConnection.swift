@@ -70,7 +70,7 @@ final class HTTPStreamConnection: @unchecked Sendable {
         func waitForHead(timeout: Duration) throws -> Head {
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             if headArrived.wait(timeout: .now() + seconds) == .timedOut {
-                throw StreamEnd(reason: "did not answer within \(Int(seconds)) s")
+                throw StreamEnd(reason: "stalled: no answer within \(StreamBytes.seconds(UInt64(seconds * 1e9)))")
             }
             return try state.withLock { $0.head! }.get()
         }

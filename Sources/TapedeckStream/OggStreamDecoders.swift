@@ -13,6 +13,8 @@ final class OpusStreamDecoder: StreamDecoder {
     private let bytes: StreamBytes
     private let file: OpaquePointer
     private var scratch: [Float] = []
+    private var link: Int32 = -1
+    private var newTitle: String?
 
     init(_ bytes: StreamBytes) throws {
         self.bytes = bytes
@@ -29,7 +31,22 @@ final class OpusStreamDecoder: StreamDecoder {
         channels = Int(op_channel_count(file, -1))
     }
 
+    func takeTitle() -> String? {
+        defer { newTitle = nil }
+        return newTitle
+    }
+
+    /// Notes the title of a link the last read began.
+    private func noteLink() {
+        let current = op_current_link(file)
+        guard current != link, let tags = op_tags(file, current) else { return }
+        link = current
+        func tag(_ name: String) -> String? { opus_tags_query(tags, name, 0).map { String(cString: $0) } }
+        newTitle = StreamTitle.label(artist: tag("ARTIST"), title: tag("TITLE"))
+    }
+
     func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
+        defer { noteLink() }
         while true {
             let link = op_current_link(file)
             let linkChannels = Int(op_channel_count(file, link))
@@ -63,6 +80,13 @@ final class VorbisStreamDecoder: StreamDecoder {
     var nativeFormat: SampleFormat? { nil }
     private let bytes: StreamBytes
     private let file: UnsafeMutablePointer<OggVorbis_File>
+    private var link: Int32 = -1
+    private var newTitle: String?
+
+    func takeTitle() -> String? {
+        defer { newTitle = nil }
+        return newTitle
+    }
 
     init(_ bytes: StreamBytes) throws {
         self.bytes = bytes
@@ -94,6 +118,11 @@ final class VorbisStreamDecoder: StreamDecoder {
                 return 0
             }
             if n == 0 { return 0 }
+            if link != self.link, let comments = ov_comment(file, link) {
+                self.link = link
+                func tag(_ name: String) -> String? { vorbis_comment_query(comments, name, 0).map { String(cString: $0) } }
+                newTitle = StreamTitle.label(artist: tag("ARTIST"), title: tag("TITLE"))
+            }
             guard let info = ov_info(file, -1), let planes else { return 0 }
             let linkChannels = Int(info.pointee.channels)
             if Int(info.pointee.rate) != sampleRate {

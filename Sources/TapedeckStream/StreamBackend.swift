@@ -23,9 +23,7 @@ public struct StreamBackend: RingBackend {
         help: "While a lost stream is awaited (--resume), the wait between tries: from the first to the second, doubling.")
     static let passwordEnv = Setting<String>("password-env", default: "",
         help: "The environment variable holding the stream's password (the user is the URL's, http://USER@host/…); never logged.")
-    static let connectTimeout = Setting<String>("connect-timeout", default: "10s",
-        help: "How long connecting and the server's first answer may take.")
-    public static let settings = [stallAfter.declaration, reconnect.declaration, passwordEnv.declaration, connectTimeout.declaration]
+    public static let settings = [stallAfter.declaration, reconnect.declaration, passwordEnv.declaration]
     /// The decoders' libraries, for `tapedeck --version`.
     public static var library: String { "libopusfile, libvorbisfile, libFLAC, libmpg123 (network streams)" }
 
@@ -46,7 +44,7 @@ public struct StreamBackend: RingBackend {
     }
 
     /// Connects, reads the stream's header, and opens in the stream's own format where `chosen`
-    /// leaves it open. Blocks up to `connect-timeout` for the answer and `stall-after` for audio.
+    /// leaves it open. Blocks up to `stall-after` for the answer and again for audio.
     public func open(requested: AudioFormat, chosen: FormatChoice,
                      makeRing: (AudioFormat) throws -> DeviceRing) throws -> (device: StreamDevice, format: AudioFormat) {
         let limits = try self.limits()
@@ -77,22 +75,22 @@ public struct StreamBackend: RingBackend {
 
     private func limits() throws -> StreamLimits {
         let stall = try DurationText.seconds(section[Self.stallAfter], flag: section.key(Self.stallAfter))
-        let connect = try DurationText.seconds(section[Self.connectTimeout], flag: section.key(Self.connectTimeout))
         let text = section[Self.reconnect]
         let parts = text.components(separatedBy: "..")
         guard parts.count == 2, let low = try? DurationText.seconds(parts[0], flag: ""), let high = try? DurationText.seconds(parts[1], flag: ""),
               low <= high else {
             throw TapedeckError(.configuration, "\(section.key(Self.reconnect)) \(text): give the first and the longest wait as FIRST..LONGEST, for example 1s..30s.")
         }
-        return StreamLimits(stallNanos: UInt64(stall * 1e9), connect: connect, reconnect: low...high)
+        return StreamLimits(stallNanos: UInt64(stall * 1e9), reconnect: low...high)
     }
 }
 
 /// The stream's time limits, read from its settings. A plain value.
 struct StreamLimits: Sendable {
+    /// No audio for this long (from connecting: no answer, no bytes, nothing that decodes) is a lost stream.
     var stallNanos: UInt64
-    var connect: Double
     var reconnect: ClosedRange<Double>
+    var stall: Duration { .nanoseconds(Int64(stallNanos)) }
 }
 
 /// The back-off between tries to reach a lost stream. The recorder asks every second; a try

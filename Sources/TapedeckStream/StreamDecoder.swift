@@ -18,6 +18,31 @@ protocol StreamDecoder: AnyObject {
     func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int
     /// Frees the decoder. Once.
     func close()
+    /// The title of a new link of a chained stream (Ogg comments: `ARTIST - TITLE`), once, when
+    /// the last ``decode(into:maxFrames:)`` began one; nil otherwise.
+    func takeTitle() -> String?
+}
+
+extension StreamDecoder {
+    func takeTitle() -> String? { nil }
+}
+
+/// A stream title as a marker's label: `ARTIST - TITLE` (or either), without control
+/// characters, at most ``TakeMarker/maxLabelBytes`` bytes (cut at a character).
+enum StreamTitle {
+    static func label(artist: String?, title: String?) -> String? {
+        let parts = [artist, title].compactMap { $0 }.filter { !$0.isEmpty }
+        return parts.isEmpty ? nil : label(parts.joined(separator: " - "))
+    }
+
+    static func label(_ text: String) -> String? {
+        var out = ""
+        for c in text where !c.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            if out.utf8.count + String(c).utf8.count > TakeMarker.maxLabelBytes { break }
+            out.append(c)
+        }
+        return out.isEmpty ? nil : out
+    }
 }
 
 /// Chooses the decoder for a stream from its first bytes (the container's magic), then from

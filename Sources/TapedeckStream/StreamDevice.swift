@@ -24,6 +24,8 @@ public final class StreamDevice: RingDevice {
     public var cycleNanos: UInt64 { UInt64(Self.chunkFrames) * 1_000_000_000 / UInt64(decoded.sampleRate) }
     public var isRealTime: Bool { false }
     public var stallNanos: UInt64 { limits.stallNanos + 1_000_000_000 }
+    /// The stream's title changes (ICY `StreamTitle`, Ogg comments of a new link), as markers.
+    public let cues: CaptureCues? = CaptureCues()
 
     private let shown: String
     private let connection: HTTPStreamConnection
@@ -38,14 +40,14 @@ public final class StreamDevice: RingDevice {
     static func connect(_ source: StreamSource, limits: StreamLimits, requested: AudioFormat, chosen: FormatChoice,
                         resampler: (any SampleRateConversion)?, logger: Logger,
                         makeRing: (AudioFormat) throws -> DeviceRing) throws -> (device: StreamDevice, format: AudioFormat) {
-        let connection = HTTPStreamConnection(connectTimeout: .milliseconds(Int64(limits.connect * 1000)))
+        let connection = HTTPStreamConnection(connectTimeout: limits.stall)
         var decoder: (any StreamDecoder)?
         do {
-            let head = try connection.open(source, timeout: .milliseconds(Int64(limits.connect * 1000)))
+            let head = try connection.open(source, timeout: limits.stall)
             guard (200..<300).contains(head.status) else {
                 throw StreamEnd(reason: Self.refusal(head.status))
             }
-            let bytes = StreamBytes(connection.queue, stallNanos: max(limits.stallNanos, UInt64(limits.connect * 1e9)))
+            let bytes = StreamBytes(connection.queue, stallNanos: limits.stallNanos)
             let opened = try StreamDecoders.open(bytes, contentType: head.contentType)
             decoder = opened
             bytes.lastAudio = DispatchTime.now().uptimeNanoseconds
@@ -90,7 +92,8 @@ public final class StreamDevice: RingDevice {
             ? "" : ", converted to \(format.sampleRate) Hz \(format.channels) ch"
         summary = "Stream \(source.shown): \(decoder.codec), \(decoder.sampleRate) Hz, \(decoder.channels) ch\(conversion)\(station)"
         deviceName = source.shown
-        let worker = Worker(ring: ring, decoder: decoder, bytes: bytes, connection: connection, channels: format.channels, converter: converter)
+        let worker = Worker(ring: ring, decoder: decoder, bytes: bytes, connection: connection, channels: format.channels, converter: converter,
+                            cues: cues!, outputRate: format.sampleRate)
         self.worker = worker
         thread = Thread { worker.run() }
         thread.name = "tapedeck-stream"
@@ -137,12 +140,20 @@ private final class Worker: @unchecked Sendable {
     let connection: HTTPStreamConnection
     let channels: Int
     let converter: (any SampleRateConverter)?
+    let cues: CaptureCues
+    /// Output frames per decoded frame (the take's rate over the stream's).
+    let rateRatio: Double
     let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     private let reason = Mutex<String?>(nil)
 
+    /// ICY titles not yet placed (their bytes not yet read by the decoder).
+    private var titles: [IcyDemuxer.Title] = []
+
     init(ring: DeviceRing, decoder: any StreamDecoder, bytes: StreamBytes, connection: HTTPStreamConnection, channels: Int,
-         converter: (any SampleRateConverter)?) {
+         converter: (any SampleRateConverter)?, cues: CaptureCues, outputRate: Int) {
+        self.cues = cues
+        rateRatio = Double(outputRate) / Double(decoder.sampleRate)
         self.ring = ring
         self.decoder = decoder
         self.bytes = bytes
@@ -164,6 +175,7 @@ private final class Worker: @unchecked Sendable {
         let outCapacity = converter == nil ? chunk : chunk * 8 + 1024
         var output = [Float](repeating: 0, count: outCapacity * channels)
         var pushed: Int64 = 0
+        var decodedTotal: Int64 = 0
         while !stopped.load(ordering: .acquiring) {
             let n = input.withUnsafeMutableBufferPointer { decoder.decode(into: $0.baseAddress!, maxFrames: chunk) }
             if stopped.load(ordering: .acquiring) { break }
@@ -173,6 +185,8 @@ private final class Worker: @unchecked Sendable {
                 return
             }
             bytes.lastAudio = DispatchTime.now().uptimeNanoseconds
+            placeTitles(at: pushed, decodedBefore: decodedTotal)
+            decodedTotal += Int64(n)
             input.withUnsafeBufferPointer { i in
                 mixed.withUnsafeMutableBufferPointer { ChannelMix.mix(i.baseAddress!, channels: decoder.channels, into: $0.baseAddress!, channels: channels, frames: n) }
             }
@@ -194,6 +208,22 @@ private final class Worker: @unchecked Sendable {
             pushed += Int64(frames)
             ring.setClock(frames: pushed)
             ring.cycle()
+        }
+    }
+
+    /// Posts the titles that begin in the audio just decoded, which goes into the ring from frame
+    /// `pushed`: a new Ogg link's there; an ICY title at its byte offset, as a frame estimated
+    /// from the bytes read per frame so far (the decoder reads a little ahead, so once it
+    /// has read past the title's offset, the title is placed within the chunk).
+    private func placeTitles(at pushed: Int64, decodedBefore: Int64) {
+        if let title = decoder.takeTitle() { cues.post(CaptureCues.Cue(frame: pushed, label: title)) }
+        titles += connection.takeTitles()
+        while let first = titles.first, first.offset <= bytes.consumed {
+            titles.removeFirst()
+            guard let label = StreamTitle.label(first.text) else { continue }
+            let perByte = bytes.consumed > 0 ? Double(decodedBefore) / Double(bytes.consumed) : 0
+            let frame = min(pushed, Int64((Double(first.offset) * perByte * rateRatio).rounded()))
+            cues.post(CaptureCues.Cue(frame: max(0, frame), label: label))
         }
     }
 

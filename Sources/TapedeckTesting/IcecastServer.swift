@@ -46,6 +46,7 @@ public final class IcecastServer: @unchecked Sendable {
           <paths><basedir>\(folder.path)</basedir><logdir>\(folder.path)/log</logdir>
             <webroot>/usr/share/icecast2/web</webroot><adminroot>/usr/share/icecast2/admin</adminroot></paths>
           <logging><accesslog>access.log</accesslog><errorlog>error.log</errorlog><loglevel>3</loglevel></logging>
+          <mount><mount-name>/titles</mount-name><mp3-metadata-interval>2048</mp3-metadata-interval></mount>
           <security><chroot>0</chroot>\(owner)</security>
         </icecast>
         """
@@ -99,7 +100,19 @@ public final class IcecastServer: @unchecked Sendable {
     }
 
     /// The server's `status-json.xsl` (the mounts that are live), or "" when it does not answer.
-    public var status: String {
+    public var status: String { fetch("/status-json.xsl") }
+
+    /// Sets the ICY title (`StreamTitle`) of an MP3 `mount` through the admin interface.
+    /// - Returns: whether the server took it.
+    @discardableResult
+    public func setTitle(_ title: String, mount: String) -> Bool {
+        let song = title.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? title
+        let auth = Data("admin:\(sourcePassword)".utf8).base64EncodedString()
+        return fetch("/admin/metadata?mount=/\(mount)&mode=updinfo&song=\(song)", authorization: "Basic \(auth)").contains("200 OK")
+    }
+
+    /// The answer to `GET path` (head and body), or "" when the server does not answer.
+    func fetch(_ path: String, authorization: String? = nil) -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return "" }
         defer { close(fd) }
@@ -111,7 +124,8 @@ public final class IcecastServer: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
         guard connected else { return "" }
-        let request = Array("GET /status-json.xsl HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        let auth = authorization.map { "Authorization: \($0)\r\n" } ?? ""
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\(auth)\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         var answer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

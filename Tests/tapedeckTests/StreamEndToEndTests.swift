@@ -117,5 +117,168 @@ struct StreamEndToEndTests {
             #expect(c >= 0.99, "\(codec): correlation \(c) at frame \(offset)")
         }
     }
+
+    /// A hostile HTTP server (test side): `stall FILE` sends a 200, FILE's bytes and then nothing
+    /// (the socket kept open); `garbage` sends a 200 and random bytes; `silent` accepts and says nothing.
+    static let hostileServer = """
+    import random, socket, sys, threading, time
+    mode, port = sys.argv[1], int(sys.argv[2])
+    def serve(c):
+        c.recv(65536)
+        if mode == "stall":
+            c.sendall(b"HTTP/1.0 200 OK\\r\\nContent-Type: audio/mpeg\\r\\n\\r\\n" + open(sys.argv[3], "rb").read())
+        elif mode == "garbage":
+            r = random.Random(42)
+            c.sendall(b"HTTP/1.0 200 OK\\r\\nContent-Type: application/octet-stream\\r\\n\\r\\n" + bytes(r.getrandbits(8) for _ in range(262144)))
+        time.sleep(120)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", port)); s.listen(64)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+    """
+
+    /// Starts ``hostileServer`` in `mode` on a free port. - Returns: its process and URL.
+    static func hostile(_ mode: String, _ extra: [String] = [], in folder: URL) async throws -> (pid_t, String) {
+        let script = folder.appendingPathComponent("hostile.py")
+        try hostileServer.write(to: script, atomically: true, encoding: .utf8)
+        let port = try S3Server.freePort()
+        let pid = try ChildProcess.start(["python3", script.path, mode, String(port)] + extra, environment: ProcessInfo.processInfo.environment,
+                                         output: folder.appendingPathComponent("hostile.log").path)
+        var tries = 0
+        while !S3Server.answers(port) && tries < 200 {
+            tries += 1
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        return (pid, "http://127.0.0.1:\(port)/live")
+    }
+
+    static func folder(_ cli: CLIHarness) throws -> URL {
+        let folder = cli.library.deletingLastPathComponent().appendingPathComponent("stream-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    @Test("a server that sends audio and then nothing: the take ends interrupted within stall-after + 1 s, with what came; exit 4")
+    func stall() async throws {
+        let cli = try CLIHarness()
+        let folder = try Self.folder(cli)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.wav(Self.tonal(seconds: 3), folder.appendingPathComponent("s.wav"))
+        let mp3 = folder.appendingPathComponent("s.mp3").path
+        #expect(try await CLIHarness.tool("ffmpeg", ["-nostdin", "-loglevel", "error", "-i", folder.appendingPathComponent("s.wav").path, "-c:a", "libmp3lame", mp3]).status == 0)
+        let (pid, url) = try await Self.hostile("stall", [mp3], in: folder)
+        defer { ChildProcess.terminate(pid, SIGKILL) }
+        let began = Date()
+        let r = try await cli.run("record", "-D", url, "-d", "30", "--json", "--set", "capture.stream.stall-after=2s")
+        let took = Date().timeIntervalSince(began)
+        #expect(r.status == 4, "\(r.stderr)")
+        #expect(took < 2 + 1 + 2, "the stall was seen after \(took) s (stall-after 2 s; the 3 s of audio come at once)")
+        #expect(r.stderr.contains("stalled") && r.stderr.contains(url), "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let take = try #require(report["take"] as? [String: Any])
+        #expect(take["state"] as? String == "interrupted")
+        #expect((140_000...146_000).contains(take["frames"] as? Int ?? 0), "3 s of MP3 (with the codec's padding): \(take["frames"] ?? 0)")
+    }
+
+    @Test("a server that accepts and says nothing, or sends bytes that are not audio: a clear message, exit 69, no take left")
+    func silentAndGarbage() async throws {
+        let cli = try CLIHarness()
+        let folder = try Self.folder(cli)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (mode, said) in [("silent", "stalled: no answer within 2 s"), ("garbage", "not audio Tapedeck decodes")] {
+            let (pid, url) = try await Self.hostile(mode, in: folder)
+            defer { ChildProcess.terminate(pid, SIGKILL) }
+            let began = Date()
+            let r = try await cli.run("record", "-D", url, "-d", "10", "--set", "capture.stream.stall-after=2s")
+            #expect(r.status == 69, "\(mode): \(r.stderr)")
+            #expect(r.stderr.contains(said) && r.stderr.contains("--resume"), "\(mode): \(r.stderr)")
+            #expect(Date().timeIntervalSince(began) < 2 + 1 + 2, "\(mode)")
+        }
+        #expect(try await cli.run("doctor").status == 0)
+        let list = try await cli.run("list", "--json")
+        #expect(!list.stdout.contains("\"take\""), "\(list.stdout)")
+    }
+
+    @Test("credentials in the URL reach the server and no output: not the banner, the log, the report or the take's file")
+    func credentials() async throws {
+        let cli = try CLIHarness()
+        let folder = try Self.folder(cli)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let wav = folder.appendingPathComponent("source.wav")
+        try Self.wav(Self.tonal(seconds: 10), wav)
+        let server = try await IcecastServer.startAsync()
+        try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") }
+        let url = server.url("live").replacingOccurrences(of: "http://", with: "http://listener:pw-Secret-42@")
+        let r = try await cli.run("record", "-D", url, "-d", "1", "--json", "-v")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!(r.stdout + r.stderr).contains("pw-Secret-42"), "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let path = try #require((report["take"] as? [String: Any])?["path"] as? String)
+        #expect(try !Data(contentsOf: URL(fileURLWithPath: path)).contains(Data("pw-Secret-42".utf8)))
+        let shown = try await cli.run("config", "show", "--set", "capture.backend=stream", "--set", "capture.stream.device=\(url)")
+        #expect(!shown.stdout.contains("pw-Secret-42") && shown.stdout.contains("capture.stream.device"), "\(shown.stdout)")
+    }
+
+    @Test("Icecast killed mid-take and started again, with --resume: an interrupted take, a resumed one, the gap in events")
+    func serverKilled() async throws {
+        let cli = try CLIHarness()
+        let folder = try Self.folder(cli)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let wav = folder.appendingPathComponent("source.wav")
+        try Self.wav(Self.tonal(seconds: 20), wav)
+        let server = try await IcecastServer.startAsync()
+        try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") }
+        let (p, out, err) = try cli.start(["record", "-D", server.url("live"), "-d", "14", "--resume", "--json",
+                                           "--set", "capture.stream.stall-after=2s", "--set", "capture.stream.reconnect=1s..2s"])
+        try await Task.sleep(for: .seconds(4))
+        try await OwnThread.run { server.kill() }
+        try await Task.sleep(for: .seconds(3))
+        do { try await OwnThread.run { try server.restart() } } catch { Issue.record("restart: \(error)") }
+        do { try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") } } catch { Issue.record("feed: \(error)") }
+        try await CLIHarness.waitForExit(p, limit: 60)
+        let stdout = try String(contentsOf: out, encoding: .utf8), stderr = try String(contentsOf: err, encoding: .utf8)
+        #expect(p.terminationStatus == 4, "\(stderr)")
+        let report = try #require((try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any], "\(stdout)\n\(stderr)")
+        let takes = try #require(report["takes"] as? [[String: Any]], "\(stdout)")
+        #expect(takes.map { $0["state"] as? String } == ["interrupted", "complete"], "\(stderr)")
+        #expect((takes.first?["frames"] as? Int ?? 0) > 2 * Self.rate, "\(takes.map { $0["frames"] ?? 0 })")
+        let events = try #require(report["events"] as? [[String: Any]])
+        #expect(events.first?["kind"] as? String == "device-lost")
+        #expect((events.first?["seconds"] as? Double ?? 0) >= 2, "\(events)")
+        #expect(stderr.contains("The stream \(server.url("live"))"), "\(stderr)")
+    }
+
+    @Test("ICY title changes become markers with the title as label, where the title changed")
+    func icyTitles() async throws {
+        let cli = try CLIHarness()
+        let folder = try Self.folder(cli)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let wav = folder.appendingPathComponent("source.wav")
+        try Self.wav(Self.tonal(seconds: 20), wav)
+        let server = try await IcecastServer.startAsync()
+        try await OwnThread.run { try server.feed(wav, codec: "mp3", mount: "titles") }
+        #expect(server.setTitle("Before", mount: "titles"))
+        let (p, out, err) = try cli.start(["record", "-D", server.url("titles"), "-d", "8", "--json"])
+        var changed: [(String, Date)] = []
+        try await Task.sleep(for: .seconds(3))
+        for title in ["Artist - Song One", "Ünïcode – Two"] {
+            #expect(server.setTitle(title, mount: "titles"))
+            changed.append((title, Date()))
+            try await Task.sleep(for: .seconds(2))
+        }
+        try await CLIHarness.waitForExit(p, limit: 60)
+        let stdout = try String(contentsOf: out, encoding: .utf8), stderr = try String(contentsOf: err, encoding: .utf8)
+        #expect(p.terminationStatus == 0, "\(stderr)")
+        let report = try #require((try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any], "\(stdout)\n\(stderr)")
+        let take = try #require(report["take"] as? [String: Any])
+        let markers = try #require(take["markers"] as? [[String: Any]])
+        #expect(markers.map { $0["label"] as? String } == ["Before"] + changed.map(\.0), "\(markers)")
+        let began = try #require((take["firstFrameAt"] as? String).flatMap { try? Date($0, strategy: .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon)) })
+        for (marker, (title, at)) in zip(markers.dropFirst(), changed) {
+            let seconds = Double(marker["frame"] as? Int ?? 0) / Double(Self.rate)
+            let expected = at.timeIntervalSince(began)
+            #expect(abs(seconds - expected) < 0.75, "\(title): marker at \(seconds) s, the title changed at \(expected) s")
+        }
+    }
 }
 #endif

@@ -435,6 +435,7 @@ public final class RecordingEngine: Sendable {
         let limit = frameLimit
         let wakeThreshold = max(1, ring.slotCount / 2)
         let firstFrame = timeline
+        let cues = stream.cues
         var bufferGap: Int64 = 0
         var deviceGap: Int64 = 0
         var end: RecordingEnd = .stopped
@@ -479,6 +480,12 @@ public final class RecordingEngine: Sendable {
                 ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
                 timeline += Int64(r.frames) + r.lostFramesBefore
                 deviceTimeline.store(timeline, ordering: .releasing)
+                // A source's own markers (a stream's titles): rare, so taking them may allocate.
+                if let cues, cues.hasPending {
+                    for cue in cues.take() {
+                        request(MarkRequest(marker: TakeMarker(frame: firstFrame + min(cue.frame, timeline - firstFrame), label: cue.label, date: Date())))
+                    }
+                }
                 bufferGap = 0
                 deviceGap = 0
                 // A real-time stream's periods are batched (see writerInterval); a stream that

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What a capture stream reports after one blocking read.
 public struct CaptureRead: Sendable, Hashable {
     /// Frames written into the buffer.
@@ -80,6 +82,9 @@ public protocol CaptureStream: AnyObject {
     /// the JACK ports, an ALSA card): for the banner and the take's files. `nil` when the backend
     /// cannot tell more than the configured name (the default). Read once after opening.
     var deviceName: String? { get }
+    /// Markers the source sets itself (a stream's title changes); `nil` when it sets none.
+    /// Read once after opening.
+    var cues: CaptureCues? { get }
 
     /// Blocks until up to `maxFrames` frames are captured into `buffer`.
     ///
@@ -103,4 +108,48 @@ public protocol CaptureStream: AnyObject {
 extension CaptureStream {
     /// No more than the configured name is known.
     public var deviceName: String? { nil }
+}
+
+/// Markers a source sets itself (a network stream's title changes), each at a frame of the
+/// stream: frames delivered since its first read, holes included. The stream posts; the device
+/// thread takes them after a read and turns them into markers of the run, as `tapedeck mark`
+/// does. Any thread; never blocks for long; ``hasPending`` is one atomic load (the device
+/// thread's check), and only posting and taking allocate.
+public final class CaptureCues: Sendable {
+    /// One cue: where in the stream, and its label.
+    public struct Cue: Sendable, Hashable {
+        public var frame: Int64
+        public var label: String
+        public init(frame: Int64, label: String) {
+            self.frame = frame
+            self.label = label
+        }
+    }
+
+    private let cues = Mutex<[Cue]>([])
+    private let pending = Atomic<Int>(0)
+
+    public init() {}
+
+    public var hasPending: Bool { pending.load(ordering: .acquiring) > 0 }
+
+    public func post(_ cue: Cue) {
+        cues.withLock { $0.append(cue) }
+        pending.add(1, ordering: .releasing)
+    }
+
+    /// Every cue posted since the last call, in order.
+    public func take() -> [Cue] {
+        let taken = cues.withLock { c -> [Cue] in
+            defer { c = [] }
+            return c
+        }
+        pending.subtract(taken.count, ordering: .releasing)
+        return taken
+    }
+}
+
+extension CaptureStream {
+    /// Markers the source sets itself; `nil` for a source that sets none (a sound card).
+    public var cues: CaptureCues? { nil }
 }

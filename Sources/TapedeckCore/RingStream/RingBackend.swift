@@ -126,11 +126,15 @@ public protocol RingDevice: AnyObject {
     var isRealTime: Bool { get }
     /// How long the device may run no cycle before the stream counts as lost.
     var stallNanos: UInt64 { get }
+    /// Markers the device sets itself (``CaptureStream/cues``), at frames it pushed since the
+    /// ring started, holes included; `nil` when it sets none.
+    var cues: CaptureCues? { get }
 }
 
 extension RingDevice {
     public var isRealTime: Bool { true }
     public var stallNanos: UInt64 { RingStreams.stallNanos }
+    public var cues: CaptureCues? { nil }
     public var eventFD: Int32 { -1 }
     public var deviceName: String? { nil }
     public func dispatchEvents() {}

@@ -18,6 +18,7 @@ public final class RingCaptureStream<Backend: RingBackend>: CaptureStream {
     public let periodFrames: Int
     public var isRealTime: Bool { device.isRealTime }
     public var deviceName: String? { device.deviceName }
+    public var cues: CaptureCues? { device.cues }
 
     private let ends: RingEnds<Backend>
     private var ring: DeviceRing { ends.ring }
