@@ -131,7 +131,7 @@ let package = Package(
             "TapedeckCore", "COpus", "CFLAC", "CStreamCodecs",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckStreamTests", dependencies: ["TapedeckStream", "TapedeckTesting", .product(name: "NIOCore", package: "swift-nio"),
                                                          .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: swiftSettings),

@@ -82,9 +82,9 @@ public struct PluginCatalog: Sendable {
     }
 
     /// Backends that only some builds have, by config name, with the SwiftPM trait that brings each.
-    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK", "pipewire": "PipeWire", "stream": "Streams"]
+    public static let optionalBackends: [String: String] = ["alsa": "ALSA", "pulse": "PulseAudio", "jack": "JACK", "pipewire": "PipeWire", "stream": "Streams", "rtp": "Streams"]
     /// The Debian package each optional backend builds against.
-    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev", "pipewire": "libpipewire-0.3-dev", "stream": "libvorbis-dev and libmpg123-dev"]
+    public static let optionalBackendPackages: [String: String] = ["alsa": "libasound2-dev", "pulse": "libpulse-dev", "jack": "libjack-jackd2-dev", "pipewire": "libpipewire-0.3-dev", "stream": "libvorbis-dev and libmpg123-dev", "rtp": "libvorbis-dev and libmpg123-dev"]
     /// Remotes that only some builds have, by config name, with the SwiftPM trait that brings each
     /// (the S3 remote brings async-http-client, SwiftNIO and swift-crypto into the build).
     public static let optionalRemotes: [String: String] = ["s3": "S3"]
@@ -101,7 +101,7 @@ public struct PluginCatalog: Sendable {
 
     private static var streams: [CapturePlugin] {
         #if Streams
-        [StreamBackend.capture]
+        [StreamBackend.capture, RTPBackend.capture]
         #else
         []
         #endif

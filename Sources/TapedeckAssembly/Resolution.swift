@@ -61,10 +61,12 @@ struct Resolution {
         return configuration
     }
 
-    /// The network capture backend a device URL names (`http://` and `https://`: `stream`), or nil.
+    /// The network capture backend a device URL names (`http://` and `https://`: `stream`;
+    /// `rtp://`: `rtp`), or nil.
     static func networkBackend(for device: String) -> String? {
         let lower = device.lowercased()
         if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return "stream" }
+        if lower.hasPrefix("rtp://") { return "rtp" }
         return nil
     }
 

@@ -9,13 +9,11 @@ import Synchronization
 /// `stall-after` closes the ring (a lost device), and so does the stream ending or failing.
 ///
 /// Not real time: when the recorder is behind (a slow disk) the thread waits for room, which
-/// slows the connection (the server waits on TCP), for up to ``roomWaitNanos``; what still does
-/// not fit is counted as lost where it was, never dropped silently.
+/// slows the connection (the server waits on TCP), for up to ``FramePusher/roomWaitNanos``; what
+/// still does not fit is counted as lost where it was, never dropped silently.
 ///
 /// Thread: the device thread that opened it, for every member.
 public final class StreamDevice: RingDevice {
-    /// How long the decoding thread waits for room in a full ring before it drops (and counts) frames.
-    static let roomWaitNanos: UInt64 = 2_000_000_000
     /// Frames decoded per push.
     static let chunkFrames = 4096
 
@@ -92,8 +90,8 @@ public final class StreamDevice: RingDevice {
             ? "" : ", converted to \(format.sampleRate) Hz \(format.channels) ch"
         summary = "Stream \(source.shown): \(decoder.codec), \(decoder.sampleRate) Hz, \(decoder.channels) ch\(conversion)\(station)"
         deviceName = source.shown
-        let worker = Worker(ring: ring, decoder: decoder, bytes: bytes, connection: connection, channels: format.channels, converter: converter,
-                            cues: cues!, outputRate: format.sampleRate)
+        let worker = Worker(ring: ring, decoder: decoder, bytes: bytes, connection: connection, format: format, converter: converter,
+                            cues: cues!)
         self.worker = worker
         thread = Thread { worker.run() }
         thread.name = "tapedeck-stream"
@@ -134,32 +132,26 @@ public final class StreamDevice: RingDevice {
 /// The decoding thread's work: decode, convert, push, watch.
 /// Thread: its own thread, but ``stop()`` and ``endReason`` (any thread).
 private final class Worker: @unchecked Sendable {
-    let ring: DeviceRing
     let decoder: any StreamDecoder
     let bytes: StreamBytes
     let connection: HTTPStreamConnection
-    let channels: Int
-    let converter: (any SampleRateConverter)?
+    let pusher: FramePusher
     let cues: CaptureCues
-    /// Output frames per decoded frame (the take's rate over the stream's).
-    let rateRatio: Double
     let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     private let reason = Mutex<String?>(nil)
-
     /// ICY titles not yet placed (their bytes not yet read by the decoder).
     private var titles: [IcyDemuxer.Title] = []
+    private var ring: DeviceRing { pusher.ring }
 
-    init(ring: DeviceRing, decoder: any StreamDecoder, bytes: StreamBytes, connection: HTTPStreamConnection, channels: Int,
-         converter: (any SampleRateConverter)?, cues: CaptureCues, outputRate: Int) {
-        self.cues = cues
-        rateRatio = Double(outputRate) / Double(decoder.sampleRate)
-        self.ring = ring
+    init(ring: DeviceRing, decoder: any StreamDecoder, bytes: StreamBytes, connection: HTTPStreamConnection, format: AudioFormat,
+         converter: (any SampleRateConverter)?, cues: CaptureCues) {
         self.decoder = decoder
         self.bytes = bytes
         self.connection = connection
-        self.channels = channels
-        self.converter = converter
+        self.cues = cues
+        pusher = FramePusher(ring: ring, inputChannels: decoder.channels, inputRate: decoder.sampleRate, format: format,
+                             converter: converter, waitsForRoom: true, chunk: StreamDevice.chunkFrames)
     }
 
     var endReason: String? { reason.withLock { $0 } }
@@ -171,81 +163,47 @@ private final class Worker: @unchecked Sendable {
         while !ring.isStarted && !ring.isClosed && !stopped.load(ordering: .acquiring) { usleep(2_000) }
         let chunk = StreamDevice.chunkFrames
         var input = [Float](repeating: 0, count: chunk * decoder.channels)
-        var mixed = [Float](repeating: 0, count: chunk * channels)
-        let outCapacity = converter == nil ? chunk : chunk * 8 + 1024
-        var output = [Float](repeating: 0, count: outCapacity * channels)
-        var pushed: Int64 = 0
         var decodedTotal: Int64 = 0
         while !stopped.load(ordering: .acquiring) {
             let n = input.withUnsafeMutableBufferPointer { decoder.decode(into: $0.baseAddress!, maxFrames: chunk) }
             if stopped.load(ordering: .acquiring) { break }
-            guard n > 0 else {
-                reason.withLock { $0 = bytes.end?.reason ?? "ended" }
-                ring.close()
-                return
-            }
+            guard n > 0 else { return end(bytes.end?.reason ?? "ended") }
             bytes.lastAudio = DispatchTime.now().uptimeNanoseconds
-            placeTitles(at: pushed, decodedBefore: decodedTotal)
+            placeTitles(decodedBefore: decodedTotal)
             decodedTotal += Int64(n)
-            input.withUnsafeBufferPointer { i in
-                mixed.withUnsafeMutableBufferPointer { ChannelMix.mix(i.baseAddress!, channels: decoder.channels, into: $0.baseAddress!, channels: channels, frames: n) }
-            }
-            var frames = n
-            if let converter {
-                do {
-                    frames = try mixed.withUnsafeBufferPointer { m in
-                        try output.withUnsafeMutableBufferPointer { try converter.process(m.baseAddress!, frames: n, into: $0.baseAddress!, capacity: outCapacity) }
+            do {
+                try input.withUnsafeBufferPointer {
+                    try pusher.push($0.baseAddress!, frames: n) {
+                        // Waiting on the recorder is not a stall.
+                        bytes.lastAudio = DispatchTime.now().uptimeNanoseconds
+                        return stopped.load(ordering: .acquiring)
                     }
-                } catch {
-                    reason.withLock { $0 = "could not be converted: \(error)" }
-                    ring.close()
-                    return
                 }
-                output.withUnsafeBufferPointer { push($0.baseAddress!, frames: frames) }
-            } else {
-                mixed.withUnsafeBufferPointer { push($0.baseAddress!, frames: frames) }
+            } catch {
+                return end("could not be converted: \(error)")
             }
-            pushed += Int64(frames)
-            ring.setClock(frames: pushed)
-            ring.cycle()
         }
     }
 
-    /// Posts the titles that begin in the audio just decoded, which goes into the ring from frame
-    /// `pushed`: a new Ogg link's there; an ICY title at its byte offset, as a frame estimated
-    /// from the bytes read per frame so far (the decoder reads a little ahead, so once it
-    /// has read past the title's offset, the title is placed within the chunk).
-    private func placeTitles(at pushed: Int64, decodedBefore: Int64) {
+    private func end(_ why: String) {
+        reason.withLock { $0 = why }
+        ring.close()
+    }
+
+    /// Posts the titles that begin in the audio just decoded, which goes into the ring from
+    /// ``FramePusher/pushed``: a new Ogg link's there; an ICY title at its byte offset, as a frame
+    /// estimated from the bytes read per frame so far (the decoder reads a little ahead, so once
+    /// it has read past the title's offset, the title is placed within the chunk).
+    private func placeTitles(decodedBefore: Int64) {
+        let pushed = pusher.pushed
         if let title = decoder.takeTitle() { cues.post(CaptureCues.Cue(frame: pushed, label: title)) }
         titles += connection.takeTitles()
         while let first = titles.first, first.offset <= bytes.consumed {
             titles.removeFirst()
             guard let label = StreamTitle.label(first.text) else { continue }
             let perByte = bytes.consumed > 0 ? Double(decodedBefore) / Double(bytes.consumed) : 0
-            let frame = min(pushed, Int64((Double(first.offset) * perByte * rateRatio).rounded()))
+            let frame = min(pushed, Int64((Double(first.offset) * perByte * pusher.rateRatio).rounded()))
             cues.post(CaptureCues.Cue(frame: max(0, frame), label: label))
-        }
-    }
-
-    /// Pushes `frames`, waiting (bounded) for room; what does not fit after the wait is counted lost.
-    private func push(_ source: UnsafePointer<Float>, frames: Int) {
-        var done = 0
-        var waitedSince: UInt64?
-        while done < frames && !stopped.load(ordering: .acquiring) && !ring.isClosed {
-            let room = ring.capacity - ring.available
-            if room > 0 {
-                done += ring.push(source + done * channels, frames: min(room, frames - done))
-                waitedSince = nil
-                continue
-            }
-            let now = DispatchTime.now().uptimeNanoseconds
-            if let since = waitedSince, now - since > StreamDevice.roomWaitNanos {
-                ring.lose(frames - done)
-                return
-            }
-            if waitedSince == nil { waitedSince = now }
-            usleep(2_000)
-            bytes.lastAudio = DispatchTime.now().uptimeNanoseconds  // waiting on the recorder is not a stall
         }
     }
 }

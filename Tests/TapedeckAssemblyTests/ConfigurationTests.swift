@@ -169,7 +169,7 @@ struct ConfigurationTests {
     @Test("an unknown backend names the source line, suggests the closest, and lists the known ones")
     func unknownBackend() {
         let m = message { _ = try resolve("capture:\n  backend: nul\n") }
-        #expect(m == "test.yaml:2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: alsa, jack, null, pipewire, pulse.")
+        #expect(m == "test.yaml:2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: alsa, jack, null, pipewire, pulse, rtp, stream.")
     }
 
     @Test("unknown keys, wrong types, out-of-range values and unknown environment variables are errors that say what is accepted")
@@ -180,7 +180,7 @@ struct ConfigurationTests {
         #expect(message { _ = try resolve("format:\n  sample-rate: 1000\n") }.contains("out of range"))
         #expect(message { _ = try resolve("format:\n  sample-format: s8\n") }.contains("one of: s16, s24, s32, f32"))
         #expect(message { _ = try resolve("capture:\n  backend: null\n  null:\n    signl: sine\n") }.contains("capture.null.signl: unknown setting"))
-        #expect(message { _ = try resolve("capture:\n  sndio:\n    device: hw:0\n") }.contains("\"sndio\" is not a capture plugin. Known: alsa, jack, null, pipewire, pulse."))
+        #expect(message { _ = try resolve("capture:\n  sndio:\n    device: hw:0\n") }.contains("\"sndio\" is not a capture plugin. Known: alsa, jack, null, pipewire, pulse, rtp, stream."))
         #expect(message { _ = try resolve(nil, env: ["TAPEDECK_FORMAT_CHANELS": "2"]) }.contains("TAPEDECK_FORMAT_CHANELS: not a Tapedeck setting (did you mean TAPEDECK_FORMAT_CHANNELS?)"))
         #expect(message { _ = try resolve(nil, env: ["TAPEDECK_FORMAT_CHANNELS": "99"]) }.hasPrefix("environment variable TAPEDECK_FORMAT_CHANNELS: format.channels:"))
         #expect(message { _ = try resolve(nil, flags: ["format.nope": "1"]) }.hasPrefix("--set format.nope: format.nope: unknown setting"))

@@ -264,7 +264,7 @@ struct EndToEndTests {
         try Data("capture:\n  backend: nul\n".utf8).write(to: typo)
         let unknown = try await cli.run("list", "--config", typo.path)
         #expect(unknown.status == 78)
-        #expect(unknown.stderr == "tapedeck: \(typo.path):2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: alsa, jack, null, pipewire, pulse.\n")
+        #expect(unknown.stderr == "tapedeck: \(typo.path):2: capture.backend: unknown backend \"nul\" (did you mean \"null\"?). Known: alsa, jack, null, pipewire, pulse, rtp, stream.\n")
         let unreadable = try await cli.run("list", "--config", dir.appendingPathComponent("absent.yaml").path)
         #expect(unreadable.status == 78 && unreadable.stderr.contains("no such file"))
         // Every error is one line.
@@ -281,7 +281,7 @@ struct EndToEndTests {
         #expect(r.status == 0)
         let plugins = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         let names = plugins.map { "\($0["role"] as! String):\($0["name"] as! String)" }
-        #expect(names == ["capture:null", "capture:alsa", "capture:pulse", "capture:jack", "capture:pipewire", "playback:null", "playback:alsa", "playback:pulse", "playback:jack", "playback:pipewire",
+        #expect(names == ["capture:null", "capture:alsa", "capture:pulse", "capture:jack", "capture:pipewire", "capture:stream", "capture:rtp", "playback:null", "playback:alsa", "playback:pulse", "playback:jack", "playback:pipewire",
                           "encoder:wav", "encoder:flac", "encoder:opus", "encoder:mp3", "encoder:vorbis", "encoder:aiff",
                           "decoder:wav", "decoder:flac", "decoder:opus", "decoder:mp3", "decoder:vorbis", "decoder:aiff",
                           "storage:directory", "storage:bundle", "remote:s3"])

@@ -41,7 +41,7 @@ struct StreamEndToEndTests {
     static func samples(_ path: String) async throws -> [Int16] {
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("stream-\(UUID().uuidString).raw")
         defer { try? FileManager.default.removeItem(at: raw) }
-        let r = try await CLIHarness.tool("sox", [path, "-t", "raw", "-e", "signed", "-b", "16", "-L", "-c", "2", raw.path])
+        let r = try await CLIHarness.tool("sox", ["-D", path, "-t", "raw", "-e", "signed", "-b", "16", "-L", "-c", "2", raw.path])
         #expect(r.status == 0, "\(r.stderr)")
         let data = try Data(contentsOf: raw)
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
