@@ -35,9 +35,16 @@ public struct RTPBackend: RingBackend {
 
     public init(_ section: DeviceSection) { self.section = section }
 
-    /// The streams SAP announces within ``SAPListener/listenSeconds``. Blocks that long.
+    /// The configured stream (if one is), then the streams SAP announces within
+    /// ``SAPListener/listenSeconds``. Blocks that long.
     public func devices() throws -> [AudioDevice] {
-        try SAPListener(section[Self.sap], interface: section[Self.interface], key: section.key(Self.sap)).listen()
+        var found: [AudioDevice] = []
+        if let session = try? session(), !section.device.isEmpty || !section[Self.sdp].isEmpty {
+            found.append(AudioDevice(name: "rtp://\(session.address):\(session.port)", description: "the configured stream: \(session.encoding)",
+                                     canCapture: true, canPlay: false, isDefault: true))
+        }
+        let announced = try SAPListener(section[Self.sap], interface: section[Self.interface], key: section.key(Self.sap)).listen()
+        return found + announced.filter { a in !found.contains { $0.name == a.name } }
     }
 
     public func open(format: AudioFormat, ring: DeviceRing) throws -> RTPDevice {
