@@ -51,6 +51,11 @@ final class FramePusher {
         var done = 0
         while done < frames {
             let n = min(chunk, frames - done)
+            if converter == nil && inputChannels == channels {
+                store(input + done * channels, frames: n, stopped: stopped)  // nothing to convert
+                done += n
+                continue
+            }
             mixed.withUnsafeMutableBufferPointer {
                 ChannelMix.mix(input + done * inputChannels, channels: inputChannels, into: $0.baseAddress!, channels: channels, frames: n)
             }

@@ -148,6 +148,10 @@ final class VorbisStreamDecoder: StreamDecoder {
 /// (missing ones silent). Any thread; never allocates.
 enum ChannelMix {
     static func mix(_ input: UnsafePointer<Float>, channels from: Int, into output: UnsafeMutablePointer<Float>, channels to: Int, frames: Int) {
+        if from == to {
+            output.update(from: input, count: frames * to)
+            return
+        }
         for f in 0..<frames {
             let src = input + f * from
             let dst = output + f * to
