@@ -12,10 +12,13 @@ struct DevicesCommand: AsyncParsableCommand {
             The names shown are what capture.BACKEND.device / playback.BACKEND.device accept in the config. \
             Endpoints only: cards, sound servers, their sources and sinks. ALSA's converter and effect plugins \
             (rate converters, speex, up- and downmixers) are listed with --all, as `arecord -L` lists them. \
-            A sound server that is not running gets one line; `tapedeck devices --backend NAME` says why.
+            A sound server that is not running gets one line; `tapedeck devices --backend NAME` says why. \
+            Network streams announced on the local network (RTP, by SAP) are listed only with --backend rtp, \
+            which listens for two seconds.
             """ + HelpExamples.text([
             "tapedeck devices": "Every backend's devices; the default marked *.",
             "tapedeck devices --backend pulse": "One backend, with why it cannot answer if it cannot.",
+            "tapedeck devices --backend rtp": "The RTP (AES67) streams announced on the local network.",
             "tapedeck record -D NAME 10s": "Then record from one of them.",
         ]))
 
@@ -55,7 +58,9 @@ struct DevicesCommand: AsyncParsableCommand {
             var failures: [TapedeckError] = []
             var absent: [String] = []
             var hidden = 0
-            for name in names where backend == nil || backend == name {
+            // A backend whose listing waits on the network (SAP discovery) is listed only when named.
+            let onRequest = Set(studio.catalog.capture.filter(\.listsOnlyWhenNamed).map(\.name))
+            for name in names where backend == name || (backend == nil && !onRequest.contains(name)) {
                 do {
                     var merged: [String: AudioDevice] = [:]
                     for d in try studio.devices(ofBackend: name) {

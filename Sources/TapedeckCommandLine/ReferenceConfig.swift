@@ -91,11 +91,11 @@ enum ReferenceConfig {
 # `tapedeck devices` lists the device names each audio backend accepts.
 
 capture:
-  # The capture plugin: alsa, pulse, jack, pipewire or null (a test signal, no
-  # sound card needed). Unset, `tapedeck record` uses a running JACK server,
-  # else a running PipeWire, else the PulseAudio server's default source when
-  # one answers, else ALSA's default device; never null. `tapedeck config show`
-  # says which it chose.
+  # The capture plugin: alsa, pulse, jack, pipewire, stream, rtp or null (a
+  # test signal, no sound card needed). Unset, `tapedeck record` uses a running
+  # JACK server, else a running PipeWire, else the PulseAudio server's default
+  # source when one answers, else ALSA's default device; never null, stream or
+  # rtp. `tapedeck config show` says which it chose.
   # backend: pulse
   # Frames per device read (16 to 65536): larger costs less CPU; smaller makes
   # the meter and a stop more prompt (8192 frames at 48 kHz is 171 ms; arecord's
@@ -187,6 +187,49 @@ capture:
     # The node to record from, by node.name or object.serial as
     # `pw-record --target` takes it (`tapedeck devices --backend pipewire` lists
     # them). Empty: the default source. A sink records what it plays.
+    device: ""
+  # Settings of the stream backend: an Icecast, Shoutcast or HTTP stream (Ogg
+  # Opus, Ogg Vorbis, Ogg FLAC, FLAC, MP3, WAV), decoded in-process. Never chosen
+  # by itself; `-D http://…` chooses it. The stream's rate and channels (and
+  # depth, for FLAC and WAV) make the take's unless format.* chooses them.
+  stream:
+    # No audio for this long (no bytes, or none that decode) is a lost stream:
+    # the take ends interrupted, and with resume recording goes on when it is
+    # back.
+    stall-after: 5s
+    # While a lost stream is awaited, the wait between tries: FIRST..LONGEST,
+    # doubling.
+    reconnect: 1s..30s
+    # The environment variable holding the stream's password (the user is the
+    # URL's, http://USER@host/…); never logged.
+    password-env: ""
+    # The stream's URL, http:// or https://. A password in it is sent, never
+    # shown.
+    device: ""
+  # Settings of the rtp backend: an RTP stream of L16 or L24 (AES67 and other
+  # senders), from an SDP file or an address. `tapedeck devices --backend rtp`
+  # lists the streams SAP announces. Never chosen by itself; `-D rtp://…`
+  # chooses it.
+  rtp:
+    # The session description (SDP) file the sender publishes: address, port,
+    # payload type and encoding come from it.
+    sdp: ""
+    # Without sdp: the payload, L16 or L24/RATE/CHANNELS.
+    encoding: L24/48000/2
+    # Without sdp: the RTP payload type of the audio (0 to 127).
+    payload-type: 97
+    # The network interface a multicast stream arrives on (e.g. eth1); empty
+    # for the system's choice.
+    interface: ""
+    # How long a missing packet is waited for before its frames become a hole
+    # (silence where it was, counted as an overrun).
+    jitter-buffer: 20ms
+    # No packets for this long is a lost stream (as for stream.stall-after).
+    stall-after: 5s
+    # Where `tapedeck devices --backend rtp` listens for SAP announcements.
+    sap: 239.255.255.255:9875
+    # The stream's address, rtp://ADDRESS:PORT (a multicast group or this
+    # machine's address); empty with sdp.
     device: ""
 
 playback:

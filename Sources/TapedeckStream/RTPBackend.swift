@@ -35,8 +35,16 @@ public struct RTPBackend: RingBackend {
 
     public init(_ section: DeviceSection) { self.section = section }
 
+    /// `capture.backend: rtp`; listed by `tapedeck devices` only when named (SAP discovery waits
+    /// on the network). - Thread: any; `make` never blocks.
+    public static var capture: CapturePlugin {
+        var plugin = CapturePlugin.ring(Self.self, name: name, summary: summaries.capture)
+        plugin.listsOnlyWhenNamed = true
+        return plugin
+    }
+
     /// The configured stream (if one is), then the streams SAP announces within
-    /// ``SAPListener/listenSeconds``. Blocks that long.
+    /// two seconds. Blocks that long.
     public func devices() throws -> [AudioDevice] {
         var found: [AudioDevice] = []
         if let session = try? session(), !section.device.isEmpty || !section[Self.sdp].isEmpty {

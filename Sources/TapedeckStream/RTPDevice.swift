@@ -6,7 +6,7 @@ import Synchronization
 public import TapedeckCore
 
 /// An open RTP audio stream (AES67, or any sender of L16/L24): a UDP socket on SwiftNIO (a
-/// multicast group joined on the chosen interface), a jitter buffer (``RTPReorder``) that puts
+/// multicast group joined on the chosen interface), a jitter buffer that puts
 /// packets back in order and gives up on a missing one after `jitter-buffer`, and the ring.
 /// Packets run on the socket's event loop, which is the ring's one producer: a lost packet is a
 /// hole where it was (from the RTP timestamps), counted; no packet for `stall-after` closes the

@@ -48,7 +48,8 @@ struct SAPListener {
                 let s = entry.session
                 return AudioDevice(name: "rtp://\(s.address):\(s.port)",
                                    description: "\(s.name.isEmpty ? "an RTP stream" : s.name): \(s.encoding), payload type \(s.payloadType)\(s.clockReference == nil ? "" : ", PTP clock")",
-                                   canCapture: true, canPlay: false, isDefault: false, details: ["sdp": entry.text, "origin": entry.origin])
+                                   canCapture: true, canPlay: false, isDefault: false,
+                                   details: ["origin": entry.origin, "clock": s.clockReference ?? "none in the SDP"])
             }
         }
     }

@@ -4,12 +4,12 @@ import Logging
 import Synchronization
 
 /// An open network stream: the connection, the decoder, and the thread that decodes what
-/// arrives and pushes it into the ``DeviceRing`` (the ring stream's callback side), converted to
+/// arrives and pushes it into the `DeviceRing` (the ring stream's callback side), converted to
 /// the take's channels and rate. The thread also keeps the liveness rule: no decoded audio for
 /// `stall-after` closes the ring (a lost device), and so does the stream ending or failing.
 ///
 /// Not real time: when the recorder is behind (a slow disk) the thread waits for room, which
-/// slows the connection (the server waits on TCP), for up to ``FramePusher/roomWaitNanos``; what
+/// slows the connection (the server waits on TCP), for up to 2 s; what
 /// still does not fit is counted as lost where it was, never dropped silently.
 ///
 /// Thread: the device thread that opened it, for every member.

@@ -143,7 +143,7 @@ struct DeclarationTests {
             .union(PluginCatalog.optionalBackends.keys)
         // Names that are also plain words are caught only as a whole literal ("null" == name);
         // the others anywhere in a literal, in any case ("Export as FLAC").
-        let words: Set<String> = ["null", "directory", "bundle"]
+        let words: Set<String> = ["null", "directory", "bundle", "stream"]
         let own: [String: Set<String>] = [
             "TapedeckNull": ["null"], "TapedeckWAV": ["wav"], "TapedeckFLAC": ["flac"], "TapedeckOpus": ["opus"],
             "TapedeckALSA": ["alsa", "pulse", "null"], // the ALSA `pulse` PCM is an ALSA device name; `null` an ALSA PCM type
@@ -151,6 +151,8 @@ struct DeclarationTests {
             "TapedeckJACK": ["jack", "pipewire"], // PipeWire's JACK server is one JACK client can use
             "TapedeckPipeWire": ["pipewire"], "TapedeckDirectoryStorage": ["directory"],
             "TapedeckBundleStorage": ["bundle"], "TapedeckSndfileFormats": ["mp3", "vorbis", "aiff"],
+            // Network streams carry the codecs it decodes itself (Ogg Opus, MP3, FLAC, WAV).
+            "TapedeckStream": ["stream", "rtp", "opus", "vorbis", "flac", "mp3", "wav"],
         ]
         // The composition root (with its serving part) and the view name backends by design; the test kit's PulseAudio
         // fixture, the fuzz targets of each parser and the scaffold's templates are about them.

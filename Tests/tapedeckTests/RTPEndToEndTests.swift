@@ -133,5 +133,35 @@ struct RTPEndToEndTests {
         #expect((0.002...0.03).contains(Double(overrun) / Double(matched + hole)), "\(overrun) of \(matched + hole) frames")
         #expect(r.stderr.contains("packets lost"), "\(r.stderr)")
     }
+
+    @Test("devices --backend rtp lists the streams SAP announces (and only when asked by name)")
+    func sapDiscovery() async throws {
+        var cli = try CLIHarness()
+        cli.withoutConfig = true
+        let folder = cli.library.deletingLastPathComponent().appendingPathComponent("rtp-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let port = try S3Server.freePort()
+        let announcer = """
+        import socket, sys, time
+        sdp = "v=0\\r\\no=- 7 7 IN IP4 10.0.0.7\\r\\ns=Studio A\\r\\nc=IN IP4 239.69.1.7/32\\r\\nt=0 0\\r\\nm=audio 5004 RTP/AVP 96\\r\\na=rtpmap:96 L24/48000/2\\r\\na=ts-refclk:ptp=IEEE1588-2008:00-11-22-FF-FE-33-44-55:0\\r\\n"
+        packet = bytes([0x20, 0, 0, 7, 10, 0, 0, 7]) + b"application/sdp\\0" + sdp.encode()
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        while True:
+            s.sendto(packet, ("127.0.0.1", int(sys.argv[1]))); time.sleep(0.2)
+        """
+        let script = folder.appendingPathComponent("sap.py")
+        try announcer.write(to: script, atomically: true, encoding: .utf8)
+        let sender = try ChildProcess.start(["python3", script.path, String(port)], environment: ProcessInfo.processInfo.environment,
+                                            output: folder.appendingPathComponent("sap.log").path)
+        defer { ChildProcess.terminate(sender, SIGKILL) }
+        let r = try await cli.run("devices", "--backend", "rtp", "--json", "--set", "capture.backend=rtp", "--set", "capture.rtp.sap=127.0.0.1:\(port)")
+        #expect(r.status == 0, "\(r.stderr)")
+        let listed = try #require((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [[String: Any]], "\(r.stdout)\(r.stderr)")
+        #expect(listed.map { $0["name"] as? String } == ["rtp://239.69.1.7:5004"], "\(r.stdout)")
+        #expect((listed.first?["description"] as? String)?.contains("Studio A: L24/48000/2") == true, "\(r.stdout)")
+        let all = try await cli.run("devices", "--json", "--set", "capture.backend=rtp", "--set", "capture.rtp.sap=127.0.0.1:\(port)")
+        #expect(!all.stdout.contains("rtp://"), "a plain devices does not wait for announcements: \(all.stdout)")
+    }
 }
 #endif

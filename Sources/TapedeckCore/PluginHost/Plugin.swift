@@ -58,6 +58,9 @@ public struct PluginDescriptor<Made: Sendable>: Sendable {
     /// Builds the plugin from validated settings.
     /// - Thread: any; called once while the graph is assembled. May block briefly.
     public let make: @Sendable (PluginSettings, PluginContext) throws -> Made
+    /// Whether listing its devices means waiting on the network (RTP's SAP discovery): `tapedeck
+    /// devices` lists it only when asked by name (`--backend NAME`). False unless set.
+    public var listsOnlyWhenNamed = false
 
     /// A descriptor whose factory is handed its settings read into `Group`, which declares them.
     public init<Group: SettingsGroup>(name: String, summary: String, settings group: Group.Type,
