@@ -88,7 +88,7 @@ struct RTPEndToEndTests {
         let encoding = depth == "s16" ? "L16/48000/2" : "L24/48000/2"
         for args in [["--set", "capture.rtp.sdp=\(sdp.path)", "--set", "capture.backend=rtp"],
                      ["-D", "rtp://127.0.0.1:\(port)", "--set", "capture.rtp.encoding=\(encoding)"]] {
-            let r = try await cli.run(["record", "-d", "4", "--json"] + args)
+            let r = try await cli.run(["record", "-d", "3", "--json"] + args)
             #expect(r.status == 0, "\(r.stderr)")
             let report = try #require((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any], "\(r.stdout)\(r.stderr)")
             let take = try #require(report["take"] as? [String: Any])

@@ -97,11 +97,11 @@ struct StreamEndToEndTests {
         try Self.wav(source, wav)
         let server = try await IcecastServer.startAsync()
         try await OwnThread.run { try server.feed(wav, codec: codec, mount: "live") }
-        let r = try await cli.run("record", "-D", server.url("live"), "-d", "8", "--json")
+        let r = try await cli.run("record", "-D", server.url("live"), "-d", "6", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
-        #expect(take["frames"] as? Int == 8 * Self.rate, "\(take)")
+        #expect(take["frames"] as? Int == 6 * Self.rate, "\(take)")
         let format = try #require(take["format"] as? [String: Any])
         #expect(format["sampleRate"] as? Int == Self.rate && format["channels"] as? Int == 2)
         #expect(format["sampleFormat"] as? String == "s16", "the stream's depth (FLAC), or the default for a lossy codec")
@@ -228,11 +228,11 @@ struct StreamEndToEndTests {
         try Self.wav(Self.tonal(seconds: 20), wav)
         let server = try await IcecastServer.startAsync()
         try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") }
-        let (p, out, err) = try cli.start(["record", "-D", server.url("live"), "-d", "14", "--resume", "--json",
+        let (p, out, err) = try cli.start(["record", "-D", server.url("live"), "-d", "12", "--resume", "--json",
                                            "--set", "capture.stream.stall-after=2s", "--set", "capture.stream.reconnect=1s..2s"])
         try await Task.sleep(for: .seconds(4))
         try await OwnThread.run { server.kill() }
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2.5))
         do { try await OwnThread.run { try server.restart() } } catch { Issue.record("restart: \(error)") }
         do { try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") } } catch { Issue.record("feed: \(error)") }
         try await CLIHarness.waitForExit(p, limit: 60)
