@@ -141,7 +141,9 @@ final class HTTPStreamConnection: @unchecked Sendable {
                 }
             }
             if let e = error as? IOError { return String(cString: strerror(e.errnoCode)).lowercased() }
-            return "\(error)"
+            let text = "\(error)"
+            if text.contains("UnknownHost") { return "its host name was not found (DNS)" }
+            return text
         }
     }
 }

@@ -63,8 +63,8 @@ public struct RTPBackend: RingBackend {
     public func open(requested: AudioFormat, chosen: FormatChoice,
                      makeRing: (AudioFormat) throws -> DeviceRing) throws -> (device: RTPDevice, format: AudioFormat) {
         let session = try self.session()
-        let jitter = try DurationText.seconds(section[Self.jitterBuffer], flag: section.key(Self.jitterBuffer))
-        let stall = try DurationText.seconds(section[Self.stallAfter], flag: section.key(Self.stallAfter))
+        let jitter = try section.seconds(Self.jitterBuffer)
+        let stall = try section.seconds(Self.stallAfter)
         let native: SampleFormat = session.encoding.bits == 16 ? .s16 : .s24
         var format = AudioFormat(sampleRate: chosen.contains(.sampleRate) ? requested.sampleRate : session.encoding.sampleRate,
                                  channels: chosen.contains(.channels) ? requested.channels : session.encoding.channels,

@@ -74,7 +74,7 @@ public struct StreamBackend: RingBackend {
     }
 
     private func limits() throws -> StreamLimits {
-        let stall = try DurationText.seconds(section[Self.stallAfter], flag: section.key(Self.stallAfter))
+        let stall = try section.seconds(Self.stallAfter)
         let text = section[Self.reconnect]
         let parts = text.components(separatedBy: "..")
         guard parts.count == 2, let low = try? DurationText.seconds(parts[0], flag: ""), let high = try? DurationText.seconds(parts[1], flag: ""),

@@ -48,3 +48,14 @@ struct StreamSource: Sendable, Hashable {
         }
     }
 }
+
+extension DeviceSection {
+    /// A duration setting (`5s`, `20ms`) in seconds. - Throws: `.configuration` naming the key and the forms accepted.
+    func seconds(_ setting: Setting<String>) throws -> Double {
+        do {
+            return try DurationText.seconds(self[setting], flag: key(setting))
+        } catch let error as TapedeckError {
+            throw TapedeckError(.configuration, error.message)
+        }
+    }
+}

@@ -1,5 +1,6 @@
 #if Streams
 import Foundation
+import Logging
 import Testing
 @testable import TapedeckStream
 import TapedeckCore
@@ -52,6 +53,20 @@ import TapedeckCore
         let error = #expect(throws: TapedeckError.self) { try StreamSource("ftp://dj:s3cret@host/x", password: nil, key: "k") }
         #expect(error?.message.contains("s3cret") == false)
         #expect(Credentials.hidden(in: "http://dj:s3cret@host/x") == "http://host/x")
+    }
+
+    /// A duration setting that does not parse is a configuration error (exit 78) naming the key,
+    /// before anything connects.
+    @Test func badDurationsAreConfigurationErrors() throws {
+        for (plugin, key) in [(StreamBackend.capture, "stall-after"), (RTPBackend.capture, "jitter-buffer")] {
+            let settings = try PluginSettings.resolving(plugin.settings, overrides: ["device": plugin.name == "rtp" ? "rtp://127.0.0.1:9" : "http://127.0.0.1:9/x", key: "5x"])
+            let backend = try plugin.make(settings, PluginContext(logger: Logger(label: "t"), defaultLibraryURL: URL(fileURLWithPath: "/tmp"),
+                                                                  section: "capture.\(plugin.name)"))
+            let e = #expect(throws: TapedeckError.self) {
+                _ = try backend.openCaptureStream(format: AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16), options: CaptureOptions(periodFrames: 1024))
+            }
+            #expect(e?.code == .configuration && e?.message.contains("capture.\(plugin.name).\(key) 5x") == true, "\(String(describing: e))")
+        }
     }
 }
 #endif

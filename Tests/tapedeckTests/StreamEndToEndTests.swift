@@ -97,11 +97,11 @@ struct StreamEndToEndTests {
         try Self.wav(source, wav)
         let server = try await IcecastServer.startAsync()
         try await OwnThread.run { try server.feed(wav, codec: codec, mount: "live") }
-        let r = try await cli.run("record", "-D", server.url("live"), "-d", "6", "--json")
+        let r = try await cli.run("record", "-D", server.url("live"), "-d", "5", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let take = try #require(report["take"] as? [String: Any])
-        #expect(take["frames"] as? Int == 6 * Self.rate, "\(take)")
+        #expect(take["frames"] as? Int == 5 * Self.rate, "\(take)")
         let format = try #require(take["format"] as? [String: Any])
         #expect(format["sampleRate"] as? Int == Self.rate && format["channels"] as? Int == 2)
         #expect(format["sampleFormat"] as? String == "s16", "the stream's depth (FLAC), or the default for a lossy codec")
