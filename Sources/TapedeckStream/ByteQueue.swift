@@ -23,8 +23,6 @@ final class ByteQueue: @unchecked Sendable {
     private var start = 0
     private var ended: StreamEnd?
     private var resumeAppender: (@Sendable () -> Void)?
-    /// Bytes appended since the connection opened (audio only: ICY metadata is taken out before).
-    private(set) var received: Int64 = 0
 
     init() { bytes.reserveCapacity(Self.highWater) }
 
@@ -35,7 +33,6 @@ final class ByteQueue: @unchecked Sendable {
         defer { condition.unlock() }
         guard ended == nil else { return false }
         bytes.append(contentsOf: chunk)
-        received += Int64(chunk.count)
         condition.broadcast()
         if bytes.count - start > Self.highWater {
             resumeAppender = resume

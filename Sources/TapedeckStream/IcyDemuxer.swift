@@ -10,7 +10,7 @@ struct IcyDemuxer {
         var text: String
     }
 
-    let metaint: Int
+    private let metaint: Int
     private var untilMeta: Int
     private var metaLeft = -1          // -1: the length byte is next (when untilMeta is 0)
     private var meta: [UInt8] = []

@@ -64,7 +64,9 @@ public final class RTPDevice: RingDevice {
         }
         let clock = session.clockReference.map { "timestamps on \($0)\(session.mediaClockOffset.map { ", mediaclk direct=\($0)" } ?? "")" }
             ?? "no reference clock in the session (times are the packets' arrival)"
-        summary = "RTP \(shown): \(session.encoding), payload type \(session.payloadType)\(session.name.isEmpty ? "" : " (\"\(session.name)\")"); \(clock)"
+        let packets = session.packetMilliseconds.map { ", \(String(format: "%g", $0)) ms packets" } ?? ""
+        let sender = session.source.map { " from \($0)" } ?? ""
+        summary = "RTP \(shown)\(sender): \(session.encoding), payload type \(session.payloadType)\(packets)\(session.name.isEmpty ? "" : " (\"\(session.name)\")"); \(clock)"
         deviceName = session.name.isEmpty ? shown : "\(shown) (\(session.name))"
         cycleNanos = max(1_000_000, jitterNanos / 2)
     }

@@ -95,6 +95,7 @@ struct RTPEndToEndTests {
             let take = try #require(report["take"] as? [String: Any])
             let format = try #require(take["format"] as? [String: Any])
             #expect(format["sampleFormat"] as? String == depth && format["sampleRate"] as? Int == 48_000)
+            #expect(!r.stderr.contains("not the requested"), "the stream's own format is no surprise when none was chosen: \(r.stderr)")
             #expect(take["overrunFrames"] as? Int == 0, "\(r.stderr)")
             let got = try await StreamEndToEndTests.samples(try #require(take["path"] as? String))
             let (matched, hole, problem) = Self.holes(StereoSignal.frames(got.withUnsafeBytes { Array($0) }), in: StereoSignal.frames(noise))

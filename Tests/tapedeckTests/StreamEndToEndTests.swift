@@ -85,18 +85,14 @@ struct StreamEndToEndTests {
           arguments: ["flac", "opus", "vorbis", "mp3"])
     func codecs(_ codec: String) async throws {
         let cli = try CLIHarness()
-        let folder = cli.library.deletingLastPathComponent().appendingPathComponent("stream-src-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(at: folder) }
         let lossless = codec == "flac"
         let seconds = 30
         let source: [Int16] = lossless
             ? StereoSignal.noise(seconds: Double(seconds)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
             : Self.tonal(seconds: seconds)
-        let wav = folder.appendingPathComponent("source.wav")
-        try Self.wav(source, wav)
-        let server = try await IcecastServer.startAsync()
-        try await OwnThread.run { try server.feed(wav, codec: codec, mount: "live") }
+        let (server, _) = try await Self.icecast(feeding: source, codec: codec, in: folder)
         let r = try await cli.run("record", "-D", server.url("live"), "-d", "5", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
@@ -152,6 +148,16 @@ struct StreamEndToEndTests {
         return (pid, "http://127.0.0.1:\(port)/live")
     }
 
+    /// A private Icecast whose `mount` ffmpeg feeds, looped in real time, from `source` (written
+    /// into `folder` as WAV). - Returns: the server and the WAV (to feed it again after a restart).
+    static func icecast(feeding source: [Int16], codec: String, mount: String = "live", in folder: URL) async throws -> (IcecastServer, URL) {
+        let wav = folder.appendingPathComponent("source.wav")
+        try Self.wav(source, wav)
+        let server = try await IcecastServer.startAsync()
+        try await OwnThread.run { try server.feed(wav, codec: codec, mount: mount) }
+        return (server, wav)
+    }
+
     static func folder(_ cli: CLIHarness) throws -> URL {
         let folder = cli.library.deletingLastPathComponent().appendingPathComponent("stream-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -204,10 +210,7 @@ struct StreamEndToEndTests {
         let cli = try CLIHarness()
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let wav = folder.appendingPathComponent("source.wav")
-        try Self.wav(Self.tonal(seconds: 10), wav)
-        let server = try await IcecastServer.startAsync()
-        try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") }
+        let (server, _) = try await Self.icecast(feeding: Self.tonal(seconds: 10), codec: "opus", in: folder)
         let url = server.url("live").replacingOccurrences(of: "http://", with: "http://listener:pw-Secret-42@")
         let r = try await cli.run("record", "-D", url, "-d", "1", "--json", "-v")
         #expect(r.status == 0, "\(r.stderr)")
@@ -224,17 +227,16 @@ struct StreamEndToEndTests {
         let cli = try CLIHarness()
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let wav = folder.appendingPathComponent("source.wav")
-        try Self.wav(Self.tonal(seconds: 20), wav)
-        let server = try await IcecastServer.startAsync()
-        try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") }
+        let (server, wav) = try await Self.icecast(feeding: Self.tonal(seconds: 20), codec: "opus", in: folder)
         let (p, out, err) = try cli.start(["record", "-D", server.url("live"), "-d", "12", "--resume", "--json",
                                            "--set", "capture.stream.stall-after=2s", "--set", "capture.stream.reconnect=1s..2s"])
         try await Task.sleep(for: .seconds(4))
         try await OwnThread.run { server.kill() }
         try await Task.sleep(for: .seconds(2.5))
-        do { try await OwnThread.run { try server.restart() } } catch { Issue.record("restart: \(error)") }
-        do { try await OwnThread.run { try server.feed(wav, codec: "opus", mount: "live") } } catch { Issue.record("feed: \(error)") }
+        try await OwnThread.run {
+            try server.restart()
+            try server.feed(wav, codec: "opus", mount: "live")
+        }
         try await CLIHarness.waitForExit(p, limit: 60)
         let stdout = try String(contentsOf: out, encoding: .utf8), stderr = try String(contentsOf: err, encoding: .utf8)
         #expect(p.terminationStatus == 4, "\(stderr)")
@@ -253,10 +255,7 @@ struct StreamEndToEndTests {
         let cli = try CLIHarness()
         let folder = try Self.folder(cli)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let wav = folder.appendingPathComponent("source.wav")
-        try Self.wav(Self.tonal(seconds: 20), wav)
-        let server = try await IcecastServer.startAsync()
-        try await OwnThread.run { try server.feed(wav, codec: "mp3", mount: "titles") }
+        let (server, _) = try await Self.icecast(feeding: Self.tonal(seconds: 20), codec: "mp3", mount: "titles", in: folder)
         #expect(server.setTitle("Before", mount: "titles"))
         let (p, out, err) = try cli.start(["record", "-D", server.url("titles"), "-d", "8", "--json"])
         var changed: [(String, Date)] = []
