@@ -456,17 +456,7 @@ public final class TakeRecorder {
         let negotiated = try await probe.open()
         var engine = probe
         if negotiated != settings.format {
-            // Only a part the user chose is a surprise; the rest is the source's own (a stream's).
-            var expected = settings.format
-            let chosen = settings.formatChoice
-            if !chosen.contains(.sampleRate) { expected.sampleRate = negotiated.sampleRate }
-            if !chosen.contains(.channels) { (expected.channels, expected.layout) = (negotiated.channels, negotiated.layout) }
-            if !chosen.contains(.sampleFormat) { expected.sampleFormat = negotiated.sampleFormat }
-            if negotiated != expected {
-                logger.warning("The device records \(negotiated), not the requested \(settings.format).")
-            } else {
-                logger.info("The source's own format: \(negotiated).")
-            }
+            if negotiated != settings.chosenFormat(filledFrom: negotiated) { logger.warning("The device records \(negotiated), not the requested \(settings.format).") }
             if let duration, negotiated.sampleRate != settings.format.sampleRate {
                 // Count the requested length at the rate the device really runs at.
                 probe.close()

@@ -65,6 +65,18 @@ public struct RecordingSettings: Sendable, Hashable {
         self.warnFreeMinutes = warnFreeMinutes
     }
 
+    /// ``format`` with every part the user did not choose (``formatChoice``) taken from `source`:
+    /// what a device that records `source` was asked for. A difference from it is a surprise
+    /// worth a warning; a source's own rate or channels, when none was chosen, are not.
+    /// - Thread: any; never blocks.
+    public func chosenFormat(filledFrom source: AudioFormat) -> AudioFormat {
+        var expected = format
+        if !formatChoice.contains(.sampleRate) { expected.sampleRate = source.sampleRate }
+        if !formatChoice.contains(.channels) { (expected.channels, expected.layout) = (source.channels, source.layout) }
+        if !formatChoice.contains(.sampleFormat) { expected.sampleFormat = source.sampleFormat }
+        return expected
+    }
+
     /// The settings a configuration gives: `capture` and `storage` are those host sections,
     /// validated against ``captureDeclarations`` and ``storageDeclarations``.
     public init(format: AudioFormat, capture: PluginSettings, storage: PluginSettings) {
