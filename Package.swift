@@ -126,14 +126,19 @@ let package = Package(
         ], swiftSettings: swiftSettings),
         .testTarget(name: "TapedeckPostgresTests", dependencies: ["TapedeckPostgres", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: swiftSettings),
-        // Network streams (Icecast/HTTP) as a capture backend: decoded in-process.
+        // What network streams carry, read without the network: ICY demuxing, the stream
+        // decoders (libopusfile, libvorbisfile, libFLAC, libmpg123, WAV), SDP, RTP and SAP. Apart
+        // from TapedeckStream so the fuzz build (no HTTP stack) can fuzz them.
+        .target(name: "TapedeckStreamFormats", dependencies: ["TapedeckCore", "COpus", "CFLAC", "CStreamCodecs"],
+                swiftSettings: swiftSettings),
+        // Network streams (Icecast/HTTP, RTP) as capture backends: decoded in-process.
         .target(name: "TapedeckStream", dependencies: [
-            "TapedeckCore", "COpus", "CFLAC", "CStreamCodecs",
+            "TapedeckCore", "TapedeckStreamFormats",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: swiftSettings),
-        .testTarget(name: "TapedeckStreamTests", dependencies: ["TapedeckStream", "TapedeckTesting", .product(name: "NIOCore", package: "swift-nio"),
+        .testTarget(name: "TapedeckStreamTests", dependencies: ["TapedeckStream", "TapedeckStreamFormats", "TapedeckTesting", .product(name: "NIOCore", package: "swift-nio"),
                                                          .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: swiftSettings),
         .systemLibrary(
             name: "CStreamCodecs", path: "Sources/Shims/CStreamCodecs",
@@ -372,7 +377,8 @@ let package = Package(
         // and the program scripts/fuzz builds with libFuzzer (a replay tool in ordinary builds).
         .target(
             name: "TapedeckFuzzTargets",
-            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckBundleStorage", "TapedeckDirectoryStorage", "TapedeckAssembly"],
+            dependencies: ["TapedeckCore", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckBundleStorage", "TapedeckDirectoryStorage", "TapedeckAssembly",
+                           "TapedeckStreamFormats"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "tapedeck-fuzz", dependencies: ["TapedeckFuzzTargets", "CFuzzerMain"], swiftSettings: swiftSettings),

@@ -31,6 +31,8 @@ import TapedeckWAV
 /// - `remote-manifest`: a take's manifest as another machine (or anyone with write access to the
 ///   bucket) left it on a remote, read as `fleet` reads it, under the key `m/s/t.json`; what it
 ///   accepts encodes to a manifest that reads back the same.
+/// - `stream`, `rtp`: what an HTTP stream or an RTP sender sends, through the ICY demuxer, the
+///   stream decoders, SDP, SAP and the jitter buffer (see `StreamFuzzTargets.swift`).
 ///
 /// In every target, refusing the input is a correct answer, but only with Tapedeck's own typed
 /// error (a message for the user); any other error, a broken promise, or a crash is a finding.
@@ -38,7 +40,7 @@ import TapedeckWAV
 /// seeds and every input that once failed.
 public enum FuzzTargets {
     /// The targets' names, in the order `scripts/fuzz` runs them.
-    public static let names = ["wav", "flac", "opus", "manifest", "config", "catalog", "remote-manifest"]
+    public static let names = ["wav", "flac", "opus", "manifest", "config", "catalog", "remote-manifest", "stream", "rtp"]
 
     /// A broken promise found by a target (reported as ``Outcome/broken(_:)``).
     struct Finding: Error, CustomStringConvertible, Sendable {
@@ -73,6 +75,8 @@ public enum FuzzTargets {
             case "config": read = try config(data)
             case "catalog": read = try catalog(data, scratch)
             case "remote-manifest": read = try remoteManifest(data)
+            case "stream": read = try stream(data)
+            case "rtp": read = try rtp(data)
             default:
                 throw TapedeckError(.invalidArgument, "There is no fuzz target \"\(name)\"; the targets are \(names.joined(separator: ", ")).")
             }

@@ -1,5 +1,6 @@
 import Dispatch
 import TapedeckCore
+import TapedeckStreamFormats
 #if canImport(Glibc)
 import Glibc
 #endif

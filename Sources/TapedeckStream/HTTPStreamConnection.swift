@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 import TapedeckCore
+import TapedeckStreamFormats
 
 /// One `GET` of an Icecast, Shoutcast or plain HTTP audio stream over async-http-client: asks for
 /// ICY metadata, takes it out of the audio (``IcyDemuxer``) and queues the audio bytes for the

@@ -1,5 +1,6 @@
 public import TapedeckCore
 import Foundation
+import TapedeckStreamFormats
 
 /// `capture.backend: rtp`: an RTP audio stream (AES67 and other senders of L16/L24) recorded as
 /// a device: from an SDP file as AES67 senders publish them (`sdp`), or an address with its

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 public import TapedeckCore
+import TapedeckStreamFormats
 
 /// An open RTP audio stream (AES67, or any sender of L16/L24): a UDP socket on SwiftNIO (a
 /// multicast group joined on the chosen interface), a jitter buffer that puts
@@ -18,6 +19,8 @@ public final class RTPDevice: RingDevice {
     public let deviceName: String?
     public let cycleNanos: UInt64
     public var stallNanos: UInt64 { receiver.stallNanos + 1_000_000_000 }
+    /// The time of day of the first frame, by the RTP timestamps when the session names their clock.
+    public var cues: CaptureCues? { receiver.cues }
 
     private let shown: String
     private let channel: any Channel
@@ -62,8 +65,7 @@ public final class RTPDevice: RingDevice {
             _ = try? channel.close().wait()
             throw TapedeckError(.deviceUnavailable, "No RTP packets of \(session.encoding) (payload type \(session.payloadType)) arrived at \(shown) within \(StreamBytes.seconds(stallNanos)). Check that the sender is on, the address and port\(multicast ? ", the interface (capture.rtp.interface) and that the network passes multicast" : ""); --resume waits for it.")
         }
-        let clock = session.clockReference.map { "timestamps on \($0)\(session.mediaClockOffset.map { ", mediaclk direct=\($0)" } ?? "")" }
-            ?? "no reference clock in the session (times are the packets' arrival)"
+        let clock = receiver.clockNote
         let packets = session.packetMilliseconds.map { ", \(String(format: "%g", $0)) ms packets" } ?? ""
         let sender = session.source.map { " from \($0)" } ?? ""
         summary = "RTP \(shown)\(sender): \(session.encoding), payload type \(session.payloadType)\(packets)\(session.name.isEmpty ? "" : " (\"\(session.name)\")"); \(clock)"
@@ -127,6 +129,11 @@ final class RTPReceiver: ChannelInboundHandler, @unchecked Sendable {
     private var lastPacket = DispatchTime.now().uptimeNanoseconds
     private var tick: RepeatedTask?
     private let first = DispatchSemaphore(value: 0)
+    private let clock: RTPClock?
+    /// Where the take's time of day comes from: the first frame's, posted when the take's first packet came.
+    let cues = CaptureCues()
+    private var clockPosted = false
+    private let note = Mutex<String?>(nil)
     private let state = Mutex<(seenFirst: Bool, reason: String?, lost: Int, late: Int, restarts: Int)>((false, nil, 0, 0, 0))
     private var ring: DeviceRing { pusher.ring }
 
@@ -136,6 +143,7 @@ final class RTPReceiver: ChannelInboundHandler, @unchecked Sendable {
         self.jitterNanos = jitterNanos
         self.stallNanos = stallNanos
         sample = PCMSample(bits: session.encoding.bits, float: false, bigEndian: true)!
+        clock = RTPClock(session)
         reorder = RTPReorder(delayNanos: jitterNanos, bytesPerFrame: session.encoding.bytesPerFrame, sampleRate: session.encoding.sampleRate)
         scratch = [Float](repeating: 0, count: 8192 * session.encoding.channels)
         pusher = FramePusher(ring: ring, inputChannels: session.encoding.channels, inputRate: session.encoding.sampleRate, format: format,
@@ -143,6 +151,24 @@ final class RTPReceiver: ChannelInboundHandler, @unchecked Sendable {
     }
 
     var endReason: String? { state.withLock { $0.reason } }
+
+    /// What the log says of the stream's clock, from the first packet: the reference the session
+    /// names and whether this machine's clock agrees with its timestamps.
+    var clockNote: String { note.withLock { $0 } ?? "" }
+
+    private func clockNote(for timestamp: UInt32, arrivedAt arrival: Date) -> String {
+        let named = session.clockReference.map { "timestamps on \($0)\(session.mediaClockOffset.map { ", mediaclk direct=\($0)" } ?? "")" }
+            ?? "no reference clock in the session"
+        guard let clock else {
+            return named + "; take times are the packets' arrival" + (RTPClock.unreadReference(session).map { " (\($0))" } ?? "")
+        }
+        guard let first = clock.date(of: timestamp, arrivedAt: arrival) else {
+            return named + "; this machine's clock does not follow the sender's \(clock.reference.rawValue) clock (more than \(Int(RTPClock.agreementSeconds)) s apart), so take times are the packets' arrival (synchronise this machine to the same clock: ptp4l and phc2sys, or chrony)"
+        }
+        let ms = String(format: "%.1f", first.before * 1000)
+        return named + "; take times are the RTP timestamps on the \(clock.reference.rawValue) clock (the first packet's audio is \(ms) ms older than its arrival)"
+    }
+
     var counts: (lost: Int, late: Int, restarts: Int) { state.withLock { ($0.lost, $0.late, $0.restarts) } }
 
     func waitForFirstPacket(nanoseconds: UInt64) -> Bool {
@@ -173,9 +199,19 @@ final class RTPReceiver: ChannelInboundHandler, @unchecked Sendable {
             defer { s.seenFirst = true }
             return s.seenFirst
         }
-        if !seenFirst { first.signal() }
+        if !seenFirst {
+            note.withLock { $0 = clockNote(for: header.timestamp, arrivedAt: Date()) }
+            first.signal()
+        }
         guard ring.isStarted, !ring.isClosed else { return }  // before the take, packets are not kept
         lastPacket = now
+        if !clockPosted {
+            // The take's first frame is this packet's first sample: its time by the timestamps'
+            // clock when they follow one this machine's clock agrees with, else its arrival.
+            let arrival = Date()
+            cues.post(CaptureCues.Clock(frame: 0, date: clock?.date(of: header.timestamp, arrivedAt: arrival)?.date ?? arrival))
+            clockPosted = true
+        }
         if let known = ssrc, known != header.ssrc {
             hand(reorder.flushAll())  // another sender: what is held goes first
         }

@@ -1,6 +1,7 @@
 public import TapedeckCore
 import Foundation
 import Synchronization
+import TapedeckStreamFormats
 
 /// `capture.backend: stream`: an Icecast, Shoutcast or plain HTTP audio stream recorded as a
 /// device. `device` (or `-D`) is the URL; the stream's own rate, channels and (for lossless

@@ -2,6 +2,7 @@ public import TapedeckCore
 import Foundation
 import Logging
 import Synchronization
+import TapedeckStreamFormats
 
 /// An open network stream: the connection, the decoder, and the thread that decodes what
 /// arrives and pushes it into the `DeviceRing` (the ring stream's callback side), converted to

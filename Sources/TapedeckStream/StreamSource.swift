@@ -1,5 +1,6 @@
 import Foundation
 import TapedeckCore
+import TapedeckStreamFormats
 
 /// The URL of a network stream as the user wrote it, split into what is sent and what is shown:
 /// credentials (`http://user:pass@host/…`, or the password from `password-env`) go into the

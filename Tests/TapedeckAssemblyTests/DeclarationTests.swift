@@ -151,8 +151,9 @@ struct DeclarationTests {
             "TapedeckJACK": ["jack", "pipewire"], // PipeWire's JACK server is one JACK client can use
             "TapedeckPipeWire": ["pipewire"], "TapedeckDirectoryStorage": ["directory"],
             "TapedeckBundleStorage": ["bundle"], "TapedeckSndfileFormats": ["mp3", "vorbis", "aiff"],
-            // Network streams carry the codecs it decodes itself (Ogg Opus, MP3, FLAC, WAV).
+            // Network streams carry the codecs it decodes itself (Ogg Opus, MP3, FLAC, WAV); RTP is their transport.
             "TapedeckStream": ["stream", "rtp", "opus", "vorbis", "flac", "mp3", "wav"],
+            "TapedeckStreamFormats": ["rtp", "opus", "vorbis", "flac", "mp3", "wav"],
         ]
         // The composition root (with its serving part) and the view name backends by design; the test kit's PulseAudio
         // fixture, the fuzz targets of each parser and the scaffold's templates are about them.

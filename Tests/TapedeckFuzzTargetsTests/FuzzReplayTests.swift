@@ -50,6 +50,8 @@ struct FuzzReplayTests {
         "config": ["ci.yaml", "tapedeck.yaml", "fleet.yaml"],
         "catalog": ["three-takes"],
         "remote-manifest": ["pushed"],
+        "stream": ["flac", "mp3", "mp3-icy-titles", "ogg-flac", "ogg-opus", "ogg-vorbis", "wav-live-24bit"],
+        "rtp": ["ffmpeg-l16", "aes67-l24-reordered-lost", "timestamps-ahead"],
     ]
 
     @Test("the promises can fail: a claim past the file's end, an untyped error and an unknown target are reported")

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import TapedeckStream
+@testable import TapedeckStreamFormats
 import TapedeckCore
 
 /// The RTP backend's parts that need no network: the SDP an AES67 sender writes, the jitter
@@ -75,15 +76,65 @@ import TapedeckCore
         #expect(r.restarts == 1)
     }
 
+    /// A sender whose timestamps run ahead of the packets' arrival (9 s a packet, a packet a
+    /// millisecond) gets holes only up to the lead allowed, the rest counted as restarts: its
+    /// packets never make hours of silence on disk. A real loss is still filled exactly.
+    @Test func holesNeverRunAheadOfTime() {
+        var r = RTPReorder(delayNanos: 20_000_000, bytesPerFrame: 4, sampleRate: 48_000)
+        let payload = [UInt8](repeating: 1, count: 48 * 4)
+        var released = 0
+        for i in 0..<1_000 {
+            let out = r.arrive(Self.header(UInt16(i), UInt32(i * 9 * 48_000)), payload: payload, now: UInt64(i) * 1_000_000)
+            for release in out {
+                if case .lost(let frames) = release { released += frames }
+                if case .audio(let bytes) = release { released += bytes.count / 4 }
+            }
+        }
+        // One second of arrivals: at most 1.001 s + 20 ms + the 2 s lead, and the audio sent.
+        #expect(released <= Int(48_000 * (0.999 * 1.001 + 0.020 + Double(RTPReorder.leadSeconds))) + 1_000 * 48)
+        #expect(r.restarts > 900)
+        var s = RTPReorder(delayNanos: 0, bytesPerFrame: 4, sampleRate: 48_000)
+        #expect(s.arrive(Self.header(0, 0), payload: payload, now: 0) == [.audio(payload)])
+        #expect(s.arrive(Self.header(2, 96), payload: payload, now: 2_000_000) == [.lost(frames: 48), .audio(payload)])
+        #expect(s.restarts == 0)
+    }
+
+    /// RFC 7273: a timestamp on the PTP timescale (TAI, 37 s ahead of UTC) or NTP's (from 1900)
+    /// is the time of its sample, when it is within a second of the arrival; not otherwise.
+    @Test func rtpClockFromTimestamps() throws {
+        var s = try SessionDescription(Self.aes67, path: "x")
+        s.mediaClockOffset = 1_000
+        let clock = try #require(RTPClock(s))
+        #expect(clock.reference == .ptp)
+        let arrival = Date(timeIntervalSince1970: 1_800_000_000.5)
+        let sampleTime = arrival.timeIntervalSince1970 - 0.005  // sent 5 ms before it arrived
+        let count = Int64(((sampleTime + 37) * 48_000).rounded(.down))
+        let stamp = UInt32(truncatingIfNeeded: count + 1_000)
+        let got = try #require(clock.date(of: stamp, arrivedAt: arrival))
+        #expect(abs(got.date.timeIntervalSince1970 - Double(count) / 48_000 + 37) < 1e-6)
+        #expect(abs(got.before - 0.005) < 1.0 / 48_000)
+        #expect(clock.date(of: stamp &+ 48_000 * 3, arrivedAt: arrival) == nil, "3 s apart: not trusted")
+        s.clockReference = "ntp=/traceable/"
+        let ntp = try #require(RTPClock(s))
+        let ntpCount = Int64(((sampleTime + 2_208_988_800) * 48_000).rounded(.down))
+        let ntpGot = try #require(ntp.date(of: UInt32(truncatingIfNeeded: ntpCount + 1_000), arrivedAt: arrival))
+        #expect(abs(ntpGot.date.timeIntervalSince1970 - sampleTime) < 1.0 / 48_000)
+        s.clockReference = "localmac=00-11-22-33-44-55"
+        #expect(RTPClock(s) == nil && RTPClock.unreadReference(s)?.contains("localmac") == true)
+        s.mediaClockOffset = nil
+        s.clockReference = "ptp=IEEE1588-2008:00-11-22-FF-FE-33-44-55:0"
+        #expect(RTPClock(s) == nil && RTPClock.unreadReference(s)?.contains("mediaclk") == true)
+    }
+
     @Test func sapAnnouncement() throws {
         var packet: [UInt8] = [0x20, 0, 0x12, 0x34, 192, 168, 1, 1]
         packet += Array("application/sdp".utf8) + [0] + Array(Self.aes67.utf8)
-        let parsed = try #require(packet.withUnsafeBytes { SAPListener.parse($0) })
+        let parsed = try #require(packet.withUnsafeBytes { SAPPacket.parse($0) })
         #expect(parsed.origin == "192.168.1.1" && !parsed.deletes && parsed.sdp == Self.aes67)
         packet[0] |= 0x04
-        #expect(packet.withUnsafeBytes { SAPListener.parse($0) }?.deletes == true)
+        #expect(packet.withUnsafeBytes { SAPPacket.parse($0) }?.deletes == true)
         packet[0] |= 0x01   // compressed: not read
-        #expect(packet.withUnsafeBytes { SAPListener.parse($0) } == nil)
+        #expect(packet.withUnsafeBytes { SAPPacket.parse($0) } == nil)
     }
 }
 #endif

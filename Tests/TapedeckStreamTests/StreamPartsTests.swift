@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Testing
 @testable import TapedeckStream
+@testable import TapedeckStreamFormats
 import TapedeckCore
 
 /// The stream backend's parts that need no server: ICY metadata, URLs with credentials.

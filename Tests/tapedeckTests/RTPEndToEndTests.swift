@@ -136,6 +136,61 @@ struct RTPEndToEndTests {
         #expect(r.stderr.contains("packets lost"), "\(r.stderr)")
     }
 
+    /// An AES67-style sender (test side, python) whose timestamps follow the PTP timescale
+    /// (TAI, RFC 7273 `mediaclk:direct=`), taken here as this machine's clock plus 37 s, and
+    /// whose packets leave 250 ms after their audio: each sample holds its own media-clock
+    /// count (modulo 2²³), so the take's first frame says when it was, whatever its arrival.
+    static let ptpSender = """
+    import socket, struct, sys, time
+    port, offset, latency = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    rate, per = 48000, 48
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    n = int((time.time() + 37) * rate) // per * per
+    seq = 0
+    while True:
+        wait = n / rate - 37 + latency - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        payload = b"".join(((n + i) % (1 << 23)).to_bytes(3, "big") * 2 for i in range(per))
+        s.sendto(struct.pack(">BBHII", 0x80, 98, seq & 0xFFFF, (n + offset) & 0xFFFFFFFF, 0x42) + payload, ("127.0.0.1", port))
+        n += per
+        seq += 1
+    """
+
+    @Test("timestamps on a PTP clock (RFC 7273) date the take by when its audio was, not when it arrived")
+    func ptpClockDatesTheTake() async throws {
+        var cli = try CLIHarness()
+        cli.withoutConfig = true  // the stream's own format: s24
+        let folder = cli.library.deletingLastPathComponent().appendingPathComponent("rtp-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let port = try S3Server.freePort(), offset = 1_234_567
+        let sdp = folder.appendingPathComponent("studio.sdp")
+        try """
+            v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=PTP studio\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio \(port) RTP/AVP 98\r\n\
+            a=rtpmap:98 L24/48000/2\r\na=ptime:1\r\na=ts-refclk:ptp=IEEE1588-2008:00-11-22-FF-FE-33-44-55:0\r\na=mediaclk:direct=\(offset)\r\n
+            """.write(to: sdp, atomically: true, encoding: .utf8)
+        let script = folder.appendingPathComponent("sender.py")
+        try Self.ptpSender.write(to: script, atomically: true, encoding: .utf8)
+        let sender = try ChildProcess.start(["python3", script.path, String(port), String(offset), "0.25"],
+                                            environment: ProcessInfo.processInfo.environment, output: folder.appendingPathComponent("sender.log").path)
+        defer { ChildProcess.terminate(sender, SIGKILL) }
+        let r = try await cli.run("record", "-v", "-d", "2", "--json", "--set", "capture.backend=rtp", "--set", "capture.rtp.sdp=\(sdp.path)")
+        try #require(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("take times are the RTP timestamps on the PTP clock"), "\(r.stderr)")
+        let report = try #require((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any], "\(r.stdout)\(r.stderr)")
+        let take = try #require(report["take"] as? [String: Any])
+        let began = try await BroadcastWaveEndToEndTests.began(take)
+        let first = try await CLIHarness.tool("python3", ["-c", "import sys, wave; w = wave.open(sys.argv[1]); print(int.from_bytes(w.readframes(1)[:3], 'little', signed=True))",
+                                                          try #require(take["path"] as? String)])
+        let sample = try #require(Int(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(first.stderr)")
+        // The first frame's own count against the count of the time the take says it began.
+        let claimed = Int(((began + 37) * 48_000).rounded(.down)) % (1 << 23)
+        var apart = (claimed - sample) % (1 << 23)
+        if apart > 1 << 22 { apart -= 1 << 23 } else if apart < -(1 << 22) { apart += 1 << 23 }
+        #expect(abs(apart) <= 2, "the take says its first frame was \(apart) frames (\(Double(apart) / 48) ms) from when it was; arrival is 250 ms late")
+    }
+
     @Test("devices --backend rtp lists the streams SAP announces (and only when asked by name)")
     func sapDiscovery() async throws {
         var cli = try CLIHarness()

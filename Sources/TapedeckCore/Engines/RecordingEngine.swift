@@ -160,6 +160,8 @@ public final class RecordingEngine: Sendable {
         /// The wall-clock time capture started (the run's frame 0), and when the device last came back.
         var captureStartDate: Date?
         var resumedDate: Date?
+        /// A frame of the run and its time of day by the source's own clock (``CaptureCues/Clock``).
+        var sourceClock: (frame: Int64, date: Date)?
         var captureEnd: ContinuousClock.Instant?
         var deviceLoopEnd: ContinuousClock.Instant?
         var progress = RecordingProgress()
@@ -426,6 +428,17 @@ public final class RecordingEngine: Sendable {
         deviceDone.signal()
     }
 
+    /// A source's markers (requested as `tapedeck mark` does) and clock (the run's anchor for
+    /// the time of day, ``Shared/sourceClock``), at frames of the run up to `through`.
+    private func take(_ cues: CaptureCues, firstFrame: Int64, through: Int64) {
+        if let clock = cues.takeClock() {
+            shared.withLock { $0.sourceClock = (firstFrame + min(clock.frame, through - firstFrame), clock.date) }
+        }
+        for cue in cues.take() {
+            request(MarkRequest(marker: TakeMarker(frame: firstFrame + min(cue.frame, through - firstFrame), label: cue.label, date: Date())))
+        }
+    }
+
     /// The real-time loop. No allocation, locking, logging or disk I/O inside the `while`.
     /// - Parameter timeline: frames of the run so far (delivered or lost), carried on when the
     ///   loop starts again on a device that came back.
@@ -477,15 +490,14 @@ public final class RecordingEngine: Sendable {
                     continue
                 }
                 let r = try stream.read(into: ring.pointer(slot), maxFrames: ring.slotFrames)
+                // A source's own markers and clock: rare, so taking them may allocate. Before
+                // the frames are handed on, so the writer dates a take by the source's clock.
+                if let cues, cues.hasPending {
+                    take(cues, firstFrame: firstFrame, through: timeline + Int64(r.frames) + r.lostFramesBefore)
+                }
                 ring.publish(slot, frames: r.frames, bufferGap: bufferGap, deviceGap: deviceGap + r.lostFramesBefore)
                 timeline += Int64(r.frames) + r.lostFramesBefore
                 deviceTimeline.store(timeline, ordering: .releasing)
-                // A source's own markers (a stream's titles): rare, so taking them may allocate.
-                if let cues, cues.hasPending {
-                    for cue in cues.take() {
-                        request(MarkRequest(marker: TakeMarker(frame: firstFrame + min(cue.frame, timeline - firstFrame), label: cue.label, date: Date())))
-                    }
-                }
                 bufferGap = 0
                 deviceGap = 0
                 // A real-time stream's periods are batched (see writerInterval); a stream that

@@ -257,10 +257,13 @@ final class RunWriter {
     }
 
     /// Tells the writer the time of day of the take's first frame: the clock when capture (or
-    /// the device's return) began, plus the run's frames since, at the device's rate.
+    /// the device's return) began, or the source's own clock when it has one and it is newer,
+    /// plus the run's frames since, at the device's rate.
     private func announce() {
         current!.announced = true
-        if clockAnchor == nil, let date = engine.shared.withLock({ $0.captureStartDate }) { clockAnchor = (0, date) }
+        let (started, source) = engine.shared.withLock { ($0.captureStartDate, $0.sourceClock) }
+        if clockAnchor == nil, let started { clockAnchor = (0, started) }
+        if let source, source.frame >= clockAnchor?.frame ?? 0 { clockAnchor = source }
         if let anchor = clockAnchor {
             current!.writer.began(at: anchor.date.addingTimeInterval(Double(current!.offset - anchor.frame) / rate),
                                   preRollFrames: current!.preRollFrames)

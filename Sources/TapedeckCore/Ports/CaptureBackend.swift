@@ -1,3 +1,4 @@
+public import Foundation
 import Synchronization
 
 /// What a capture stream reports after one blocking read.
@@ -113,7 +114,8 @@ extension CaptureStream {
 /// Markers a source sets itself (a network stream's title changes), each at a frame of the
 /// stream: frames delivered since its first read, holes included. The stream posts; the device
 /// thread takes them after a read and turns them into markers of the run, as `tapedeck mark`
-/// does. Any thread; never blocks for long; ``hasPending`` is one atomic load (the device
+/// does. A source's clock (``Clock``) is taken before the frames are handed to the writer, so
+/// the take's time of day is the source's. Any thread; never blocks for long; ``hasPending`` is one atomic load (the device
 /// thread's check), and only posting and taking allocate.
 public final class CaptureCues: Sendable {
     /// One cue: where in the stream, and its label.
@@ -126,7 +128,19 @@ public final class CaptureCues: Sendable {
         }
     }
 
+    /// The time of day of one frame of the stream by the source's own clock (an RTP stream's
+    /// timestamps against the PTP or NTP clock its session names): where the take's time comes from.
+    public struct Clock: Sendable, Hashable {
+        public var frame: Int64
+        public var date: Date
+        public init(frame: Int64, date: Date) {
+            self.frame = frame
+            self.date = date
+        }
+    }
+
     private let cues = Mutex<[Cue]>([])
+    private let clock = Mutex<Clock?>(nil)
     private let pending = Atomic<Int>(0)
 
     public init() {}
@@ -136,6 +150,25 @@ public final class CaptureCues: Sendable {
     public func post(_ cue: Cue) {
         cues.withLock { $0.append(cue) }
         pending.add(1, ordering: .releasing)
+    }
+
+    /// Says the time of day of a frame; the latest one posted counts.
+    public func post(_ clock: Clock) {
+        let replaced = self.clock.withLock { c -> Bool in
+            defer { c = clock }
+            return c != nil
+        }
+        if !replaced { pending.add(1, ordering: .releasing) }
+    }
+
+    /// The clock posted since the last call, if any.
+    public func takeClock() -> Clock? {
+        let taken = clock.withLock { c -> Clock? in
+            defer { c = nil }
+            return c
+        }
+        if taken != nil { pending.subtract(1, ordering: .releasing) }
+        return taken
     }
 
     /// Every cue posted since the last call, in order.

@@ -1,14 +1,14 @@
 /// The fixed part of one RTP packet (RFC 3550) and where its payload is. A plain value.
-struct RTPHeader: Sendable, Hashable {
-    var payloadType: Int
-    var sequence: UInt16
-    var timestamp: UInt32
-    var ssrc: UInt32
+package struct RTPHeader: Sendable, Hashable {
+    package var payloadType: Int
+    package var sequence: UInt16
+    package var timestamp: UInt32
+    package var ssrc: UInt32
     /// The payload's byte range within the packet.
-    var payload: Range<Int>
+    package var payload: Range<Int>
 
     /// Reads the header of `packet`; nil when it is not RTP version 2 or its lengths do not add up.
-    init?(_ packet: UnsafeRawBufferPointer) {
+    package init?(_ packet: UnsafeRawBufferPointer) {
         guard packet.count >= 12, packet[0] >> 6 == 2 else { return nil }
         let csrcs = Int(packet[0] & 0x0F)
         var start = 12 + 4 * csrcs
@@ -33,39 +33,46 @@ struct RTPHeader: Sendable, Hashable {
 /// packet of any size counts right) are released as a hole where it was. Sequence numbers and
 /// timestamps are extended past their wrap. A sender that starts over (a jump of more than
 /// ``resyncPackets`` packets or ``resyncSeconds`` of timestamps) is followed from its new
-/// place, the jump counted as no hole but as a restart.
+/// place, the jump counted as no hole but as a restart. Holes never take the released audio
+/// further ahead of the packets' arrival than ``leadSeconds`` (plus 0.1% of the time since the
+/// first packet, for a sender's clock that runs fast): a sender whose timestamps run ahead of
+/// time gets the excess counted as a restart, not silence written to disk.
 ///
 /// A plain value, owned by one thread (the receiving event loop); no allocation but the held
 /// packets' payloads.
-struct RTPReorder {
+package struct RTPReorder {
     /// One thing to hand on, in order.
-    enum Release: Equatable {
+    package enum Release: Equatable {
         case audio([UInt8])
         case lost(frames: Int)
     }
 
-    static let resyncPackets: Int64 = 3000
-    static let resyncSeconds: Int64 = 10
+    package static let resyncPackets: Int64 = 3000
+    package static let resyncSeconds: Int64 = 10
+    package static let leadSeconds: Int64 = 2
 
-    let delayNanos: UInt64
-    let bytesPerFrame: Int
-    let sampleRate: Int
+    package let delayNanos: UInt64
+    package let bytesPerFrame: Int
+    package let sampleRate: Int
     private var expected: Int64?
     private var nextTimestamp: Int64 = 0
     private var held: [Int64: (timestamp: Int64, payload: [UInt8], arrived: UInt64)] = [:]
-    private(set) var latePackets = 0
-    private(set) var lostPackets = 0
-    private(set) var restarts = 0
+    package private(set) var latePackets = 0
+    package private(set) var lostPackets = 0
+    package private(set) var restarts = 0
     private var lastTimestamp: Int64 = 0
+    /// When the first packet arrived, and the frames released since (audio and holes).
+    private var firstArrival: UInt64?
+    private var releasedFrames: Int64 = 0
 
-    init(delayNanos: UInt64, bytesPerFrame: Int, sampleRate: Int) {
+    package init(delayNanos: UInt64, bytesPerFrame: Int, sampleRate: Int) {
         self.delayNanos = delayNanos
         self.bytesPerFrame = bytesPerFrame
         self.sampleRate = sampleRate
     }
 
     /// The value of a 16- or 32-bit counter nearest `reference`.
-    static func extend(_ value: UInt64, bits: Int, near reference: Int64) -> Int64 {
+    package static func extend(_ value: UInt64, bits: Int, near reference: Int64) -> Int64 {
         let modulus = Int64(1) << bits
         let base = reference - reference.mod(modulus)
         var candidate = base + Int64(value)
@@ -75,7 +82,7 @@ struct RTPReorder {
     }
 
     /// One packet arrived at `now` (monotonic nanoseconds). - Returns: what can be handed on.
-    mutating func arrive(_ header: RTPHeader, payload: [UInt8], now: UInt64) -> [Release] {
+    package mutating func arrive(_ header: RTPHeader, payload: [UInt8], now: UInt64) -> [Release] {
         guard let expectedSeq = expected else {
             expected = Int64(header.sequence)
             nextTimestamp = Int64(header.timestamp)
@@ -106,10 +113,10 @@ struct RTPReorder {
     }
 
     /// Time passed: packets missing for longer than the delay are given up. - Returns: what can be handed on.
-    mutating func tick(now: UInt64) -> [Release] { release(now: now) }
+    package mutating func tick(now: UInt64) -> [Release] { release(now: now) }
 
     /// Hands on everything held, the gaps lost (the end of the stream, or a restart).
-    mutating func flushAll() -> [Release] {
+    package mutating func flushAll() -> [Release] {
         release(now: UInt64.max)
     }
 
@@ -135,18 +142,36 @@ struct RTPReorder {
 
     /// The packet's audio, after the frames missing before it (from the timestamps).
     private mutating func emit(_ packet: (timestamp: Int64, payload: [UInt8], arrived: UInt64), into out: inout [Release]) {
-        let missing = packet.timestamp - nextTimestamp
-        if missing > 0 { out.append(.lost(frames: Int(missing))) }
+        if firstArrival == nil { firstArrival = packet.arrived }
+        var missing = packet.timestamp - nextTimestamp
+        if missing > 0 {
+            let hole = min(missing, max(0, allowedLead(at: packet.arrived) - releasedFrames))
+            if hole < missing { restarts += 1 }  // ahead of time: the rest is no hole
+            if hole > 0 { out.append(.lost(frames: Int(hole))) }
+            releasedFrames += hole
+            missing = hole
+        }
         let frames = packet.payload.count / bytesPerFrame
         if missing < 0 {
             // Overlaps what was played (a sender whose timestamps went back a little): the overlap is dropped.
             let skip = Int(min(Int64(frames), -missing))
             if skip < frames { out.append(.audio(Array(packet.payload[(skip * bytesPerFrame)..<(frames * bytesPerFrame)]))) }
+            releasedFrames += Int64(frames - skip)
             nextTimestamp = max(nextTimestamp, packet.timestamp + Int64(frames))
             return
         }
         out.append(.audio(frames * bytesPerFrame == packet.payload.count ? packet.payload : Array(packet.payload[0..<(frames * bytesPerFrame)])))
         nextTimestamp = packet.timestamp + Int64(frames)
+        releasedFrames += Int64(frames)
+    }
+
+    /// The most frames the stream may have released by a packet that arrived at `arrived`:
+    /// the time since the first packet (and 0.1% more), the jitter buffer's delay and ``leadSeconds``.
+    private func allowedLead(at arrived: UInt64) -> Int64 {
+        let first = firstArrival ?? arrived
+        let elapsed = Double(arrived &- first > UInt64(Int64.max) ? 0 : arrived &- first)
+        let seconds = elapsed * 1.001 / 1e9 + Double(delayNanos) / 1e9 + Double(Self.leadSeconds)
+        return Int64(min(seconds * Double(sampleRate), 1e15))
     }
 }
 

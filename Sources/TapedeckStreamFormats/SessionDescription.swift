@@ -4,25 +4,25 @@ import TapedeckCore
 /// (and `ffmpeg -f rtp -sdp_file`) write it: the connection address, the media port and payload
 /// type, `rtpmap` (L16 or L24, rate, channels), `ptime`, and the clock the RTP timestamps follow
 /// (`ts-refclk` and `mediaclk`, RFC 7273). A plain value; any thread.
-struct SessionDescription: Sendable, Hashable {
+package struct SessionDescription: Sendable, Hashable {
     /// The session's name (`s=`).
-    var name: String
+    package var name: String
     /// Where the audio is sent: a multicast group or a unicast address.
-    var address: String
-    var port: Int
-    var payloadType: Int
-    var encoding: RTPEncoding
+    package var address: String
+    package var port: Int
+    package var payloadType: Int
+    package var encoding: RTPEncoding
     /// Milliseconds of audio per packet (`a=ptime`), when given.
-    var packetMilliseconds: Double?
+    package var packetMilliseconds: Double?
     /// `a=ts-refclk` (e.g. `ptp=IEEE1588-2008:…:0`): the reference clock of the timestamps.
-    var clockReference: String?
+    package var clockReference: String?
     /// `a=mediaclk:direct=N`: the timestamp at the reference clock's epoch.
-    var mediaClockOffset: UInt32?
+    package var mediaClockOffset: UInt32?
     /// The sender's address when `a=source-filter` names one.
-    var source: String?
+    package var source: String?
 
     /// Parses `text`. - Throws: `.configuration` naming the line and what is wrong, for `path` (how the message names the file).
-    init(_ text: String, path: String) throws {
+    package init(_ text: String, path: String) throws {
         var name = "", address: String?, port: Int?, types: [Int] = [], maps: [Int: RTPEncoding] = [:]
         var ptime: Double?, refclk: String?, mediaclk: UInt32?, source: String?
         var inAudio = false, sawMedia = false
@@ -85,7 +85,7 @@ struct SessionDescription: Sendable, Hashable {
         self.source = source
     }
 
-    init(address: String, port: Int, payloadType: Int, encoding: RTPEncoding) {
+    package init(address: String, port: Int, payloadType: Int, encoding: RTPEncoding) {
         name = ""
         self.address = address
         self.port = port
@@ -94,20 +94,20 @@ struct SessionDescription: Sendable, Hashable {
     }
 
     /// `key:value` of an `a=` line (a flag without a value has an empty one).
-    static func attribute(_ text: String) -> (String, String) {
+    package static func attribute(_ text: String) -> (String, String) {
         guard let colon = text.firstIndex(of: ":") else { return (text, "") }
         return (String(text[..<colon]), String(String(text[text.index(after: colon)...]).trimmingSpaces))
     }
 }
 
 /// An uncompressed RTP payload: `L16/48000/2`, `L24/48000/8` (RFC 3190; big-endian, interleaved).
-struct RTPEncoding: Sendable, Hashable, CustomStringConvertible {
-    var bits: Int
-    var sampleRate: Int
-    var channels: Int
+package struct RTPEncoding: Sendable, Hashable, CustomStringConvertible {
+    package var bits: Int
+    package var sampleRate: Int
+    package var channels: Int
 
     /// Parses `L24/48000/2` (channels default to 1, as RFC 3551 says). Nil for anything else.
-    init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/")
         guard (2...3).contains(parts.count), let rate = Int(parts[1]), AudioFormat.sampleRateRange.contains(rate) else { return nil }
         switch parts[0].uppercased() {
@@ -121,6 +121,6 @@ struct RTPEncoding: Sendable, Hashable, CustomStringConvertible {
         self.channels = channels
     }
 
-    var description: String { "L\(bits)/\(sampleRate)/\(channels)" }
-    var bytesPerFrame: Int { bits / 8 * channels }
+    package var description: String { "L\(bits)/\(sampleRate)/\(channels)" }
+    package var bytesPerFrame: Int { bits / 8 * channels }
 }

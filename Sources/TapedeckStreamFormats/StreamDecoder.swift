@@ -1,11 +1,11 @@
-import TapedeckCore
+package import TapedeckCore
 
 /// A decoder of one network stream's bytes into interleaved float frames, made by
 /// ``StreamDecoders/open(_:contentType:)`` once it knows the stream's format.
 ///
 /// Thread: the stream's decoding thread (and the device thread while it opens); blocks while the
 /// bytes it needs have not arrived (``StreamBytes``).
-protocol StreamDecoder: AnyObject {
+package protocol StreamDecoder: AnyObject {
     /// What the stream is, for the log and the take: `Ogg Opus`, `MP3`.
     var codec: String { get }
     var sampleRate: Int { get }
@@ -24,18 +24,18 @@ protocol StreamDecoder: AnyObject {
 }
 
 extension StreamDecoder {
-    func takeTitle() -> String? { nil }
+    package func takeTitle() -> String? { nil }
 }
 
 /// A stream title as a marker's label: `ARTIST - TITLE` (or either), without control
 /// characters, at most ``TakeMarker/maxLabelBytes`` bytes (cut at a character).
-enum StreamTitle {
-    static func label(artist: String?, title: String?) -> String? {
+package enum StreamTitle {
+    package static func label(artist: String?, title: String?) -> String? {
         let parts = [artist, title].compactMap { $0 }.filter { !$0.isEmpty }
         return parts.isEmpty ? nil : label(parts.joined(separator: " - "))
     }
 
-    static func label(_ text: String) -> String? {
+    package static func label(_ text: String) -> String? {
         var out = ""
         for c in text where !c.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             if out.utf8.count + String(c).utf8.count > TakeMarker.maxLabelBytes { break }
@@ -47,10 +47,10 @@ enum StreamTitle {
 
 /// Chooses the decoder for a stream from its first bytes (the container's magic), then from
 /// the `Content-Type` the server sent. Any thread that may block.
-enum StreamDecoders {
+package enum StreamDecoders {
     /// The decoder for the stream in `bytes`, its format known. Blocks until the headers came.
     /// - Throws: ``StreamEnd`` when the bytes are not audio Tapedeck decodes, or the stream ended first.
-    static func open(_ bytes: StreamBytes, contentType: String) throws -> any StreamDecoder {
+    package static func open(_ bytes: StreamBytes, contentType: String) throws -> any StreamDecoder {
         let head = bytes.peek(64)
         if head.isEmpty { throw bytes.end ?? StreamEnd(reason: "sent no audio") }
         let type = contentType.lowercased()
@@ -75,20 +75,20 @@ enum StreamDecoders {
         throw StreamEnd(reason: "sent bytes that are not audio Tapedeck decodes (\(shown), first bytes \(hex); it reads Ogg Opus, Ogg Vorbis, Ogg FLAC, FLAC, MP3 and WAV)")
     }
 
-    static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
+    package static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
         let needle = Array(text.utf8)
         guard bytes.count >= needle.count else { return false }
         return (0...(bytes.count - needle.count)).contains { Array(bytes[$0..<($0 + needle.count)]) == needle }
     }
 
     /// An MPEG audio frame header: 11 sync bits, a layer, a bitrate and rate that are not reserved.
-    static func isMPEGFrame(_ b: [UInt8]) -> Bool {
+    package static func isMPEGFrame(_ b: [UInt8]) -> Bool {
         guard b.count >= 4, b[0] == 0xFF, b[1] & 0xE0 == 0xE0, b[1] & 0x06 != 0 else { return false }
         return b[2] & 0xF0 != 0xF0 && b[2] & 0x0C != 0x0C
     }
 
     /// A FLAC frame's sync code (a native stream joined after its header).
-    static func isFLACFrame(_ b: [UInt8]) -> Bool {
+    package static func isFLACFrame(_ b: [UInt8]) -> Bool {
         b.count >= 2 && b[0] == 0xFF && (b[1] == 0xF8 || b[1] == 0xF9)
     }
 }

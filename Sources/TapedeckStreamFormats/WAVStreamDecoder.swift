@@ -1,20 +1,20 @@
-import TapedeckCore
+package import TapedeckCore
 
 /// WAV (RIFF or RF64) sent as a stream: the header's `fmt ` chunk, then the `data` chunk's
 /// samples as they arrive (a live stream's sizes are 0 or 0xFFFFFFFF and are not trusted).
 /// 8-, 16-, 24- and 32-bit integer and 32-bit float PCM, extensible or not.
-final class WAVStreamDecoder: StreamDecoder {
-    let codec = "WAV"
-    let sampleRate: Int
-    let channels: Int
-    let nativeFormat: SampleFormat?
+package final class WAVStreamDecoder: StreamDecoder {
+    package let codec = "WAV"
+    package let sampleRate: Int
+    package let channels: Int
+    package let nativeFormat: SampleFormat?
     private let bytes: StreamBytes
     private let sample: PCMSample
     private var raw: [UInt8] = []
     /// Bytes of an incomplete frame left from the last read.
     private var carry = 0
 
-    init(_ bytes: StreamBytes) throws {
+    package init(_ bytes: StreamBytes) throws {
         self.bytes = bytes
         var header = [UInt8](repeating: 0, count: 12)
         guard Self.readFully(bytes, &header, 12) else { throw bytes.end ?? StreamEnd(reason: "ended inside its WAV header") }
@@ -56,7 +56,7 @@ final class WAVStreamDecoder: StreamDecoder {
         return true
     }
 
-    func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
+    package func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
         let frameBytes = sample.bytes * channels
         let want = maxFrames * frameBytes
         if raw.count < want { raw += [UInt8](repeating: 0, count: want - raw.count) }
@@ -73,17 +73,17 @@ final class WAVStreamDecoder: StreamDecoder {
         return frames
     }
 
-    func close() {}
+    package func close() {}
 }
 
 /// One PCM sample layout on the wire (WAV's little-endian, RTP's big-endian L16/L24) and its
 /// conversion to float. A plain value; any thread; never allocates.
-struct PCMSample: Sendable, Hashable {
-    let bytes: Int
-    let float: Bool
-    let bigEndian: Bool
+package struct PCMSample: Sendable, Hashable {
+    package let bytes: Int
+    package let float: Bool
+    package let bigEndian: Bool
 
-    init?(bits: Int, float: Bool, bigEndian: Bool) {
+    package init?(bits: Int, float: Bool, bigEndian: Bool) {
         guard float ? bits == 32 : [8, 16, 24, 32].contains(bits) else { return nil }
         bytes = bits / 8
         self.float = float
@@ -91,10 +91,10 @@ struct PCMSample: Sendable, Hashable {
     }
 
     /// The take's sample format that keeps every bit.
-    var nativeFormat: SampleFormat { float ? .f32 : bytes <= 2 ? .s16 : bytes == 3 ? .s24 : .s32 }
+    package var nativeFormat: SampleFormat { float ? .f32 : bytes <= 2 ? .s16 : bytes == 3 ? .s24 : .s32 }
 
     /// Converts `count` samples at `source` into floats.
-    func convert(_ source: UnsafeRawPointer, count: Int, into output: UnsafeMutablePointer<Float>) {
+    package func convert(_ source: UnsafeRawPointer, count: Int, into output: UnsafeMutablePointer<Float>) {
         let p = source.assumingMemoryBound(to: UInt8.self)
         for i in 0..<count {
             let s = p + i * bytes

@@ -1,22 +1,22 @@
 import COpus
 import CStreamCodecs
-import TapedeckCore
+package import TapedeckCore
 
 /// Ogg Opus through libopusfile, reading the stream through callbacks that cannot seek (a live
 /// stream): chained streams (a source that reconnected to the server) go on as one. Always
 /// 48 kHz; the channel count is the first link's (a later link with another count is mixed to it).
-final class OpusStreamDecoder: StreamDecoder {
-    let codec = "Ogg Opus"
-    let sampleRate = 48_000
-    let channels: Int
-    var nativeFormat: SampleFormat? { nil }
+package final class OpusStreamDecoder: StreamDecoder {
+    package let codec = "Ogg Opus"
+    package let sampleRate = 48_000
+    package let channels: Int
+    package var nativeFormat: SampleFormat? { nil }
     private let bytes: StreamBytes
     private let file: OpaquePointer
     private var scratch: [Float] = []
     private var link: Int32 = -1
     private var newTitle: String?
 
-    init(_ bytes: StreamBytes) throws {
+    package init(_ bytes: StreamBytes) throws {
         self.bytes = bytes
         var callbacks = OpusFileCallbacks(
             read: { stream, ptr, count in
@@ -31,7 +31,7 @@ final class OpusStreamDecoder: StreamDecoder {
         channels = Int(op_channel_count(file, -1))
     }
 
-    func takeTitle() -> String? {
+    package func takeTitle() -> String? {
         defer { newTitle = nil }
         return newTitle
     }
@@ -45,7 +45,7 @@ final class OpusStreamDecoder: StreamDecoder {
         newTitle = StreamTitle.label(artist: tag("ARTIST"), title: tag("TITLE"))
     }
 
-    func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
+    package func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
         defer { noteLink() }
         while true {
             let link = op_current_link(file)
@@ -68,27 +68,27 @@ final class OpusStreamDecoder: StreamDecoder {
         }
     }
 
-    func close() { op_free(file) }
+    package func close() { op_free(file) }
 }
 
 /// Ogg Vorbis through libvorbisfile, reading through callbacks that cannot seek. A chained
 /// stream whose later link has another rate ends the stream (it cannot go on in one take).
-final class VorbisStreamDecoder: StreamDecoder {
-    let codec = "Ogg Vorbis"
-    let sampleRate: Int
-    let channels: Int
-    var nativeFormat: SampleFormat? { nil }
+package final class VorbisStreamDecoder: StreamDecoder {
+    package let codec = "Ogg Vorbis"
+    package let sampleRate: Int
+    package let channels: Int
+    package var nativeFormat: SampleFormat? { nil }
     private let bytes: StreamBytes
     private let file: UnsafeMutablePointer<OggVorbis_File>
     private var link: Int32 = -1
     private var newTitle: String?
 
-    func takeTitle() -> String? {
+    package func takeTitle() -> String? {
         defer { newTitle = nil }
         return newTitle
     }
 
-    init(_ bytes: StreamBytes) throws {
+    package init(_ bytes: StreamBytes) throws {
         self.bytes = bytes
         file = .allocate(capacity: 1)
         let callbacks = ov_callbacks(
@@ -107,7 +107,7 @@ final class VorbisStreamDecoder: StreamDecoder {
         channels = Int(info.pointee.channels)
     }
 
-    func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
+    package func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
         while true {
             var planes: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>?
             var link: Int32 = 0
@@ -137,7 +137,7 @@ final class VorbisStreamDecoder: StreamDecoder {
         }
     }
 
-    func close() {
+    package func close() {
         ov_clear(file)
         file.deallocate()
     }
@@ -146,8 +146,8 @@ final class VorbisStreamDecoder: StreamDecoder {
 /// Maps one channel count onto another: the same count is copied, mono is spread to every
 /// channel, several channels to mono are averaged, and otherwise channels are taken in order
 /// (missing ones silent). Any thread; never allocates.
-enum ChannelMix {
-    static func mix(_ input: UnsafePointer<Float>, channels from: Int, into output: UnsafeMutablePointer<Float>, channels to: Int, frames: Int) {
+package enum ChannelMix {
+    package static func mix(_ input: UnsafePointer<Float>, channels from: Int, into output: UnsafeMutablePointer<Float>, channels to: Int, frames: Int) {
         if from == to {
             output.update(from: input, count: frames * to)
             return

@@ -3,11 +3,11 @@
 /// What is left is the audio; each title change is kept with the audio byte offset it came at.
 ///
 /// A plain value; used by one thread at a time (the connection's event loop).
-struct IcyDemuxer {
+package struct IcyDemuxer {
     /// A title and the offset, in audio bytes since the connection opened, where it came.
-    struct Title: Sendable, Equatable {
-        var offset: Int64
-        var text: String
+    package struct Title: Sendable, Equatable {
+        package var offset: Int64
+        package var text: String
     }
 
     private let metaint: Int
@@ -18,14 +18,14 @@ struct IcyDemuxer {
     private var lastTitle: String?
 
     /// - Parameter metaint: the `icy-metaint` header, > 0.
-    init(metaint: Int) {
+    package init(metaint: Int) {
         self.metaint = metaint
         untilMeta = metaint
     }
 
     /// Splits `chunk`: calls `audio` with each run of audio bytes, in order, and returns the
     /// titles that changed within it.
-    mutating func demux(_ chunk: UnsafeRawBufferPointer, audio: (UnsafeRawBufferPointer) -> Void) -> [Title] {
+    package mutating func demux(_ chunk: UnsafeRawBufferPointer, audio: (UnsafeRawBufferPointer) -> Void) -> [Title] {
         var titles: [Title] = []
         var i = 0
         while i < chunk.count {
@@ -64,7 +64,7 @@ struct IcyDemuxer {
 
     /// The `StreamTitle` of one metadata block, or nil when it has none. Bytes that are not
     /// UTF-8 are read as Latin-1 (what older Shoutcast servers send); control characters are dropped.
-    static func streamTitle(_ block: [UInt8]) -> String? {
+    package static func streamTitle(_ block: [UInt8]) -> String? {
         let end = block.firstIndex(of: 0) ?? block.count
         let bytes = Array(block[..<end])
         let text = String(validating: bytes, as: UTF8.self) ?? String(bytes.map { Character(Unicode.Scalar($0)) })

@@ -1,23 +1,23 @@
 import CFLAC
 import CStreamCodecs
-import TapedeckCore
+package import TapedeckCore
 
 /// FLAC, native or in Ogg, through libFLAC's stream decoder fed by read callbacks. A stream
 /// joined after its header (what a server relays to a late listener of native FLAC) is read from
 /// its first frame: each frame's header carries the rate, channels and depth.
-final class FLACStreamDecoder: StreamDecoder {
-    let codec: String
-    private(set) var sampleRate = 0
-    private(set) var channels = 0
-    private(set) var bits = 0
-    var nativeFormat: SampleFormat? { bits <= 16 ? .s16 : bits <= 24 ? .s24 : .s32 }
+package final class FLACStreamDecoder: StreamDecoder {
+    package let codec: String
+    package private(set) var sampleRate = 0
+    package private(set) var channels = 0
+    package private(set) var bits = 0
+    package var nativeFormat: SampleFormat? { bits <= 16 ? .s16 : bits <= 24 ? .s24 : .s32 }
     fileprivate let bytes: StreamBytes
     private let decoder: UnsafeMutablePointer<FLAC__StreamDecoder>
     /// Decoded frames not yet handed out, interleaved.
     fileprivate var pending: [Float] = []
     private var pendingStart = 0
 
-    init(_ bytes: StreamBytes, ogg: Bool) throws {
+    package init(_ bytes: StreamBytes, ogg: Bool) throws {
         self.bytes = bytes
         codec = ogg ? "Ogg FLAC" : "FLAC"
         guard let decoder = FLAC__stream_decoder_new() else { throw StreamEnd(reason: "could not be decoded: libFLAC is out of memory") }
@@ -77,7 +77,7 @@ final class FLACStreamDecoder: StreamDecoder {
         return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
     }
 
-    func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
+    package func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
         while pending.count - pendingStart == 0 {
             guard FLAC__stream_decoder_process_single(decoder) != 0,
                   FLAC__stream_decoder_get_state(decoder) != FLAC__STREAM_DECODER_END_OF_STREAM else {
@@ -91,7 +91,7 @@ final class FLACStreamDecoder: StreamDecoder {
         return n
     }
 
-    func close() {
+    package func close() {
         FLAC__stream_decoder_finish(decoder)
         FLAC__stream_decoder_delete(decoder)
     }
@@ -99,21 +99,23 @@ final class FLACStreamDecoder: StreamDecoder {
 
 /// MP3 (MPEG-1/2 layer III, and layers I and II) through libmpg123's feed API: bytes are fed
 /// as they arrive, and mpg123 finds the frames (skipping an ID3 tag and resyncing after damage).
-final class MP3StreamDecoder: StreamDecoder {
-    let codec = "MP3"
-    private(set) var sampleRate = 0
-    private(set) var channels = 0
-    var nativeFormat: SampleFormat? { nil }
+package final class MP3StreamDecoder: StreamDecoder {
+    package let codec = "MP3"
+    package private(set) var sampleRate = 0
+    package private(set) var channels = 0
+    package var nativeFormat: SampleFormat? { nil }
     private let bytes: StreamBytes
     private let handle: OpaquePointer
     private var input = [UInt8](repeating: 0, count: 16_384)
 
-    init(_ bytes: StreamBytes) throws {
+    package init(_ bytes: StreamBytes) throws {
         self.bytes = bytes
         var error: Int32 = 0
         guard let handle = mpg123_new(nil, &error) else { throw StreamEnd(reason: "could not be decoded: libmpg123 did not start (\(error))") }
         self.handle = handle
-        _ = mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
+        // ID3v2 tags are skipped, not parsed: libmpg123 would allocate what a tag's header
+        // claims (up to 256 MiB) before reading it; the titles a stream has come by ICY.
+        _ = mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue | MPG123_SKIP_ID3V2.rawValue), 0)
         _ = mpg123_format_none(handle)
         var rates: UnsafePointer<Int>?
         var count = 0
@@ -151,7 +153,7 @@ final class MP3StreamDecoder: StreamDecoder {
         return input.withUnsafeBufferPointer { mpg123_feed(handle, $0.baseAddress, n) } == MPG123_OK.rawValue
     }
 
-    func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
+    package func decode(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
         while true {
             var done = 0
             let status = mpg123_read(handle, buffer, maxFrames * channels * 4, &done)
@@ -172,5 +174,5 @@ final class MP3StreamDecoder: StreamDecoder {
         }
     }
 
-    func close() { mpg123_delete(handle) }
+    package func close() { mpg123_delete(handle) }
 }

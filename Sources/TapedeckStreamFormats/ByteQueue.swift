@@ -2,8 +2,10 @@ import Foundation
 import Synchronization
 
 /// Why a stream's bytes stopped: the words a lost-device message says after "The stream … ".
-struct StreamEnd: Error, Sendable, Equatable {
-    var reason: String
+package struct StreamEnd: Error, Sendable, Equatable {
+    package var reason: String
+
+    package init(reason: String) { self.reason = reason }
 }
 
 /// The bytes of one connection, between the network's event loop (which appends) and the
@@ -14,9 +16,9 @@ struct StreamEnd: Error, Sendable, Equatable {
 ///
 /// Thread: ``append(_:)``, ``finish(_:)`` and ``cancel()`` from any thread (the event loop),
 /// never blocking; ``read(into:count:deadline:)`` from the decoding thread, blocking.
-final class ByteQueue: @unchecked Sendable {
-    static let highWater = 1 << 20
-    static let lowWater = 1 << 18
+package final class ByteQueue: @unchecked Sendable {
+    package static let highWater = 1 << 20
+    package static let lowWater = 1 << 18
 
     private let condition = NSCondition()
     private var bytes: [UInt8] = []
@@ -24,11 +26,11 @@ final class ByteQueue: @unchecked Sendable {
     private var ended: StreamEnd?
     private var resumeAppender: (@Sendable () -> Void)?
 
-    init() { bytes.reserveCapacity(Self.highWater) }
+    package init() { bytes.reserveCapacity(Self.highWater) }
 
     /// Appends audio bytes. - Returns: whether the appender should wait; then `resume` is called
     /// once the reader has caught up (or the queue ended).
-    func append(_ chunk: UnsafeRawBufferPointer, resume: @escaping @Sendable () -> Void) -> Bool {
+    package func append(_ chunk: UnsafeRawBufferPointer, resume: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard ended == nil else { return false }
@@ -42,7 +44,7 @@ final class ByteQueue: @unchecked Sendable {
     }
 
     /// No more bytes will come, for `reason`. A reader takes what is queued first.
-    func finish(_ reason: StreamEnd) {
+    package func finish(_ reason: StreamEnd) {
         condition.lock()
         if ended == nil { ended = reason }
         let waiting = resumeAppender
@@ -53,7 +55,7 @@ final class ByteQueue: @unchecked Sendable {
     }
 
     /// The reader goes away: the queue ends and the bytes are dropped.
-    func cancel() {
+    package func cancel() {
         condition.lock()
         bytes = []
         start = 0
@@ -65,7 +67,7 @@ final class ByteQueue: @unchecked Sendable {
     /// uptime in nanoseconds, which the caller may move: it is asked again after each wait).
     /// - Returns: the bytes copied, > 0.
     /// - Throws: ``StreamEnd`` once the queue is empty and ended, or when `deadline` passed.
-    func read(into destination: UnsafeMutableRawPointer, count: Int, deadline: () -> (UInt64, StreamEnd)) throws -> Int {
+    package func read(into destination: UnsafeMutableRawPointer, count: Int, deadline: () -> (UInt64, StreamEnd)) throws -> Int {
         condition.lock()
         var waiting: (@Sendable () -> Void)?
         defer {
@@ -102,18 +104,18 @@ final class ByteQueue: @unchecked Sendable {
 /// `stallAfter` ends the stream as stalled.
 ///
 /// Thread: the stream's decoding thread only (and the device thread while it opens).
-final class StreamBytes {
+package final class StreamBytes {
     private let queue: ByteQueue
     private let stallNanos: UInt64
     private var pushback: [UInt8] = []
     /// When audio was last decoded (or the stream began): a monotonic uptime in nanoseconds.
-    var lastAudio: UInt64
+    package var lastAudio: UInt64
     /// Bytes handed to decoders so far.
-    private(set) var consumed: Int64 = 0
+    package private(set) var consumed: Int64 = 0
     /// Why the stream ended, once it did.
-    private(set) var end: StreamEnd?
+    package private(set) var end: StreamEnd?
 
-    init(_ queue: ByteQueue, stallNanos: UInt64) {
+    package init(_ queue: ByteQueue, stallNanos: UInt64) {
         self.queue = queue
         self.stallNanos = stallNanos
         lastAudio = DispatchTime.now().uptimeNanoseconds
@@ -121,7 +123,7 @@ final class StreamBytes {
 
     /// Copies up to `count` bytes, blocking for the first. - Returns: 0 at the end of the stream
     /// (then ``end`` says why). Never throws: decoders see an end, and the device its reason.
-    func read(into destination: UnsafeMutableRawPointer, count: Int) -> Int {
+    package func read(into destination: UnsafeMutableRawPointer, count: Int) -> Int {
         guard count > 0 else { return 0 }
         if !pushback.isEmpty {
             let n = min(count, pushback.count)
@@ -154,7 +156,7 @@ final class StreamBytes {
     }
 
     /// The first `count` bytes (fewer at the end of the stream), left to be read again.
-    func peek(_ count: Int) -> [UInt8] {
+    package func peek(_ count: Int) -> [UInt8] {
         while pushback.count < count {
             var chunk = [UInt8](repeating: 0, count: count - pushback.count)
             let n = chunk.withUnsafeMutableBytes { fill($0.baseAddress!, count: $0.count) }
@@ -165,9 +167,9 @@ final class StreamBytes {
     }
 
     /// Ends the stream for `reason` (a decoder that met bytes it cannot read).
-    func fail(_ reason: String) { if end == nil { end = StreamEnd(reason: reason) } }
+    package func fail(_ reason: String) { if end == nil { end = StreamEnd(reason: reason) } }
 
-    static func seconds(_ nanos: UInt64) -> String {
+    package static func seconds(_ nanos: UInt64) -> String {
         let s = Double(nanos) / 1e9
         return s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s)
     }
