@@ -13,11 +13,15 @@ public struct ExportItem: Sendable, Hashable {
     public var extraTags: [String: String]
     /// The file to write; `nil` for "SESSION - TAKE.EXT" in the export's folder.
     public var target: URL?
-    public init(take: Take, session: Session, extraTags: [String: String] = [:], target: URL? = nil) {
+    /// A clip cut from several takes (`export --from … --to …`); ``take`` then stands for it
+    /// (``ClipPlan/take(in:)``: its name, time of day, markers and description).
+    public var clip: ClipPlan?
+    public init(take: Take, session: Session, extraTags: [String: String] = [:], target: URL? = nil, clip: ClipPlan? = nil) {
         self.take = take
         self.session = session
         self.extraTags = extraTags
         self.target = target
+        self.clip = clip
     }
 }
 
@@ -98,12 +102,40 @@ public final class ExportProgress: Sendable {
     func add(_ n: Int) { done.add(Int64(n), ordering: .relaxed) }
 }
 
+/// Where an export's audio comes from: a take's file, or a clip cut from several takes
+/// (``ClipPlan``). A plain value; any thread.
+struct ExportSource: Sendable {
+    /// What the report names as the source: the file's path, or the takes a clip is cut from.
+    let shown: String
+    /// Opens the audio from its beginning. - Blocks on disk I/O.
+    let open: @Sendable () throws -> SanitizedTakeReader
+    /// Refuses audio that gave fewer frames (`read`, at `rate`) than the library lists.
+    let checkLength: @Sendable (_ read: Int64, _ rate: Int) throws -> Void
+
+    /// A take's own file.
+    static func file(_ take: Take, session: Session, at url: URL, decoder: any AudioDecoder) -> ExportSource {
+        ExportSource(shown: url.path, open: {
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw TapedeckError(.notFound, "The audio file of take \"\(session.name)/\(take.name)\" is missing (\(url.path)). Run `tapedeck doctor` to check the library.")
+            }
+            return try LoudnessScanner.openTake(take, at: url, decoder: decoder)
+        }, checkLength: { read, rate in try LoudnessScanner.checkLength(take, read: read, rate: rate, at: url) })
+    }
+
+    /// A clip: each take opened by `open` as its part begins (``ClipReader``, which checks each
+    /// take's length itself).
+    static func clip(_ plan: ClipPlan, open: @escaping @Sendable (Take) throws -> any TakeReader) -> ExportSource {
+        let names = plan.takes.map(\.name)
+        let shown = "\(plan.sessionName): " + (names.count <= 3 ? names.joined(separator: ", ") : "\(names[0]) … \(names[names.count - 1]) (\(names.count) takes)")
+        return ExportSource(shown: shown, open: { SanitizedTakeReader(ClipReader(plan, open: open)) }, checkLength: { _, _ in })
+    }
+}
+
 /// The blocking work of one export, run on a thread of its own.
 struct ExportJob {
     let item: ExportItem
-    let sourceURL: URL
+    let source: ExportSource
     let target: URL
-    let decoder: any AudioDecoder
     /// Every decoder, to check the output of encoders that do not verify their own.
     let decoders: [any AudioDecoder]
     let encoder: any AudioEncoder
@@ -143,11 +175,11 @@ struct ExportJob {
             if out.sampleRate != source.sampleRate, let resampler {
                 // A new rate changes the loudness (full-band audio loses what lies above the new
                 // Nyquist frequency): the target is met on the audio as it will be written.
-                loudness = try Self.resampledLoudness(sourceURL, take: item.take, decoder: decoder, to: out.sampleRate,
+                loudness = try Self.resampledLoudness(self.source, to: out.sampleRate,
                                                       analyzer: analyzer, resampler: resampler, partials: partials)
             } else {
                 loudness = try item.take.loudness
-                    ?? LoudnessScanner.measureFile(sourceURL, decoder: decoder, analyzer: analyzer, partials: partials, take: item.take)
+                    ?? Self.measure(self.source, analyzer: analyzer, partials: partials)
             }
             guard let integrated = loudness?.integrated else {
                 if item.take.seconds < 0.4 {
@@ -161,7 +193,7 @@ struct ExportJob {
                 plan.note = "\(Self.decimal(target)) LUFS would put the true peak at \(Self.decimal(peak + target - integrated)) dBTP, past the \(Self.decimal(finishing.truePeakCeiling)) dBTP ceiling; the gain stops at the ceiling, for \(Self.decimal(integrated + plan.gainDB)) LUFS. Tapedeck has no limiter: raise --true-peak, or lower the peaks first."
             }
         } else if let target = finishing.peak {
-            let peak = try Self.samplePeak(sourceURL, take: item.take, decoder: decoder, partials: partials)
+            let peak = try Self.samplePeak(self.source, partials: partials)
             guard peak > 0 else { throw TapedeckError(.unsupportedFormat, "\(name) is digital silence, so it has no peak to bring to \(Self.decimal(target)) dBFS. Export it without --normalize-peak.") }
             plan.gainDB = target - 20 * log10(peak)
         }
@@ -179,9 +211,9 @@ struct ExportJob {
 
     /// The loudness of the take's audio converted to `rate`, as an export at that rate will
     /// hold it (before any gain). - Blocks: decodes and converts it all.
-    static func resampledLoudness(_ url: URL, take: Take, decoder: any AudioDecoder, to rate: Int, analyzer: any LoudnessAnalyzer,
+    static func resampledLoudness(_ source: ExportSource, to rate: Int, analyzer: any LoudnessAnalyzer,
                                   resampler: any SampleRateConversion, partials: PartialFiles) throws -> Loudness {
-        let reader = try LoudnessScanner.openTake(take, at: url, decoder: decoder)
+        let reader = try source.open()
         defer { reader.close() }
         let channels = reader.format.channels
         let chunk = 8192
@@ -197,9 +229,19 @@ struct ExportJob {
         return meter.result()
     }
 
+    /// The loudness of the source's audio as it is. - Blocks: decodes it all.
+    static func measure(_ source: ExportSource, analyzer: any LoudnessAnalyzer, partials: PartialFiles) throws -> Loudness {
+        let reader = try source.open()
+        defer { reader.close() }
+        let meter = try analyzer.makeMeter(for: reader.format)
+        let frames = try reader.forEachBlock(stoppingWith: partials) { meter.add($0, frames: $1) }
+        try source.checkLength(frames, reader.format.sampleRate)
+        return meter.result()
+    }
+
     /// The largest sample magnitude of the file (full scale 1). - Blocks: decodes it all.
-    static func samplePeak(_ url: URL, take: Take, decoder: any AudioDecoder, partials: PartialFiles) throws -> Double {
-        let reader = try LoudnessScanner.openTake(take, at: url, decoder: decoder)
+    static func samplePeak(_ source: ExportSource, partials: PartialFiles) throws -> Double {
+        let reader = try source.open()
         defer { reader.close() }
         let channels = reader.format.channels
         var peak: Float = 0
@@ -224,13 +266,10 @@ struct ExportJob {
         guard item.take.state != .recording else {
             throw TapedeckError(.busy, "Take \"\(item.session.name)/\(item.take.name)\" is still being recorded. Export it when the recording has finished.")
         }
-        guard FileManager.default.fileExists(atPath: sourceURL.path) else {
-            throw TapedeckError(.notFound, "The audio file of take \"\(item.session.name)/\(item.take.name)\" is missing (\(sourceURL.path)). Run `tapedeck doctor` to check the library.")
-        }
         if !force, FileManager.default.fileExists(atPath: target.path) {
             throw TapedeckError(.alreadyExists, "\(target.path) exists already. Use --force to replace it, or --output to export elsewhere.")
         }
-        let reader = try LoudnessScanner.openTake(item.take, at: sourceURL, decoder: decoder)
+        let reader = try source.open()
         defer { reader.close() }
         var outFormat = reader.format.with(sampleFormat: sampleFormat ?? reader.format.sampleFormat)
         if let rate = finishing.rate { outFormat.sampleRate = rate }
@@ -263,7 +302,7 @@ struct ExportJob {
             try copyConverting(from: reader, to: &output)
         }
         let (frames, hash) = (output.frames, output.hash)
-        try LoudnessScanner.checkLength(item.take, read: Int64(progress.framesDone), rate: reader.format.sampleRate, at: sourceURL)
+        try source.checkLength(Int64(progress.framesDone), reader.format.sampleRate)
         let written = try writer.finish()
         finished = true
         guard written == frames else {
@@ -292,7 +331,7 @@ struct ExportJob {
         let pcm = Double(frames) * Double(outFormat.bytesPerFrame)
         let wall = ContinuousClock.now - started
         return ExportReport(
-            takeID: item.take.id, session: item.session.name, take: item.take.name, source: sourceURL.path, output: target.path,
+            takeID: item.take.id, session: item.session.name, take: item.take.name, source: source.shown, output: target.path,
             encoding: encoder.name, format: FormatJSON(outFormat), settings: encoderSettings,
             seconds: outFormat.seconds(forFrames: frames), frames: frames, bytes: bytes,
             compressionRatio: pcm > 0 ? Double(bytes) / pcm : 0,

@@ -87,12 +87,9 @@ public final class TakeExporter {
                     name = ExportJob.fileName(for: item, extension: "\(item.take.shortID).\(encoder.fileExtension)")
                 }
                 names.insert(name)
-                guard let decoder = decoders.first(where: { $0.encodings.contains(item.take.encoding) }) else {
-                    throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(item.take.encoding) takes.")
-                }
                 let target = item.target ?? directory.appendingPathComponent(name)
                 let progress = ExportProgress(totalFrames: item.take.frames, sampleRate: item.take.format.sampleRate)
-                let job = ExportJob(item: item, sourceURL: try store.storage.audioURL(for: item.take), target: target, decoder: decoder, decoders: decoders,
+                let job = ExportJob(item: item, source: try source(of: item), target: target, decoders: decoders,
                                     encoder: encoder, encoderSettings: encoderSettings, sampleFormat: sampleFormat, force: force,
                                     threads: threads, progress: progress, partials: partials, facts: facts,
                                     finishing: finishing, analyzer: analyzer, resampler: resampler)
@@ -130,6 +127,25 @@ public final class TakeExporter {
             }
         }
         return results.map { $0! }
+    }
+
+    /// Where `item`'s audio comes from: its take's file, or each file its clip is cut from.
+    private func source(of item: ExportItem) throws -> ExportSource {
+        func decoder(for take: Take) throws -> any AudioDecoder {
+            guard let decoder = decoders.first(where: { $0.encodings.contains(take.encoding) }) else {
+                throw TapedeckError(.unsupportedFormat, "No decoder in this build reads \(take.encoding) takes.")
+            }
+            return decoder
+        }
+        guard let clip = item.clip else {
+            return .file(item.take, session: item.session, at: try store.storage.audioURL(for: item.take), decoder: try decoder(for: item.take))
+        }
+        var files: [String: (url: URL, decoder: any AudioDecoder)] = [:]
+        for take in clip.takes { files[take.id] = (try store.storage.audioURL(for: take), try decoder(for: take)) }
+        return .clip(clip) { [files] take in
+            guard let file = files[take.id] else { throw TapedeckError(.internalError, "Take \(take.name) is not in the clip's plan.") }
+            return try LoudnessScanner.openTake(take, at: file.url, decoder: file.decoder).base
+        }
     }
 
     private nonisolated static func runOnThread(_ job: ExportJob) async -> Result<ExportReport, TapedeckError> {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import TapedeckApp
 import TapedeckAssembly
 import TapedeckCore
 
@@ -93,4 +94,10 @@ enum HelpExamples {
         // joins a line that does not, and warns about an empty one).
         "\n  Examples:\n" + examples.map { "    \($0.key)\n        \($0.value)" }.joined(separator: "\n")
     }
+}
+
+/// `export --gaps`.
+enum GapChoice: String, CaseIterable, ExpressibleByArgument {
+    case refuse, silence, split
+    var policy: GapPolicy { GapPolicy(rawValue: rawValue) ?? .refuse }
 }

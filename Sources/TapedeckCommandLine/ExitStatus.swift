@@ -21,7 +21,7 @@ enum ExitStatus {
     static let config = TapedeckError.Code.configuration.exitStatus
 
     static let summary = "0 ok; 1 doctor found problems it did not repair; 3 take saved with overruns; 4 take saved but the device was lost; 5 take saved but writing failed; 6 takes saved but the silence alarm went off; "
-        + [(TapedeckError.Code.invalidArgument, "usage"), (.unsupportedFormat, "unsupported format"), (.notFound, "not found"),
+        + [(TapedeckError.Code.invalidArgument, "usage"), (.unsupportedFormat, "unsupported format, or gaps in the time to export"), (.notFound, "not found"),
            (.deviceUnavailable, "device unavailable"), (.internalError, "internal error"), (.alreadyExists, "already exists"),
            (.io, "I/O error or disk full"), (.busy, "library busy"), (.configuration, "configuration error"),
            (.cancelled, "stopped before anything was recorded")].map { "\($0.0.exitStatus) \($0.1)" }.joined(separator: "; ") + "."

@@ -23,6 +23,8 @@ struct ExportCommand: AsyncParsableCommand {
             "tapedeck export --session Interview -o ~/Music": "Every take of Interview into ~/Music.",
             "tapedeck export e083 --format mp3 --loudness -16": "An MP3 brought to -16 LUFS, for a podcast.",
             "tapedeck export e083 --format wav --rate 44100 -f s16": "CD format: 44.1 kHz, 16-bit, dithered.",
+            "tapedeck export --session Logger --from \"2026-12-01 14:05\" --to 14:20 -o clip.flac": "That stretch of time, across the split takes it spans.",
+            "tapedeck export --session Logger --from marker:news --duration 10m": "Ten minutes from the latest marker labelled news.",
         ]))
 
     @Argument(help: "Takes to export: SESSION/TAKE, short ids, or `last`.", completion: TakeCompletion.kind(.takes))
@@ -30,6 +32,18 @@ struct ExportCommand: AsyncParsableCommand {
 
     @Option(help: "Export every take of this session (name or id; repeatable).", completion: TakeCompletion.kind(.sessions))
     var session: [String] = []
+
+    @Option(help: ArgumentHelp("Export the time from here (with --to or --duration): YYYY-MM-DD HH:MM[:SS[.fff]], HH:MM (today), now, or marker:LABEL.", valueName: "time"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("Export the time up to here (same forms as --from).", valueName: "time"))
+    var to: String?
+
+    @Option(help: ArgumentHelp("With --from or --to: how long, e.g. 15m or 1h30m.", valueName: "length"))
+    var duration: String?
+
+    @Option(help: "Where nothing was recorded in --from/--to: refuse and list the gaps (default), silence (filled, and said so), or split (a file per stretch).")
+    var gaps: GapChoice?
 
     @Option(help: "The output format: any encoder `tapedeck backends` lists (default: from -o's extension, else flac).")
     var format: EncoderChoice?
@@ -93,8 +107,9 @@ struct ExportCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            if takes.isEmpty && session.isEmpty {
-                throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), or a whole session with --session NAME.")
+            let byTime = from != nil || to != nil || duration != nil || gaps != nil
+            if takes.isEmpty && session.isEmpty && !byTime {
+                throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), a whole session with --session NAME, or a time with --from and --to.")
             }
             var conversion = sampleFormat?.sampleFormat
             let finishing = try finishingOptions()
@@ -133,7 +148,7 @@ struct ExportCommand: AsyncParsableCommand {
             let formatName = format?.name ?? byExtension ?? "flac"
             ErrorAdvice.current?.on(.diskFull, .notWritable, say: "Or write elsewhere with -o DIR.")
             ErrorAdvice.current?.on(.unsupportedFormat, say: "Choose another --format (\(formats)).")
-            var items = try exportItems(in: studio.store)
+            var items = byTime ? try clipItems(in: studio.store) : try exportItems(in: studio.store)
             if (toStdout || fileOutput != nil) && items.count != 1 {
                 throw TapedeckError(.invalidArgument, "-o \(output ?? ""): \(items.count) takes need a folder. Give -o a folder, e.g. -o exports.")
             }
@@ -153,7 +168,7 @@ struct ExportCommand: AsyncParsableCommand {
             if let temporary { try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false) }
             defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
             let directory = temporary ?? URL(fileURLWithPath: outputIsFolder ? output ?? FileManager.default.currentDirectoryPath : ".")
-            items = items.map { ExportItem(take: $0.take, session: $0.session, extraTags: extraTags, target: fileOutput) }
+            items = items.map { ExportItem(take: $0.take, session: $0.session, extraTags: extraTags, target: fileOutput, clip: $0.clip) }
             // Temporary files of exports into this folder that were killed (even by SIGKILL).
             PartialFiles.removeStale(in: fileOutput?.deletingLastPathComponent() ?? directory)
             let exporter = studio.makeExporter(partials: partials)
@@ -275,7 +290,10 @@ struct ExportCommand: AsyncParsableCommand {
                     try Self.copyToStandardOutput(URL(fileURLWithPath: r.output))
                     continue
                 }
-                reports.append(ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)"))
+                reports.append(ExportResultJSON(report: r, error: nil, take: "\(item.session.name)/\(item.take.name)", clip: item.clip.map(ClipJSON.init)))
+                if let clip = item.clip, !clip.filledGaps.isEmpty, !json {
+                    Terminal.printError("note: \(item.session.name)/\(item.take.name): \(Terminal.counted(clip.filledGaps.count, "gap")) filled with silence (\(RecordingTimeline.length(clip.filledGaps.reduce(0) { $0 + $1.seconds }))); the file's description lists them.")
+                }
                 if !json {
                     print(Self.summary(r, take: "\(item.session.name)/\(item.take.name)"))
                     if let note = r.note { Terminal.printError("warning: \(item.session.name)/\(item.take.name): \(note)") }
@@ -318,6 +336,7 @@ struct ExportCommand: AsyncParsableCommand {
         var report: ExportReport?
         var error: String?
         var take: String
+        var clip: ClipJSON?
 
         func encode(to encoder: any Encoder) throws {
             if let report { try report.encode(to: encoder) }
@@ -325,13 +344,14 @@ struct ExportCommand: AsyncParsableCommand {
             try c.encode("export", forKey: .kind)
             try c.encode(JSONSchema.export, forKey: .schema)
             try c.encode(report == nil ? "failed" : "ok", forKey: .status)
+            try c.encodeIfPresent(clip, forKey: .clip)
             if report == nil {
                 try c.encode(take, forKey: .take)
                 try c.encode(error, forKey: .error)
             }
         }
 
-        enum Key: String, CodingKey { case kind, schema, status, take, error }
+        enum Key: String, CodingKey { case kind, schema, status, take, error, clip }
     }
 
     /// "Exported S/T → FILE (10:00, 79.7 MB, verified)": at most 100 columns, the names cut in

@@ -26,7 +26,7 @@ struct Tapedeck: AsyncParsableCommand {
         version: "tapedeck \(TapedeckVersion.string)\n" + PluginCatalog.libraries.map { "  " + $0 }.joined(separator: "\n")
             + BoundCatalog.addedPluginsLine,
         subcommands: [
-            RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, ExportCommand.self, ImportCommand.self,
+            RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, TimelineCommand.self, ExportCommand.self, ImportCommand.self,
             MarkCommand.self, StatusCommand.self, NoteCommand.self, TagCommand.self, LoudnessCommand.self, RenameCommand.self, DeleteCommand.self,
             DevicesCommand.self, BackendsCommand.self, ConfigCommand.self, DoctorCommand.self, ServeCommand.self, WaveformCommand.self, PushCommand.self, FleetCommand.self, ServiceCommand.self, AlertsCommand.self, RetentionCommand.self, ScheduleCommand.self,
         ])
