@@ -16,7 +16,12 @@ public struct ExportItem: Sendable, Hashable {
     /// A clip cut from several takes (`export --from … --to …`); ``take`` then stands for it
     /// (``ClipPlan/take(in:)``: its name, time of day, markers and description).
     public var clip: ClipPlan?
-    public init(take: Take, session: Session, extraTags: [String: String] = [:], target: URL? = nil, clip: ClipPlan? = nil) {
+    public init(take: Take, session: Session, extraTags: [String: String] = [:], target: URL? = nil) {
+        self.init(take: take, session: session, extraTags: extraTags, target: target, clip: nil)
+    }
+
+    /// An item for a clip (``ClipPlan/take(in:)`` as its take), or a take when `clip` is nil.
+    public init(take: Take, session: Session, extraTags: [String: String] = [:], target: URL? = nil, clip: ClipPlan?) {
         self.take = take
         self.session = session
         self.extraTags = extraTags

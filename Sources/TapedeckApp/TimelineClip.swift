@@ -68,17 +68,19 @@ extension ClipPlan {
             }
             position += part.frames
         }
-        var description = "Cut from \(sessionName), \(RecordingTimeline.shown(start)) to \(RecordingTimeline.shown(end)): \(notes.joined(separator: ", "))."
+        // The gaps first: a format that keeps only the start of a long description keeps them.
+        var description = ""
         if !filledGaps.isEmpty {
-            description += " Silence where nothing was recorded: " + filledGaps.map {
+            description = "Silence where nothing was recorded: " + filledGaps.map {
                 "\(RecordingTimeline.shown($0.start)) to \(RecordingTimeline.shown($0.end)) (\(RecordingTimeline.length($0.seconds)))"
-            }.joined(separator: "; ") + "."
+            }.joined(separator: "; ") + ". "
         }
+        description += "Cut from \(sessionName), \(RecordingTimeline.shown(start)) to \(RecordingTimeline.shown(end)): \(notes.joined(separator: ", "))."
         let shared = sources.dropFirst().reduce(sources.first?.tags ?? [:]) { common, take in common.filter { take.tags[$0.key] == $0.value } }
         let first = sources.first
         return Take(id: "clip-\(first?.shortID ?? "none")-\(Int64((start.timeIntervalSince1970 * 1000).rounded()))", sessionID: session.id,
                     name: name, number: first?.number ?? 1, createdAt: start, state: .complete, format: format,
-                    encoding: first?.encoding ?? "wav", file: "", frames: frames, notes: description, tags: shared,
+                    encoding: first?.encoding ?? "", file: "", frames: frames, notes: description, tags: shared,
                     markers: markers, began: start)
     }
 

@@ -64,8 +64,8 @@ extension ExportCommand {
         }
         if candidates.count == 1 { return candidates[0] }
         if candidates.isEmpty {
-            let what = markers.isEmpty ? "at that time" : "a marker \(markers.map { "\"\($0)\"" }.joined(separator: " and "))"
-            throw TapedeckError(.notFound, "No session has audio \(what). `tapedeck timeline` shows what was recorded when.")
+            let what = markers.isEmpty ? "audio at that time" : "a marker \(markers.map { "\"\($0)\"" }.joined(separator: " and "))"
+            throw TapedeckError(.notFound, "No session has \(what). `tapedeck timeline` shows what was recorded when, and its markers.")
         }
         throw TapedeckError(.invalidArgument, "Several sessions recorded then: \(candidates.map { "\"\($0.session.name)\"" }.joined(separator: ", ")). Choose one with --session.")
     }

@@ -138,6 +138,8 @@ struct TimelineJSON: Encodable {
         var label: String
         var takeID: String
     }
+    var kind = "timeline"
+    var schema = JSONSchema.version
     var session: String
     var sessionID: String
     var stretches: [Stretch]

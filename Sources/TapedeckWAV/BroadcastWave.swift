@@ -61,7 +61,7 @@ enum BroadcastWave {
         return b + history
     }
 
-    /// `sSCENE=…` lines, CR LF ended, within 256 characters (whole lines only).
+    /// `sSCENE=…` lines, CR LF ended, within 256 characters (whole lines, but a long note cut with `...`).
     static func description(_ m: TakeMetadata) -> String {
         var lines = ["sSCENE=\(m.takeName)", "sTAKE=\(m.takeNumber)"]
         if let project = m.identity.project ?? nonEmpty(m.sessionName) { lines.append("sPROJECT=\(project)") }
@@ -70,7 +70,14 @@ enum BroadcastWave {
         var text = ""
         for line in lines {
             let next = text + line + "\r\n"
-            guard next.utf8.count <= 256 else { break }
+            guard next.utf8.count <= 256 else {
+                // A note too long for what is left is cut (iXML's NOTE keeps it whole).
+                guard line.hasPrefix("sNOTE="), 256 - text.utf8.count >= "sNOTE=...\r\n".utf8.count + 16 else { break }
+                var cut = ""
+                for c in line where text.utf8.count + cut.utf8.count + String(c).utf8.count + "...\r\n".utf8.count <= 256 { cut.append(c) }
+                text += cut + "...\r\n"
+                break
+            }
             text = next
         }
         return text

@@ -315,7 +315,10 @@ struct PickUpEndToEndTests {
     @Test("every JSON output carries kind and schema, and every key is documented in docs/JSON.md")
     func jsonDocumented() async throws {
         let cli = try CLIHarness()
-        #expect(try await cli.run("record", "1s", "--json").status == 0)
+        let first = try await cli.run("record", "1s", "--json")
+        #expect(first.status == 0)
+        let firstTake = (try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])?["take"] as? [String: Any]
+        let began = try #require(firstTake?["firstFrameAt"] as? String)
         #expect(try await cli.run("tag", "last", "MIC=x").status == 0)
         let doc = try String(contentsOf: CLIHarness.packageRoot.appendingPathComponent("docs/JSON.md"), encoding: .utf8)
         var sections: [String: Set<String>] = [:]
@@ -345,7 +348,8 @@ struct PickUpEndToEndTests {
                      ["export", "last", "-o", out.path, "--json"], ["devices", "--backend", "null", "--json"], ["backends", "--json"],
                      ["config", "check", "--offline", "--json"], ["config", "show", "--json"], ["doctor", "--json"], ["tag", "last", "--json"],
                      ["record", "0.2", "-o", out.appendingPathComponent("o.wav").path, "--json"],
-                     ["record", "2.2", "--split", "1s", "--set", "capture.null.paced=false", "--json"], ["show", "last", "--json"], ["list", "--json"]] {
+                     ["record", "2.2", "--split", "1s", "--set", "capture.null.paced=false", "--json"], ["show", "last", "--json"], ["list", "--json"],
+                     ["timeline", "--json"], ["export", "--session", "Session 1", "--from", began, "--duration", "0.5s", "-o", out.appendingPathComponent("clip.wav").path, "--json"]] {
             var run = args
             if args[0] == "import" {
                 let wav = out.appendingPathComponent("in.wav").path
