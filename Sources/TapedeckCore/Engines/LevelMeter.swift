@@ -40,14 +40,20 @@ public enum LevelMeter {
             var scale: Double = 1
             switch format.sampleFormat {
             case .s16:
+                // Squares summed as integers (each at most 2^30: no overflow before 2^33 samples),
+                // so no floating-point add waits for the one before it.
                 var m: Int32 = 0
+                var integerSum: Int64 = 0
+                var clipCount: Int64 = 0
                 while i < end {
                     let v = Int32(Int16(littleEndian: buffer.loadUnaligned(fromByteOffset: i &* 2, as: Int16.self)))
                     m = max(m, abs(v))
-                    sum += Double(v &* v)
-                    if v >= 32_767 || v <= -32_768 { clips &+= 1 }
+                    integerSum &+= Int64(v &* v)
+                    clipCount &+= (v >= 32_767 || v <= -32_768) ? 1 : 0
                     i &+= channels
                 }
+                sum = Double(integerSum)
+                clips &+= clipCount
                 peak = Float(m) / 32_768
                 scale = 32_768 * 32_768
             case .s24:

@@ -1,3 +1,5 @@
+import CRingStream
+
 /// Converts interleaved frames between sample formats (same rate and channel count).
 ///
 /// Integer to integer shifts (rounding to nearest when narrowing); float to integer scales by
@@ -25,15 +27,9 @@ public struct SampleConverter: Sendable {
         // The conversions every ring backend and the waveform tap make, as loops of their own
         // (no per-sample switch, no libm call): the same results as the general loop below.
         switch (from.sampleFormat, to.sampleFormat) {
-        case (.f32, .s16) where Int(bitPattern: source) % 4 == 0 && Int(bitPattern: destination) % 2 == 0:
-            // In Float: scaling by 2^15 and adding ±0.5 are exact for every value that is not clipped.
-            let input = source.assumingMemoryBound(to: Float.self)
-            let output = destination.assumingMemoryBound(to: Int16.self)
-            for i in 0..<samples {
-                let x = input[i]
-                let clipped = x.isNaN ? 0 : min(max(x * 32_768, -32_768), 32_767)
-                output[i] = Int16(clipped + (clipped < 0 ? -0.5 : 0.5)).littleEndian
-            }
+        case (.f32, .s16):
+            // In C, vectorized by the compiler: the same results as the general loop below.
+            tapedeck_f32_to_s16(source, destination, samples)
         case (.s16, .f32):
             for i in 0..<samples {
                 let x = Float(Int16(littleEndian: source.loadUnaligned(fromByteOffset: i * 2, as: Int16.self))) / 32_768

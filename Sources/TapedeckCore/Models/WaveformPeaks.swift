@@ -108,15 +108,31 @@ public struct WaveformBuilder: Sendable {
     /// Adds `frames` frames of interleaved float audio (`channels` per frame).
     public mutating func add(_ samples: UnsafePointer<Float>, frames: Int, channels: Int) {
         guard channels > 0 else { return }
-        var i = 0
-        for _ in 0..<frames {
-            for _ in 0..<channels {
-                let s = samples[i]
-                i += 1
-                if s < blockMin { blockMin = s }
-                if s > blockMax { blockMax = s }
+        var done = 0
+        while done < frames {
+            // The frames up to the end of the block, as one run of samples with two pairs of
+            // running extremes (no compare waits for the one before it).
+            let run = min(framesPerPoint - blockFrames, frames - done)
+            let p = samples + done &* channels
+            let n = run &* channels
+            var (lo0, hi0, lo1, hi1) = (blockMin, blockMax, blockMin, blockMax)
+            var k = 0
+            while k &+ 1 < n {
+                let a = p[k], b = p[k &+ 1]
+                if a < lo0 { lo0 = a }
+                if a > hi0 { hi0 = a }
+                if b < lo1 { lo1 = b }
+                if b > hi1 { hi1 = b }
+                k &+= 2
             }
-            blockFrames += 1
+            if k < n {
+                if p[k] < lo0 { lo0 = p[k] }
+                if p[k] > hi0 { hi0 = p[k] }
+            }
+            blockMin = lo1 < lo0 ? lo1 : lo0
+            blockMax = hi1 > hi0 ? hi1 : hi0
+            blockFrames += run
+            done += run
             if blockFrames == framesPerPoint { closeBlock() }
         }
     }

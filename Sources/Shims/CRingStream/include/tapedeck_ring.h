@@ -16,7 +16,14 @@
 // Playback: the device thread writes, the callback pulls; a ring that runs dry after start and
 // before finish is counted as underrun.
 
+#include <stddef.h>
 #include <stdint.h>
+
+/// Any thread: converts `count` float samples (full scale 1) to signed 16-bit, as Tapedeck's
+/// SampleConverter does (scaled by 2^15, rounded half away from zero, clipped, NaN as 0), at any
+/// alignment of either buffer. The loop the ring's floats take into a 16-bit take; in C so that
+/// it is vectorized.
+void tapedeck_f32_to_s16(const void *source, void *destination, size_t count);
 
 typedef struct tapedeck_ring tapedeck_ring;
 
