@@ -12,7 +12,7 @@ struct FleetCommand: AsyncParsableCommand {
         commandName: "fleet",
         abstract: "Every machine's takes on the configured remote: list them, pull them, check the remote.",
         discussion: "Only takes with a manifest count (push writes it last, after the audio is verified).",
-        subcommands: [FleetListCommand.self, FleetSearchCommand.self, FleetStatusCommand.self, FleetPullCommand.self, FleetDoctorCommand.self, FleetReindexCommand.self])
+        subcommands: [FleetListCommand.self, FleetSearchCommand.self, FleetStatusCommand.self, FleetPullCommand.self, FleetExportCommand.self, FleetDoctorCommand.self, FleetReindexCommand.self])
 
     /// Opens the library and the remote, runs `body`, and shuts the remote down whichever way it ends.
     @MainActor

@@ -19,6 +19,11 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
     public var audio: Audio
     /// When the manifest was written.
     public var uploaded: Date
+    /// The take's first frame's time to the microsecond (``UTCTimestamp``): the manifest's dates
+    /// are ISO 8601 to the second, and a time range cut from another machine's takes
+    /// (`fleet export`) needs the frame. Absent in manifests written before it was kept; read
+    /// into ``take``'s `began`.
+    public var firstFrameAt: String?
     /// The Tapedeck version that wrote it.
     public var writer: String
 
@@ -55,6 +60,7 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
         self.take = take
         self.audio = audio
         self.uploaded = uploaded
+        firstFrameAt = take.began.map(UTCTimestamp.format)
         writer = TapedeckVersion.string
     }
 
@@ -91,12 +97,19 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        let m: RemoteManifest
+        var m: RemoteManifest
         do { m = try decoder.decode(RemoteManifest.self, from: data) } catch {
             throw TapedeckError(.corruptFile, "The manifest \(key) is not a Tapedeck manifest (\(Self.reason(error))).")
         }
         guard m.schema == currentSchema else {
             throw TapedeckError(.corruptFile, "The manifest \(key) has schema \(m.schema); this Tapedeck reads schema \(currentSchema). Update Tapedeck on this machine.")
+        }
+        if let text = m.firstFrameAt {
+            // The second the take's own date says, to the microsecond; one that disagrees is not trusted.
+            guard let precise = UTCTimestamp.parse(text), m.take.began.map({ abs($0.timeIntervalSince(precise)) < 1 }) ?? true else {
+                throw TapedeckError(.corruptFile, "The manifest \(key) gives a firstFrameAt (\(text.prefix(40))) that is not a time, or not its take's.")
+            }
+            m.take.began = precise
         }
         try checkTake(m, key: key)
         let expected = try? keys(machine: m.machine, take: m.take)
