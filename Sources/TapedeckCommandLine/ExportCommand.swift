@@ -33,17 +33,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "Export every take of this session (name or id; repeatable).", completion: TakeCompletion.kind(.sessions))
     var session: [String] = []
 
-    @Option(help: ArgumentHelp("Export the time from here (with --to or --duration): YYYY-MM-DD HH:MM[:SS[.fff]], HH:MM (today), now, or marker:LABEL.", valueName: "time"))
-    var from: String?
-
-    @Option(help: ArgumentHelp("Export the time up to here (same forms as --from).", valueName: "time"))
-    var to: String?
-
-    @Option(help: ArgumentHelp("With --from or --to: how long, e.g. 15m or 1h30m.", valueName: "length"))
-    var duration: String?
-
-    @Option(help: "Where nothing was recorded in --from/--to: refuse and list the gaps (default), silence (filled, and said so), or split (a file per stretch).")
-    var gaps: GapChoice?
+    @OptionGroup var range: TimeRangeOptions
 
     @Option(help: "The output format: any encoder `tapedeck backends` lists (default: from -o's extension, else flac).")
     var format: EncoderChoice?
@@ -107,7 +97,7 @@ struct ExportCommand: AsyncParsableCommand {
     @MainActor
     mutating func run() async throws {
         try await reportingErrors {
-            let byTime = from != nil || to != nil || duration != nil || gaps != nil
+            let byTime = range.given
             if takes.isEmpty && session.isEmpty && !byTime {
                 throw TapedeckError(.invalidArgument, "Name the takes to export (SESSION/TAKE or ids), a whole session with --session NAME, or a time with --from and --to.")
             }

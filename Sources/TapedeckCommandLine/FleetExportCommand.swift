@@ -23,17 +23,7 @@ struct FleetExportCommand: AsyncParsableCommand {
     @Argument(help: "MACHINE or MACHINE/SESSION, as `fleet list` shows them.")
     var path: String
 
-    @Option(help: ArgumentHelp("The time to export from: YYYY-MM-DD HH:MM[:SS[.fff]], HH:MM (today), now, or marker:LABEL.", valueName: "time"))
-    var from: String?
-
-    @Option(help: ArgumentHelp("The time to export up to (same forms as --from).", valueName: "time"))
-    var to: String?
-
-    @Option(help: ArgumentHelp("With --from or --to: how long, e.g. 15m.", valueName: "length"))
-    var duration: String?
-
-    @Option(help: "Where nothing was recorded: refuse and list the gaps (default), silence, or split.")
-    var gaps: GapChoice?
+    @OptionGroup var range: TimeRangeOptions
 
     @Option(help: "The local session the takes are pulled into (default: \"SESSION (MACHINE)\").")
     var into: String?
@@ -60,9 +50,10 @@ struct FleetExportCommand: AsyncParsableCommand {
             guard (1...2).contains(parts.count), !parts.contains(where: \.isEmpty) else {
                 throw TapedeckError(.invalidArgument, "\(path): name a recorder as MACHINE or MACHINE/SESSION, as `tapedeck fleet list` shows them.")
             }
-            guard from != nil || to != nil else {
+            guard range.given else {
                 throw TapedeckError(.invalidArgument, "Give the time to export: --from TIME with --to TIME or --duration LENGTH, e.g. --from 14:05 --duration 15m.")
             }
+            _ = try range.check(now: Date())
             exportArguments = try await FleetCommand.withRemote(global, writing: true) { _, reader, partials in
                 let (entries, _, _) = try await reader.entries(machine: parts[0])
                 let candidates = try parts.count == 2 ? FleetPullCommand.choose(parts, from: entries) : entries
@@ -73,8 +64,8 @@ struct FleetExportCommand: AsyncParsableCommand {
                 guard !timelines.isEmpty else {
                     throw TapedeckError(.notFound, "No takes from \(parts[0]) on the remote. `tapedeck fleet list` shows the machines that pushed.")
                 }
-                let (timeline, group, range) = try Self.chooseTimeline(timelines, machine: parts[0], from: from, to: to, duration: duration)
-                let clips = try timeline.clips(from: range.lowerBound, to: range.upperBound, gaps: gaps?.policy ?? .refuse)
+                let (timeline, group, span) = try Self.chooseTimeline(timelines, machine: parts[0], range: range)
+                let clips = try timeline.clips(from: span.start, to: span.end, gaps: range.policy)
                 let needed = Set(clips.flatMap { $0.takes.map(\.id) })
                 let fetch = group.filter { needed.contains($0.manifest.take.id) }.sorted { $0.manifest.take.number < $1.manifest.take.number }
                 let name = into ?? "\(timeline.session.name) (\(parts[0]))"
@@ -96,8 +87,8 @@ struct FleetExportCommand: AsyncParsableCommand {
                 }
                 if show { Terminal.endStatus() }
                 Terminal.printError("\(parts[0])/\(timeline.session.name): \(Terminal.counted(fetch.count, "take")) of \(group.count) span that time; \(made.count) fetched into \"\(name)\"\(made.count < fetch.count ? ", \(fetch.count - made.count) pulled before" : "").")
-                var arguments = ["--session", name, "--from", UTCTimestamp.format(range.lowerBound), "--to", UTCTimestamp.format(range.upperBound)]
-                if let gaps { arguments += ["--gaps", gaps.rawValue] }
+                var arguments = ["--session", name, "--from", UTCTimestamp.format(span.start), "--to", UTCTimestamp.format(span.end)]
+                if let gaps = range.gaps { arguments += ["--gaps", gaps.rawValue] }
                 if let output { arguments += ["-o", output] }
                 if let format { arguments += ["--format", format.name] }
                 if force { arguments.append("--force") }
@@ -113,30 +104,16 @@ struct FleetExportCommand: AsyncParsableCommand {
 
     /// The session the time is cut from (the only one, or the one that recorded then) and the
     /// time as a range, markers read from the manifests.
-    static func chooseTimeline(_ timelines: [(RecordingTimeline, [FleetReader.Entry])], machine: String, from: String?, to: String?,
-                               duration: String?) throws -> (RecordingTimeline, [FleetReader.Entry], ClosedRange<Date>) {
-        let length = try duration.map { try DurationText.seconds($0) }
-        if from != nil && to != nil && length != nil {
-            throw TapedeckError(.invalidArgument, "--from, --to and --duration: give two of them, not all three.")
-        }
-        if length == nil && (from == nil || to == nil) {
-            throw TapedeckError(.invalidArgument, "\(from == nil ? "--to" : "--from") needs \(from == nil ? "--from" : "--to") or --duration.")
-        }
+    static func chooseTimeline(_ timelines: [(RecordingTimeline, [FleetReader.Entry])], machine: String,
+                               range: TimeRangeOptions) throws -> (RecordingTimeline, [FleetReader.Entry], (start: Date, end: Date)) {
         let now = Date()
-        var found: [(RecordingTimeline, [FleetReader.Entry], ClosedRange<Date>)] = []
+        var found: [(RecordingTimeline, [FleetReader.Entry], (start: Date, end: Date))] = []
         var lastError: TapedeckError?
         for (timeline, group) in timelines {
             do {
-                var start = try from.map { try ExportCommand.time($0, flag: "--from", timeline: timeline, now: now, after: nil) }
-                var end = try to.map { try ExportCommand.time($0, flag: "--to", timeline: timeline, now: now, after: start) }
-                if let length {
-                    if let s = start { end = s.addingTimeInterval(length) } else if let e = end { start = e.addingTimeInterval(-length) }
-                }
-                guard let start, let end, end > start else {
-                    throw TapedeckError(.invalidArgument, "--to is not after --from: the time to export runs from one to the other.")
-                }
-                if timelines.count == 1 || timeline.stretches.contains(where: { $0.end > start && $0.start < end }) {
-                    found.append((timeline, group, start...end))
+                let span = try range.range(on: timeline, now: now)
+                if timelines.count == 1 || timeline.stretches.contains(where: { $0.end > span.start && $0.start < span.end }) {
+                    found.append((timeline, group, span))
                 }
             } catch let e as TapedeckError {
                 lastError = e
