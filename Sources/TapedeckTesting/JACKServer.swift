@@ -49,7 +49,9 @@ public final class JACKServer: Sendable {
             throw JACKServerError("jackd is not installed (apt-get install jackd2); the JACK tests need it.")
         }
         Self.acquire()
-        let name = "tapedeck-test"
+        // A name of this process's own: a server a crashed test run left behind (under the old
+        // process's name) never stands in this one's way.
+        let name = "tapedeck-test-\(getpid())"
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log")
         let environment = ProcessInfo.processInfo.environment.merging(["JACK_NO_AUDIO_RESERVATION": "1"]) { $1 }
         let arguments = ["/usr/bin/jackd", "--no-realtime", "-n", name, "-d", "dummy", "-r", "\(sampleRate)",
