@@ -5,9 +5,9 @@ public import TapedeckCore
 /// `export --from … --to …`: what was recorded when, in stretches of contiguous audio, and the
 /// gaps between them.
 ///
-/// Time is the recording's own: a take's first frame's time of day (``Take/began``, the time
+/// Time is the recording's own: a take's first frame's time of day (`Take.began`, the time
 /// its file's TimeReference holds) plus its frames at its rate. Takes one `record` split from one
-/// run (``TakeRun``) are one stretch when each begins at the frame of the run where the one
+/// run (`TakeRun`) are one stretch when each begins at the frame of the run where the one
 /// before it ended: their times come from the run's frames, not from the clock, so a clock
 /// stepped during the run (NTP) moves nothing inside it. A take whose time is not known
 /// (recorded before takes kept it, or recovered without it) is placed by its run's frames when

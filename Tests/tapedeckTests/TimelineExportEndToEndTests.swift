@@ -12,23 +12,24 @@ struct TimelineExportEndToEndTests {
     /// counter from sample `first` where audio is, zero frames where silence is. Prints JSON:
     /// frames, the first wrong sample (or null), the runs of silent frames [start, length].
     static let check = """
-    import json, struct, subprocess, sys
+    import array, json, re, subprocess, sys
     raw = subprocess.run(["sox", sys.argv[1], "-t", "raw", "-e", "signed", "-b", "16", "-L", "-"], check=True, capture_output=True).stdout
-    s = struct.unpack("<%dh" % (len(raw) // 2), raw)
-    frames = len(s) // 2
-    silent, run = [], None
-    for f in range(frames):
-        if s[2 * f] == 0 and s[2 * f + 1] == 0:
-            if run is None: run = [f, 0]
-            run[1] += 1
-        elif run is not None:
-            silent.append(run); run = None
-    if run is not None: silent.append(run)
-    first = int(sys.argv[2])
+    frames = len(raw) // 4
+    # Frames where both samples are 0 (the counter never gives one): runs of four zero bytes, on frame boundaries.
+    silent = []
+    for m in re.finditer(rb"(?:\\x00)+", raw):
+        a, b = (m.start() + 3) // 4, m.end() // 4
+        if b > a:
+            if silent and silent[-1][0] + silent[-1][1] == a: silent[-1][1] += b - a
+            else: silent.append([a, b - a])
+    # The counter from sample `first` for `count` samples, built from one period of it (C speed).
+    first, count = int(sys.argv[2]), min(len(raw) // 2, int(sys.argv[3]) * 2)
+    period = array.array("h", range(-32768, 32768)).tobytes()
+    k = (first + 32768) % 65536
+    expected = (period[2 * k:] + period * (count // 65536 + 2))[:2 * count]
     wrong = None
-    for i in range(min(len(s), int(sys.argv[3]) * 2)):
-        if s[i] != ((first + i + 32768) % 65536) - 32768:
-            wrong = i; break
+    if raw[:2 * count] != expected:
+        wrong = next(i for i in range(count) if raw[2 * i:2 * i + 2] != expected[2 * i:2 * i + 2])
     print(json.dumps({"frames": frames, "wrong": wrong, "silent": silent}))
     """
 
