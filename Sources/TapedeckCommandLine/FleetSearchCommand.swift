@@ -65,8 +65,8 @@ struct FleetSearchCommand: AsyncParsableCommand {
             throw TapedeckError(.invalidArgument, "--limit \(limit) --offset \(offset): give a limit from 1 to 10000 and an offset of 0 or more.")
         }
         var q = FleetQuery(machine: from, session: session, text: words.isEmpty ? nil : words.joined(separator: " "), limit: limit, offset: offset)
-        q.from = try after.map { try Self.time($0, flag: "--after") }
-        q.to = try before.map { try Self.time($0, flag: "--before") }
+        q.from = try after.map { try ClockTime.parse($0, flag: "--after") }
+        q.to = try before.map { try ClockTime.parse($0, flag: "--before") }
         for pair in tag {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty else {
@@ -90,12 +90,6 @@ struct FleetSearchCommand: AsyncParsableCommand {
             q.loudness = low ... high
         }
         return q
-    }
-
-    static func time(_ text: String, flag: String) throws -> Date {
-        do { return try ScheduleCommand.time(text, in: .current) } catch {
-            throw TapedeckError(.invalidArgument, "\(flag) \(text): give a local time as YYYY-MM-DD or YYYY-MM-DDTHH:MM (2026-06-01T06:00).")
-        }
     }
 
     @MainActor

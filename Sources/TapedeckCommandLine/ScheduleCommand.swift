@@ -43,7 +43,7 @@ struct ScheduleCommand: AsyncParsableCommand {
             guard let schedule = studio.configuration.schedule else {
                 throw TapedeckError(.configuration, "No schedule is configured\(studio.configPlace). Add a schedule: section, e.g. schedule: { timezone: Europe/Amsterdam, windows: [ { from: \"06:00\", to: \"09:00\" } ] }; `tapedeck config example` shows every key.")
             }
-            let start = try from.map { try Self.time($0, in: schedule.zone) } ?? Date()
+            let start = try from.map { try ClockTime.parse($0, flag: "--from", zone: schedule.zone) } ?? Date()
             let (stretches, skipped) = schedule.occurrences(after: start, count: next)
             if json {
                 try Terminal.printJSON(ScheduleJSON(schedule, stretches: stretches, skipped: skipped))
@@ -73,18 +73,6 @@ struct ScheduleCommand: AsyncParsableCommand {
                 print("Skipped \(String(format: "%04d-%02d-%02d", skip.day.year ?? 0, skip.day.month ?? 0, skip.day.day ?? 0)), window \(skip.window + 1): \(skip.reason).")
             }
         }
-    }
-
-    /// `2027-03-28T00:00` in `zone`.
-    static func time(_ text: String, in zone: TimeZone) throws -> Date {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = zone
-        for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd HH:mm", "yyyy-MM-dd"] {
-            f.dateFormat = format
-            if let d = f.date(from: text) { return d }
-        }
-        throw TapedeckError(.invalidArgument, "--from \(text): give a time as YYYY-MM-DDTHH:MM (2027-03-28T00:00), in the schedule's time zone.")
     }
 
     /// `Sun 2026-11-29 17:12:30 CET`, or `17:12:30 CET` on the same day as `other`.

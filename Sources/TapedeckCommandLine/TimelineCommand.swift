@@ -70,6 +70,7 @@ struct TimelineCommand: AsyncParsableCommand {
     static func lines(_ timeline: RecordingTimeline, _ stretches: [RecordingTimeline.Stretch]) -> [String] {
         var out = ["\(timeline.session.name)"]
         guard !stretches.isEmpty else { return out + ["  no audio"] }
+        let marks = timeline.marks
         var lastDay = ""
         func time(_ date: Date) -> String {
             let full = RecordingTimeline.shown(date)
@@ -82,7 +83,7 @@ struct TimelineCommand: AsyncParsableCommand {
             let approximate = s.pieces.contains { $0.timeSource == .created } ? "  ~ (time approximate)" : ""
             out.append("  \(time(s.start)) to \(time(s.end))  \(RecordingTimeline.length(s.end.timeIntervalSince(s.start)))")
             out.append("      \(takes), \(s.format.sampleRate) Hz, \(s.format.channels) ch, \(s.format.sampleFormat)\(approximate)")
-            for mark in timeline.marks where mark.date >= s.start && mark.date < s.end {
+            for mark in marks where mark.date >= s.start && mark.date < s.end {
                 out.append("      marker \(time(mark.date))\(mark.label.isEmpty ? "" : "  \(mark.label)")")
             }
             if i + 1 < stretches.count {

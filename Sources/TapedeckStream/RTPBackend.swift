@@ -81,6 +81,10 @@ public struct RTPBackend: RingBackend {
         let ring = try makeRing(format)
         let device = try RTPDevice(session: session, interface: section[Self.interface], jitterNanos: UInt64(jitter * 1e9),
                                    stallNanos: UInt64(stall * 1e9), format: format, converter: converter, ring: ring)
+        if device.clockDisagrees {
+            // Every take would be dated by arrival, not by the sender's clock: said whatever the log level.
+            section.logger.warning("The RTP stream \(device.deviceName ?? section.device) names \(session.clockReference ?? "a reference clock") for its timestamps, but this machine's clock is more than \(Int(RTPClock.agreementSeconds)) s from it: takes are dated by the packets' arrival. Synchronise this machine to the same clock (ptp4l and phc2sys, or chrony).")
+        }
         return (device, format)
     }
 

@@ -21,6 +21,8 @@ public final class RTPDevice: RingDevice {
     public var stallNanos: UInt64 { receiver.stallNanos + 1_000_000_000 }
     /// The time of day of the first frame, by the RTP timestamps when the session names their clock.
     public var cues: CaptureCues? { receiver.cues }
+    /// Whether this machine's clock disagrees with the clock the session names (take times are the arrival).
+    var clockDisagrees: Bool { receiver.clockDisagrees }
 
     private let shown: String
     private let channel: any Channel
@@ -133,7 +135,7 @@ final class RTPReceiver: ChannelInboundHandler, @unchecked Sendable {
     /// Where the take's time of day comes from: the first frame's, posted when the take's first packet came.
     let cues = CaptureCues()
     private var clockPosted = false
-    private let note = Mutex<String?>(nil)
+    private let note = Mutex<(text: String, disagrees: Bool)?>(nil)
     private let state = Mutex<(seenFirst: Bool, reason: String?, lost: Int, late: Int, restarts: Int)>((false, nil, 0, 0, 0))
     private var ring: DeviceRing { pusher.ring }
 
@@ -154,19 +156,23 @@ final class RTPReceiver: ChannelInboundHandler, @unchecked Sendable {
 
     /// What the log says of the stream's clock, from the first packet: the reference the session
     /// names and whether this machine's clock agrees with its timestamps.
-    var clockNote: String { note.withLock { $0 } ?? "" }
+    var clockNote: String { note.withLock { $0?.text } ?? "" }
 
-    private func clockNote(for timestamp: UInt32, arrivedAt arrival: Date) -> String {
+    /// Whether the session names a clock this machine's clock does not follow (take times are
+    /// then the arrival): worth a warning, not only the log at `-v`.
+    var clockDisagrees: Bool { note.withLock { $0?.disagrees } ?? false }
+
+    private func clockNote(for timestamp: UInt32, arrivedAt arrival: Date) -> (text: String, disagrees: Bool) {
         let named = session.clockReference.map { "timestamps on \($0)\(session.mediaClockOffset.map { ", mediaclk direct=\($0)" } ?? "")" }
             ?? "no reference clock in the session"
         guard let clock else {
-            return named + "; take times are the packets' arrival" + (RTPClock.unreadReference(session).map { " (\($0))" } ?? "")
+            return (named + "; take times are the packets' arrival" + (RTPClock.unreadReference(session).map { " (\($0))" } ?? ""), false)
         }
         guard let first = clock.date(of: timestamp, arrivedAt: arrival) else {
-            return named + "; this machine's clock does not follow the sender's \(clock.reference.rawValue) clock (more than \(Int(RTPClock.agreementSeconds)) s apart), so take times are the packets' arrival (synchronise this machine to the same clock: ptp4l and phc2sys, or chrony)"
+            return (named + "; this machine's clock does not follow the sender's \(clock.reference.rawValue) clock (more than \(Int(RTPClock.agreementSeconds)) s apart), so take times are the packets' arrival (synchronise this machine to the same clock: ptp4l and phc2sys, or chrony)", true)
         }
         let ms = String(format: "%.1f", first.before * 1000)
-        return named + "; take times are the RTP timestamps on the \(clock.reference.rawValue) clock (the first packet's audio is \(ms) ms older than its arrival)"
+        return (named + "; take times are the RTP timestamps on the \(clock.reference.rawValue) clock (the first packet's audio is \(ms) ms older than its arrival)", false)
     }
 
     var counts: (lost: Int, late: Int, restarts: Int) { state.withLock { ($0.lost, $0.late, $0.restarts) } }

@@ -189,6 +189,12 @@ struct RTPEndToEndTests {
         var apart = (claimed - sample) % (1 << 23)
         if apart > 1 << 22 { apart -= 1 << 23 } else if apart < -(1 << 22) { apart += 1 << 23 }
         #expect(abs(apart) <= 2, "the take says its first frame was \(apart) frames (\(Double(apart) / 48) ms) from when it was; arrival is 250 ms late")
+        // A session whose offset is not the sender's (26 s of media clock apart): the clocks
+        // disagree, the takes are dated by arrival, and that is a warning without -v.
+        let wrong = folder.appendingPathComponent("wrong.sdp")
+        try String(contentsOf: sdp, encoding: .utf8).replacingOccurrences(of: "direct=\(offset)", with: "direct=0").write(to: wrong, atomically: true, encoding: .utf8)
+        let w = try await cli.run("record", "-d", "1", "--set", "capture.backend=rtp", "--set", "capture.rtp.sdp=\(wrong.path)")
+        #expect(w.status == 0 && w.stderr.contains("takes are dated by the packets' arrival") && w.stderr.contains("ptp4l"), "\(w.stderr)")
     }
 
     @Test("devices --backend rtp lists the streams SAP announces (and only when asked by name)")
