@@ -35,6 +35,8 @@ public struct RecordingReport: Sendable, Hashable {
     public var events: [RunEvent] = []
     /// Markers set in the run that were not kept: their take had `TakeMarker.maxCount` already.
     public var markersNotKept = 0
+    /// The programme takes the run kept beside its own (`RunPlan.programs`), in the order they ended.
+    public var programTakes: [Take] = []
 }
 
 /// A run that waited for sound (VOX) or a trigger (armed) and ended before either came: no

@@ -13,7 +13,8 @@ public import TapedeckCore
 /// (recorded before takes kept it, or recovered without it) is placed by its run's frames when
 /// another take of the run has one, else by when it was created (``Piece/timeSource``).
 /// A take that begins before the one before it ended (the clock was set back between two runs)
-/// cuts that one short at its start; ``overlaps`` says so.
+/// cuts that one short at its start; ``overlaps`` says so. A programme take (tagged
+/// `ProgramRule.tag`) is a copy of its run's frames and stands only where no other take does.
 ///
 /// A plain value; any thread; never blocks.
 public struct RecordingTimeline: Sendable {
@@ -83,7 +84,14 @@ public struct RecordingTimeline: Sendable {
     /// The timeline of `session`'s takes that hold audio (not one still being recorded).
     public init(session: Session) {
         self.session = session
-        let placed = Self.place(session.takes.filter { $0.state != .recording && $0.frames > 0 })
+        let held = session.takes.filter { $0.state != .recording && $0.frames > 0 }
+        let log = Self.place(held.filter { $0.tags[ProgramRule.tag] == nil })
+        // A programme take holds what the run's takes hold over its window: it stands on the
+        // timeline only where no other take does (the log's takes were deleted, say).
+        let programmes = Self.place(held.filter { $0.tags[ProgramRule.tag] != nil }).filter { p in
+            !log.contains { $0.start < p.end && p.start < $0.end }
+        }
+        let placed = (log + programmes).sorted { ($0.start, $0.take.number) < ($1.start, $1.take.number) }
         var stretches: [Stretch] = []
         var overlaps: [Overlap] = []
         for piece in placed {

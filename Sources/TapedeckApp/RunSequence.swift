@@ -27,6 +27,9 @@ final class RunSequence: TakeSequence {
         var measured: [Int: WriterNotes] = [:]
         var finished: [Take] = []
         var problems: [String] = []
+        /// Programme takes while they record, by take id, with what their writers learn.
+        var programs: [String: (pending: PendingTake, notes: WriterNotes)] = [:]
+        var finishedPrograms: [Take] = []
     }
     private let state = Mutex(State())
 
@@ -47,6 +50,9 @@ final class RunSequence: TakeSequence {
 
     /// The takes that ended at a boundary and were finished, in run order.
     var finishedTakes: [Take] { state.withLock { $0.finished.sorted { ($0.run?.index ?? 0) < ($1.run?.index ?? 0) } } }
+
+    /// The programme takes that ended and were finished (`RunPlan.programs`), in the order they ended.
+    var finishedPrograms: [Take] { state.withLock { $0.finishedPrograms } }
 
     /// What went wrong finishing earlier takes (their audio is safe; the next open recovers them).
     var problems: [String] { state.withLock { $0.problems } }
@@ -115,52 +121,101 @@ final class RunSequence: TakeSequence {
 
     func takeEnded(_ ended: EndedTake) {
         guard let pending = pending(index: ended.index) else { return }
+        let notes = self.state.withLock { $0.measured.removeValue(forKey: ended.index) }
+        let run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
+                          began: pending.take.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
+        guard let done = finish(ended, pending: pending, notes: notes, run: run, named: "Take \(ended.index) of the run") else { return }
+        self.state.withLock {
+            $0.pending[ended.index] = nil
+            $0.finished.append(done)
+        }
+    }
+
+    func prepareProgramTake(_ window: ProgramWindow, format: AudioFormat) throws -> PreparedTake {
+        // Named after the programme and its day and time: "News 2026-12-01 09.00".
+        let name = window.name + NameTemplate.expand(" %Y-%m-%d %H.%M", at: window.start)
+        var made: PendingTake?
+        for attempt in 1...9 where made == nil {
+            do {
+                made = try storage.beginTake(in: session.id, named: attempt == 1 ? name : "\(name) (\(attempt))", format: format,
+                                             encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: window.paddedStart)
+            } catch let error as TapedeckError where error.code == .alreadyExists && attempt < 9 {
+                continue
+            }
+        }
+        guard var pending = made else { throw TapedeckError(.alreadyExists, "Every name for programme \(window.name)'s take is taken in this session.") }
+        do {
+            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(tags: [Self.programTag: window.name]))
+            let metadata = facts.metadata(for: pending.take, sessionName: session.name)
+            let notes = WriterNotes()
+            let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata),
+                                                format: format, analyzer: analyzer, waveform: waveforms != nil, into: notes, logger: logger)
+            try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
+            let ready = pending
+            state.withLock { $0.programs[ready.take.id] = (ready, notes) }
+            return PreparedTake(index: 0, id: pending.take.id, writer: writer, fileURL: pending.fileURL)
+        } catch {
+            remove(pending)
+            throw error
+        }
+    }
+
+    func programTakeEnded(_ ended: EndedTake, window: ProgramWindow) {
+        guard let (pending, notes) = state.withLock({ $0.programs.removeValue(forKey: ended.id) }) else { return }
+        guard let done = finish(ended, pending: pending, notes: notes, run: nil, named: "The take of programme \"\(window.name)\"") else { return }
+        logger.info("Programme \"\(window.name)\" ended: take \"\(done.name)\" holds \(String(format: "%.1f", done.seconds)) s.")
+        state.withLock { $0.finishedPrograms.append(done) }
+    }
+
+    /// The tag a programme take carries, with the programme's name.
+    static let programTag = ProgramRule.tag
+
+    /// Finishes a take that ended in storage: its state, length, overruns, then the facts its
+    /// writer learnt (`nil` when it could not be finished: said in ``problems``).
+    private func finish(_ ended: EndedTake, pending: PendingTake, notes: WriterNotes?, run: TakeRun?, named: String) -> Take? {
         var frames = ended.frames
         var state: TakeState = ended.reason == .deviceLost ? .interrupted : .complete
         if !ended.writerFinished || ended.failure != nil {
             state = .truncated
             if let repaired = try? encoder.repair(fileAt: pending.fileURL) { frames = repaired.frames }
-            logger.warning("Take \(ended.index) of the run could not be finished cleanly: \(ended.failure?.message ?? "its writer failed"); \(frames) frames were kept.")
+            logger.warning("\(named) could not be finished cleanly: \(ended.failure?.message ?? "its writer failed"); \(frames) frames were kept.")
         }
         do {
             var take = try storage.finishTake(pending, frames: frames, state: state, overruns: ended.overruns)
             var annotations = take.annotations
             annotations.clippedSamples = ended.clippedSamples
             annotations.markers = ended.markers
-            let notes = self.state.withLock { $0.measured.removeValue(forKey: ended.index) }
             annotations.loudness = notes?.loudness
             annotations.began = notes?.began
-            annotations.run = TakeRun(id: runID, index: ended.index, offset: ended.offset,
-                                      began: annotations.run?.began ?? (ended.index == 1 ? .start : nil), ended: ended.reason)
+            annotations.run = run
             do {
                 let (stored, leftOut) = try storage.annotateTake(take.id, keepingValid: annotations)
                 take = stored
                 if !leftOut.isEmpty {
-                    logger.warning("Take \(ended.index) of the run keeps its other facts, but not \(leftOut.joined(separator: ", ")).")
+                    logger.warning("\(named) keeps its other facts, but not \(leftOut.joined(separator: ", ")).")
                 }
             } catch {
-                logger.warning("Could not store the clip count, markers and loudness of take \(ended.index) of the run: \(error). The audio is not affected.")
+                logger.warning("Could not store the clip count, markers and loudness of \(named.prefix(1).lowercased() + named.dropFirst()): \(error). The audio is not affected.")
             }
             if let waveforms, let peaks = notes?.waveform { waveforms.store(peaks, for: take) }
             // Markers go into the finished file too, where its format has a place for them.
             if let url = try? storage.audioURL(for: take) {
                 TakeFacts.writeMarkers(of: take, to: url, with: encoder, logger: logger)
             }
-            let done = take
-            self.state.withLock {
-                $0.pending[ended.index] = nil
-                $0.finished.append(done)
-            }
+            return take
         } catch {
-            let message = "Take \"\(pending.take.name)\" (\(ended.index) of the run) could not be finished: \((error as? TapedeckError)?.message ?? "\(error)"). Its audio is safe in \(pending.fileURL.path); the next tapedeck command that opens the library recovers it."
+            let message = "Take \"\(pending.take.name)\" (\(run.map { "\($0.index) of the run" } ?? "a programme's")) could not be finished: \((error as? TapedeckError)?.message ?? "\(error)"). Its audio is safe in \(pending.fileURL.path); the next tapedeck command that opens the library recovers it."
             logger.error("\(message)")
             self.state.withLock { $0.problems.append(message) }
+            return nil
         }
     }
 
     func discard(_ take: PreparedTake) {
-        guard let pending = state.withLock({ $0.pending.removeValue(forKey: take.index) }) else { return }
-        remove(pending)
+        let pending = state.withLock { s in
+            take.index == 0 ? s.programs.removeValue(forKey: take.id)?.pending : s.pending.removeValue(forKey: take.index)
+        }
+        if let pending { remove(pending) }
     }
 
     /// Removes a take that never held audio: its file, then its entry.

@@ -226,7 +226,7 @@ public final class TakeRecorder {
         self.engine = nil
         return RecordingReport(take: take, runID: runID, earlierTakes: earlier, session: session, fileURL: try storage.audioURL(for: take),
                                end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events,
-                               markersNotKept: result.markersNotKept)
+                               markersNotKept: result.markersNotKept, programTakes: sequence?.finishedPrograms ?? [])
     }
 
     /// Commits the first take's row (linked to the run as its take 1 when there is one); a take
@@ -328,7 +328,7 @@ public final class TakeRecorder {
         frames = last.frames
         return RecordingReport(take: last, runID: runID, earlierTakes: earlier, session: session, fileURL: try store.storage.audioURL(for: last),
                                end: result.end, wallSeconds: result.wallSeconds, summary: summary, silences: result.silences, events: result.events,
-                               markersNotKept: result.markersNotKept)
+                               markersNotKept: result.markersNotKept, programTakes: run?.sequence.finishedPrograms ?? [])
     }
 
     /// The error of a take whose audio is safe but which storage could not finish: its message

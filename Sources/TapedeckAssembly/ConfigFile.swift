@@ -32,7 +32,7 @@ public struct ConfigFile: Sendable, Hashable {
     public var lists: [String: [ListEntry]] = [:]
 
     /// The keys that hold a list of mappings.
-    public static let listKeys: Set<String> = ["alerts", "schedule.windows"]
+    public static let listKeys: Set<String> = ["alerts", "schedule.windows", "programs"]
 
     /// One entry of a list section.
     public struct ListEntry: Sendable, Hashable {

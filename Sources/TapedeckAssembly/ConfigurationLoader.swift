@@ -1,5 +1,5 @@
 public import Foundation
-import TapedeckCore
+public import TapedeckCore
 public import TapedeckAlerts
 public import TapedeckApp
 #if canImport(Glibc)
@@ -98,6 +98,7 @@ public struct ConfigurationLoader: Sendable {
         if !resolution.problems.isEmpty { throw Self.error(Self.inFileOrder(resolution.problems)) }
         let machineName = try machineSection(in: file, explicit: explicitMachine)
         configuration.alerts = alertRules(file: file, machine: machineName).rules
+        configuration.programs = programs(file: file, machine: machineName).rules
         configuration.schedule = schedule(file: file, machine: machineName).schedule
         return configuration
     }
@@ -171,6 +172,10 @@ public struct ConfigurationLoader: Sendable {
         if let file {
             problems += alertRules(file: file, machine: nil).problems
             problems += schedule(file: file, machine: nil).problems
+            problems += programs(file: file, machine: nil).problems
+            for name in file.machines.keys.sorted() where file.machines[name]?.lists["programs"] != nil {
+                problems += programs(file: file, machine: name).problems.map { $0 + " (machines.\(name))" }
+            }
             for name in file.machines.keys.sorted() where file.machines[name]?.lists["alerts"] != nil {
                 problems += alertRules(file: file, machine: name).problems.map { $0 + " (machines.\(name))" }
             }
@@ -219,7 +224,7 @@ public struct ConfigurationLoader: Sendable {
             // A group of a section's own settings (`sync.catalog:` holds `catalog.postgres`).
             if settings.contains(where: { $0.hasPrefix(key + ".") }) { return true }
             let parts = key.split(separator: ".").map(String.init)
-            guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else { return key == "machines" || key == "alerts" }
+            guard let section = HostSettings.sections.first(where: { $0.name == parts[0] }) else { return ["machines", "alerts", "programs"].contains(key) }
             if parts.count == 1 { return true }
             guard parts.count == 2, let role = section.role else { return false }
             return catalog.entries(for: role).contains { $0.name == parts[1] }
@@ -229,7 +234,7 @@ public struct ConfigurationLoader: Sendable {
 
     private func validateSection(_ path: String, origin: String) throws {
         // `alerts:` with nothing under it: no alerts.
-        if path == "alerts" || ["schedule", "schedule.location", "schedule.duty-cycle"].contains(path) { return }
+        if path == "alerts" || path == "programs" || ["schedule", "schedule.location", "schedule.duty-cycle"].contains(path) { return }
         // A group of a section's own settings, e.g. `sync.catalog:`.
         if knownKeys().contains(where: { $0.hasPrefix(path + ".") }) { return }
         let parts = path.split(separator: ".").map(String.init)
@@ -249,7 +254,21 @@ public struct ConfigurationLoader: Sendable {
         if path == "alerts" || path.hasPrefix("alerts.") {
             throw TapedeckError(.configuration, "\(origin): alerts: is a list of rules, each with when: and a route, e.g. alerts: [ { when: [silence, device-lost], webhook: { url: https://… } } ]. It is read from the config file only, not from --set or the environment.")
         }
+        if path == "programs" || path.hasPrefix("programs.") {
+            throw TapedeckError(.configuration, "\(origin): programs: is a list of programmes, e.g. programs: [ { name: News, time: \"09:00-09:10\", pad: 2m, days: mon-fri } ]. It is read from the config file only; on the command line give record --program \"News 09:00-09:10 pad 2m\".")
+        }
         guard knownKeys().contains(path) else { throw unknownKey(path, origin: origin) }
+    }
+
+    /// The `programs:` that apply with `machine`'s section (its own list replaces the top
+    /// level's), and a sentence for each problem. - Thread: any. Never blocks.
+    public func programs(file: ConfigFile?, machine: String?) -> (rules: [ProgramRule], problems: [String]) {
+        guard let file else { return ([], []) }
+        let list = machine.flatMap { file.machines[$0]?.lists["programs"] } ?? file.lists["programs"] ?? []
+        let entries = list.map { entry in
+            (line: entry.line, values: entry.entries.mapValues { RecordingSchedule.Text($0.value, line: $0.line) })
+        }
+        return ProgramRule.parse(entries: entries, file: file.name)
     }
 
     /// Whether `path` is a key of `schedule:` (its own problems are said by ``schedule(file:machine:)``).

@@ -103,6 +103,9 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var retentionSettings = PluginSettings()
     /// The `alerts:` rules of the file (its `machines:` section's, when that has its own).
     public var alerts: [AlertRule] = []
+    /// The `programs:` of the file (its `machines:` section's, when that has its own): the
+    /// programmes every `record` into the library also keeps as takes of their own.
+    public var programs: [ProgramRule] = []
 
     /// Whether `section`'s backend (`capture`, `playback`) was detected on this machine rather
     /// than configured. - Thread: any. Never blocks.

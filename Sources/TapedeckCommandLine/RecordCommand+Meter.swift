@@ -55,6 +55,7 @@ extension RecordCommand {
                 if let alarm = plan.silenceAlarm {
                     lines.append("  Warns when the input stays below \(RunText.decibels(alarm.thresholdDB)) for \(RunText.seconds(alarm.seconds)).")
                 }
+                for programme in plan.programs { lines.append("  Programme take too: \(programme.text).") }
                 Terminal.writeStderr(Terminal.safe(
                     "Recording from \(from): \(format.sampleRate) Hz, \(Terminal.counted(format.channels, "channel")), \(format.sampleFormat.rawValue)\n"
                     + lines.joined(separator: "\n") + "\n  Press Ctrl-C to stop.\(Terminal.stdinIsTerminal && !toStdout ? (plan.startsIdle ? " Once a take runs, m sets a marker." : " Press m to set a marker.") : "")\n"))

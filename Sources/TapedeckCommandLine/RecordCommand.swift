@@ -59,6 +59,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start a new take before a file grows past SIZE (2G or 2GiB: powers of 1024; 1900MB: powers of 1000).", valueName: "size"))
     var splitSize: String?
 
+    @Option(help: ArgumentHelp("Also keep a programme as a take of its own, cut from the same audio: \"NAME START-END [pad DURATION] [DAYS]\", e.g. \"News 09:00-09:10 pad 2m mon-fri\" (repeatable; programs: in the config too).", valueName: "programme"))
+    var program: [String] = []
+
     @Option(help: ArgumentHelp("Stop at this local time (18:00, 18:00:30, or \"2026-12-01 18:00\"); with -d, whichever comes first.", valueName: "time"))
     var until: String?
 
@@ -168,6 +171,7 @@ struct RecordCommand: AsyncParsableCommand {
         plan.armed = armed
         plan.splitOnMarker = splitOnMarker
         plan.resume = resume
+        plan.programs = try program.map { try ProgramRule.parse($0) }
         if let preRoll {
             guard plan.startsIdle else {
                 throw TapedeckError(.invalidArgument, "--pre-roll keeps the audio from before a take's trigger; give --vox LEVEL or --armed too.")
@@ -190,8 +194,8 @@ struct RecordCommand: AsyncParsableCommand {
         if schedule && (output != nil || duration != nil || positionalDuration != nil || until != nil || plan.startsIdle) {
             throw TapedeckError(.invalidArgument, "--schedule decides when takes begin and end; leave out -o, -d/DURATION, --until, --vox and --armed.")
         }
-        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker || plan.resume || metrics != nil) {
-            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker, --resume, --silence-alarm and --metrics work on takes in the library. Leave out -o.")
+        if output != nil && (plan.startsIdle || plan.silenceAlarm != nil || plan.splitOnMarker || plan.resume || metrics != nil || !plan.programs.isEmpty) {
+            throw TapedeckError(.invalidArgument, "-o records one file outside the library as it comes; --vox, --armed, --pre-roll, --split-on-marker, --resume, --silence-alarm, --program and --metrics work on takes in the library. Leave out -o.")
         }
         return plan
     }
@@ -261,6 +265,8 @@ struct RecordCommand: AsyncParsableCommand {
             extending?.cancel()
             // capture.resume in the config does what --resume does (not for -o: one file).
             if output == nil && recorder.settings.resume { plan.resume = true }
+            // programs: in the config too, beside --program (not for -o: one file).
+            if output == nil { plan.programs += studio.configuration.programs }
             // A run splits on request too (the page's Split, `tapedeck` control socket).
             if plan.makesRun { plan.splitOnRequest = true }
             if stops.attach(recorder) {
@@ -444,7 +450,8 @@ struct RecordCommand: AsyncParsableCommand {
                 take: last, run: report.runID, takes: Self.runTakes(report, last: last, storage: storage),
                 end: Self.endName(report.end), message: report.summary, wallSeconds: report.wallSeconds, exitStatus: status,
                 silences: report.silences.map { SilenceJSON($0, format: report.take.format) },
-                events: report.events.map { RunEventJSON($0, format: report.take.format) }, markersNotKept: report.markersNotKept))
+                events: report.events.map { RunEventJSON($0, format: report.take.format) }, markersNotKept: report.markersNotKept,
+                programTakes: report.programTakes.map { TakeJSON($0, session: report.session, url: try? storage.audioURL(for: $0)) }))
         } else {
             for t in report.earlierTakes + [report.take] {
                 let path = t.id == report.take.id ? report.fileURL.path : (try? storage.audioURL(for: t))?.path ?? t.file
@@ -472,6 +479,7 @@ struct RecordCommand: AsyncParsableCommand {
                 let all = report.earlierTakes + [report.take]
                 print("Run \(NameRules.shortID(of: run)): \(Terminal.counted(all.count, "take")), \(Terminal.clock(all.reduce(0) { $0 + $1.seconds })) in all.")
             }
+            printProgramTakes(report, storage: storage)
         }
         if status != ExitStatus.ok {
             let overruns = (report.earlierTakes + [report.take]).reduce(0) { $0 + $1.overruns.count }

@@ -21,6 +21,8 @@ struct RecordReportJSON: Encodable {
     var events: [RunEventJSON] = []
     /// Markers set after their take had the most a take keeps (999), which were not kept.
     var markersNotKept = 0
+    /// The programme takes kept beside the run's (`--program`, `programs:`), in the order they ended.
+    var programTakes: [TakeJSON] = []
 }
 
 /// A run's event (docs/JSON.md).

@@ -15,7 +15,8 @@ extension RunWriter {
                 take(s)
             }
             if took {
-                if failure == nil, current != nil, ContinuousClock.now - lastCheckpoint >= engine.settings.checkpointInterval {
+                if failure == nil, current != nil || programs?.recording == true,
+                   ContinuousClock.now - lastCheckpoint >= engine.settings.checkpointInterval {
                     checkpoint()
                 }
                 publishProgress()
@@ -103,10 +104,11 @@ extension RunWriter {
     private func checkpoint() {
         do {
             let began = ContinuousClock.now
-            try current!.writer.checkpoint()
+            try current?.writer.checkpoint()
+            programs?.checkpoint()
             checkpoints += 1
             slowestCheckpoint = max(slowestCheckpoint, ContinuousClock.now - began)
-            if plan.split.maxBytes != nil, let url = current!.fileURL, let size = Self.fileSize(url) {
+            if plan.split.maxBytes != nil, let url = current?.fileURL, let size = Self.fileSize(url) {
                 segmenter.observed(bytes: size)
             }
         } catch {
@@ -177,6 +179,8 @@ extension RunWriter {
                 if failure == nil { failure = (error as? TapedeckError) ?? TapedeckError(.io, "Finishing the take failed: \(error).") }
             }
         }
+        programs?.finishAll(failure != nil ? .writeFailed : engine.lengthReached.load(ordering: .acquiring) || limit.map { position >= $0 } == true
+                            ? .duration : awayFrom != nil ? .deviceLost : .stopped)
         if let box = next, let sequence {
             takeQueue.async {
                 if case .success(let unused) = box.wait() {

@@ -66,7 +66,9 @@ final class RunWriter {
     var squares: [Double] = []
     var squaredFrames: Int64 = 0
     /// Takes are made ready and finished on this queue while the writer goes on writing.
-    let takeQueue = DispatchQueue(label: "tapedeck-takes")
+    let takeQueue: DispatchQueue
+    /// The programme takes cut from the run (``RunPlan/programs``); `nil` without programmes.
+    let programs: ProgramCutter?
     var next: NextTake?
     var warnedPrepare = false
     /// Whether the run has said that a take reached ``TakeMarker/maxCount`` markers.
@@ -107,6 +109,11 @@ final class RunWriter {
         silence.initializeMemory(as: UInt8.self, repeating: 0, count: ring.slotFrames * ring.bytesPerFrame)
         preRoll = PreRollRing(frames: rules.preRollCapacity, bytesPerFrame: format.bytesPerFrame)
         preparesAhead = plan.split.splits || plan.startsIdle || plan.splitOnMarker || plan.resume
+        let queue = DispatchQueue(label: "tapedeck-takes")
+        takeQueue = queue
+        programs = plan.programs.isEmpty ? nil : sequence.map {
+            ProgramCutter(rules: plan.programs, sequence: $0, format: format, queue: queue, logger: engine.logger)
+        }
         if preparesAhead { prepare(lastIndex + 1) }
     }
 
@@ -261,13 +268,19 @@ final class RunWriter {
     /// plus the run's frames since, at the device's rate.
     private func announce() {
         current!.announced = true
-        let (started, source) = engine.shared.withLock { ($0.captureStartDate, $0.sourceClock) }
-        if clockAnchor == nil, let started { clockAnchor = (0, started) }
-        if let source, source.frame >= clockAnchor?.frame ?? 0 { clockAnchor = source }
-        if let anchor = clockAnchor {
+        if let anchor = timeAnchor() {
             current!.writer.began(at: anchor.date.addingTimeInterval(Double(current!.offset - anchor.frame) / rate),
                                   preRollFrames: current!.preRollFrames)
         }
+    }
+
+    /// The run's frame whose time of day is known best now, and that time: capture's start (or
+    /// the device's return), or the source's own clock when it has one and it is newer.
+    func timeAnchor() -> (frame: Int64, date: Date)? {
+        let (started, source) = engine.shared.withLock { ($0.captureStartDate, $0.sourceClock) }
+        if clockAnchor == nil, let started { clockAnchor = (0, started) }
+        if let source, source.frame >= clockAnchor?.frame ?? 0 { clockAnchor = source }
+        return clockAnchor
     }
 
     /// Takes `count` frames (from `source`, or silence for a gap with `cause`) into the run, as
@@ -276,6 +289,11 @@ final class RunWriter {
     /// pre-roll while the run waits for sound or a trigger.
     func emit(_ source: UnsafeRawPointer?, _ count: Int64, gap cause: String?) throws {
         takeRequests()
+        if let programs {
+            // The programmes' takes first: a marker the segmenter places below finds their frames.
+            if let anchor = timeAnchor() { programs.anchored(anchor) }
+            programs.feed(source, count, at: position, gap: cause)
+        }
         var done: Int64 = 0
         let level = { [format] (n: Int64) -> Float in
             guard let p = source.map({ $0 + Int(done) * format.bytesPerFrame }) else { return 0 }
@@ -303,6 +321,7 @@ final class RunWriter {
                 try beginOrSplit(action)
             case .mark(let marker):
                 current?.markers.append(marker)
+                if let programs, let take = current { programs.mark(marker, atRunFrame: take.offset + marker.frame) }
             case .dropMarkers(let count):
                 logger.warning("\(count == 1 ? "A marker" : "\(count) markers") set while no take was recording \(count == 1 ? "was" : "were") not kept: a marker needs a take to be in. Set markers once a take runs (the m key, or `tapedeck mark`).")
             case .silenceAlarm(let since, let frames):

@@ -93,9 +93,27 @@ public protocol TakeSequence: Sendable {
     /// A take ended at a boundary; the owner finishes it in storage.
     func takeEnded(_ take: EndedTake)
 
-    /// A prepared take the run never used (it ended first): its writer was abandoned; the owner
-    /// removes its entry and file.
+    /// A prepared take the run never used (it ended first), a programme take's too: its writer
+    /// was abandoned; the owner removes its entry and file.
     func discard(_ take: PreparedTake)
+
+    /// Makes the take of programme `window` ready (``RunPlan/programs``): its entry committed in
+    /// state `recording` and its writer's file created, as for a take of the run. The default
+    /// refuses: a sequence that keeps no programme takes.
+    func prepareProgramTake(_ window: ProgramWindow, format: AudioFormat) throws -> PreparedTake
+
+    /// A programme take ended (its window's end, or the run's); the owner finishes it in
+    /// storage. `ended.index` is 0 and `ended.offset` the run's frame it began at. The default
+    /// does nothing.
+    func programTakeEnded(_ take: EndedTake, window: ProgramWindow)
+}
+
+extension TakeSequence {
+    public func prepareProgramTake(_ window: ProgramWindow, format: AudioFormat) throws -> PreparedTake {
+        throw TapedeckError(.invalidArgument, "This recorder keeps no programme takes (RunPlan.programs).")
+    }
+
+    public func programTakeEnded(_ take: EndedTake, window: ProgramWindow) {}
 }
 
 /// Sound-activated recording: a take begins when a period's peak reaches ``thresholdDB`` and
@@ -159,10 +177,13 @@ public struct RunPlan: Sendable, Hashable {
     /// Whether the run waits (for sound or a trigger) before its first take.
     public var startsIdle: Bool { vox != nil || armed }
     /// Whether the run may make more than one take, or none: its takes come from a ``TakeSequence``.
-    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || splitOnRequest || resume }
+    public var makesRun: Bool { split.splits || startsIdle || splitOnMarker || splitOnRequest || resume || !programs.isEmpty }
     /// Why the run's first take begins (`record --schedule`: a stretch began, or one under way
     /// was caught up with); `.start` otherwise.
     public var firstTakeBegins: TakeBoundary = .start
+    /// Programmes the run also keeps as takes of their own, cut from the same audio while its
+    /// takes go on unchanged (`--program`, `programs:`).
+    public var programs: [ProgramRule] = []
 }
 
 /// Something that happened to a run between its takes: the device was lost and came back, or a
