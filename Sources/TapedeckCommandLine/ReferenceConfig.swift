@@ -414,6 +414,15 @@ sync:
 #     - { from: civil-dusk, to: civil-dusk+30m, every: 2d }
 #   duty-cycle: { record: 1m, every: 5m }
 
+# Programmes every `record` into the library also keeps as takes of their own,
+# cut from the same audio while its takes (an hourly log, say) go on unchanged:
+# a take named "NAME YYYY-MM-DD HH.MM", tagged PROGRAM=NAME, from START - pad to
+# END + pad on this machine's clock, on the days given (every day without).
+# `record --program "News 09:00-09:10 pad 2m mon-fri"` adds one for one run.
+# programs:
+#   - { name: News, time: "09:00-09:10", pad: 2m, days: mon-fri }
+#   - { name: Late Show, time: "23:00-01:00" }
+
 retention:
   # Which takes Tapedeck deletes by itself (`tapedeck retention`, or --dry-run
   # to see what would go). Never a take that records, one with markers, notes or
