@@ -116,6 +116,11 @@ public struct RecordingTimeline: Sendable {
         self.overlaps = overlaps
     }
 
+    /// The stretches that reach into `day` (all without one).
+    public func stretches(reaching day: DateInterval?) -> [Stretch] {
+        stretches.filter { s in day.map { s.end > $0.start && s.start < $0.end } ?? true }
+    }
+
     /// The gaps within `from..<to`: time no stretch covers, one frame or longer.
     public func gaps(from: Date, to: Date) -> [Gap] {
         let rate = Double(stretches.first?.format.sampleRate ?? 48_000)

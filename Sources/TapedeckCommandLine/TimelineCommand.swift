@@ -42,7 +42,7 @@ struct TimelineCommand: AsyncParsableCommand {
             } else {
                 sessions = try studio.store.storage.sessions()
             }
-            let timelines = sessions.map(RecordingTimeline.init(session:)).map { t in (t, Self.shown(t, on: day)) }
+            let timelines = sessions.map(RecordingTimeline.init(session:)).map { t in (t, t.stretches(reaching: day)) }
                 .filter { !$0.1.isEmpty || session != nil }
             if json {
                 try Terminal.printJSON(timelines.map { TimelineJSON($0.0, stretches: $0.1, day: day) })
@@ -58,11 +58,6 @@ struct TimelineCommand: AsyncParsableCommand {
                 print(Self.lines(timeline, stretches).joined(separator: "\n"))
             }
         }
-    }
-
-    /// The stretches of `timeline` that reach into `day` (all without one).
-    static func shown(_ timeline: RecordingTimeline, on day: DateInterval?) -> [RecordingTimeline.Stretch] {
-        timeline.stretches.filter { s in day.map { s.end > $0.start && s.start < $0.end } ?? true }
     }
 
     /// The printed lines of one session: a heading, then each stretch, its markers, and the gap to
@@ -110,54 +105,5 @@ struct TimelineCommand: AsyncParsableCommand {
         }
         let start = calendar.startOfDay(for: base)
         return DateInterval(start: start, end: calendar.date(byAdding: .day, value: 1, to: start) ?? start.addingTimeInterval(86_400))
-    }
-}
-
-/// `timeline --json`: one session's stretches (with their takes), gaps and markers; times in UTC.
-struct TimelineJSON: Encodable {
-    struct Piece: Encodable {
-        var id: String
-        var name: String
-        var start: String
-        var frames: Int64
-        var timeSource: String
-    }
-    struct Stretch: Encodable {
-        var start: String
-        var end: String
-        var seconds: Double
-        var format: FormatJSON
-        var takes: [Piece]
-    }
-    struct Gap: Encodable {
-        var start: String
-        var end: String
-        var seconds: Double
-    }
-    struct Marker: Encodable {
-        var time: String
-        var label: String
-        var takeID: String
-    }
-    var kind = "timeline"
-    var schema = JSONSchema.version
-    var session: String
-    var sessionID: String
-    var stretches: [Stretch]
-    var gaps: [Gap]
-    var markers: [Marker]
-
-    init(_ timeline: RecordingTimeline, stretches shown: [RecordingTimeline.Stretch], day: DateInterval?) {
-        session = timeline.session.name
-        sessionID = timeline.session.id
-        stretches = shown.map { s in
-            Stretch(start: UTCTimestamp.format(s.start), end: UTCTimestamp.format(s.end), seconds: s.end.timeIntervalSince(s.start),
-                    format: FormatJSON(s.format), takes: s.pieces.map {
-                        Piece(id: $0.take.id, name: $0.take.name, start: UTCTimestamp.format($0.start), frames: $0.frames, timeSource: $0.timeSource.rawValue)
-                    })
-        }
-        gaps = zip(shown, shown.dropFirst()).map { Gap(start: UTCTimestamp.format($0.end), end: UTCTimestamp.format($1.start), seconds: $1.start.timeIntervalSince($0.end)) }
-        markers = timeline.marks.filter { m in shown.contains { m.date >= $0.start && m.date < $0.end } }
-            .map { Marker(time: UTCTimestamp.format($0.date), label: $0.label, takeID: $0.take.id) }
     }
 }

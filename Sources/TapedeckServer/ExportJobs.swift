@@ -21,7 +21,10 @@ final class ExportJobs {
 
     struct Job: Sendable {
         var id: String
-        var takeID: String
+        /// The take exported; `nil` for a stretch of time (``clip``).
+        var takeID: String?
+        /// A stretch of a session's time (`POST /api/sessions/{id}/clips`): the session and the range.
+        var clip: (sessionID: String, from: Date, to: Date)?
         var format: String
         var state: State
         /// Done so far, 0…1.
@@ -53,6 +56,27 @@ final class ExportJobs {
     /// - Throws: 400 for a format this build cannot export to, 409 while ``maxRunning`` run, 503
     ///   when the server is stopping or cannot start a process.
     func start(take: Take, format: String) throws -> Job {
+        try launch(["export", take.id], format: format, estimate: Self.estimate(take), what: "this take") { id in
+            Job(id: id, takeID: take.id, format: format, state: .running)
+        }
+    }
+
+    /// Starts exporting the stretch `from..<to` of `session`'s time as `format` in a child
+    /// process (`tapedeck export --session ID --from … --to …`), cut from the takes it spans;
+    /// with `fillingGaps`, gaps are filled with silence (`--gaps silence`).
+    /// - Throws: as ``start(take:format:)``.
+    func start(clipOf session: Session, from: Date, to: Date, format: String, sampleFormat: AudioFormat, fillingGaps: Bool) throws -> Job {
+        let frames = Int64((to.timeIntervalSince(from) * Double(sampleFormat.sampleRate)).rounded(.up))
+        let estimate = frames * Int64(max(1, sampleFormat.channels)) * 4 + (1 << 20)
+        let arguments = ["export", "--session", session.id, "--from", UTCTimestamp.format(from), "--to", UTCTimestamp.format(to)]
+            + (fillingGaps ? ["--gaps", "silence"] : [])
+        return try launch(arguments, format: format, estimate: estimate, what: "this stretch") { id in
+            Job(id: id, takeID: nil, clip: (session.id, from, to), format: format, state: .running)
+        }
+    }
+
+    /// Starts `tapedeck` with `head` (the export's own arguments) and the job's, for `format`.
+    private func launch(_ head: [String], format: String, estimate: Int64, what: String, job: (String) -> Job) throws -> Job {
         expire()
         guard !closed else { throw APIError(.serviceUnavailable, "stopping", "The server is stopping; it starts no new export.") }
         guard parts.exportFormats.contains(format) else {
@@ -67,17 +91,16 @@ final class ExportJobs {
         }
         // Room for the file, beside the exports running, and for the recording (a full disk
         // would end a take being recorded on it).
-        let estimate = Self.estimate(take)
         let running = jobs.values.filter { $0.state == .running }.reduce(Int64(0)) { $0 + $1.estimate }
         let reserve = reserve()
         if let free = FreeSpace.available(at: existingFolder().path), free < estimate + running + reserve {
             throw APIError(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "insufficient-storage",
-                           "Not enough free space to export this take: it needs up to \(Self.megabytes(estimate))\(running > 0 ? ", the exports running \(Self.megabytes(running))" : ""), and \(Self.megabytes(reserve)) stay free for recording; \(Self.megabytes(free)) are free. Download the finished exports (kept \(Int(Self.keepSeconds / 60)) minutes), or free space on the disk.")
+                           "Not enough free space to export \(what): it needs up to \(Self.megabytes(estimate))\(running > 0 ? ", the exports running \(Self.megabytes(running))" : ""), and \(Self.megabytes(reserve)) stay free for recording; \(Self.megabytes(free)) are free. Download the finished exports (kept \(Int(Self.keepSeconds / 60)) minutes), or free space on the disk.")
         }
         let id = UUID().uuidString.lowercased()
         let jobFolder = folder.appendingPathComponent(id)
         try FileManager.default.createDirectory(at: jobFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let arguments = ["export", take.id] + command.dropFirst() + ["--format", format, "-o", jobFolder.path + "/", "--json", "--progress-fd", "3"]
+        let arguments = head + command.dropFirst() + ["--format", format, "-o", jobFolder.path + "/", "--json", "--progress-fd", "3"]
         let child: ExportChild
         do {
             child = try ExportChild.start(
@@ -93,8 +116,10 @@ final class ExportJobs {
             throw APIError(.serviceUnavailable, "unavailable", e.message)
         }
         children[id] = child
-        jobs[id] = Job(id: id, takeID: take.id, format: format, state: .running, estimate: estimate)
-        return jobs[id]!
+        var made = job(id)
+        made.estimate = estimate
+        jobs[id] = made
+        return made
     }
 
     /// The child's outcome: its JSON report (`tapedeck export --json`), else what it said on
@@ -125,7 +150,7 @@ final class ExportJobs {
             jobs[id]?.error = message
         } else if let signal = outcome.signal {
             jobs[id]?.error = "The export stopped with signal \(signal) (\(String(cString: strsignal(signal)))); nothing was kept. The take is unchanged."
-            parts.logger.error("An export on request (take \(jobs[id]?.takeID ?? "?")) ended with signal \(signal).")
+            parts.logger.error("An export on request (\(jobs[id]?.takeID.map { "take \($0)" } ?? "a stretch of time")) ended with signal \(signal).")
         } else if outcome.status == 130 {
             jobs[id]?.error = "The export was stopped; nothing was kept."
         } else {

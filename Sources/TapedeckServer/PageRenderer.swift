@@ -181,8 +181,9 @@ enum PageRenderer {
         return Self.page(title: "Library", body: body, version: version, signedIn: signedIn)
     }
 
-    /// One session's takes (in recording order).
-    static func session(_ s: Session, page: Int, version: String, signedIn: Bool) -> String {
+    /// One session's timeline (a day of it, drawn by /assets/app.js from the API) and its takes
+    /// (in recording order).
+    static func session(_ s: Session, page: Int, exportFormats: [String], defaultFormat: String, version: String, signedIn: Bool) -> String {
         let page = clamp(page, total: s.takes.count)
         let slice = s.takes.dropFirst((page - 1) * pageSize).prefix(pageSize)
         var rows = ""
@@ -192,6 +193,7 @@ enum PageRenderer {
         let body = """
         <p class="crumbs"><a href="/">Library</a> ›</p>
         <h1>\(escape(s.name))</h1>
+        \(s.takes.isEmpty ? "" : timelineSection(s, exportFormats: exportFormats, defaultFormat: defaultFormat))
         <section id="library" data-library>
         <h2>Takes <small>(\(s.takes.count))</small></h2>
         \(s.takes.isEmpty ? "<p class=\"empty\">No takes in this session.</p>" : """
@@ -203,6 +205,32 @@ enum PageRenderer {
         </section>
         """
         return Self.page(title: s.name, body: body, version: version, signedIn: signedIn)
+    }
+
+    /// A session's timeline: a day's stretches of audio, gaps and markers on a bar (drawn by
+    /// app.js), a range chosen by dragging across it (or typed), exported as one verified file
+    /// to play and download.
+    static func timelineSection(_ s: Session, exportFormats: [String], defaultFormat: String) -> String {
+        let id = escape(s.id)
+        let formats = exportFormats.map { "<option\($0 == defaultFormat ? " selected" : "")>\(escape($0))</option>" }.joined()
+        return """
+        <section id="timeline" class="timeline" data-timeline="/api/sessions/\(id)/timeline" data-clips="/api/sessions/\(id)/clips">
+        <h2>Timeline</h2>
+        <p class="row"><label>Day <select id="timeline-day" aria-label="Day"></select></label> <span id="timeline-span" class="hint"></span></p>
+        <div id="timeline-bar" class="timeline-bar" role="slider" aria-label="What was recorded when: drag across it to select a stretch"><div id="timeline-selection" class="selection" hidden></div></div>
+        <div id="timeline-axis" class="timeline-axis"></div>
+        <form id="clip" class="row clip" autocomplete="off">
+        <label>From <input id="clip-from" name="from" placeholder="YYYY-MM-DD HH:MM:SS.mmm" size="24"></label>
+        <label>To <input id="clip-to" name="to" placeholder="YYYY-MM-DD HH:MM:SS.mmm" size="24"></label>
+        <select id="clip-format" aria-label="Export format">\(formats)</select>
+        <label><input type="checkbox" id="clip-gaps"> fill gaps with silence</label>
+        <button type="submit" id="clip-export">Export selection</button>
+        <progress id="clip-progress" max="1" value="0" hidden></progress> <a id="clip-file" class="button" hidden>Download</a>
+        </form>
+        <audio id="clip-player" controls preload="metadata" hidden></audio>
+        <p id="message" class="message" role="alert"></p>
+        </section>
+        """
     }
 
     /// A take: its waveform, player, facts, and what can be done with it.

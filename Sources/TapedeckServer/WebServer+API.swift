@@ -90,10 +90,28 @@ extension WebServer {
         static let keys: Set<String> = ["format"]
         static let example = #"{"format": "…"}"#
     }
+    struct ClipRequest: APIRequestBody {
+        var from: String
+        var to: String
+        var format: String?
+        var gaps: String?
+        static let keys: Set<String> = ["from", "to", "format", "gaps"]
+        static let example = #"{"from": "2026-12-01T14:05:00Z", "to": "2026-12-01T14:20:00Z", "format": "flac", "gaps": "refuse"}"#
+    }
+    /// A session's timeline (``TimelineJSON``), with the day shown and the days with audio.
+    struct TimelineBody: ResponseEncodable, Sendable {
+        var json: TimelineJSON
+        func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
+    }
     struct ExportStatus: ResponseEncodable, Sendable {
         var kind = "export"
         var id: String
-        var takeID: String
+        /// The take exported; absent for a stretch of time, which has ``sessionID``, ``from`` and ``to``.
+        var takeID: String?
+        var sessionID: String?
+        /// The stretch's bounds, to the microsecond (`2026-12-01T14:05:00.000000Z`).
+        var from: String?
+        var to: String?
         var format: String
         var state: ExportJobs.State
         var progress: Double
@@ -205,6 +223,7 @@ extension WebServer {
         api.addRoutes(SessionsController(server: self).endpoints)
         api.addRoutes(TakesController(server: self).endpoints)
         api.addRoutes(ExportsController(server: self).endpoints)
+        api.addRoutes(TimelineController(server: self).endpoints)
     }
 
     /// The picture sizes the server draws (smaller than `tapedeck waveform`'s: a page never needs
@@ -232,7 +251,7 @@ extension WebServer {
     }
 
     func status(_ job: ExportJobs.Job) -> ExportStatus {
-        ExportStatus(id: job.id, takeID: job.takeID, format: job.format, state: job.state, progress: job.progress, error: job.error,
+        ExportStatus(id: job.id, takeID: job.takeID, sessionID: job.clip?.sessionID, from: job.clip.map { UTCTimestamp.format($0.from) }, to: job.clip.map { UTCTimestamp.format($0.to) }, format: job.format, state: job.state, progress: job.progress, error: job.error,
                      file: job.file.map { _ in "/api/exports/\(job.id)/file" }, report: job.report)
     }
 

@@ -32,7 +32,8 @@ extension WebServer {
         }
         router.get("sessions/:id") { @MainActor request, context in
             let s = try await self.library.session(context.parameters.require("id"))
-            return Self.html(PageRenderer.session(s, page: try Self.page(request), version: self.parts.version, signedIn: self.signedIn(request)))
+            return Self.html(PageRenderer.session(s, page: try Self.page(request), exportFormats: self.parts.exportFormats,
+                                                      defaultFormat: self.parts.defaultExportFormat, version: self.parts.version, signedIn: self.signedIn(request)))
         }
         router.get("takes/:id") { @MainActor request, context in
             let (t, s) = try await self.library.take(context.parameters.require("id"))

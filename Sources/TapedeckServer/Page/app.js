@@ -279,4 +279,149 @@ function setupTake() {
   });
 }
 
-document.addEventListener("DOMContentLoaded", () => { setupTransport(); setupTake(); });
+// A session's timeline: a day's stretches on a bar, a range dragged across it (or typed), and
+// that range exported as one verified file (POST /api/sessions/{id}/clips), then played and
+// offered for download. Times are shown in the browser's time zone and sent in UTC.
+function localText(date) {
+  const p = (n, w = 2) => String(n).padStart(w, "0");
+  return `${date.getFullYear()}-${p(date.getMonth() + 1)}-${p(date.getDate())} ${p(date.getHours())}:${p(date.getMinutes())}:${p(date.getSeconds())}.${p(date.getMilliseconds(), 3)}`;
+}
+
+function parseLocal(text) {
+  const m = /^\s*(\d{4})-(\d{2})-(\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?\s*$/.exec(text);
+  if (!m) return null;
+  const ms = m[7] ? Number(m[7].padEnd(3, "0")) : 0;
+  return new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] || 0), ms);
+}
+
+const timeline = {
+  section: null, data: null, view: null, drag: null,
+  async load(date) {
+    const url = this.section.dataset.timeline + (date ? `?date=${encodeURIComponent(date)}` : "");
+    try { this.data = await api("GET", url); } catch (e) { say(`No timeline: ${e.message}`); return; }
+    const select = $("timeline-day");
+    select.textContent = "";
+    for (const day of this.data.days || []) {
+      const option = document.createElement("option");
+      option.value = option.textContent = day;
+      option.selected = day === this.data.date;
+      select.append(option);
+    }
+    this.draw();
+  },
+  draw() {
+    const d = this.data, bar = $("timeline-bar");
+    const dayStart = Date.parse(d.dayStart), dayEnd = Date.parse(d.dayEnd);
+    // The view: what was recorded that day, with a little room either side (the whole day when nothing was).
+    let a = dayStart, b = dayEnd;
+    if (d.stretches.length > 0) {
+      a = Math.max(dayStart, Math.min(...d.stretches.map((s) => Date.parse(s.start))));
+      b = Math.min(dayEnd, Math.max(...d.stretches.map((s) => Date.parse(s.end))));
+      const pad = Math.max(1000, (b - a) * 0.02);
+      a = Math.max(dayStart, a - pad);
+      b = Math.min(dayEnd, b + pad);
+    }
+    this.view = { a, b };
+    for (const old of bar.querySelectorAll(".stretch, .mark")) old.remove();
+    const x = (t) => `${((t - a) / (b - a)) * 100}%`;
+    for (const s of d.stretches) {
+      const start = Math.max(a, Date.parse(s.start)), end = Math.min(b, Date.parse(s.end));
+      const div = document.createElement("div");
+      div.className = "stretch";
+      div.style.left = x(start);
+      div.style.width = `${((end - start) / (b - a)) * 100}%`;
+      div.title = `${localText(new Date(Date.parse(s.start)))} to ${localText(new Date(Date.parse(s.end)))}: ${s.takes.map((t) => t.name).join(", ")}`;
+      bar.append(div);
+    }
+    for (const m of d.markers) {
+      const div = document.createElement("div");
+      div.className = "mark";
+      div.style.left = x(Date.parse(m.time));
+      div.title = `${localText(new Date(Date.parse(m.time)))} ${m.label}`;
+      bar.append(div);
+    }
+    const axis = $("timeline-axis");
+    axis.textContent = "";
+    for (let i = 0; i <= 4; i++) {
+      const tick = document.createElement("span");
+      tick.style.left = `${i * 25}%`;
+      tick.textContent = localText(new Date(a + (b - a) * i / 4)).slice(11, 19);
+      axis.append(tick);
+    }
+    const recorded = d.stretches.reduce((n, s) => n + s.seconds, 0);
+    $("timeline-span").textContent = d.stretches.length === 0 ? "Nothing recorded that day."
+      : `${d.stretches.length} stretch${d.stretches.length === 1 ? "" : "es"}, ${clock(recorded)} recorded, ${d.gaps.length} gap${d.gaps.length === 1 ? "" : "s"}. Drag across the bar to select.`;
+    bar.dataset.viewStart = new Date(a).toISOString();
+    bar.dataset.viewEnd = new Date(b).toISOString();
+    bar.dataset.ready = "true";
+  },
+  at(event) {
+    const rect = $("timeline-bar").getBoundingClientRect();
+    const f = Math.max(0, Math.min(1, (event.clientX - rect.left) / rect.width));
+    return Math.round(this.view.a + f * (this.view.b - this.view.a));
+  },
+  select(from, to) {
+    const a = Math.min(from, to), b = Math.max(from, to);
+    const sel = $("timeline-selection");
+    sel.hidden = b <= a;
+    sel.style.left = `${((a - this.view.a) / (this.view.b - this.view.a)) * 100}%`;
+    sel.style.width = `${((b - a) / (this.view.b - this.view.a)) * 100}%`;
+    $("clip-from").value = localText(new Date(a));
+    $("clip-to").value = localText(new Date(b));
+  },
+  setup() {
+    this.section = document.querySelector("[data-timeline]");
+    if (!this.section) return;
+    const bar = $("timeline-bar");
+    bar.addEventListener("pointerdown", (event) => {
+      if (!this.view) return;
+      event.preventDefault();
+      bar.setPointerCapture(event.pointerId);
+      this.drag = this.at(event);
+      this.select(this.drag, this.drag);
+    });
+    bar.addEventListener("pointermove", (event) => { if (this.drag !== null) this.select(this.drag, this.at(event)); });
+    const end = (event) => {
+      if (this.drag === null) return;
+      this.select(this.drag, this.at(event));
+      this.drag = null;
+    };
+    bar.addEventListener("pointerup", end);
+    bar.addEventListener("pointercancel", end);
+    $("timeline-day").addEventListener("change", (event) => this.load(event.target.value));
+    $("clip").addEventListener("submit", (event) => { event.preventDefault(); this.export(); });
+    this.load(null);
+  },
+  async export() {
+    const from = parseLocal($("clip-from").value), to = parseLocal($("clip-to").value);
+    if (!from || !to || to <= from) { say("Select a stretch on the timeline, or give From and To as YYYY-MM-DD HH:MM:SS.mmm, To after From."); return; }
+    const progress = $("clip-progress"), link = $("clip-file"), button = $("clip-export"), player = $("clip-player");
+    button.disabled = true;
+    link.hidden = true;
+    player.hidden = true;
+    progress.hidden = false;
+    progress.value = 0;
+    say("");
+    try {
+      let job = await api("POST", this.section.dataset.clips, {
+        from: from.toISOString(), to: to.toISOString(), format: $("clip-format").value, gaps: $("clip-gaps").checked ? "silence" : "refuse",
+      });
+      while (job.state === "running") {
+        await new Promise((r) => setTimeout(r, 300));
+        job = await api("GET", `/api/exports/${job.id}`);
+        progress.value = job.progress;
+      }
+      if (job.state === "failed") throw new Error(job.error || "The export failed.");
+      progress.value = 1;
+      link.href = job.file;
+      link.dataset.from = from.toISOString();
+      link.dataset.to = to.toISOString();
+      link.hidden = false;
+      player.src = job.file;
+      player.hidden = false;
+    } catch (e) { say(e.message); }
+    button.disabled = false;
+  },
+};
+
+document.addEventListener("DOMContentLoaded", () => { setupTransport(); setupTake(); timeline.setup(); });
