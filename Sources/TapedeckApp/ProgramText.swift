@@ -58,6 +58,8 @@ extension ProgramRule {
             throw TapedeckError(.invalidArgument, "\(flag): \"\(text)\" is not START-END on the clock. Give e.g. 09:00-09:10 (23:00-01:00 goes past midnight).")
         }
         guard start != end else { throw TapedeckError(.invalidArgument, "\(flag): \"\(text)\" starts when it ends. Give a programme that lasts.") }
+        // Its takes are named "NAME YYYY-MM-DD HH.MM": a name no take could have is refused now, not at the programme's start.
+        _ = try NameRules.validate(name + " 2026-01-01 00.00", what: "programme")
         return ProgramRule(name: name, start: start, end: end)
     }
 

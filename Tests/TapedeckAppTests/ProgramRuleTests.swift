@@ -29,7 +29,7 @@ struct ProgramRuleTests {
         #expect(try ProgramRule.parse("Weekend 10:00-11:00 sat,sun").days == [7, 1])
         #expect(try ProgramRule.parse("Daily 10:00-11:00 daily").days.isEmpty)
         for bad in ["09:00-09:10", "News", "News 09:00-09:00", "News 09:00-25:00", "News 09:00-09:10 pad", "News 09:00-09:10 pad 2h",
-                    "News 09:00-09:10 someday", "News sunrise-sunset"] {
+                    "News 09:00-09:10 someday", "News sunrise-sunset", "Bad\u{7}Name 09:00-10:00"] {
             #expect(throws: TapedeckError.self, "\(bad)") { try ProgramRule.parse(bad) }
         }
     }
