@@ -256,27 +256,39 @@ function setupTake() {
       location.href = `/sessions/${encodeURIComponent(section.dataset.sessionId)}`;
     } catch (e) { say(e.message); }
   });
-  $("export").addEventListener("click", async () => {
-    const progress = $("export-progress"), link = $("export-file"), button = $("export");
-    button.disabled = true;
-    link.hidden = true;
-    progress.hidden = false;
-    progress.value = 0;
-    try {
-      let job = await api("POST", `${path}/exports`, { format: $("export-format").value });
-      while (job.state === "running") {
-        await new Promise((r) => setTimeout(r, 300));
-        job = await api("GET", `/api/exports/${job.id}`);
-        progress.value = job.progress;
-      }
-      if (job.state === "failed") throw new Error(job.error || "The export failed.");
-      progress.value = 1;
-      link.href = job.file;
-      link.hidden = false;
-      say("");
-    } catch (e) { say(e.message); }
-    button.disabled = false;
-  });
+  $("export").addEventListener("click", () => exportJob(`${path}/exports`, { format: $("export-format").value },
+    { button: $("export"), progress: $("export-progress"), link: $("export-file") }));
+}
+
+// Starts an export (POST `path` with `body`), shows its progress, then offers its file in
+// `parts.link` (and plays it in `parts.player`, when there is one); returns the finished job.
+async function exportJob(path, body, parts) {
+  const { button, progress, link, player } = parts;
+  button.disabled = true;
+  link.hidden = true;
+  if (player) player.hidden = true;
+  progress.hidden = false;
+  progress.value = 0;
+  say("");
+  let job = null;
+  try {
+    job = await api("POST", path, body);
+    while (job.state === "running") {
+      await new Promise((r) => setTimeout(r, 300));
+      job = await api("GET", `/api/exports/${job.id}`);
+      progress.value = job.progress;
+    }
+    if (job.state === "failed") throw new Error(job.error || "The export failed.");
+    progress.value = 1;
+    link.href = job.file;
+    link.hidden = false;
+    if (player) {
+      player.src = job.file;
+      player.hidden = false;
+    }
+  } catch (e) { say(e.message); job = null; }
+  button.disabled = false;
+  return job;
 }
 
 // A session's timeline: a day's stretches on a bar, a range dragged across it (or typed), and
@@ -395,32 +407,12 @@ const timeline = {
   async export() {
     const from = parseLocal($("clip-from").value), to = parseLocal($("clip-to").value);
     if (!from || !to || to <= from) { say("Select a stretch on the timeline, or give From and To as YYYY-MM-DD HH:MM:SS.mmm, To after From."); return; }
-    const progress = $("clip-progress"), link = $("clip-file"), button = $("clip-export"), player = $("clip-player");
-    button.disabled = true;
-    link.hidden = true;
-    player.hidden = true;
-    progress.hidden = false;
-    progress.value = 0;
-    say("");
-    try {
-      let job = await api("POST", this.section.dataset.clips, {
-        from: from.toISOString(), to: to.toISOString(), format: $("clip-format").value, gaps: $("clip-gaps").checked ? "silence" : "refuse",
-      });
-      while (job.state === "running") {
-        await new Promise((r) => setTimeout(r, 300));
-        job = await api("GET", `/api/exports/${job.id}`);
-        progress.value = job.progress;
-      }
-      if (job.state === "failed") throw new Error(job.error || "The export failed.");
-      progress.value = 1;
-      link.href = job.file;
-      link.dataset.from = from.toISOString();
-      link.dataset.to = to.toISOString();
-      link.hidden = false;
-      player.src = job.file;
-      player.hidden = false;
-    } catch (e) { say(e.message); }
-    button.disabled = false;
+    const link = $("clip-file");
+    link.dataset.from = from.toISOString();
+    link.dataset.to = to.toISOString();
+    await exportJob(this.section.dataset.clips, {
+      from: from.toISOString(), to: to.toISOString(), format: $("clip-format").value, gaps: $("clip-gaps").checked ? "silence" : "refuse",
+    }, { button: $("clip-export"), progress: $("clip-progress"), link, player: $("clip-player") });
   },
 };
 
