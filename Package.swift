@@ -314,11 +314,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Takes you can prove (provenance.sign): the device key (Ed25519), the signed hash chain
+        // written beside each take as it is recorded, and its verification (swift-crypto).
+        .target(
+            name: "TapedeckProvenance",
+            dependencies: ["TapedeckCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "TapedeckProvenanceTests", dependencies: ["TapedeckProvenance", "TapedeckTesting"], swiftSettings: swiftSettings),
+
         // Composition root.
         .target(
             name: "TapedeckAssembly",
             dependencies: [
-                "TapedeckCore", "TapedeckApp", "TapedeckAlerts", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
+                "TapedeckCore", "TapedeckApp", "TapedeckAlerts", "TapedeckProvenance", "TapedeckNull", "TapedeckWAV", "TapedeckFLAC", "TapedeckOpus", "TapedeckLoudness", "TapedeckResample", "TapedeckSndfileFormats",
                 .target(name: "TapedeckALSA", condition: .when(traits: ["ALSA"])),
                 .target(name: "TapedeckPulseAudio", condition: .when(traits: ["PulseAudio"])),
                 .target(name: "TapedeckJACK", condition: .when(traits: ["JACK"])),
@@ -359,7 +368,7 @@ let package = Package(
         .target(
             name: "TapedeckCommandLine",
             dependencies: [
-                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckAlerts", "TapedeckServer", "TapedeckCore", "CStopSignals", "CQRencode",
+                "TapedeckAssembly", "TapedeckServerAssembly", "TapedeckApp", "TapedeckAlerts", "TapedeckServer", "TapedeckCore", "TapedeckProvenance", "CStopSignals", "CQRencode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -17,9 +17,9 @@ final class RunSequence: TakeSequence {
     /// The name the user gave (`--name`): the takes after the first are "NAME 2", "NAME 3", …
     private let baseName: String?
     private let logger: Logger
-    private let analyzer: (any LoudnessAnalyzer)?
     private let waveforms: TakeWaveforms?
     private let facts: TakeFacts
+    private let writing: TakeWriting
 
     private struct State {
         var pending: [Int: PendingTake] = [:]
@@ -35,8 +35,8 @@ final class RunSequence: TakeSequence {
 
     init(runID: String, first: PendingTake?, storage: any TakeStorage, encoder: any AudioEncoder, session: Session,
          baseName: String?, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts(),
-         waveforms: TakeWaveforms? = nil) {
-        self.analyzer = analyzer
+         waveforms: TakeWaveforms? = nil, sealer: (any TakeSealing)? = nil) {
+        writing = TakeWriting(encoder: encoder, analyzer: analyzer, waveform: waveforms != nil, sealer: sealer, logger: logger)
         self.waveforms = waveforms
         self.facts = facts
         self.runID = runID
@@ -80,11 +80,8 @@ final class RunSequence: TakeSequence {
                                                        fileExtension: encoder.fileExtension, startDate: start)
         do {
             pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
-            let metadata = facts.metadata(for: pending.take, sessionName: session.name)
-            let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, waveform: waveforms != nil, into: notes(for: index), logger: logger)
-            // The new file's name must survive a power cut as surely as its checkpoints.
-            try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
+            let writer = try writing.make(at: pending.fileURL, audioURL: try storage.audioURL(for: pending.take), takeID: pending.take.id, format: format,
+                                          metadata: facts.metadata(for: pending.take, sessionName: session.name), notes: notes(for: index))
             let ready = pending
             state.withLock { $0.pending[index] = ready }
             return PreparedTake(index: index, id: pending.take.id, writer: writer, fileURL: pending.fileURL)
@@ -146,11 +143,9 @@ final class RunSequence: TakeSequence {
         guard var pending = made else { throw TapedeckError(.alreadyExists, "Every name for programme \(window.name)'s take is taken in this session.") }
         do {
             pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(tags: [Self.programTag: window.name]))
-            let metadata = facts.metadata(for: pending.take, sessionName: session.name)
             let notes = WriterNotes()
-            let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: pending.fileURL, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, waveform: waveforms != nil, into: notes, logger: logger)
-            try DurableFiles().syncDirectory(pending.fileURL.deletingLastPathComponent())
+            let writer = try writing.make(at: pending.fileURL, audioURL: try storage.audioURL(for: pending.take), takeID: pending.take.id, format: format,
+                                          metadata: facts.metadata(for: pending.take, sessionName: session.name), notes: notes)
             let ready = pending
             state.withLock { $0.programs[ready.take.id] = (ready, notes) }
             return PreparedTake(index: 0, id: pending.take.id, writer: writer, fileURL: pending.fileURL)
@@ -218,9 +213,10 @@ final class RunSequence: TakeSequence {
         if let pending { remove(pending) }
     }
 
-    /// Removes a take that never held audio: its file, then its entry.
+    /// Removes a take that never held audio: its file and its companions (a chain), then its entry.
     private func remove(_ pending: PendingTake) {
         try? FileManager.default.removeItem(at: pending.fileURL)
+        if let audio = try? storage.audioURL(for: pending.take) { for c in TakeCompanions.urls(of: audio) { try? FileManager.default.removeItem(at: c) } }
         _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
     }
 }

@@ -25,6 +25,8 @@ public final class TakeRecorder {
     /// Where each finished take's waveform overview goes (drawn as it is written); `nil`: none.
     @ObservationIgnored private let waveforms: TakeWaveforms?
     @ObservationIgnored private var facts: TakeFacts
+    /// Seals every take into its signed chain (`provenance.sign`); `nil`: takes are not signed.
+    @ObservationIgnored private let sealer: (any TakeSealing)?
     @ObservationIgnored public var settings: RecordingSettings
     @ObservationIgnored private var engine: RecordingEngine?
     /// The run being recorded and its session's name, so ``target`` follows the run's takes.
@@ -74,7 +76,8 @@ public final class TakeRecorder {
 
     public init(capture: any CaptureBackend, encoder: any AudioEncoder, store: SessionStore,
                 settings: RecordingSettings, logger: Logger, analyzer: (any LoudnessAnalyzer)? = nil, facts: TakeFacts = TakeFacts(),
-                waveforms: TakeWaveforms? = nil) {
+                waveforms: TakeWaveforms? = nil, sealer: (any TakeSealing)? = nil) {
+        self.sealer = sealer
         self.analyzer = analyzer
         self.waveforms = waveforms
         self.facts = facts
@@ -153,7 +156,7 @@ public final class TakeRecorder {
         }
         let sequence = runID.map {
             RunSequence(runID: $0, first: first, storage: storage, encoder: encoder, session: session, baseName: takeName, logger: logger,
-                        analyzer: analyzer, facts: facts, waveforms: waveforms)
+                        analyzer: analyzer, facts: facts, waveforms: waveforms, sealer: sealer)
         }
         run = sequence.map { ($0, session.name) }
         defer { run = nil }
@@ -177,9 +180,9 @@ public final class TakeRecorder {
         do {
             var makeWriter: (@Sendable (AudioFormat) throws -> any TakeWriter)?
             if let first {
-                let metadata = facts.metadata(for: first.take, sessionName: session.name)
-                makeWriter = Self.writerMaker(encoder: encoder, url: first.fileURL, metadata: metadata, analyzer: analyzer, waveform: waveforms != nil,
-                                              notes: firstNotes, logger: logger)
+                let (metadata, audioURL) = (facts.metadata(for: first.take, sessionName: session.name), try storage.audioURL(for: first.take))
+                let writing = TakeWriting(encoder: encoder, analyzer: analyzer, waveform: waveforms != nil, sealer: sealer, logger: logger)
+                makeWriter = { try writing.make(at: first.fileURL, audioURL: audioURL, takeID: first.take.id, format: $0, metadata: metadata, notes: firstNotes) }
             }
             result = try await engine.record(watching: watch, plan: plan, sequence: sequence, firstFileURL: first?.fileURL, makeWriter: makeWriter)
         } catch {
@@ -402,19 +405,6 @@ public final class TakeRecorder {
             _ = try? await store.perform { TakeFacts.writeMarkers(of: written, to: url, with: encoder, logger: logger) }
         }
         return take
-    }
-
-    /// Makes the first take's writer on the writer thread, measured when there is an analyzer.
-    nonisolated private static func writerMaker(encoder: any AudioEncoder, url: URL, metadata: TakeMetadata,
-                                                analyzer: (any LoudnessAnalyzer)?, waveform: Bool, notes: WriterNotes,
-                                                logger: Logger) -> @Sendable (AudioFormat) throws -> any TakeWriter {
-        { format in
-            let writer = LoudnessMeasuring.wrap(try encoder.makeWriter(at: url, format: format, metadata: metadata),
-                                                format: format, analyzer: analyzer, waveform: waveform, into: notes, logger: logger)
-            // The new file's name must survive a power cut as surely as its checkpoints.
-            try DurableFiles().syncDirectory(url.deletingLastPathComponent())
-            return writer
-        }
     }
 
     /// Begins the take of an armed run (`--armed`): Enter on the terminal, SIGUSR2.

@@ -23,6 +23,7 @@ public enum HostSettings {
         Section(name: "metadata", selector: nil, role: nil, settings: MetadataSettings.declarations),
         Section(name: "sync", selector: "backend", role: .remote, settings: SyncSettings.declarations),
         Section(name: "retention", selector: nil, role: nil, settings: RetentionSettings.declarations),
+        Section(name: "provenance", selector: nil, role: nil, settings: ProvenanceSettings.declarations),
     ]
 
     /// Built-in plugin choices. Capture and playback have none: recording or playing without a

@@ -58,6 +58,7 @@ struct Resolution {
             playbackPeriodFrames: (host["playback"] ?? PluginSettings())[PlaybackEngine.periodFrames],
             settings: settings)
         configuration.retentionSettings = host["retention"] ?? PluginSettings()
+        configuration.provenanceSettings = host["provenance"] ?? PluginSettings()
         return configuration
     }
 

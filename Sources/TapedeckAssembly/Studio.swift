@@ -110,7 +110,8 @@ public final class Studio {
         return TakeRecorder(capture: capture, encoder: encoder ?? self.encoder, store: store,
                             settings: configuration.recording, logger: logger,
                             analyzer: configuration.recording.measuresLoudness ? EBUR128Analyzer() : nil,
-                            facts: TakeFacts(identity: configuration.identity, source: source), waveforms: makeWaveforms())
+                            facts: TakeFacts(identity: configuration.identity, source: source), waveforms: makeWaveforms(),
+                            sealer: try makeSealer())
     }
 
     /// An encoder by plugin name, with its configured settings (when it is the configured

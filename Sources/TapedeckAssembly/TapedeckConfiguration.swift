@@ -101,6 +101,8 @@ public struct TapedeckConfiguration: Sendable, Hashable {
     public var schedule: RecordingSchedule?
     /// `retention.*`: which takes Tapedeck deletes by itself (`RetentionSettings`).
     public var retentionSettings = PluginSettings()
+    /// `provenance.*`: whether takes are signed as they are recorded (`ProvenanceSettings`).
+    public var provenanceSettings = PluginSettings()
     /// The `alerts:` rules of the file (its `machines:` section's, when that has its own).
     public var alerts: [AlertRule] = []
     /// The `programs:` of the file (its `machines:` section's, when that has its own): the

@@ -47,6 +47,9 @@ public struct UserPaths: Sendable, Hashable {
     /// The default token file of `tapedeck serve`: `$XDG_CONFIG_HOME/tapedeck/serve-token`.
     public var serveTokenFile: URL { URL(fileURLWithPath: configHome).appendingPathComponent("tapedeck/serve-token") }
 
+    /// The default signing key of `provenance.sign`: `$XDG_CONFIG_HOME/tapedeck/signing-key`.
+    public var signingKeyFile: URL { URL(fileURLWithPath: configHome).appendingPathComponent("tapedeck/signing-key") }
+
     /// `~` and `~/…` from ``home``; anything else as it is.
     public func expandingTilde(_ path: String) -> String {
         if path == "~" { return home }

@@ -48,6 +48,8 @@ extension BundleStorage {
         var known: Set<String> = UploadLedger.reservedNames.union([Self.manifestName, Self.libraryLockName])
         for take in manifest.takes {
             known.insert(take.file)
+            // A take's companions (its chain) are the take's as its audio is.
+            for suffix in TakeCompanions.suffixes { known.insert(take.file + suffix) }
             if take.state == .recording, let pending = take.pendingFile { known.insert(pending) }
         }
         var found: [String] = []

@@ -57,6 +57,8 @@ extension BundleStorage {
                 var manifest = try readSession(take.sessionID, in: bundle)
                 manifest.takes.removeAll { $0.id == take.id && $0.state == .recording }
                 try commit(manifest, in: bundle, "completeRecovery")
+                // A take that never held audio: its companions (a chain begun) go with it.
+                if let audio = try? member(take.file, in: bundle) { for companion in TakeCompanions.urls(of: audio) { try files.remove(companion) } }
             }
             try releaseLock(of: take.id, in: bundle)
             return nil

@@ -416,7 +416,9 @@ public final class BundleStorage: LibraryMaintenance {
             manifest.takes.remove(at: i)
             try commit(manifest, in: bundle, "deleteTake")
             // The entry is gone; now the audio. A failure here leaves orphan files, never entries without audio.
-            try files.remove(try member(entry.file, in: bundle))
+            let audio = try member(entry.file, in: bundle)
+            try files.remove(audio)
+            for companion in TakeCompanions.urls(of: audio) { try files.remove(companion) }
             if let pending = entry.pendingFile { try files.remove(try member(pending, in: bundle)) }
             try files.syncDirectory(bundle)
             try files.reached("deleteTake", "audio removed")

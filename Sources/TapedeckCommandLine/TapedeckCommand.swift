@@ -28,7 +28,7 @@ struct Tapedeck: AsyncParsableCommand {
         subcommands: [
             RecordCommand.self, PlayCommand.self, ListCommand.self, ShowCommand.self, TimelineCommand.self, ExportCommand.self, ImportCommand.self,
             MarkCommand.self, StatusCommand.self, NoteCommand.self, TagCommand.self, LoudnessCommand.self, RenameCommand.self, DeleteCommand.self,
-            DevicesCommand.self, BackendsCommand.self, ConfigCommand.self, DoctorCommand.self, ServeCommand.self, WaveformCommand.self, PushCommand.self, FleetCommand.self, ServiceCommand.self, AlertsCommand.self, RetentionCommand.self, ScheduleCommand.self,
+            DevicesCommand.self, BackendsCommand.self, ConfigCommand.self, DoctorCommand.self, ServeCommand.self, WaveformCommand.self, PushCommand.self, FleetCommand.self, ServiceCommand.self, AlertsCommand.self, RetentionCommand.self, ScheduleCommand.self, KeysCommand.self, VerifyCommand.self,
         ])
 
     /// Parses and runs the command. Writing to a closed pipe is an error each write handles

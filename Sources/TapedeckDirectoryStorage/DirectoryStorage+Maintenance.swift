@@ -50,7 +50,8 @@ extension DirectoryStorage {
             return names
         }
         var found: [String] = []
-        for relative in candidates where !referenced.contains(relative) {
+        // A take's companion (its chain) is the take's as its audio is.
+        for relative in candidates where !referenced.contains(relative) && !(TakeCompanions.audioName(of: relative).map(referenced.contains) ?? false) {
             // Gone since the listing: a pending file moved into place as its take finished, or
             // the audio of a take deleted meanwhile.
             var st = stat()

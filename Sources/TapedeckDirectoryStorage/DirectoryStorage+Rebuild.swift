@@ -177,6 +177,8 @@ extension DirectoryStorage {
             for entry in entries where !(entry.hasPrefix(".") && entry.hasSuffix(".lock")) {
                 let relative = folder + "/" + entry
                 guard !named.contains(relative) else { continue }
+                // A take's companion (its chain) is not audio: it stays beside the take it names.
+                if let audioName = TakeCompanions.audioName(of: entry), entries.contains(audioName) { continue }
                 var fst = stat()
                 guard lstat(folderURL.appendingPathComponent(entry).path, &fst) == 0, (fst.st_mode & S_IFMT) == S_IFREG else { continue }
                 guard let audio = inspect(folderURL.appendingPathComponent(entry)) else {

@@ -332,6 +332,7 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
         let url = try confined(take.file)
         try files.remove(url)
+        for companion in TakeCompanions.urls(of: url) { try files.remove(companion) }
         if let pending { try files.remove(try confined(pending)) }
         try files.syncDirectory(url.deletingLastPathComponent())
         try files.reached("deleteTake", "audio removed")
@@ -375,6 +376,8 @@ public final class DirectoryStorage: LibraryMaintenance {
         }
         guard let repaired else {
             try commit("completeRecovery") { db in try db.execute(sql: "DELETE FROM take WHERE id = ? AND state = 'recording'", arguments: [take.id]) }
+            // A take that never held audio: its companions (a chain begun) go with it.
+            for companion in TakeCompanions.urls(of: finalURL) { try files.remove(companion) }
             releaseLock(takeID: take.id, folderOf: take.file)
             return nil
         }

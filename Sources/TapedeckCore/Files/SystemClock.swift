@@ -10,4 +10,13 @@ public enum SystemClock {
         guard tapedeck_clock_error(&estimated, &maximum) == 1 else { return nil }
         return estimated
     }
+
+    /// Whether the kernel counts the clock as synchronized, with its estimated and maximum error
+    /// in seconds (`adjtimex`); `nil` when the kernel does not say.
+    public static func state() -> (synchronized: Bool, estimatedError: Double, maximumError: Double)? {
+        var (estimated, maximum) = (0.0, 0.0)
+        let answer = tapedeck_clock_error(&estimated, &maximum)
+        guard answer >= 0 else { return nil }
+        return (answer == 1, estimated, maximum)
+    }
 }

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import TapedeckApp
+import TapedeckAssembly
+import TapedeckCore
+import TapedeckProvenance
+
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check that takes (or files with their .chain) are the audio their signed chain says.",
+        discussion: """
+            A take recorded with provenance: { sign: true } has a chain beside its audio \
+            (TAKEFILE.chain): the SHA-256 of each second's frames, chained, signed by the machine's \
+            key every few seconds and at the end. verify decodes the audio and says one of: intact \
+            (every frame signed, the take finished); intact up to checkpoint K of N (what follows \
+            is not proven: a power loss, a killed process, a file cut short); altered in frames A-B \
+            (the first signed stretch whose audio differs); does not verify (the chain was changed, \
+            or is another key's); unsigned. A file needs only its .chain beside it, not the library. \
+            Give the signer's public key with --key (`tapedeck keys export` prints it on that \
+            machine); without it the chain's own key is used, which proves the file is as that key \
+            signed it, not who holds the key. Exit status: 0 intact, 1 intact up to a checkpoint, \
+            2 unsigned, 65 altered or not verifying, 66 not found.
+            """ + HelpExamples.text([
+            "tapedeck verify last": "The newest take.",
+            "tapedeck verify Logger/Take\\ 3 --key ed25519:…": "Against the key the signer gave you.",
+            "tapedeck verify take.wav --key studio.pub --json": "A file given to you, and its take.wav.chain beside it.",
+        ]))
+
+    @Argument(help: ArgumentHelp("Takes (SESSION/TAKE, an id, `last`) or audio files (with FILE.chain beside each).", valueName: "take-or-file"))
+    var items: [String]
+
+    @Option(help: ArgumentHelp("The signer's public key (ed25519:…, or a file holding it, as `tapedeck keys export` prints it).", valueName: "key"))
+    var key: String?
+
+    @Flag(help: "Print JSON: an array of one object per take or file.")
+    var json = false
+
+    @OptionGroup var global: GlobalOptions
+
+    /// Exit statuses, worst last.
+    static let intact: Int32 = 0, partial: Int32 = 1, unsigned: Int32 = 2, failed: Int32 = 65
+
+    @MainActor
+    func run() async throws {
+        var worst: Int32 = 0
+        try await reportingErrors {
+            let trusted = try key.map { try DeviceKey.PublicKey(parsing: $0) }
+            // A file needs no library; a take does, opened once.
+            var studio: Studio?
+            var library: Studio?
+            var reports: [VerifyReport] = []
+            for item in items {
+                var isFolder: ObjCBool = false
+                let report: VerifyReport
+                if FileManager.default.fileExists(atPath: item, isDirectory: &isFolder), !isFolder.boolValue {
+                    if studio == nil { studio = try global.makeStudioWithoutLibrary() }
+                    report = try Self.verifyFile(URL(fileURLWithPath: item), subject: item, decoders: studio!.decoders, trusted: trusted)
+                } else {
+                    if library == nil { library = try await global.makeStudio() }
+                    let (take, session) = try library!.store.resolveTake(item)
+                    let url = try library!.store.storage.audioURL(for: take)
+                    let decoders = library!.decoders.filter { $0.encodings.contains(take.encoding) } + library!.decoders
+                    report = try Self.verifyFile(url, subject: "\(session.name)/\(take.name)", decoders: decoders, trusted: trusted)
+                }
+                worst = max(worst, report.status)
+                reports.append(report)
+                if !json { print(report.lines.joined(separator: "\n")) }
+            }
+            if json { try Terminal.printJSON(reports.map(\.json)) }
+        }
+        if worst != 0 { throw ExitCode(worst) }
+    }
+
+    /// Verifies the audio file `url` with its chain beside it.
+    static func verifyFile(_ url: URL, subject: String, decoders: [any AudioDecoder], trusted: DeviceKey.PublicKey?) throws -> VerifyReport {
+        var audio = url
+        if let name = TakeCompanions.audioName(of: url.lastPathComponent) { audio = url.deletingLastPathComponent().appendingPathComponent(name) }
+        guard FileManager.default.fileExists(atPath: audio.path) else {
+            throw TapedeckError(.notFound, "\(audio.path) does not exist. Give the audio file; its chain is read from beside it (\(audio.lastPathComponent)\(ProvenanceChain.suffix)).")
+        }
+        guard let decoder = decoders.first(where: { $0.canRead(audio) }) else {
+            throw TapedeckError(.notAudio, "\(audio.path) is not audio this Tapedeck reads, so it cannot be checked against a chain.")
+        }
+        let sidecar = ProvenanceChain.sidecar(of: audio)
+        let chain = FileManager.default.fileExists(atPath: sidecar.path) ? try Data(contentsOf: sidecar) : nil
+        let reader = try decoder.openReader(at: audio)
+        defer { reader.close() }
+        let verdict = try ChainVerifier.verify(reader, chain: chain, trusted: trusted)
+        return VerifyReport(subject: subject, audio: audio, chain: chain == nil ? nil : sidecar, verdict: verdict)
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import TapedeckApp
+import TapedeckCore
+import TapedeckProvenance
+
+/// What `tapedeck verify` says of one take or file: lines for a person, an exit status, JSON.
+struct VerifyReport {
+    var subject: String
+    var audio: URL
+    var chain: URL?
+    var verdict: ChainVerdict
+
+    var status: Int32 {
+        switch verdict.outcome {
+        case .intact: VerifyCommand.intact
+        case .intactUpTo: VerifyCommand.partial
+        case .unsigned: VerifyCommand.unsigned
+        case .altered, .brokenChain, .otherKey: VerifyCommand.failed
+        }
+    }
+
+    /// `0:12.500` at the file's rate.
+    func time(_ frames: Int64) -> String {
+        Terminal.clock(Double(frames) / Double(max(1, verdict.sampleRate)))
+    }
+
+    var result: String {
+        switch verdict.outcome {
+        case .intact: "intact"
+        case .intactUpTo: "intact-up-to"
+        case .altered: "altered"
+        case .brokenChain: "does-not-verify"
+        case .otherKey: "other-key"
+        case .unsigned: "unsigned"
+        }
+    }
+
+    /// The verdict in words, then who signed and what the clock said.
+    var lines: [String] {
+        let v = verdict
+        var out: [String]
+        switch v.outcome {
+        case .intact:
+            out = ["\(subject): intact. Every frame (\(v.fileFrames), \(time(v.fileFrames))) is signed, in \(v.checkpoints) checkpoint\(v.checkpoints == 1 ? "" : "s"), and the take finished."]
+        case .intactUpTo(let k, let n):
+            let after = v.fileFrames - v.signedFrames
+            out = [k == 0
+                ? "\(subject): nothing is proven yet: no signed checkpoint covers its audio (of \(n) checkpoint\(n == 1 ? "" : "s"))."
+                : "\(subject): intact up to checkpoint \(k) of \(n): frames 0-\(v.signedFrames) (\(time(v.signedFrames))) are as signed."]
+            if after > 0 { out.append("  The \(after) frames after (\(time(after))) are not proven: \(v.finished ? "they were added after the take finished" : "the recording never finished (a power loss, a killed process) or its chain was cut").") }
+            else if after < 0 { out.append("  The file ends \(-after) frames before what was signed: it was cut short.") }
+            else if !v.finished { out.append("  The recording never finished (a power loss, a killed process): what it wrote after its last signature is not proven.") }
+        case .altered(let k, let a, let b):
+            out = ["\(subject): altered in frames \(a)-\(b) (\(time(a)) to \(time(b)), checkpoint \(k)): the audio there is not what was signed."]
+        case .brokenChain(let why):
+            out = ["\(subject): does not verify: \(why)"]
+        case .otherKey(let why):
+            out = ["\(subject): does not verify: \(why)"]
+        case .unsigned:
+            out = ["\(subject): unsigned: there is no chain beside it (\(audio.lastPathComponent)\(ProvenanceChain.suffix))."]
+        }
+        if let fingerprint = v.fingerprint, v.outcome != .unsigned {
+            out.append("  Key \(fingerprint)" + (v.keyGiven ? " (the key given)." : " (the chain's own: give --key to check it is the key you trust)."))
+        }
+        if let h = v.header, let synced = h.clockSynchronized {
+            out.append("  Clock at the start: \(synced ? "synchronized" + (h.clockErrorSeconds.map { String(format: " (estimated error %.3f s)", $0) } ?? "") : "not synchronized: its time of day may be off").")
+        }
+        return out
+    }
+
+    var json: VerifyJSON {
+        var j = VerifyJSON(subject: subject, file: audio.path, chain: chain?.path, result: result, message: lines.first ?? "",
+                           checkpoints: verdict.checkpoints, signedFrames: verdict.signedFrames, fileFrames: verdict.fileFrames,
+                           key: verdict.key, fingerprint: verdict.fingerprint, keyGiven: verdict.keyGiven, takeID: verdict.takeID,
+                           finished: verdict.finished, clockSynchronized: verdict.header?.clockSynchronized,
+                           clockErrorSeconds: verdict.header?.clockErrorSeconds, exitStatus: status)
+        switch verdict.outcome {
+        case .intactUpTo(let k, _): j.provenCheckpoint = k
+        case .intact: j.provenCheckpoint = verdict.checkpoints
+        case .altered(let k, let a, let b):
+            j.alteredCheckpoint = k
+            j.alteredFrames = [a, b]
+        default: break
+        }
+        return j
+    }
+}
+
+/// `verify --json`: one take or file (docs/JSON.md, `verification`).
+struct VerifyJSON: Encodable {
+    var kind = "verification"
+    var schema = JSONSchema.version
+    var subject: String
+    var file: String
+    var chain: String?
+    var result: String
+    var message: String
+    var checkpoints: Int
+    var provenCheckpoint: Int?
+    var alteredCheckpoint: Int?
+    var alteredFrames: [Int64]?
+    var signedFrames: Int64
+    var fileFrames: Int64
+    var key: String?
+    var fingerprint: String?
+    var keyGiven: Bool
+    var takeID: String?
+    var finished: Bool
+    var clockSynchronized: Bool?
+    var clockErrorSeconds: Double?
+    var exitStatus: Int32
+}

@@ -1,0 +1,134 @@
+public import Foundation
+import Crypto
+public import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A ``TakeWriter`` that seals what it passes on: the frames' bytes are hashed as they are
+/// written, and at each checkpoint, after the audio itself is durable, a checkpoint line is
+/// appended to the take's sidecar and synced; every ``ProvenanceSettings/signEvery`` checkpoints
+/// and at the end the chain's head is signed. A crash between the two leaves audio the chain does
+/// not cover yet, never a chain ahead of its audio.
+///
+/// - Thread: the owning writer thread (as every writer); blocks on disk I/O at checkpoints.
+final class SealingWriter: TakeWriter {
+    let inner: any TakeWriter
+    private let key: DeviceKey
+    private let signEvery: Int
+    private let fd: Int32
+    private var hasher = SHA256()
+    private var head: Data
+    private var written: Int64 = 0
+    private var sealed: Int64 = 0
+    private var checkpoints = 0
+    private var lastSigned = 0
+    private let bytesPerFrame: Int
+
+    /// Creates the sidecar at `sidecar` (which must not exist) with its header.
+    init(_ inner: any TakeWriter, takeID: String, format: AudioFormat, sidecar: URL, key: DeviceKey, signEvery: Int) throws {
+        self.inner = inner
+        self.key = key
+        self.signEvery = max(1, signEvery)
+        bytesPerFrame = format.bytesPerFrame
+        fd = open(sidecar.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create the take's chain \(sidecar.path)") }
+        let publicKey = key.publicKey
+        head = ProvenanceChain.genesis(takeID: takeID, format: format, publicKey: publicKey.raw)
+        let clock = SystemClock.state()
+        let header = ProvenanceChain.Header(take: takeID, format: ProvenanceChain.formatText(format), key: publicKey.description,
+                                            fingerprint: publicKey.fingerprint, created: UTCTimestamp.format(Date()),
+                                            clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil)
+        do {
+            try append(ProvenanceChain.line(header))
+            guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
+        } catch {
+            close(fd)
+            unlink(sidecar.path)
+            throw error
+        }
+    }
+
+    deinit { close(fd) }
+
+    var verifiesOutput: Bool { inner.verifiesOutput }
+    var verification: String? { inner.verification }
+
+    func write(_ buffer: UnsafeRawPointer, frames: Int) throws {
+        try inner.write(buffer, frames: frames)
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: frames * bytesPerFrame))
+        written += Int64(frames)
+    }
+
+    func checkpoint() throws {
+        try inner.checkpoint()
+        try seal(sign: false)
+    }
+
+    func finish() throws -> Int64 {
+        let frames = try inner.finish()
+        try seal(sign: true, force: true)
+        let clock = SystemClock.state()
+        try append(ProvenanceChain.line(ProvenanceChain.End(end: checkpoints, frames: written,
+                                                           clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil)))
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
+        return frames
+    }
+
+    func abandon() { inner.abandon() }
+
+    func began(at date: Date, preRollFrames: Int64) { inner.began(at: date, preRollFrames: preRollFrames) }
+
+    func measured(_ loudness: Loudness) { inner.measured(loudness) }
+
+    /// Chains the frames written since the last checkpoint (when there are any, or `force`),
+    /// then signs the head when `sign` and it is not signed yet; syncs the sidecar.
+    private func seal(sign: Bool, force: Bool = false) throws {
+        if written > sealed || (force && checkpoints == 0) {
+            let hash = Data(hasher.finalize())
+            hasher = SHA256()
+            checkpoints += 1
+            head = ProvenanceChain.next(head: head, from: sealed, to: written, hash: hash)
+            try append(ProvenanceChain.line(ProvenanceChain.Checkpoint(k: checkpoints, from: sealed, to: written,
+                                                                      hash: ProvenanceChain.hex(hash), head: ProvenanceChain.hex(head))))
+            sealed = written
+        }
+        if sign || checkpoints - lastSigned >= signEvery, checkpoints > lastSigned {
+            let message = ProvenanceChain.signedMessage(checkpoint: checkpoints, frames: sealed, head: head)
+            let signature = try key.sign(message)
+            try append(ProvenanceChain.line(ProvenanceChain.Signature(k: checkpoints, to: sealed, sig: signature.base64EncodedString())))
+            lastSigned = checkpoints
+        }
+        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
+    }
+
+    private func append(_ data: Data) throws {
+        try data.withUnsafeBytes { raw in
+            var done = 0
+            while done < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw TapedeckError.system(errno, while: "write the take's chain")
+                }
+                done += n
+            }
+        }
+    }
+}
+
+/// The machine's sealer: seals each take with its key (``SealingWriter``). A plain value; any thread.
+public struct ProvenanceSealer: TakeSealing {
+    let key: DeviceKey
+    let signEvery: Int
+
+    /// Signs with `key`, every `signEvery` checkpoints and at each take's end.
+    public init(key: DeviceKey, signEvery: Int = 10) {
+        self.key = key
+        self.signEvery = signEvery
+    }
+
+    public func seal(_ writer: any TakeWriter, takeID: String, format: AudioFormat, audioURL: URL) throws -> any TakeWriter {
+        try SealingWriter(writer, takeID: takeID, format: format, sidecar: ProvenanceChain.sidecar(of: audioURL), key: key, signEvery: signEvery)
+    }
+}
