@@ -75,6 +75,10 @@ public enum ChainVerifier {
         var marks: [(k: Int, from: Int64, to: Int64, hash: Data)] = []
         var lastSigned = 0
         for line in lines.dropFirst() {
+            if verdict.end != nil {
+                verdict.outcome = .brokenChain("The chain goes on after its end: a line was added.")
+                return verdict
+            }
             switch line {
             case .header:
                 verdict.outcome = .brokenChain("The chain has a second header.")

@@ -175,7 +175,7 @@ struct ConfigurationTests {
     @Test("unknown keys, wrong types, out-of-range values and unknown environment variables are errors that say what is accepted")
     func errors() {
         #expect(message { _ = try resolve("format:\n  chanels: 2\n") }.contains("test.yaml:2: format.chanels: unknown setting (did you mean \"format.channels\"?)"))
-        #expect(message { _ = try resolve("capturr:\n  backend: null\n") }.contains("capturr.backend: unknown setting (did you mean \"capture.backend\"?). Sections: capture, playback, format, encoder, storage, metadata, sync, retention."))
+        #expect(message { _ = try resolve("capturr:\n  backend: null\n") }.contains("capturr.backend: unknown setting (did you mean \"capture.backend\"?). Sections: capture, playback, format, encoder, storage, metadata, sync, retention, provenance."))
         #expect(message { _ = try resolve("format:\n  channels: two\n") } == "test.yaml:2: format.channels: expected an integer from 1 to 32, got \"two\".")
         #expect(message { _ = try resolve("format:\n  sample-rate: 1000\n") }.contains("out of range"))
         #expect(message { _ = try resolve("format:\n  sample-format: s8\n") }.contains("one of: s16, s24, s32, f32"))
