@@ -64,7 +64,8 @@ extension FleetReader {
         var foreign = 0
         for object in objects {
             guard isAudioKey(object.key) else {
-                if !manifests.contains(object.key) { foreign += 1 }
+                // A signed take's chain (AUDIOKEY.chain) is Tapedeck's too.
+                if !manifests.contains(object.key) && !(TakeCompanions.audioName(of: object.key).map(isAudioKey) ?? false) { foreign += 1 }
                 continue
             }
             guard !committed.contains(object.key) else { continue }

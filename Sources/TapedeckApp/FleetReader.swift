@@ -24,6 +24,9 @@ public final class FleetReader {
     public let audioExtensions: Set<String>
     /// The manifests read before, by key and ETag: a listing reads again only what changed.
     public let manifests: ManifestCache
+    /// Checks a pulled signed take's audio (its URL) against its chain beside it: `nil` when it
+    /// is intact, else what is wrong (set by the composition root; `nil`: not checked).
+    public var chainCheck: (@Sendable (URL) -> String?)?
 
     /// - Parameters:
     ///   - remote: the remote the machines push to.
@@ -221,6 +224,7 @@ public final class FleetReader {
                 let take = try await BlockingWork.detached {
                     try importer.importTake(movingFrom: temp, as: m.take, fileExtension: ext, into: session)
                 }
+                if let chain = m.chain { try await pullChain(chain, beside: take) }
                 // The copy is on this remote already (it came from there): push leaves it alone.
                 try UploadLedger(libraryURL: storage.rootURL, remote: remote.location)
                     .set(take.id, UploadLedger.Record(state: .verified, key: m.audio.key, digest: got))
@@ -238,6 +242,31 @@ public final class FleetReader {
         }
         try await store.refresh()
         return (target.flatMap { t in store.sessions.first { $0.id == t.id } ?? t }, made)
+    }
+
+    /// Downloads a pulled take's chain (checked against its manifest) beside its audio, then
+    /// checks the audio against it: a take that does not verify is kept, and said.
+    private func pullChain(_ chain: RemoteManifest.Audio, beside take: Take) async throws {
+        let key = try RemoteKey(chain.key)
+        let audio = try store.storage.audioURL(for: take)
+        guard let target = TakeCompanions.urls(of: audio).first else { return }
+        let temp = store.storage.rootURL.appendingPathComponent(PartialFiles.importName())
+        partials.register(temp)
+        defer {
+            unlink(temp.path)
+            partials.forget(temp)
+        }
+        let got = try await remote.download(key, to: temp, limit: chain.size, progress: { _ in })
+        guard got.size == chain.size, got.sha256 == chain.sha256 else {
+            throw TapedeckError(.corruptFile, "\(key) on \(remote.location) is not the chain its manifest names; take \"\(take.name)\" was pulled without it. Run `tapedeck fleet doctor`.")
+        }
+        let files = DurableFiles()
+        try files.syncFile(temp)
+        try files.moveIntoPlace(temp, target)
+        try files.syncDirectory(target.deletingLastPathComponent())
+        if let problem = chainCheck?(audio) {
+            logger.warning("Take \"\(take.name)\" was pulled, but its signed chain does not prove it: \(problem) `tapedeck verify` on it says more.")
+        }
     }
 
     /// The session named `name` as storage has it now, or `nil`.

@@ -214,8 +214,9 @@ public final class TakePusher {
                 throw TapedeckError(.remoteUnavailable, "\(audioKey) was sent to \(remote.location), but the server does not list it. Run push again to send it anew.")
             }
         }
-        let manifest = RemoteManifest(machine: machine, session: .init(id: item.session.id, name: item.session.name, createdAt: item.session.createdAt),
+        var manifest = RemoteManifest(machine: machine, session: .init(id: item.session.id, name: item.session.name, createdAt: item.session.createdAt),
                                       take: take, audio: .init(key: audioKey.rawValue, size: digest.size, sha256: digest.sha256), uploaded: Date())
+        manifest.chain = try await pushChain(of: file, audioKey: audioKey, options: options)
         if try await !remote.put(try manifest.encoded(), at: manifestKey) {
             // Written by an earlier run that stopped before the ledger said so, or by another machine.
             guard let data = try await remote.get(manifestKey, limit: RemoteManifest.maximumBytes) else {
@@ -228,6 +229,23 @@ public final class TakePusher {
         }
         try ledger.set(take.id, UploadLedger.Record(state: .verified, key: audioKey.rawValue, digest: digest))
         return sent ? .uploaded(digest, how: how) : .alreadyThere(digest, how: how)
+    }
+
+    /// A signed take's chain (its companion `TAKEFILE.chain`), sent as `AUDIOKEY.chain` before
+    /// the manifest and checked as the audio is; `nil` when the take has none.
+    func pushChain(of file: URL, audioKey: RemoteKey, options: UploadOptions) async throws -> RemoteManifest.Audio? {
+        guard let chain = TakeCompanions.urls(of: file).first, FileManager.default.fileExists(atPath: chain.path) else { return nil }
+        let key = try RemoteKey(audioKey.rawValue + TakeCompanions.suffixes[0])
+        if case .missing = try await remote.verify(key, against: chain) {
+            do {
+                _ = try await remote.upload(chain, to: key, resuming: nil, options: options, started: { _ in }, progress: { _ in })
+            } catch let error as TapedeckError where error.code == .alreadyExists {}
+        }
+        switch try await remote.verify(key, against: chain) {
+        case .matches(let d, _): return RemoteManifest.Audio(key: key.rawValue, size: d.size, sha256: d.sha256)
+        case .differs(let reason): throw conflict(key, reason)
+        case .missing: throw TapedeckError(.remoteUnavailable, "\(key) was sent to \(remote.location), but the server does not list it. Run push again to send it anew.")
+        }
     }
 
     /// Deletes from the library the takes verified on this remote that the library got more than

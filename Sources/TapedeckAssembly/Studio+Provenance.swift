@@ -26,4 +26,24 @@ extension Studio {
             throw TapedeckError(error.code, "provenance.sign is on, so takes are signed, but the signing key cannot be used: \(error.message) Nothing was recorded.")
         }
     }
+
+    /// Checks an audio file against its chain beside it with this build's decoders: `nil` when it
+    /// is intact (or has no chain), else the verdict in a sentence. Any thread; blocks reading it.
+    public func makeChainCheck() -> @Sendable (URL) -> String? {
+        let decoders = decoders
+        return { audio in
+            guard let chain = try? Data(contentsOf: ProvenanceChain.sidecar(of: audio)) else { return nil }
+            guard let decoder = decoders.first(where: { $0.canRead(audio) }), let reader = try? decoder.openReader(at: audio) else {
+                return "its audio cannot be read."
+            }
+            defer { reader.close() }
+            guard let verdict = try? ChainVerifier.verify(reader, chain: chain, trusted: nil) else { return "its audio cannot be read." }
+            switch verdict.outcome {
+            case .intact, .unsigned: return nil
+            case .intactUpTo(let k, let n): return "it is intact only up to checkpoint \(k) of \(n)."
+            case .altered(_, let a, let b): return "its audio differs from what was signed in frames \(a)-\(b)."
+            case .brokenChain(let why), .otherKey(let why): return why
+            }
+        }
+    }
 }

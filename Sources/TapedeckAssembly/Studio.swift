@@ -258,8 +258,10 @@ extension Studio {
     /// A reader of every machine's takes on `remote`, pulling through an importer into the library.
     /// - Thread: main actor; never blocks.
     public func makeFleetReader(remote: any TakeRemote, partials: PartialFiles) -> FleetReader {
-        FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger,
-                    audioExtensions: Set(encoders.map(\.fileExtension)).union(decoders.flatMap(\.encodings)), manifestCache: paths.manifestCacheFolder)
+        let reader = FleetReader(remote: remote, store: store, importer: makeImporter(partials: partials), partials: partials, logger: logger,
+                                 audioExtensions: Set(encoders.map(\.fileExtension)).union(decoders.flatMap(\.encodings)), manifestCache: paths.manifestCacheFolder)
+        reader.chainCheck = makeChainCheck()
+        return reader
     }
 }
 

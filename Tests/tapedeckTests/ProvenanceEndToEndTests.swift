@@ -1,4 +1,5 @@
 import Foundation
+import TapedeckTesting
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -161,6 +162,24 @@ struct ProvenanceEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: chain) && !FileManager.default.fileExists(atPath: audio))
     }
 
+    @Test("a signed take's bundle copied with cp -r to another machine's library verifies there")
+    func bundleTravels() async throws {
+        var (cli, _) = try Self.signing()
+        cli.extraEnvironment["TAPEDECK_STORAGE_BACKEND"] = "bundle"
+        cli.extraEnvironment["TAPEDECK_STORAGE_BUNDLE_PATH"] = cli.library.path
+        #expect(try await cli.run("keys", "init").status == 0)
+        let key = try await cli.run("keys", "export").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let r = try await cli.run("record", "-d", "2s", "--session", "Road")
+        try #require(r.status == 0, "\(r.stderr)")
+        let bundle = try #require(try FileManager.default.contentsOfDirectory(atPath: cli.library.path).first { $0.hasSuffix(".tapedeck") })
+        let elsewhere = try CLIHarness(storage: "bundle")
+        try FileManager.default.createDirectory(at: elsewhere.library, withIntermediateDirectories: true)
+        #expect(try await CLIHarness.tool("cp", ["-r", cli.library.appendingPathComponent(bundle).path, elsewhere.library.path + "/"]).status == 0)
+        let v = try await elsewhere.run("verify", "Road/Take 1", "--key", key)
+        #expect(v.status == 0 && v.stdout.contains("intact"), "\(v.stdout)\(v.stderr)")
+        #expect(try await elsewhere.run("doctor").status == 0, "the chain is its take's, not a stray file")
+    }
+
     @Test("killed while recording: the recovered take is intact up to its last signed checkpoint, never altered", arguments: ["wav", "flac"])
     func killed(_ encoder: String) async throws {
         let (cli, _) = try Self.signing(signEvery: 2)
@@ -182,5 +201,62 @@ struct ProvenanceEndToEndTests {
         #expect(report["finished"] as? Bool == false)
         let theirs = try await Self.oracle(try #require(report["file"] as? String))
         #expect(theirs["result"] as? String == "intact-up-to" && theirs["provenCheckpoint"] as? Int == lastSigned, "\(theirs)")
+    }
+}
+
+/// A signed take pushed to a real S3 server (rclone serve s3) and pulled by another machine:
+/// the chain goes with it, named in the manifest, and the copy verifies as the original does.
+@Suite("signed takes across machines", .endToEnd, .serialized)
+struct ProvenanceFleetEndToEndTests {
+    @Test("push sends the chain beside the audio and names it in the manifest; fleet pull brings it back and the copy verifies intact with the studio's key")
+    func pushAndPull() async throws {
+        let server = try await S3Server.startAsync(.rclone)
+        defer { server.remove() }
+        let (folder, file) = try FleetEndToEndTests.workspace(server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var yaml = try String(contentsOf: file, encoding: .utf8)
+        yaml = yaml.replacingOccurrences(of: "studio: {metadata: {tape: studio-a}}",
+                                         with: "studio: {metadata: {tape: studio-a}, provenance: {sign: true, key: \"\(folder.path)/studio-key\"}}")
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        let studio = FleetEndToEndTests.machine(file, server, folder: folder, name: "studio")
+        let office = FleetEndToEndTests.machine(file, server, folder: folder, name: "office")
+        #expect(try await studio.run("keys", "init", "--machine", "studio").status == 0)
+        let key = try await studio.run("keys", "export", "--machine", "studio").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let r = try await studio.run("record", "--machine", "studio", "--session", "Signed", "-d", "3", "--set", "capture.null.paced=true")
+        try #require(r.status == 0, "\(r.stderr)")
+        let push = try await studio.run("push", "--machine", "studio")
+        #expect(push.status == 0, "\(push.stderr)")
+        // On the server: the chain beside the audio, and the manifest naming it.
+        let objects = server.dataDirectory.appendingPathComponent(server.bucket).appendingPathComponent("fleet/studio")
+        let names = FileManager.default.enumerator(atPath: objects.path)?.allObjects as? [String] ?? []
+        let manifestName = try #require(names.first { $0.hasSuffix(".json") })
+        let manifest = try String(contentsOf: objects.appendingPathComponent(manifestName), encoding: .utf8)
+        #expect(names.contains { $0.hasSuffix(".wav.chain") } && manifest.contains("\"chain\""), "\(names) \(manifest)")
+
+        let pulled = try await office.run("fleet", "pull", "--machine", "office", "studio/Signed")
+        #expect(pulled.status == 0 && !pulled.stderr.contains("does not prove"), "\(pulled.stdout)\(pulled.stderr)")
+        let v = try await office.run("verify", "last", "--machine", "office", "--key", key, "--json")
+        #expect(v.status == 0 && v.stdout.contains("\"result\" : \"intact\""), "\(v.stdout)\(v.stderr)")
+        let doctor = try await office.run("fleet", "doctor", "--machine", "office")
+        #expect(doctor.status == 0 && doctor.stdout.contains("no problems"), "\(doctor.stdout)\(doctor.stderr)")
+
+        // Someone with write access changes the audio on the server and its manifest to match:
+        // the pull's own checks pass, the chain does not.
+        let audioName = try #require(names.first { $0.hasSuffix(".wav") })
+        let fix = try await CLIHarness.tool("python3", ["-c", """
+            import hashlib, json, sys
+            audio, manifest = sys.argv[1], sys.argv[2]
+            data = bytearray(open(audio, "rb").read())
+            data[data.index(b"data") + 8 + 40000] ^= 1
+            open(audio, "wb").write(data)
+            m = json.load(open(manifest))
+            m["audio"]["sha256"] = hashlib.sha256(data).hexdigest()
+            json.dump(m, open(manifest, "w"), indent=2, sort_keys=True)
+            """, objects.appendingPathComponent(audioName).path, objects.appendingPathComponent(manifestName).path])
+        try #require(fix.status == 0, "\(fix.stderr)")
+        let laptop = FleetEndToEndTests.machine(file, server, folder: folder, name: "laptop")
+        let tampered = try await laptop.run("fleet", "pull", "--machine", "laptop", "studio/Signed")
+        #expect(tampered.stderr.contains("does not prove") && tampered.stderr.contains("differs from what was signed"), "\(tampered.stdout)\(tampered.stderr)")
+        #expect(try await laptop.run("verify", "last", "--machine", "laptop", "--key", key).status == 65)
     }
 }

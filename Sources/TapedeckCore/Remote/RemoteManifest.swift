@@ -26,6 +26,10 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
     public var firstFrameAt: String?
     /// The Tapedeck version that wrote it.
     public var writer: String
+    /// A signed take's chain (`TakeCompanions`: its `TAKEFILE.chain`) as the remote holds it,
+    /// `AUDIOKEY.chain`, with its size and SHA-256, which pin the chain's last signed head; absent
+    /// for a take that is not signed (and in manifests written before chains were kept).
+    public var chain: Audio?
 
     /// The session a take belongs to, without its takes.
     public struct SessionSummary: Sendable, Hashable, Codable {
@@ -117,6 +121,13 @@ public struct RemoteManifest: Sendable, Hashable, Codable {
               expected.audio.rawValue == m.audio.key, m.audio.size >= 0,
               m.audio.sha256.count == 64, m.audio.sha256.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
             throw TapedeckError(.corruptFile, "The manifest \(key) does not match its own key (machine, session, take or audio key differ), or its SHA-256 is not 64 hex digits.")
+        }
+        if let chain = m.chain {
+            // A chain is its audio's key and `.chain`, nowhere else a manifest could point.
+            guard chain.key == m.audio.key + TakeCompanions.suffixes[0], (0...Int64(maximumBytes) * 16).contains(chain.size), chain.sha256.count == 64,
+                  chain.sha256.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+                throw TapedeckError(.corruptFile, "The manifest \(key) names a chain that is not its take's (\(chain.key.prefix(200))), or its size or SHA-256 is not one.")
+            }
         }
         return m
     }
