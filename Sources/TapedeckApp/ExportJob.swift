@@ -66,6 +66,9 @@ public struct ExportReport: Sendable, Hashable, Codable {
     /// Samples of the take that were NaN, infinite or past +40 dBFS (`InvalidSamples`) and
     /// were exported as silence (NaN) or full scale; absent when there were none.
     public var invalidSamples: Int64?
+    /// The signed statement written beside the output (`OUTPUT.statement`: what it was exported
+    /// from, its settings and bytes), when its takes are signed and this machine signs.
+    public var statement: String?
 }
 
 /// How an export changes the audio on its way (`export --loudness`, `--normalize-peak`, `--rate`,

@@ -25,6 +25,8 @@ public final class TakeExporter {
 
     /// The exports of the current call, in order.
     public private(set) var jobs: [Job] = []
+    /// Signs a statement beside each export of signed takes (`provenance.sign`); `nil`: none.
+    @ObservationIgnored public var attester: (any ExportAttesting)?
 
     /// - Parameter cores: how many exports may run at once (default: the active processor count).
     /// The temporary files being written, for a stop signal to remove.
@@ -126,7 +128,29 @@ public final class TakeExporter {
                 startNext()
             }
         }
-        return results.map { $0! }
+        return await attested(results.map { $0! }, items: items)
+    }
+
+    /// The reports, each with the signed statement written beside its file when an ``attester``
+    /// signs and its takes are signed (not for a stream to stdout). A statement that cannot be
+    /// written is said, and the export kept.
+    private func attested(_ results: [Result<ExportReport, TapedeckError>], items: [ExportItem]) async -> [Result<ExportReport, TapedeckError>] {
+        guard let attester else { return results }
+        var out = results
+        for (i, result) in results.enumerated() {
+            guard case .success(var report) = result, FileManager.default.fileExists(atPath: report.output) else { continue }
+            let takes = items[i].clip?.takes ?? [items[i].take]
+            let sources = takes.compactMap { try? store.storage.audioURL(for: $0) }
+            let settings = report.settings.mapValues(\.description).merging(["encoding": report.encoding, "format": "\(report.format.sampleFormat)/\(report.format.sampleRate)/\(report.format.channels)"]) { a, _ in a }
+            let output = URL(fileURLWithPath: report.output)
+            do {
+                report.statement = try await BlockingWork.detached { try attester.attest(output: output, sources: sources, settings: settings) }?.path
+                out[i] = .success(report)
+            } catch {
+                logger.warning("The export \(output.lastPathComponent) is kept, but its signed statement could not be written: \(error).")
+            }
+        }
+        return out
     }
 
     /// Where `item`'s audio comes from: its take's file, or each file its clip is cut from.

@@ -183,8 +183,11 @@ public final class Studio {
     /// An exporter wired to every decoder and the store. - Thread: main actor; never blocks.
     /// - Parameter partials: where its temporary files are registered (a stop signal removes them).
     public func makeExporter(partials: PartialFiles = PartialFiles()) -> TakeExporter {
-        TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials, facts: TakeFacts(identity: configuration.identity),
-                     analyzer: EBUR128Analyzer(), resampler: SoxrConversion())
+        let exporter = TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials, facts: TakeFacts(identity: configuration.identity),
+                                    analyzer: EBUR128Analyzer(), resampler: SoxrConversion())
+        // A machine that signs its takes signs what its exports were made from (docs/PROVENANCE.md).
+        exporter.attester = (try? makeSealer()) as? any ExportAttesting
+        return exporter
     }
 
     /// Measures the loudness of takes in the library (`tapedeck loudness`).

@@ -349,7 +349,7 @@ struct ExportCommand: AsyncParsableCommand {
     static func summary(_ r: ExportReport, take: String) -> String {
         let relative = r.output.hasPrefix(FileManager.default.currentDirectoryPath + "/")
             ? String(r.output.dropFirst(FileManager.default.currentDirectoryPath.count + 1)) : r.output
-        let tail = " (\(Terminal.clock(r.seconds)), \(Terminal.bytes(r.bytes)), \(r.verification.hasPrefix("not verified") ? "not verified" : "verified"))"
+        let tail = " (\(Terminal.clock(r.seconds)), \(Terminal.bytes(r.bytes)), \(r.verification.hasPrefix("not verified") ? "not verified" : "verified")\(r.statement == nil ? "" : ", signed statement"))"
         let room = 100 - "Exported  → ".count - tail.count
         let takeRoom = take.count + relative.count <= room ? take.count : min(take.count, max(12, room - relative.count, room / 3))
         return "Exported \(Terminal.middleCut(take, takeRoom)) → \(Terminal.middleCut(relative, room - takeRoom))\(tail)"

@@ -87,6 +87,8 @@ struct VerifyCommand: AsyncParsableCommand {
         let reader = try decoder.openReader(at: audio)
         defer { reader.close() }
         let verdict = try ChainVerifier.verify(reader, chain: chain, trusted: trusted)
-        return VerifyReport(subject: subject, audio: audio, chain: chain == nil ? nil : sidecar, verdict: verdict)
+        // An export of signed takes carries a signed statement of what it was made from instead.
+        let statement = chain == nil ? StatementVerdict.check(audio, trusted: trusted) : nil
+        return VerifyReport(subject: subject, audio: audio, chain: chain == nil ? nil : sidecar, verdict: verdict, statement: statement)
     }
 }

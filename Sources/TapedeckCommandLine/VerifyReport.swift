@@ -9,9 +9,12 @@ struct VerifyReport {
     var audio: URL
     var chain: URL?
     var verdict: ChainVerdict
+    /// An export's signed statement, when the file has one and no chain.
+    var statement: StatementVerdict?
 
     var status: Int32 {
-        switch verdict.outcome {
+        if let statement { return statement.problem == nil ? VerifyCommand.intact : VerifyCommand.failed }
+        return switch verdict.outcome {
         case .intact: VerifyCommand.intact
         case .intactUpTo: VerifyCommand.partial
         case .unsigned: VerifyCommand.unsigned
@@ -25,7 +28,8 @@ struct VerifyReport {
     }
 
     var result: String {
-        switch verdict.outcome {
+        if let statement { return statement.problem == nil ? "exported" : statement.problem!.contains("bytes") ? "altered" : "does-not-verify" }
+        return switch verdict.outcome {
         case .intact: "intact"
         case .intactUpTo: "intact-up-to"
         case .altered: "altered"
@@ -37,6 +41,7 @@ struct VerifyReport {
 
     /// The verdict in words, then who signed and what the clock said.
     var lines: [String] {
+        if let statement { return statementLines(statement) }
         let v = verdict
         var out: [String]
         switch v.outcome {
@@ -68,12 +73,31 @@ struct VerifyReport {
         return out
     }
 
+    /// An export's statement in words: what it was made from, by which key, and whether the file is as exported.
+    func statementLines(_ s: StatementVerdict) -> [String] {
+        guard let st = s.statement, s.problem == nil else { return ["\(subject): does not verify: \(s.problem ?? "")"] }
+        var out = ["\(subject): exported from \(st.sources.count == 1 ? "a signed take" : "\(st.sources.count) signed takes"), and byte for byte as exported (\(st.output.size) bytes, SHA-256 \(st.output.sha256.prefix(16))…)."]
+        for src in st.sources {
+            out.append("  From take \(src.take): its chain signed up to checkpoint \(src.checkpoint) (\(src.frames) frames), head \(src.head.prefix(16))…, key \((try? DeviceKey.PublicKey(parsing: src.key))?.fingerprint ?? src.key).")
+        }
+        if !st.settings.isEmpty { out.append("  Settings: " + st.settings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ".") }
+        out.append("  Statement signed by key \(s.fingerprint ?? "")" + (s.keyGiven ? " (the key given)." : " (its own: give --key to check it is the key you trust)."))
+        out.append("  Check a source with `tapedeck verify` on the take's own file, against the same key.")
+        return out
+    }
+
     var json: VerifyJSON {
         var j = VerifyJSON(subject: subject, file: audio.path, chain: chain?.path, result: result, message: lines.first ?? "",
                            checkpoints: verdict.checkpoints, signedFrames: verdict.signedFrames, fileFrames: verdict.fileFrames,
                            key: verdict.key, fingerprint: verdict.fingerprint, keyGiven: verdict.keyGiven, takeID: verdict.takeID,
                            finished: verdict.finished, clockSynchronized: verdict.header?.clockSynchronized,
                            clockErrorSeconds: verdict.header?.clockErrorSeconds, exitStatus: status)
+        if let st = statement?.statement {
+            j.exportedFrom = st.sources.map { ["take": $0.take, "head": $0.head, "frames": "\($0.frames)", "checkpoint": "\($0.checkpoint)", "key": $0.key] }
+            j.key = st.key
+            j.fingerprint = statement?.fingerprint
+            j.keyGiven = statement?.keyGiven ?? false
+        }
         switch verdict.outcome {
         case .intactUpTo(let k, _): j.provenCheckpoint = k
         case .intact: j.provenCheckpoint = verdict.checkpoints
@@ -109,4 +133,6 @@ struct VerifyJSON: Encodable {
     var clockSynchronized: Bool?
     var clockErrorSeconds: Double?
     var exitStatus: Int32
+    /// An export's statement: the signed takes it was made from.
+    var exportedFrom: [[String: String]]?
 }

@@ -162,6 +162,47 @@ struct ProvenanceEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: chain) && !FileManager.default.fileExists(atPath: audio))
     }
 
+    @Test("an export of a signed take carries a signed statement of what it was made from; a changed export or statement is caught")
+    func exportStatement() async throws {
+        let (cli, folder) = try Self.signing()
+        #expect(try await cli.run("keys", "init").status == 0)
+        let key = try await cli.run("keys", "export").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let r = try await cli.run("record", "-d", "2s", "--session", "News", "--json")
+        try #require(r.status == 0, "\(r.stderr)")
+        let takeID = try #require((try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]).flatMap { $0["take"] as? [String: Any] }?["id"] as? String)
+        let out = folder.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let e = try await cli.run("export", "last", "--format", "mp3", "-o", out.path, "--json")
+        try #require(e.status == 0, "\(e.stderr)")
+        let report = try #require(try Self.json(e.stdout).first)
+        let mp3 = try #require(report["output"] as? String)
+        let statement = try #require(report["statement"] as? String, "\(report)")
+        #expect(statement == mp3 + ".statement" && FileManager.default.fileExists(atPath: statement))
+        var stranger = try CLIHarness()
+        stranger.withoutConfig = true
+        let v = try await stranger.run("verify", mp3, "--key", key, "--json")
+        #expect(v.status == 0, "\(v.stdout)\(v.stderr)")
+        let verdict = try #require(try Self.json(v.stdout).first)
+        let sources = try #require(verdict["exportedFrom"] as? [[String: String]])
+        #expect(verdict["result"] as? String == "exported" && sources.first?["take"] == takeID, "\(verdict)")
+        // The take itself, against the same key.
+        #expect(try await cli.run("verify", "last", "--key", key).status == 0)
+        // The export changed after the statement: caught.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: mp3))
+        bytes[bytes.count / 2] ^= 0x10
+        try bytes.write(to: URL(fileURLWithPath: mp3))
+        let changed = try await stranger.run("verify", mp3, "--key", key, "--json")
+        #expect(changed.status == 65 && changed.stdout.contains("\"result\" : \"altered\""), "\(changed.stdout)")
+        // The statement edited to name the changed bytes: its signature fails.
+        let sha = try await CLIHarness.tool("sha256sum", [mp3])
+        var text = try String(contentsOfFile: statement, encoding: .utf8)
+        let old = try #require(text.range(of: "\"sha256\" : \"")).upperBound
+        text.replaceSubrange(old..<text.index(old, offsetBy: 64), with: String(sha.stdout.prefix(64)))
+        try text.write(toFile: statement, atomically: true, encoding: .utf8)
+        let forged = try await stranger.run("verify", mp3, "--key", key)
+        #expect(forged.status == 65 && forged.stdout.contains("signature does not verify"), "\(forged.stdout)")
+    }
+
     @Test("a signed take's bundle copied with cp -r to another machine's library verifies there")
     func bundleTravels() async throws {
         var (cli, _) = try Self.signing()

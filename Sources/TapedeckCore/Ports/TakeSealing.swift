@@ -32,3 +32,13 @@ public enum TakeCompanions {
         return nil
     }
 }
+
+/// Signs statements of what an export was made from (`OUTPUT.statement`): the exporting
+/// machine's key over the signed takes exported (their chains' last signed heads), the settings
+/// and the exported bytes. Made by the composition root when the machine signs.
+/// - Thread: any; blocks while it reads the output file.
+public protocol ExportAttesting: Sendable {
+    /// Writes the statement beside `output`, made from the takes whose audio files are `sources`
+    /// (each with its chain beside it) with `settings`; returns its URL, `nil` when no source is signed.
+    func attest(output: URL, sources: [URL], settings: [String: String]) throws -> URL?
+}
