@@ -492,6 +492,7 @@ public final class TakeRecorder {
         described.expectedFrames = duration?.frames(at: negotiated.sampleRate)
         let metadata = described
         if case .file(let url) = output { target = RecordingTarget(take: nil, fileURL: url) }
+        let (sealer, writing) = (self.sealer, TakeWriting(encoder: encoder, analyzer: nil, waveform: false, sealer: self.sealer, logger: logger))
         phase = .recording
         let meter = followProgress(of: engine)
         defer { meter?.cancel() }
@@ -500,15 +501,17 @@ public final class TakeRecorder {
             result = try await engine.record(watching: nil) { format in
                 switch output {
                 case .file(let url):
-                    let writer = try encoder.makeWriter(at: url, format: format, metadata: metadata)
-                    try DurableFiles().syncDirectory(url.deletingLastPathComponent())
-                    return writer
+                    // Signed as a take is (`provenance.sign`): its chain beside it, FILE.chain.
+                    return try writing.make(at: url, audioURL: url, takeID: UUID().uuidString.lowercased(), format: format, metadata: metadata, notes: WriterNotes())
                 case .stream(let fd):
+                    guard sealer == nil else {
+                        throw TapedeckError(.invalidArgument, "provenance.sign is on, and a recording to stdout has no place for its signed chain. Record into the library or to a file (-o FILE), or add --set provenance.sign=false for this run.")
+                    }
                     return try encoder.makeStreamWriter(to: fd, format: format, metadata: metadata)
                 }
             }
         } catch {
-            if case .file(let url) = output { unlink(url.path) }
+            if case .file(let url) = output { for u in [url] + TakeCompanions.urls(of: url) { unlink(u.path) } }
             throw error
         }
         phase = .finishing

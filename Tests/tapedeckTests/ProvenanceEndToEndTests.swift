@@ -201,6 +201,13 @@ struct ProvenanceEndToEndTests {
         try text.write(toFile: statement, atomically: true, encoding: .utf8)
         let forged = try await stranger.run("verify", mp3, "--key", key)
         #expect(forged.status == 65 && forged.stdout.contains("signature does not verify"), "\(forged.stdout)")
+
+        // A recording to a file outside the library is signed too; to stdout it cannot be, and is refused.
+        let file = out.appendingPathComponent("direct.wav").path
+        #expect(try await cli.run("record", "-d", "1s", "-o", file).status == 0)
+        #expect(try await stranger.run("verify", file, "--key", key).status == 0)
+        let piped = try await cli.run("record", "-d", "1s", "-o", "-")
+        #expect(piped.status == 64 && piped.stderr.contains("provenance.sign=false"), "\(piped.stderr)")
     }
 
     @Test("a signed take's bundle copied with cp -r to another machine's library verifies there")
