@@ -59,6 +59,16 @@ extension FleetReader {
             findings.append(Finding(key: e.manifest.audio.key, problem: Self.missingAudioAdvice(e.manifest), repaired: false))
             noteMissingAudio(e.manifest)
         }
+        // A signed take's chain: where its manifest says, of the size it says (its bytes are
+        // checked against the manifest's SHA-256 when the take is pulled).
+        let sizes = Dictionary(objects.map { ($0.key, $0.size) }, uniquingKeysWith: { a, _ in a })
+        for e in entries where e.audioPresent {
+            guard let chain = e.manifest.chain else { continue }
+            if let size = sizes[chain.key], size == chain.size { continue }
+            findings.append(Finding(key: chain.key, problem: sizes[chain.key] == nil
+                ? "the signed chain of take \"\(e.manifest.take.name)\" is missing, so the take cannot be proven. Push it again from \(e.manifest.machine) (`tapedeck push`)."
+                : "the signed chain of take \"\(e.manifest.take.name)\" is not the one its manifest names (another size): it was changed on the remote.", repaired: false))
+        }
         let committed = Set(entries.map(\.manifest.audio.key))
         let manifests = Set(objects.map(\.key).filter { Self.isTakeKey($0, extensions: ["json"]) })
         var foreign = 0

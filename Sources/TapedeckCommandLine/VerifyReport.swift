@@ -67,8 +67,9 @@ struct VerifyReport {
         if let fingerprint = v.fingerprint, v.outcome != .unsigned {
             out.append("  Key \(fingerprint)" + (v.keyGiven ? " (the key given)." : " (the chain's own: give --key to check it is the key you trust)."))
         }
-        if let h = v.header, let synced = h.clockSynchronized {
-            out.append("  Clock at the start: \(synced ? "synchronized" + (h.clockErrorSeconds.map { String(format: " (estimated error %.3f s)", $0) } ?? "") : "not synchronized: its time of day may be off").")
+        for (when, synced, error) in [("start", v.header?.clockSynchronized, v.header?.clockErrorSeconds), ("end", v.end?.clockSynchronized, v.end?.clockErrorSeconds)] {
+            guard let synced else { continue }
+            out.append("  Clock at the \(when): \(synced ? "synchronized" + (error.map { String(format: " (estimated error %.3f s)", $0) } ?? "") : "not synchronized: the time of day may be off").")
         }
         return out
     }

@@ -306,5 +306,17 @@ struct ProvenanceFleetEndToEndTests {
         let tampered = try await laptop.run("fleet", "pull", "--machine", "laptop", "studio/Signed")
         #expect(tampered.stderr.contains("does not prove") && tampered.stderr.contains("differs from what was signed"), "\(tampered.stdout)\(tampered.stderr)")
         #expect(try await laptop.run("verify", "last", "--machine", "laptop", "--key", key).status == 65)
+
+        // The chain gone from the server: fleet doctor says so.
+        let chainName = try #require(names.first { $0.hasSuffix(".wav.chain") })
+        // Through the S3 API (the server caches its folder listings).
+        let removed = try await CLIHarness.tool("python3", ["-c", """
+            import boto3, sys
+            s3 = boto3.client("s3", endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name="us-east-1")
+            s3.delete_object(Bucket=sys.argv[4], Key=sys.argv[5])
+            """, server.endpoint, server.accessKeyID, server.credentialEnvironment["AWS_SECRET_ACCESS_KEY"] ?? "", server.bucket, "fleet/studio/" + chainName])
+        try #require(removed.status == 0, "\(removed.stderr)")
+        let missing = try await office.run("fleet", "doctor", "--machine", "office")
+        #expect(missing.status != 0 && missing.stdout.contains("signed chain") && missing.stdout.contains("is missing"), "\(missing.stdout)\(missing.stderr)")
     }
 }
