@@ -75,8 +75,8 @@ extension ProgramRule {
         let names = ["sun": 1, "mon": 2, "tue": 3, "wed": 4, "thu": 5, "fri": 6, "sat": 7]
         if ["daily", "every-day", "all"].contains(text.lowercased()) { return [] }
         var days: Set<Int> = []
-        for item in text.lowercased().split(separator: ",") {
-            let ends = item.split(separator: "-").map { names[String($0.prefix(3))] }
+        for item in text.lowercased().split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            let ends = item.split(separator: "-").map { names[String($0.trimmingCharacters(in: .whitespaces).prefix(3))] }
             guard (1...2).contains(ends.count), ends.allSatisfy({ $0 != nil }) else {
                 throw TapedeckError(.invalidArgument, "\(flag): \"\(item)\" is not a weekday. Give mon, tue, wed, thu, fri, sat, sun, ranges (mon-fri) or lists (sat,sun).")
             }

@@ -135,7 +135,7 @@ final class RunSequence: TakeSequence {
         for attempt in 1...9 where made == nil {
             do {
                 made = try storage.beginTake(in: session.id, named: attempt == 1 ? name : "\(name) (\(attempt))", format: format,
-                                             encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: window.paddedStart)
+                                             encoding: encoder.name, fileExtension: encoder.fileExtension, startDate: max(window.paddedStart, Date()))
             } catch let error as TapedeckError where error.code == .alreadyExists && attempt < 9 {
                 continue
             }

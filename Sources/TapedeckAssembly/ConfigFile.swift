@@ -270,7 +270,9 @@ public struct ConfigFile: Sendable, Hashable {
     /// One entry of a list section: a mapping, read as key paths inside it.
     private func listEntry(_ node: Node, in list: String) throws -> ListEntry {
         guard case .mapping(let mapping) = node else {
-            throw TapedeckError(.configuration, "\(name):\(node.mark?.line ?? 0): \(list): each entry is a mapping, e.g. - { when: [silence], webhook: { url: https://… } }.")
+            let example = list.hasSuffix("programs") ? "- { name: News, time: \"09:00-09:10\", pad: 2m, days: mon-fri }"
+                : list.hasSuffix("windows") ? "- { from: \"06:00\", to: \"09:00\" }" : "- { when: [silence], webhook: { url: https://… } }"
+            throw TapedeckError(.configuration, "\(name):\(node.mark?.line ?? 0): \(list): each entry is a mapping, e.g. \(example).")
         }
         var entry = ListEntry(line: node.mark?.line, entries: [:])
         func walk(_ mapping: Node.Mapping, prefix: String) throws {

@@ -23,21 +23,17 @@ extension Studio {
         do {
             return ProvenanceSealer(key: try DeviceKey.load(at: file), signEvery: settings.signEvery)
         } catch let error as TapedeckError {
-            throw TapedeckError(error.code, "provenance.sign is on, so takes are signed, but the signing key cannot be used: \(error.message) Nothing was recorded.")
+            throw TapedeckError(error.code, "provenance.sign is on, so takes are signed, but the signing key cannot be used: \(error.message.prefix(1).lowercased() + error.message.dropFirst()) Nothing was recorded.")
         }
     }
 
     /// Checks an audio file against its chain beside it with this build's decoders: `nil` when it
     /// is intact (or has no chain), else the verdict in a sentence. Any thread; blocks reading it.
     public func makeChainCheck() -> @Sendable (URL) -> String? {
-        let decoders = decoders
+        let verdictOf = makeChainVerdict()
         return { audio in
-            guard let chain = try? Data(contentsOf: ProvenanceChain.sidecar(of: audio)) else { return nil }
-            guard let decoder = decoders.first(where: { $0.canRead(audio) }), let reader = try? decoder.openReader(at: audio) else {
-                return "its audio cannot be read."
-            }
-            defer { reader.close() }
-            guard let verdict = try? ChainVerifier.verify(reader, chain: chain, trusted: nil) else { return "its audio cannot be read." }
+            guard FileManager.default.fileExists(atPath: ProvenanceChain.sidecar(of: audio).path) else { return nil }
+            guard let verdict = verdictOf(audio) else { return "its audio cannot be read." }
             switch verdict.outcome {
             case .intact, .unsigned: return nil
             case .intactUpTo(let k, let n): return "it is intact only up to checkpoint \(k) of \(n)."
@@ -45,5 +41,25 @@ extension Studio {
             case .brokenChain(let why), .otherKey(let why): return why
             }
         }
+    }
+
+    /// What the chain beside an audio file says of it, with this build's decoders; `nil` when
+    /// it has no chain or cannot be read. Any thread; blocks reading it.
+    func makeChainVerdict() -> @Sendable (URL) -> ChainVerdict? {
+        let decoders = decoders
+        return { audio in
+            guard let chain = try? Data(contentsOf: ProvenanceChain.sidecar(of: audio)),
+                  let decoder = decoders.first(where: { $0.canRead(audio) }), let reader = try? decoder.openReader(at: audio) else { return nil }
+            defer { reader.close() }
+            return try? ChainVerifier.verify(reader, chain: chain, trusted: nil)
+        }
+    }
+
+    /// The attester of a machine that signs, checking each export's takes against their chains
+    /// first; `nil` when it does not sign or its key cannot be used (the export goes on unsigned).
+    func makeAttester() -> (any ExportAttesting)? {
+        guard var sealer = (try? makeSealer()) as? ProvenanceSealer else { return nil }
+        sealer.sourceCheck = makeChainVerdict()
+        return sealer
     }
 }

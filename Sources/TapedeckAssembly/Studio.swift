@@ -186,7 +186,7 @@ public final class Studio {
         let exporter = TakeExporter(decoders: decoders, store: store, logger: logger, partials: partials, facts: TakeFacts(identity: configuration.identity),
                                     analyzer: EBUR128Analyzer(), resampler: SoxrConversion())
         // A machine that signs its takes signs what its exports were made from (docs/PROVENANCE.md).
-        exporter.attester = (try? makeSealer()) as? any ExportAttesting
+        exporter.attester = makeAttester()
         return exporter
     }
 

@@ -437,8 +437,9 @@ retention:
   keep-marked: true
 
 provenance:
-  # Takes you can prove (docs/PROVENANCE.md): `tapedeck verify` checks a take, or a
-  # file and its .chain, against this machine's public key (`tapedeck keys export`).
+  # Takes you can prove (docs/PROVENANCE.md): `tapedeck verify` checks a take,
+  # or a file and its .chain, against this machine's public key
+  # (`tapedeck keys export`).
   # Sign every take as it is recorded: a hash chain of its audio beside it
   # (TAKEFILE.chain), signed with this machine's key (`tapedeck keys init`).
   # Recording refuses to start without the key.
@@ -446,8 +447,8 @@ provenance:
   # The signing key's file; empty: $XDG_CONFIG_HOME/tapedeck/signing-key, where
   # `tapedeck keys init` makes it.
   key: ""
-  # Sign the chain's head every this many checkpoints (one a second), and at each
-  # take's end.
+  # Sign the chain's head every this many checkpoints (one a second), and at
+  # each take's end.
   sign-every: 10
 
 # Alerts that reach a person while a recording runs unattended: each rule sends

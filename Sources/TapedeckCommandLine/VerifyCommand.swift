@@ -53,7 +53,14 @@ struct VerifyCommand: AsyncParsableCommand {
             for item in items {
                 var isFolder: ObjCBool = false
                 let report: VerifyReport
-                if FileManager.default.fileExists(atPath: item, isDirectory: &isFolder), !isFolder.boolValue {
+                let exists = FileManager.default.fileExists(atPath: item, isDirectory: &isFolder)
+                if exists && isFolder.boolValue {
+                    throw TapedeckError(.invalidArgument, "\(item) is a folder. Give audio files (each with its .chain beside it) or takes (SESSION/TAKE, an id, `last`).")
+                }
+                if !exists, Self.fileExtensions.contains((item as NSString).pathExtension.lowercased()) {
+                    throw TapedeckError(.notFound, "\(item) does not exist. Give an audio file (its .chain is read from beside it), or a take (SESSION/TAKE, an id, `last`).")
+                }
+                if exists {
                     if studio == nil { studio = try global.makeStudioWithoutLibrary() }
                     report = try Self.verifyFile(URL(fileURLWithPath: item), subject: item, decoders: studio!.decoders, trusted: trusted)
                 } else {
@@ -72,10 +79,14 @@ struct VerifyCommand: AsyncParsableCommand {
         if worst != 0 { throw ExitCode(worst) }
     }
 
+    /// Extensions that make an argument a file, not a take's name, when nothing is there.
+    static let fileExtensions: Set<String> = ["wav", "flac", "mp3", "ogg", "opus", "oga", "aif", "aiff", "aifc", "chain", "statement", "w64", "rf64"]
+
     /// Verifies the audio file `url` with its chain beside it.
     static func verifyFile(_ url: URL, subject: String, decoders: [any AudioDecoder], trusted: DeviceKey.PublicKey?) throws -> VerifyReport {
         var audio = url
         if let name = TakeCompanions.audioName(of: url.lastPathComponent) { audio = url.deletingLastPathComponent().appendingPathComponent(name) }
+        if url.lastPathComponent.hasSuffix(ExportStatement.suffix) { audio = url.deletingPathExtension() }
         guard FileManager.default.fileExists(atPath: audio.path) else {
             throw TapedeckError(.notFound, "\(audio.path) does not exist. Give the audio file; its chain is read from beside it (\(audio.lastPathComponent)\(ProvenanceChain.suffix)).")
         }

@@ -48,23 +48,25 @@ struct VerifyReport {
         case .intact:
             out = ["\(subject): intact. Every frame (\(v.fileFrames), \(time(v.fileFrames))) is signed, in \(v.checkpoints) checkpoint\(v.checkpoints == 1 ? "" : "s"), and the take finished."]
         case .intactUpTo(let k, let n):
-            let after = v.fileFrames - v.signedFrames
             out = [k == 0
                 ? "\(subject): nothing is proven yet: no signed checkpoint covers its audio (of \(n) checkpoint\(n == 1 ? "" : "s"))."
                 : "\(subject): intact up to checkpoint \(k) of \(n): frames 0-\(v.signedFrames) (\(time(v.signedFrames))) are as signed."]
-            if after > 0 { out.append("  The \(after) frames after (\(time(after))) are not proven: \(v.finished ? "they were added after the take finished" : "the recording never finished (a power loss, a killed process) or its chain was cut").") }
-            else if after < 0 { out.append("  The file ends \(-after) frames before what was signed: it was cut short.") }
-            else if !v.finished { out.append("  The recording never finished (a power loss, a killed process): what it wrote after its last signature is not proven.") }
+            let unproven = v.fileFrames - v.signedFrames
+            if v.fileFrames < v.chainFrames {
+                out.append("  The file ends \(v.chainFrames - v.fileFrames) frames (\(time(v.chainFrames - v.fileFrames))) before what its chain covers: it was cut short. The \(max(0, unproven)) frames it holds after checkpoint \(k) are not proven.")
+            } else if v.fileFrames > v.chainFrames, v.finished {
+                out.append("  The \(v.fileFrames - v.chainFrames) frames after the end of what was signed (\(time(v.fileFrames - v.chainFrames))) were added after the take finished.")
+            } else if unproven > 0 || !v.finished {
+                out.append("  The recording never finished (a power loss, a killed process): the \(unproven) frames (\(time(unproven))) after its last signature are not proven.")
+            }
         case .altered(let k, let a, let b):
             out = ["\(subject): altered in frames \(a)-\(b) (\(time(a)) to \(time(b)), checkpoint \(k)): the audio there is not what was signed."]
-        case .brokenChain(let why):
-            out = ["\(subject): does not verify: \(why)"]
-        case .otherKey(let why):
-            out = ["\(subject): does not verify: \(why)"]
+        case .brokenChain(let why), .otherKey(let why):
+            out = ["\(subject): does not verify: \(why.prefix(1).lowercased() + why.dropFirst())"]
         case .unsigned:
             out = ["\(subject): unsigned: there is no chain beside it (\(audio.lastPathComponent)\(ProvenanceChain.suffix))."]
         }
-        if let fingerprint = v.fingerprint, v.outcome != .unsigned {
+        if case .otherKey = v.outcome {} else if let fingerprint = v.fingerprint, v.outcome != .unsigned {
             out.append("  Key \(fingerprint)" + (v.keyGiven ? " (the key given)." : " (the chain's own: give --key to check it is the key you trust)."))
         }
         for (when, synced, error) in [("start", v.header?.clockSynchronized, v.header?.clockErrorSeconds), ("end", v.end?.clockSynchronized, v.end?.clockErrorSeconds)] {
@@ -94,7 +96,7 @@ struct VerifyReport {
                            finished: verdict.finished, clockSynchronized: verdict.header?.clockSynchronized,
                            clockErrorSeconds: verdict.header?.clockErrorSeconds, exitStatus: status)
         if let st = statement?.statement {
-            j.exportedFrom = st.sources.map { ["take": $0.take, "head": $0.head, "frames": "\($0.frames)", "checkpoint": "\($0.checkpoint)", "key": $0.key] }
+            j.exportedFrom = st.sources
             j.key = st.key
             j.fingerprint = statement?.fingerprint
             j.keyGiven = statement?.keyGiven ?? false
@@ -135,5 +137,5 @@ struct VerifyJSON: Encodable {
     var clockErrorSeconds: Double?
     var exitStatus: Int32
     /// An export's statement: the signed takes it was made from.
-    var exportedFrom: [[String: String]]?
+    var exportedFrom: [ExportStatement.Source]?
 }

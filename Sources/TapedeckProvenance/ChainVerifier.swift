@@ -35,6 +35,8 @@ public struct ChainVerdict: Sendable, Hashable {
     public var sampleRate: Int
     /// Whether the chain's `end` line is there (the take finished).
     public var finished: Bool
+    /// The frames the chain's checkpoints cover, signed or not.
+    public var chainFrames: Int64 = 0
     /// The clock at the take's start and end, as the chain says.
     public var header: ProvenanceChain.Header?
     public var end: ProvenanceChain.End?
@@ -87,7 +89,7 @@ public enum ChainVerifier {
                 let from = marks.last?.to ?? 0
                 guard c.k == marks.count + 1, c.from == from, c.to >= c.from, verdict.end == nil, let hash = ProvenanceChain.unhex(c.hash), hash.count == 32,
                       let claimed = ProvenanceChain.unhex(c.head) else {
-                    verdict.outcome = .brokenChain("Checkpoint \(c.k) does not follow checkpoint \(marks.count) (frames \(c.from)–\(c.to)).")
+                    verdict.outcome = .brokenChain("Checkpoint \(c.k) does not follow checkpoint \(marks.count) (frames \(c.from)-\(c.to)).")
                     return verdict
                 }
                 head = ProvenanceChain.next(head: head, from: c.from, to: c.to, hash: hash)
@@ -112,6 +114,7 @@ public enum ChainVerifier {
             }
         }
         verdict.checkpoints = marks.count
+        verdict.chainFrames = marks.last?.to ?? 0
         verdict.finished = verdict.end != nil
         // The audio, checkpoint by checkpoint.
         let bytesPerFrame = reader.format.bytesPerFrame

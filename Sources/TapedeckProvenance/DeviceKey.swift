@@ -86,6 +86,9 @@ public struct DeviceKey: Sendable {
                let contents = try? String(contentsOfFile: t, encoding: .utf8) {
                 t = contents.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("ed25519:") } ?? ""
             }
+            if !t.hasPrefix("ed25519:"), t.contains("/"), !FileManager.default.fileExists(atPath: t) {
+                throw TapedeckError(.notFound, "\(t) does not exist. Give the public key (ed25519:…, as `tapedeck keys export` prints it) or a file holding it.")
+            }
             guard t.hasPrefix("ed25519:"), let raw = Data(base64Encoded: String(t.dropFirst(8))),
                   let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
                 throw TapedeckError(.invalidArgument, "\"\(text.prefix(80))\" is not a public key: give it as `tapedeck keys export` prints it (ed25519:…), or a file holding that line.")

@@ -76,6 +76,17 @@ extension ProvenanceSealer: ExportAttesting {
     public func attest(output: URL, sources: [URL], settings: [String: String]) throws -> URL? {
         let signed = sources.compactMap { ExportStatement.lastSigned(beside: $0) }
         guard !signed.isEmpty else { return nil }
+        // Never vouch for audio that is not what was signed.
+        for source in sources {
+            guard let verdict = sourceCheck?(source) else { continue }
+            switch verdict.outcome {
+            case .altered(_, let a, let b):
+                throw TapedeckError(.corruptFile, "the take's audio (\(source.lastPathComponent)) is not what was signed, in frames \(a)-\(b), so no statement was signed for this export. `tapedeck verify` on the take says more.")
+            case .brokenChain(let why), .otherKey(let why):
+                throw TapedeckError(.corruptFile, "the take's chain does not verify (\(TapedeckError.clause(why))), so no statement was signed for this export.")
+            case .intact, .intactUpTo, .unsigned: continue
+            }
+        }
         let (sha, size) = try ExportStatement.digest(of: output)
         var statement = ExportStatement(
             sources: signed.map { .init(take: $0.header.take, key: $0.header.key, head: $0.head, frames: $0.frames, checkpoint: $0.k) },

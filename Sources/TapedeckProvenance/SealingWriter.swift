@@ -121,6 +121,9 @@ final class SealingWriter: TakeWriter {
 public struct ProvenanceSealer: TakeSealing {
     let key: DeviceKey
     let signEvery: Int
+    /// Checks an export's source against its chain before a statement names it (the
+    /// composition root's, with the build's decoders); `nil`: sources are not checked.
+    public var sourceCheck: (@Sendable (URL) -> ChainVerdict?)?
 
     /// Signs with `key`, every `signEvery` checkpoints and at each take's end.
     public init(key: DeviceKey, signEvery: Int = 10) {

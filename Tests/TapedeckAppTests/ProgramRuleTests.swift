@@ -28,6 +28,8 @@ struct ProgramRuleTests {
         #expect(again == news)
         #expect(try ProgramRule.parse("Weekend 10:00-11:00 sat,sun").days == [7, 1])
         #expect(try ProgramRule.parse("Daily 10:00-11:00 daily").days.isEmpty)
+        // A YAML list of days (`days: [mon, tue]`) arrives as "mon, tue".
+        #expect(try ProgramRule.days("mon, tue", flag: "programs[1].days") == [2, 3])
         for bad in ["09:00-09:10", "News", "News 09:00-09:00", "News 09:00-25:00", "News 09:00-09:10 pad", "News 09:00-09:10 pad 2h",
                     "News 09:00-09:10 someday", "News sunrise-sunset", "Bad\u{7}Name 09:00-10:00"] {
             #expect(throws: TapedeckError.self, "\(bad)") { try ProgramRule.parse(bad) }

@@ -120,6 +120,8 @@ struct ProvenanceEndToEndTests {
         #expect(partial["result"] as? String == "intact-up-to" && (partial["signedFrames"] as? Int ?? .max) <= 158_400
                 && (partial["provenCheckpoint"] as? Int ?? 0) >= 1, "\(partial)")
         _ = try await Self.agrees(stranger, cut, key: keyFile)
+        let cutText = try await stranger.run("verify", cut, "--key", keyFile)
+        #expect(cutText.stdout.contains("cut short") && !cutText.stdout.contains("added"), "\(cutText.stdout)")
 
         // The chain changed (one hex digit of a hash), or an old signature replayed at its end.
         let text = try String(contentsOfFile: chain, encoding: .utf8)
@@ -183,8 +185,8 @@ struct ProvenanceEndToEndTests {
         let v = try await stranger.run("verify", mp3, "--key", key, "--json")
         #expect(v.status == 0, "\(v.stdout)\(v.stderr)")
         let verdict = try #require(try Self.json(v.stdout).first)
-        let sources = try #require(verdict["exportedFrom"] as? [[String: String]])
-        #expect(verdict["result"] as? String == "exported" && sources.first?["take"] == takeID, "\(verdict)")
+        let sources = try #require(verdict["exportedFrom"] as? [[String: Any]])
+        #expect(verdict["result"] as? String == "exported" && sources.first?["take"] as? String == takeID && sources.first?["frames"] as? Int == 96_000, "\(verdict)")
         // The take itself, against the same key.
         #expect(try await cli.run("verify", "last", "--key", key).status == 0)
         // The export changed after the statement: caught.
@@ -201,6 +203,15 @@ struct ProvenanceEndToEndTests {
         try text.write(toFile: statement, atomically: true, encoding: .utf8)
         let forged = try await stranger.run("verify", mp3, "--key", key)
         #expect(forged.status == 65 && forged.stdout.contains("signature does not verify"), "\(forged.stdout)")
+
+        // The take's own audio changed in the library: an export of it gets no statement, and says why.
+        let takeFile = try Self.takePath(r.stdout)
+        var takeBytes = try Data(contentsOf: URL(fileURLWithPath: takeFile))
+        takeBytes[takeBytes.count - 100] ^= 0x01
+        try takeBytes.write(to: URL(fileURLWithPath: takeFile))
+        let again = try await cli.run("export", "last", "--format", "flac", "-o", out.path, "--json")
+        #expect(again.status == 0 && again.stderr.contains("no statement was signed"), "\(again.stderr)")
+        #expect(try Self.json(again.stdout).first?["statement"] == nil)
 
         // A recording to a file outside the library is signed too; to stdout it cannot be, and is refused.
         let file = out.appendingPathComponent("direct.wav").path

@@ -195,9 +195,16 @@ final class ProgramCutter {
         }
     }
 
-    /// Ends every programme take (the run ends) for `reason`.
+    /// Ends every programme take (the run ends) for `reason`, saying so of one that had not
+    /// reached its window's end.
     func finishAll(_ reason: TakeBoundary) {
-        for i in slots.indices { close(i, reason) }
+        for i in slots.indices {
+            if let s = slots[i], let offset = s.offset, !s.failed, offset + s.written < s.to {
+                let short = Double(s.to - offset - s.written) / rate
+                logger.warning("The take of programme \"\(s.window.name)\" ends \(Int(short.rounded(.up))) s before its end\(s.window.padSeconds > 0 ? " with padding" : ""): the recording stopped first.")
+            }
+            close(i, reason)
+        }
     }
 
     /// Ends programme `i`'s take: finished on the take queue, or removed when it has no audio.
