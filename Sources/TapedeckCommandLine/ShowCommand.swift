@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TapedeckApp
 import TapedeckCore
+import TapedeckProvenance
 
 struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -57,6 +58,9 @@ struct ShowCommand: AsyncParsableCommand {
                     print("Loudness:  \(Terminal.loudness(l, seconds: take.seconds))")
                 } else if take.state != .recording {
                     print("Loudness:  not measured (run `tapedeck loudness \(t.shortID)`)")
+                }
+                if let url = try? storage.audioURL(for: take), let chain = ProvenanceChain.header(beside: url) {
+                    print("Signed:    by \(chain.fingerprint) (tapedeck verify \(t.shortID))")
                 }
                 if let f = facts {
                     // What the file says of itself (an imported file's own, or Tapedeck's).

@@ -23,6 +23,16 @@ public enum ProvenanceChain {
         audio.deletingLastPathComponent().appendingPathComponent(audio.lastPathComponent + suffix)
     }
 
+    /// The header of the chain beside the audio file `audio` (its first line only); `nil` when
+    /// there is no chain or its first line is not a header. Blocks briefly, reading it.
+    public static func header(beside audio: URL) -> Header? {
+        guard let handle = try? FileHandle(forReadingFrom: sidecar(of: audio)) else { return nil }
+        defer { try? handle.close() }
+        guard let head = try? handle.read(upToCount: 4096), let end = head.firstIndex(of: 0x0A) else { return nil }
+        guard case .header(let h)? = read(head[head.startIndex...end]).lines.first else { return nil }
+        return h
+    }
+
     /// The chain's first head: binds it to the take, its format and the key.
     public static func genesis(takeID: String, format: AudioFormat, publicKey: Data) -> Data {
         var h = SHA256()

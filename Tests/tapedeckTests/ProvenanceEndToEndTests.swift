@@ -77,6 +77,8 @@ struct ProvenanceEndToEndTests {
         #expect(v.status == 0, "\(v.stdout)\(v.stderr)")
         let intact = try #require(try Self.json(v.stdout).first)
         #expect(intact["result"] as? String == "intact" && intact["keyGiven"] as? Bool == true && intact["fileFrames"] as? Int == 288_000, "\(intact)")
+        let shown = try await cli.run("show", "last")
+        #expect(shown.stdout.contains("Signed:    by ") && shown.stdout.split(separator: "\n").filter { $0.hasPrefix("Signed") }.allSatisfy { $0.count <= 80 }, "\(shown.stdout)")
         let checkpoints = try #require(intact["checkpoints"] as? Int)
         #expect(checkpoints >= 2)
 
