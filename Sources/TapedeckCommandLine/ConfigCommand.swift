@@ -361,6 +361,8 @@ struct ConfigShowCommand: AsyncParsableCommand {
             for s in settings {
                 print("  \(s.key.padding(toLength: width, withPad: " ", startingAt: 0))  \(s.value.isEmpty ? "\"\"" : s.value)  [\(s.source)]")
             }
+            // The programmes every recording also keeps as takes of their own (`programs:`).
+            for (i, p) in c.programs.enumerated() { print("\(i == 0 ? "programs:" : "         ") \(p.text)") }
         }
     }
 }
