@@ -56,7 +56,9 @@ struct ProgramTakesEndToEndTests {
         #expect(try await CLIHarness.tool("flac", ["-t", "-s", path]).status == 0)
         // Where it begins in the run, from the catalog's first-frame times (to the microsecond); the counter says the rest.
         let offset = Int(((try await TimelineExportEndToEndTests.seconds(programme) - TimelineExportEndToEndTests.seconds(run[0])) * 48_000).rounded())
-        #expect(abs(offset - 170 * 48_000) <= 48_000, "the padded start is about 2:50 into the run: \(offset)")
+        // About 2:50 into the run: the times are whole seconds, and the recorder starts a moment after
+        // they were read (longer on a busy machine).
+        #expect(abs(offset - 170 * 48_000) <= 15 * 48_000, "the padded start is about 2:50 into the run: \(offset)")
         let got = try await TimelineExportEndToEndTests.samples(path, counterFrom: offset, checking: programme["frames"] as? Int ?? 0)
         #expect(got["wrong"] is NSNull, "the programme's take is the run's counter from its first frame: \(got)")
         // The same stretch exported from the log (the timeline does not count the programme's copy).
@@ -101,7 +103,9 @@ struct ProgramTakesEndToEndTests {
         let zero = try await Self.showJSON(cli, "Killed/Take 1")
         let liveShown = try await Self.showJSON(cli, "Killed/\(try #require(live["name"] as? String))")
         let offset = try Self.frames(from: zero, to: liveShown)
-        #expect(offset > 0 && offset < 6 * 48_000, "\(offset)")
+        // The programme began 2 to 3 s after this test read the clock: into the run, or at its start
+        // when the recorder was slower than that to start.
+        #expect(offset >= 0 && offset < 6 * 48_000, "\(offset)")
         let livePath = try #require(liveShown["path"] as? String)
         let got = try await TimelineExportEndToEndTests.samples(livePath, counterFrom: offset, checking: live["frames"] as? Int ?? 0)
         #expect(got["wrong"] is NSNull, "the recovered programme take is the run's counter from its first frame: \(got)")
