@@ -246,7 +246,8 @@ struct ProvenanceEndToEndTests {
         let (cli, _) = try Self.signing(signEvery: 2)
         #expect(try await cli.run("keys", "init").status == 0)
         let (p, _, _) = try cli.start(["record", "--session", "Killed", "--set", "encoder.name=\(encoder)", "--set", "capture.null.signal=counter"])
-        try await Task.sleep(for: .seconds(5.5))
+        // Past the second signature (every 2 checkpoints of 1 s), with room for a slow start.
+        try await Task.sleep(for: .seconds(7))
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
         let v = try await cli.run("verify", "last", "--json")
