@@ -32,7 +32,13 @@ final class SealingWriter: TakeWriter {
         self.signEvery = max(1, signEvery)
         bytesPerFrame = format.bytesPerFrame
         fd = open(sidecar.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw TapedeckError.system(errno, while: "create the take's chain \(sidecar.path)") }
+        guard fd >= 0 else {
+            if errno == EEXIST {
+                // A chain left beside a file that is gone (moved away by hand): never written over.
+                throw TapedeckError(.alreadyExists, "\(sidecar.path) exists already: the chain of an earlier recording whose audio is no longer beside it. Move it away (it still proves that recording), then record again.")
+            }
+            throw TapedeckError.system(errno, while: "create the take's chain \(sidecar.path)")
+        }
         let publicKey = key.publicKey
         head = ProvenanceChain.genesis(takeID: takeID, format: format, publicKey: publicKey.raw)
         let clock = SystemClock.state()

@@ -110,6 +110,21 @@ struct ProvenanceChainTests {
         }
     }
 
+    @Test("a chain is never written over: one left beside a file that is gone is refused, saying what to do")
+    func neverOverwritten() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let audio = folder.appendingPathComponent("a.wav")
+        try Data("earlier".utf8).write(to: ProvenanceChain.sidecar(of: audio))
+        do {
+            _ = try SealingWriter(Memory(), takeID: "t", format: Self.format, sidecar: ProvenanceChain.sidecar(of: audio), key: Self.vectorKey, signEvery: 1)
+            Issue.record("an existing chain was written over")
+        } catch let e as TapedeckError {
+            #expect(e.code == .alreadyExists && e.message.contains("Move it away"), "\(e.message)")
+        }
+        #expect(try String(contentsOf: ProvenanceChain.sidecar(of: audio), encoding: .utf8) == "earlier")
+    }
+
     @Test("a chain cut in the middle of a line (a process killed while writing it) reads up to the last whole line")
     func cutLine() throws {
         let text = Data("{\"type\":\"header\"}\n{\"type\":\"checkp".utf8)
