@@ -73,6 +73,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // The trusted time stamps of signed takes: an RFC 3161 token's CMS signature and its
+        // authority's certificate chain (TapedeckProvenance).
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         // `/metrics` of `tapedeck serve`: the Prometheus exposition (TapedeckServer).
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The S3 remote's HTTP client (TapedeckS3).
@@ -315,13 +319,17 @@ let package = Package(
         ),
 
         // Takes you can prove (provenance.sign): the device key (Ed25519), the signed hash chain
-        // written beside each take as it is recorded, and its verification (swift-crypto).
+        // written beside each take as it is recorded, and its verification (swift-crypto); RFC 3161
+        // time stamps of its heads from an authority over HTTP (libcurl), checked with swift-certificates.
         .target(
             name: "TapedeckProvenance",
-            dependencies: ["TapedeckCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["TapedeckCore", "CCurlTransfer", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "TapedeckProvenanceTests", dependencies: ["TapedeckProvenance", "TapedeckTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "TapedeckProvenanceTests", dependencies: ["TapedeckProvenance", "TapedeckTesting", .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: swiftSettings),
 
         // Composition root.
         .target(

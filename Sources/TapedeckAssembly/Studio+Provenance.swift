@@ -1,7 +1,7 @@
 public import Foundation
 public import TapedeckCore
 import TapedeckApp
-import TapedeckProvenance
+public import TapedeckProvenance
 
 extension Studio {
     /// The signing key's file: `provenance.key`, or `$XDG_CONFIG_HOME/tapedeck/signing-key`.
@@ -21,10 +21,32 @@ extension Studio {
         guard settings.sign else { return nil }
         let file = signingKeyFile()
         do {
-            return ProvenanceSealer(key: try DeviceKey.load(at: file), signEvery: settings.signEvery)
-        } catch let error as TapedeckError {
+            var sealer = ProvenanceSealer(key: try DeviceKey.load(at: file), signEvery: settings.signEvery)
+            sealer.stamper = try makeTimeStamper()
+            return sealer
+        } catch let error as TapedeckError where error.code != .configuration {
             throw TapedeckError(error.code, "provenance.sign is on, so takes are signed, but the signing key cannot be used: \(error.message.prefix(1).lowercased() + error.message.dropFirst()) Nothing was recorded.")
         }
+    }
+
+    /// The time-stamp sender (made once): new requests go to `provenance.tsa` (`nil` authority
+    /// when unset; queued requests are still sent to theirs). Its queue is
+    /// `$XDG_STATE_HOME/tapedeck/timestamps`.
+    /// - Throws: `.configuration` when `provenance.tsa` is not an http(s) URL. - Thread: main actor; never blocks.
+    public func makeTimeStamper() throws -> TimeStamper {
+        if let timeStamper { return timeStamper }
+        let settings = ProvenanceSettings(configuration.provenanceSettings)
+        var authority: String?
+        if !settings.tsa.isEmpty {
+            guard let url = URL(string: settings.tsa), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw TapedeckError(.configuration, "provenance.tsa is \"\(settings.tsa)\", not an http:// or https:// URL. Give the time-stamping authority's URL (e.g. https://freetsa.org/tsr), or leave it empty for no time stamps.")
+            }
+            authority = settings.tsa
+        }
+        let stamper = TimeStamper(authority: authority, every: settings.tsaEveryMinutes * 60,
+                                  folder: paths.timeStampQueueFolder, logger: logger)
+        timeStamper = stamper
+        return stamper
     }
 
     /// Checks an audio file against its chain beside it with this build's decoders: `nil` when it

@@ -4,6 +4,7 @@ public import TapedeckApp
 public import TapedeckCore
 public import TapedeckAlerts
 import TapedeckBundleStorage
+public import TapedeckProvenance
 import TapedeckLoudness
 import TapedeckResample
 
@@ -22,6 +23,8 @@ public final class Studio {
     private let context: PluginContext
     /// The user's folders, for messages that say where a config file goes.
     let paths: UserPaths
+    /// The sender of time-stamp requests (`provenance.tsa`), made with the first sealer.
+    public internal(set) var timeStamper: TimeStamper?
 
     /// Assembles storage, encoders and decoders. Capture and playback are made on first use, so
     /// commands that only read the library work on machines with no audio device configured.

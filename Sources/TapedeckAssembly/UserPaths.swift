@@ -41,6 +41,8 @@ public struct UserPaths: Sendable, Hashable {
     /// changed): `$XDG_CACHE_HOME/tapedeck/manifests`.
     public var manifestCacheFolder: URL { URL(fileURLWithPath: cacheHome).appendingPathComponent("tapedeck/manifests") }
 
+    /// Where time-stamp requests wait to be sent: `$XDG_STATE_HOME/tapedeck/timestamps`.
+    public var timeStampQueueFolder: URL { URL(fileURLWithPath: stateHome).appendingPathComponent("tapedeck/timestamps") }
     /// Where alerts wait to be sent: `$XDG_STATE_HOME/tapedeck/alerts`.
     public var alertsFolder: URL { URL(fileURLWithPath: stateHome).appendingPathComponent("tapedeck/alerts") }
 

@@ -5,6 +5,7 @@ import Observation
 import TapedeckApp
 import TapedeckAssembly
 import TapedeckCore
+import TapedeckProvenance
 
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -262,6 +263,9 @@ struct RecordCommand: AsyncParsableCommand {
             let toStdout = output == "-"
             let (fileURL, chosen) = try checkedOutput(seconds: seconds, studio: studio)
             let recorder = try studio.makeRecorder(encoder: chosen)
+            // Signed takes' time stamps (provenance.tsa) are sent as they are asked for, and queued ones too.
+            let stamper = studio.timeStamper
+            stamper?.start()
             extending?.cancel()
             // capture.resume in the config does what --resume does (not for -o: one file).
             if output == nil && recorder.settings.resume { plan.resume = true }
@@ -303,6 +307,8 @@ struct RecordCommand: AsyncParsableCommand {
                         try await recorder.record(to: fileURL.map(RecordingOutput.file) ?? .stream(STDOUT_FILENO), name: name, duration: length)
                     }
                 }
+                let unsent = await Self.settle(stamper)
+                defer { if let unsent { Terminal.printError(unsent) } }
                 return try Self.finish(report, json: json)
             }
             let (session, name) = (self.session, self.name)
@@ -332,6 +338,8 @@ struct RecordCommand: AsyncParsableCommand {
                 try Self.reportUnfinished(unfinished, json: json, storage: storage)
                 throw unfinished.error
             }
+            let unsent = await Self.settle(stamper)
+            defer { if let unsent { Terminal.printError(unsent) } }
             try Self.finish(report, json: json, storage: storage)
         }
     }

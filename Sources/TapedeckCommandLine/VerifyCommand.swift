@@ -33,6 +33,9 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The signer's public key (ed25519:…, or a file holding it, as `tapedeck keys export` prints it).", valueName: "key"))
     var key: String?
 
+    @Option(name: .customLong("tsa-ca"), help: ArgumentHelp("PEM certificates trusted to vouch for time-stamping authorities (default: provenance.tsa-ca, else the system's CA bundle).", valueName: "file"))
+    var tsaCA: String?
+
     @Flag(help: "Print JSON: an array of one object per take or file.")
     var json = false
 
@@ -50,6 +53,7 @@ struct VerifyCommand: AsyncParsableCommand {
             var studio: Studio?
             var library: Studio?
             var reports: [VerifyReport] = []
+            var roots: TimeStampRoots?
             for item in items {
                 var isFolder: ObjCBool = false
                 let report: VerifyReport
@@ -70,9 +74,17 @@ struct VerifyCommand: AsyncParsableCommand {
                     let decoders = library!.decoders.filter { $0.encodings.contains(take.encoding) } + library!.decoders
                     report = try Self.verifyFile(url, subject: "\(session.name)/\(take.name)", decoders: decoders, trusted: trusted)
                 }
-                worst = max(worst, report.status)
-                reports.append(report)
-                if !json { print(report.lines.joined(separator: "\n")) }
+                var checked = report
+                if !checked.verdict.stamps.isEmpty {
+                    if roots == nil {
+                        let configured = (studio ?? library).map { ProvenanceSettings($0.configuration.provenanceSettings).tsaCA }
+                        roots = try TimeStampRoots.load(file: tsaCA ?? configured)
+                    }
+                    for stamp in checked.verdict.stamps { checked.stampTrust.append(await stamp.signed.trustProblem(roots: roots!)) }
+                }
+                worst = max(worst, checked.status)
+                reports.append(checked)
+                if !json { print(checked.lines.joined(separator: "\n")) }
             }
             if json { try Terminal.printJSON(reports.map(\.json)) }
         }

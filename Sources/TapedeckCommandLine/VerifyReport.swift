@@ -11,6 +11,8 @@ struct VerifyReport {
     var verdict: ChainVerdict
     /// An export's signed statement, when the file has one and no chain.
     var statement: StatementVerdict?
+    /// For each of the verdict's time stamps: why its authority is not trusted (`nil`: trusted).
+    var stampTrust: [String?] = []
 
     var status: Int32 {
         if let statement { return statement.problem == nil ? VerifyCommand.intact : VerifyCommand.failed }
@@ -69,9 +71,27 @@ struct VerifyReport {
         if case .otherKey = v.outcome {} else if let fingerprint = v.fingerprint, v.outcome != .unsigned {
             out.append("  Key \(fingerprint)" + (v.keyGiven ? " (the key given)." : " (the chain's own: give --key to check it is the key you trust)."))
         }
+        out += stampLines
         for (when, synced, error) in [("start", v.header?.clockSynchronized, v.header?.clockErrorSeconds), ("end", v.end?.clockSynchronized, v.end?.clockErrorSeconds)] {
             guard let synced else { continue }
             out.append("  Clock at the \(when): \(synced ? "synchronized" + (error.map { String(format: " (estimated error %.3f s)", $0) } ?? "") : "not synchronized: the time of day may be off").")
+        }
+        return out
+    }
+
+    /// The time stamps: when each authority saw which head, and whether it is one to trust.
+    var stampLines: [String] {
+        let v = verdict
+        guard v.outcome != .unsigned, statement == nil else { return [] }
+        var out: [String] = []
+        for (i, stamp) in v.stamps.enumerated() {
+            let which = stamp.checkpoint == v.checkpoints && v.finished ? "its end (checkpoint \(stamp.checkpoint))" : "checkpoint \(stamp.checkpoint) of \(v.checkpoints)"
+            let problem = i < stampTrust.count ? stampTrust[i] : "not checked"
+            out.append("  Time-stamped: \(which) existed by \(UTCTimestamp.seconds(stamp.time)), says \(stamp.signed.authority)"
+                       + (problem.map { " (\($0): give the authority's CA certificate with --tsa-ca FILE)." } ?? ", a trusted authority."))
+        }
+        if let tsa = v.header?.tsa, v.finished, !v.stamps.contains(where: { $0.checkpoint == v.checkpoints }) {
+            out.append("  Its end has no time stamp yet: the recorder asks \(tsa); a request may wait in that machine's queue (`tapedeck keys stamp` sends it).")
         }
         return out
     }
@@ -95,6 +115,11 @@ struct VerifyReport {
                            key: verdict.key, fingerprint: verdict.fingerprint, keyGiven: verdict.keyGiven, takeID: verdict.takeID,
                            finished: verdict.finished, clockSynchronized: verdict.header?.clockSynchronized,
                            clockErrorSeconds: verdict.header?.clockErrorSeconds, exitStatus: status)
+        j.timestamps = verdict.stamps.enumerated().map { i, stamp in
+            let problem = i < stampTrust.count ? stampTrust[i] : "not checked"
+            return VerifyJSON.Stamp(checkpoint: stamp.checkpoint, time: UTCTimestamp.format(stamp.time), authority: stamp.signed.authority,
+                                    tsa: stamp.tsa, policy: stamp.signed.token.policy, trusted: problem == nil, trustProblem: problem)
+        }
         if let st = statement?.statement {
             j.exportedFrom = st.sources
             j.key = st.key
@@ -138,4 +163,16 @@ struct VerifyJSON: Encodable {
     var exitStatus: Int32
     /// An export's statement: the signed takes it was made from.
     var exportedFrom: [ExportStatement.Source]?
+    /// The chain's RFC 3161 time stamps, each one whose token holds.
+    var timestamps: [Stamp] = []
+
+    struct Stamp: Encodable {
+        var checkpoint: Int
+        var time: String
+        var authority: String
+        var tsa: String
+        var policy: String
+        var trusted: Bool
+        var trustProblem: String?
+    }
 }

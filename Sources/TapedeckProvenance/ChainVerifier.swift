@@ -40,6 +40,22 @@ public struct ChainVerdict: Sendable, Hashable {
     /// The clock at the take's start and end, as the chain says.
     public var header: ProvenanceChain.Header?
     public var end: ProvenanceChain.End?
+    /// The chain's time stamps, each checked: its token is the authority's signature over
+    /// checkpoint `checkpoint`'s head (whether the authority is trusted is the caller's question:
+    /// ``TimeStamp/Signed/trustProblem(roots:)``).
+    public var stamps: [StampCheck] = []
+
+    /// A time stamp that holds.
+    public struct StampCheck: Sendable, Hashable {
+        /// The checkpoint whose head it stamps, and whether it is the last (the take's end).
+        public var checkpoint: Int
+        /// The token, its signature checked.
+        public var signed: TimeStamp.Signed
+        /// The authority asked (its URL).
+        public var tsa: String
+        /// When the authority says it saw the head.
+        public var time: Date { signed.token.time }
+    }
 }
 
 /// Checks an audio file against its chain (``ProvenanceChain``): the chain's own arithmetic and
@@ -75,8 +91,19 @@ public enum ChainVerifier {
         // The chain's arithmetic and signatures.
         var head = ProvenanceChain.genesis(takeID: header.take, format: reader.format, publicKey: key.raw)
         var marks: [(k: Int, from: Int64, to: Int64, hash: Data)] = []
+        var heads: [Data] = []
         var lastSigned = 0
         for line in lines.dropFirst() {
+            if case .stamp(let stamp) = line {
+                // Tokens arrive when the authority answers: after their checkpoint, even after the end.
+                do {
+                    verdict.stamps.append(try check(stamp, heads: heads))
+                } catch let error as TapedeckError {
+                    verdict.outcome = .brokenChain("The time stamp of checkpoint \(stamp.k) does not verify: \(error.message)")
+                    return verdict
+                }
+                continue
+            }
             if verdict.end != nil {
                 verdict.outcome = .brokenChain("The chain goes on after its end: a line was added.")
                 return verdict
@@ -98,6 +125,7 @@ public enum ChainVerifier {
                     return verdict
                 }
                 marks.append((c.k, c.from, c.to, hash))
+                heads.append(head)
             case .signature(let s):
                 guard s.k == marks.count, s.k > 0, s.to == marks[s.k - 1].to, let signature = Data(base64Encoded: s.sig),
                       key.isValid(signature, for: ProvenanceChain.signedMessage(checkpoint: s.k, frames: s.to, head: head)) else {
@@ -105,6 +133,7 @@ public enum ChainVerifier {
                     return verdict
                 }
                 lastSigned = s.k
+            case .stamp: break
             case .end(let e):
                 guard e.end == marks.count, e.frames == (marks.last?.to ?? 0), lastSigned == marks.count else {
                     verdict.outcome = .brokenChain("The chain's end does not match its last signed checkpoint.")
@@ -160,5 +189,19 @@ public enum ChainVerifier {
             verdict.outcome = .intactUpTo(checkpoint: provenUpTo, of: marks.count)
         }
         return verdict
+    }
+
+    /// Checks a `timestamp` line against the heads read so far: its checkpoint is one of them,
+    /// its token is signed (CMS) and covers that head.
+    static func check(_ stamp: ProvenanceChain.Stamp, heads: [Data]) throws -> ChainVerdict.StampCheck {
+        guard stamp.k >= 1, stamp.k <= heads.count, ProvenanceChain.unhex(stamp.head) == heads[stamp.k - 1] else {
+            throw TapedeckError(.corruptFile, "it names a head the chain does not have there.")
+        }
+        guard let der = Data(base64Encoded: stamp.token) else { throw TapedeckError(.corruptFile, "its token is not base64.") }
+        let signed = try TimeStamp.checkSignature(of: der)
+        guard signed.token.digest == heads[stamp.k - 1] else {
+            throw TapedeckError(.corruptFile, "its token stamps another digest than the checkpoint's head.")
+        }
+        return ChainVerdict.StampCheck(checkpoint: stamp.k, signed: signed, tsa: stamp.tsa)
     }
 }

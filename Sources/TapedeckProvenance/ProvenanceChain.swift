@@ -84,6 +84,8 @@ public enum ProvenanceChain {
         /// estimated error in seconds; `nil` when the kernel does not say.
         public var clockSynchronized: Bool?
         public var clockErrorSeconds: Double?
+        /// The time-stamping authority the recorder asks for tokens (`provenance.tsa`), when one.
+        public var tsa: String?
     }
 
     /// One checkpoint: frames `from..<to`, their bytes' SHA-256, the new head.
@@ -113,12 +115,25 @@ public enum ProvenanceChain {
         public var clockErrorSeconds: Double?
     }
 
+    /// An RFC 3161 time stamp of checkpoint `k`'s head: the authority's token (DER, base64),
+    /// the time it gives, and the authority asked. Appended when the token arrives, which may
+    /// be after the `end` line (a token proves the head existed no later than its time).
+    public struct Stamp: Codable, Sendable, Hashable {
+        public var type = "timestamp"
+        public var k: Int
+        public var head: String
+        public var time: String
+        public var tsa: String
+        public var token: String
+    }
+
     /// A line of the sidecar, read.
     public enum Line: Sendable, Hashable {
         case header(Header)
         case checkpoint(Checkpoint)
         case signature(Signature)
         case end(End)
+        case stamp(Stamp)
     }
 
     /// The lines of a sidecar's text, each by its `type`; reading stops at the first line that
@@ -142,6 +157,7 @@ public enum ProvenanceChain {
             case "checkpoint": line = (try? decoder.decode(Checkpoint.self, from: d)).map(Line.checkpoint)
             case "signature": line = (try? decoder.decode(Signature.self, from: d)).map(Line.signature)
             case "end": line = (try? decoder.decode(End.self, from: d)).map(Line.end)
+            case "timestamp": line = (try? decoder.decode(Stamp.self, from: d)).map(Line.stamp)
             default: line = nil
             }
             guard let line else { return (lines, true) }

@@ -24,12 +24,20 @@ final class SealingWriter: TakeWriter {
     private var checkpoints = 0
     private var lastSigned = 0
     private let bytesPerFrame: Int
+    private let sidecar: URL
+    private let takeID: String
+    private let stamper: TimeStamper?
+    private var lastStamp = Date()
 
-    /// Creates the sidecar at `sidecar` (which must not exist) with its header.
-    init(_ inner: any TakeWriter, takeID: String, format: AudioFormat, sidecar: URL, key: DeviceKey, signEvery: Int) throws {
+    /// Creates the sidecar at `sidecar` (which must not exist) with its header. With `stamper`,
+    /// the head is time-stamped at the end, and every ``TimeStamper/every`` seconds when signed.
+    init(_ inner: any TakeWriter, takeID: String, format: AudioFormat, sidecar: URL, key: DeviceKey, signEvery: Int, stamper: TimeStamper? = nil) throws {
         self.inner = inner
         self.key = key
         self.signEvery = max(1, signEvery)
+        self.sidecar = sidecar
+        self.takeID = takeID
+        self.stamper = stamper.flatMap { $0.authority == nil ? nil : $0 }
         bytesPerFrame = format.bytesPerFrame
         fd = open(sidecar.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -44,7 +52,8 @@ final class SealingWriter: TakeWriter {
         let clock = SystemClock.state()
         let header = ProvenanceChain.Header(take: takeID, format: ProvenanceChain.formatText(format), key: publicKey.description,
                                             fingerprint: publicKey.fingerprint, created: UTCTimestamp.format(Date()),
-                                            clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil)
+                                            clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil,
+                                            tsa: self.stamper?.authority)
         do {
             try append(ProvenanceChain.line(header))
             guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
@@ -75,9 +84,12 @@ final class SealingWriter: TakeWriter {
         let frames = try inner.finish()
         try seal(sign: true, force: true)
         let clock = SystemClock.state()
-        try append(ProvenanceChain.line(ProvenanceChain.End(end: checkpoints, frames: written,
-                                                           clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil)))
-        guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
+        try ChainFile.locked(fd) {
+            try append(ProvenanceChain.line(ProvenanceChain.End(end: checkpoints, frames: written,
+                                                               clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil)))
+            guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
+        }
+        stamper?.request(chain: sidecar, take: takeID, checkpoint: checkpoints, head: head)
         return frames
     }
 
@@ -90,6 +102,17 @@ final class SealingWriter: TakeWriter {
     /// Chains the frames written since the last checkpoint (when there are any, or `force`),
     /// then signs the head when `sign` and it is not signed yet; syncs the sidecar.
     private func seal(sign: Bool, force: Bool = false) throws {
+        let signed = try ChainFile.locked(fd) { try sealLocked(sign: sign, force: force) }
+        // A long take's head is stamped every so often (its end always is, in finish()).
+        if signed, !force, let stamper, stamper.every > 0, -lastStamp.timeIntervalSinceNow >= Double(stamper.every) {
+            lastStamp = Date()
+            stamper.request(chain: sidecar, take: takeID, checkpoint: checkpoints, head: head)
+        }
+    }
+
+    /// ``seal(sign:force:)`` holding the chain's lock; whether it signed.
+    private func sealLocked(sign: Bool, force: Bool) throws -> Bool {
+        var signed = false
         if written > sealed || (force && checkpoints == 0) {
             let hash = Data(hasher.finalize())
             hasher = SHA256()
@@ -104,29 +127,21 @@ final class SealingWriter: TakeWriter {
             let signature = try key.sign(message)
             try append(ProvenanceChain.line(ProvenanceChain.Signature(k: checkpoints, to: sealed, sig: signature.base64EncodedString())))
             lastSigned = checkpoints
+            signed = true
         }
         guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
+        return signed
     }
 
-    private func append(_ data: Data) throws {
-        try data.withUnsafeBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw TapedeckError.system(errno, while: "write the take's chain")
-                }
-                done += n
-            }
-        }
-    }
+    private func append(_ data: Data) throws { try ChainFile.write(data, to: fd) }
 }
 
 /// The machine's sealer: seals each take with its key (``SealingWriter``). A plain value; any thread.
 public struct ProvenanceSealer: TakeSealing {
     let key: DeviceKey
     let signEvery: Int
+    /// Asks an authority to time-stamp each take's heads (`provenance.tsa`); `nil`: none.
+    public var stamper: TimeStamper?
     /// Checks an export's source against its chain before a statement names it (the
     /// composition root's, with the build's decoders); `nil`: sources are not checked.
     public var sourceCheck: (@Sendable (URL) -> ChainVerdict?)?
@@ -138,6 +153,6 @@ public struct ProvenanceSealer: TakeSealing {
     }
 
     public func seal(_ writer: any TakeWriter, takeID: String, format: AudioFormat, audioURL: URL) throws -> any TakeWriter {
-        try SealingWriter(writer, takeID: takeID, format: format, sidecar: ProvenanceChain.sidecar(of: audioURL), key: key, signEvery: signEvery)
+        try SealingWriter(writer, takeID: takeID, format: format, sidecar: ProvenanceChain.sidecar(of: audioURL), key: key, signEvery: signEvery, stamper: stamper)
     }
 }

@@ -101,7 +101,7 @@ public enum TimeStamp {
     }
 
     static func corrupt(_ what: String) -> TapedeckError {
-        TapedeckError(.corruptFile, "The time stamp is not an RFC 3161 token: \(what).")
+        TapedeckError(.corruptFile, "The time-stamp token does not hold: \(what).")
     }
 
     static func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {

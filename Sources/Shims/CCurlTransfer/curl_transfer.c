@@ -95,6 +95,44 @@ int tapedeck_http_post(const char *url, const char *const *headers, size_t heade
     return finish(curl, code, result, CURLINFO_RESPONSE_CODE);
 }
 
+typedef struct {
+    unsigned char *buffer;
+    size_t capacity;
+    size_t length;
+} whole_sink;
+
+static size_t keep_all(char *data, size_t size, size_t count, void *user) {
+    whole_sink *s = user;
+    size_t n = size * count;
+    if (n > s->capacity - s->length) return 0;  // more than asked for: the transfer fails
+    memcpy(s->buffer + s->length, data, n);
+    s->length += n;
+    return n;
+}
+
+int tapedeck_http_post_keeping(const char *url, const char *const *headers, size_t header_count,
+                               const char *body, size_t body_length, long timeout_seconds,
+                               unsigned char *answer, size_t capacity, size_t *answer_length,
+                               tapedeck_transfer_result *result) {
+    *answer_length = 0;
+    CURL *curl = start(result, url, timeout_seconds, "http,https");
+    if (!curl) return -1;
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < header_count; i++) list = curl_slist_append(list, headers[i]);
+    list = curl_slist_append(list, "Expect:");
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+    whole_sink s = { answer, capacity, 0 };
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_all);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+    CURLcode code = curl_easy_perform(curl);
+    curl_slist_free_all(list);
+    *answer_length = s.length;
+    return finish(curl, code, result, CURLINFO_RESPONSE_CODE);
+}
+
 int tapedeck_smtp_send(const char *url, int require_tls, const char *user, const char *password,
                        const char *from, const char *const *recipients, size_t recipient_count,
                        const char *message, size_t message_length, long timeout_seconds,

@@ -24,6 +24,13 @@ int tapedeck_http_post(const char *url, const char *const *headers, size_t heade
                        const char *body, size_t body_length, long timeout_seconds,
                        const char *user, const char *password, tapedeck_transfer_result *result);
 
+// POSTs like tapedeck_http_post and keeps the whole answer in `answer` (`capacity` bytes at
+// most; `*answer_length` is what came, and the transfer fails when more would come).
+int tapedeck_http_post_keeping(const char *url, const char *const *headers, size_t header_count,
+                               const char *body, size_t body_length, long timeout_seconds,
+                               unsigned char *answer, size_t capacity, size_t *answer_length,
+                               tapedeck_transfer_result *result);
+
 // Sends one message (`message`, with its headers, CRLF line ends) over SMTP: `url` is
 // smtp://host:port (STARTTLS when `require_tls`) or smtps://host:port (TLS from the start).
 // `user`/`password` may be NULL (no AUTH). Returns 0 when the server took the message, -1 otherwise.
