@@ -54,7 +54,9 @@ struct VerifyReport {
                 ? "\(subject): nothing is proven yet: no signed checkpoint covers its audio (of \(n) checkpoint\(n == 1 ? "" : "s"))."
                 : "\(subject): intact up to checkpoint \(k) of \(n): frames 0-\(v.signedFrames) (\(time(v.signedFrames))) are as signed."]
             let unproven = v.fileFrames - v.signedFrames
-            if v.fileFrames < v.chainFrames {
+            if v.endUnsigned {
+                out.append("  Its end line is not signed (a chain from a Tapedeck before the end was signed, or an end added later): that the take finished is not proven.")
+            } else if v.fileFrames < v.chainFrames {
                 out.append("  The file ends \(v.chainFrames - v.fileFrames) frames (\(time(v.chainFrames - v.fileFrames))) before what its chain covers: it was cut short. The \(max(0, unproven)) frames it holds after checkpoint \(k) are not proven.")
             } else if v.fileFrames > v.chainFrames, v.finished {
                 out.append("  The \(v.fileFrames - v.chainFrames) frames after the end of what was signed (\(time(v.fileFrames - v.chainFrames))) were added after the take finished.")

@@ -33,8 +33,11 @@ public struct ChainVerdict: Sendable, Hashable {
     public var signedFrames: Int64
     public var fileFrames: Int64
     public var sampleRate: Int
-    /// Whether the chain's `end` line is there (the take finished).
+    /// Whether the chain's `end` line is there, signed (the take finished).
     public var finished: Bool
+    /// Whether the chain has an `end` line without a signature (written by a Tapedeck from
+    /// before the end was signed): the take's end is then not proven.
+    public var endUnsigned = false
     /// The frames the chain's checkpoints cover, signed or not.
     public var chainFrames: Int64 = 0
     /// The clock at the take's start and end, as the chain says.
@@ -139,12 +142,21 @@ public enum ChainVerifier {
                     verdict.outcome = .brokenChain("The chain's end does not match its last signed checkpoint.")
                     return verdict
                 }
+                if let sig = e.sig {
+                    guard let signature = Data(base64Encoded: sig), key.isValid(signature, for: ProvenanceChain.endMessage(checkpoint: e.end, frames: e.frames, head: head)) else {
+                        verdict.outcome = .brokenChain("The signature of the chain's end does not verify: the end was changed or added.")
+                        return verdict
+                    }
+                } else {
+                    verdict.endUnsigned = true
+                }
                 verdict.end = e
             }
         }
         verdict.checkpoints = marks.count
         verdict.chainFrames = marks.last?.to ?? 0
-        verdict.finished = verdict.end != nil
+        // An end without its signature (an earlier Tapedeck's chain) does not prove the take finished.
+        verdict.finished = verdict.end != nil && !verdict.endUnsigned
         // The audio, checkpoint by checkpoint.
         let bytesPerFrame = reader.format.bytesPerFrame
         let chunk = 16_384

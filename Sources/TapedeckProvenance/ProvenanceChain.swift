@@ -59,6 +59,13 @@ public enum ProvenanceChain {
         Data(context + Array("\u{0}sign\u{0}".utf8) + bigEndian(Int64(checkpoint)) + bigEndian(frames)) + head
     }
 
+    /// What the `end` line's signature signs: the context, "end", the last checkpoint's number,
+    /// the take's frames, and the last head. It tells a take that finished from one cut back to
+    /// an earlier signature with an `end` line added.
+    public static func endMessage(checkpoint: Int, frames: Int64, head: Data) -> Data {
+        Data(context + Array("\u{0}end\u{0}".utf8) + bigEndian(Int64(checkpoint)) + bigEndian(frames)) + head
+    }
+
     /// `s16/48000/2`: the format as the genesis binds it.
     public static func formatText(_ format: AudioFormat) -> String {
         "\(format.sampleFormat.rawValue)/\(format.sampleRate)/\(format.channels)"
@@ -106,13 +113,16 @@ public enum ProvenanceChain {
         public var sig: String
     }
 
-    /// The take finished: its frames, the last checkpoint, and the clock then.
+    /// The take finished: its frames, the last checkpoint, the clock then, and the signature of
+    /// ``ProvenanceChain/endMessage(checkpoint:frames:head:)`` (`nil` in chains of Tapedeck
+    /// before it signed the end: such an end is not proven).
     public struct End: Codable, Sendable, Hashable {
         public var type = "end"
         public var end: Int
         public var frames: Int64
         public var clockSynchronized: Bool?
         public var clockErrorSeconds: Double?
+        public var sig: String?
     }
 
     /// An RFC 3161 time stamp of checkpoint `k`'s head: the authority's token (DER, base64),

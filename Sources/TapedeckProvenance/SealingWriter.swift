@@ -85,8 +85,10 @@ final class SealingWriter: TakeWriter {
         try seal(sign: true, force: true)
         let clock = SystemClock.state()
         try ChainFile.locked(fd) {
+            let sig = try key.sign(ProvenanceChain.endMessage(checkpoint: checkpoints, frames: written, head: head))
             try append(ProvenanceChain.line(ProvenanceChain.End(end: checkpoints, frames: written,
-                                                               clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil)))
+                                                               clockSynchronized: clock?.synchronized, clockErrorSeconds: clock?.synchronized == true ? clock?.estimatedError : nil,
+                                                               sig: sig.base64EncodedString())))
             guard fsync(fd) == 0 else { throw TapedeckError.system(errno, while: "sync the take's chain") }
         }
         stamper?.request(chain: sidecar, take: takeID, checkpoint: checkpoints, head: head)

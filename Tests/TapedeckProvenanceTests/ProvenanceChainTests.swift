@@ -60,6 +60,38 @@ struct ProvenanceChainTests {
         #expect(ProvenanceChain.hex(hash) == "be45cb2605bf36bebde684841a28f0fd43c69850a3dce5fedba69928ee3a8991")
         #expect(ProvenanceChain.hex(head) == "7350d456c2d547fe17694015c1d665e66935766c7a83707efac128fd3236fbda")
         #expect(signature.base64EncodedString() == "CTz/DcqLF5ArGOXuZcD3Gm1i9ILsWPkLs14bWCMTNqiouCOTcxEmhKTx4EisTnAO5hfpzA75UO+wFHaXOGhXAg==")
+        let end = try key.sign(ProvenanceChain.endMessage(checkpoint: 1, frames: 4, head: head))
+        #expect(end.base64EncodedString() == "RaRuxHM+mlkrRRM5d6dAmhqN4Sv7VKH1rtKI6zuCajTolJ7g6X9znEb53b1FrkawMg66b3sUHZT8NlUpwCEwAA==")
+    }
+
+    @Test("the end is signed: a chain cut back to an earlier signature with an end line added does not verify; an end without its signature (an earlier Tapedeck's) is not proven")
+    func signedEnd() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let memory = Memory()
+        let audio = folder.appendingPathComponent("take.wav")
+        let writer = try SealingWriter(memory, takeID: "t", format: Self.format, sidecar: ProvenanceChain.sidecar(of: audio), key: Self.vectorKey, signEvery: 1)
+        let frames = [UInt8](repeating: 3, count: 4000)
+        for _ in 0..<4 {
+            try frames.withUnsafeBytes { try writer.write($0.baseAddress!, frames: 1000) }
+            try writer.checkpoint()
+        }
+        _ = try writer.finish()
+        let chain = try Data(contentsOf: ProvenanceChain.sidecar(of: audio))
+        #expect(try ChainVerifier.verify(Reading(memory.bytes), chain: chain, trusted: nil).outcome == .intact)
+        let lines = chain.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+        // Cut back after checkpoint 2's signature, the audio with it, and the old end line's shape added.
+        let keep = lines.prefix { !$0.contains("\"k\":3") }
+        let forgedEnd = #"{"end":2,"frames":2000,"sig":"\#(lines.last!.split(separator: "\"sig\":\"").last!.prefix(88))","type":"end"}"#
+        for end in [forgedEnd, #"{"end":2,"frames":2000,"type":"end"}"#] {
+            let cut = Data((keep + [end]).joined(separator: "\n").utf8) + Data([0x0A])
+            let v = try ChainVerifier.verify(Reading(memory.bytes.prefix(8000)), chain: cut, trusted: nil)
+            if end == forgedEnd {
+                if case .brokenChain(let why) = v.outcome { #expect(why.contains("end")) } else { Issue.record("\(v.outcome)") }
+            } else {
+                #expect(v.outcome == .intactUpTo(checkpoint: 2, of: 2) && v.endUnsigned && !v.finished, "\(v.outcome)")
+            }
+        }
     }
 
     @Test("random takes sealed and verified: intact as written; a changed byte is found in its checkpoint; cut short, intact up to a signed checkpoint")
