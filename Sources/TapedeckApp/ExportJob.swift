@@ -288,7 +288,7 @@ struct ExportJob {
         partials.register(temp)
         defer { partials.forget(temp) }
         var metadata = facts.metadata(for: item.take, sessionName: item.session.name)
-        metadata.tags = item.take.tags.merging(item.extraTags) { _, extra in extra }
+        metadata.tags = item.take.tags.filter { $0.key != TakeCompanions.signedTag }.merging(item.extraTags) { _, extra in extra }
         // Audio a gain or a new rate changed is measured as written (full-band audio loses
         // loudness to a lower rate); audio copied keeps the take's loudness.
         let notes = WriterNotes()

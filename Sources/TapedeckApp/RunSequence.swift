@@ -79,7 +79,7 @@ final class RunSequence: TakeSequence {
         var pending = try made ?? storage.beginTake(in: session.id, named: nil, format: format, encoding: encoder.name,
                                                        fileExtension: encoder.fileExtension, startDate: start)
         do {
-            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: index)))
+            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(tags: writing.tags, run: TakeRun(id: runID, index: index)))
             let writer = try writing.make(at: pending.fileURL, audioURL: try storage.audioURL(for: pending.take), takeID: pending.take.id, format: format,
                                           metadata: facts.metadata(for: pending.take, sessionName: session.name), notes: notes(for: index))
             let ready = pending
@@ -142,7 +142,7 @@ final class RunSequence: TakeSequence {
         }
         guard var pending = made else { throw TapedeckError(.alreadyExists, "Every name for programme \(window.name)'s take is taken in this session.") }
         do {
-            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(tags: [Self.programTag: window.name]))
+            pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(tags: writing.tags.merging([Self.programTag: window.name]) { $1 }))
             let notes = WriterNotes()
             let writer = try writing.make(at: pending.fileURL, audioURL: try storage.audioURL(for: pending.take), takeID: pending.take.id, format: format,
                                           metadata: facts.metadata(for: pending.take, sessionName: session.name), notes: notes)

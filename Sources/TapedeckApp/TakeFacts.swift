@@ -38,7 +38,7 @@ public struct TakeFacts: Sendable, Hashable {
     /// known (else when its entry was made).
     public func metadata(for take: Take, sessionName: String, startDate: Date? = nil, preRollFrames: Int64 = 0) -> TakeMetadata {
         TakeMetadata(takeName: take.name, sessionName: sessionName, takeNumber: take.number, startDate: startDate ?? take.began ?? take.createdAt,
-                     notes: take.notes, tags: take.tags, takeID: take.id, identity: identity, source: source, run: take.run,
+                     notes: take.notes, tags: take.tags.filter { $0.key != TakeCompanions.signedTag }, takeID: take.id, identity: identity, source: source, run: take.run,
                      preRollFrames: preRollFrames, loudness: take.loudness)
     }
 

@@ -239,6 +239,8 @@ public final class TakeRecorder {
                                 runID: String?) async throws -> PendingTake {
         let storage = store.storage
         let encoder = self.encoder
+        // A signed take says so from its start (SIGNED=key), a run's first take where it stands.
+        let tags = TakeCompanions.tags(sealedBy: sealer)
         return try await store.perform {
             // A name template (`%Y-%m-%d %H.%M`) is made at the take's start; a name it made
             // already in the session gets " (2)", " (3)" (a plain name taken is refused).
@@ -255,9 +257,9 @@ public final class TakeRecorder {
                 }
             }
             guard var pending = made else { throw TapedeckError(.alreadyExists, "Every name \(name ?? "") makes is taken in this session.") }
-            if let runID {
+            if runID != nil || !tags.isEmpty {
                 do {
-                    pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(run: TakeRun(id: runID, index: 1, offset: 0, began: .start)))
+                    pending.take = try storage.annotateTake(pending.take.id, TakeAnnotations(tags: tags, run: runID.map { TakeRun(id: $0, index: 1, offset: 0, began: .start) }))
                 } catch {
                     _ = try? storage.completeRecovery(of: pending.take, repaired: nil)
                     throw error

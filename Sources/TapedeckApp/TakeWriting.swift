@@ -13,6 +13,9 @@ struct TakeWriting: Sendable {
     let sealer: (any TakeSealing)?
     let logger: Logger
 
+    /// The tags each take written this way starts with (`SIGNED=` when sealed).
+    var tags: [String: String] { TakeCompanions.tags(sealedBy: sealer) }
+
     /// The writer of take `takeID`, writing `url` (its pending file), kept at `audioURL` once
     /// finished. Blocks on disk I/O: the file (and its chain) are created and their folder synced.
     /// - Throws: the encoder's failures; the sealer's, after removing the new file.

@@ -61,6 +61,8 @@ struct ShowCommand: AsyncParsableCommand {
                 }
                 if let url = try? storage.audioURL(for: take), let chain = ProvenanceChain.header(beside: url) {
                     print("Signed:    by \(chain.fingerprint) (tapedeck verify \(t.shortID))")
+                } else if let signer = take.tags[TakeCompanions.signedTag] {
+                    print("Signed:    by \(signer), but its chain is missing (tapedeck verify \(t.shortID))")
                 }
                 if let f = facts {
                     // What the file says of itself (an imported file's own, or Tapedeck's).

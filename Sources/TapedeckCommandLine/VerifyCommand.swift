@@ -72,7 +72,7 @@ struct VerifyCommand: AsyncParsableCommand {
                     let (take, session) = try library!.store.resolveTake(item)
                     let url = try library!.store.storage.audioURL(for: take)
                     let decoders = library!.decoders.filter { $0.encodings.contains(take.encoding) } + library!.decoders
-                    report = try Self.verifyFile(url, subject: "\(session.name)/\(take.name)", decoders: decoders, trusted: trusted)
+                    report = try Self.verifyFile(url, subject: "\(session.name)/\(take.name)", decoders: decoders, trusted: trusted, take: take)
                 }
                 var checked = report
                 if !checked.verdict.stamps.isEmpty {
@@ -95,7 +95,9 @@ struct VerifyCommand: AsyncParsableCommand {
     static let fileExtensions: Set<String> = ["wav", "flac", "mp3", "ogg", "opus", "oga", "aif", "aiff", "aifc", "chain", "statement", "w64", "rf64"]
 
     /// Verifies the audio file `url` with its chain beside it.
-    static func verifyFile(_ url: URL, subject: String, decoders: [any AudioDecoder], trusted: DeviceKey.PublicKey?) throws -> VerifyReport {
+    /// `take`: the library's entry of it, when it is a take: a signed take (tag `SIGNED`) whose
+    /// chain is missing does not verify, and its frames are compared with what was signed.
+    static func verifyFile(_ url: URL, subject: String, decoders: [any AudioDecoder], trusted: DeviceKey.PublicKey?, take: Take? = nil) throws -> VerifyReport {
         var audio = url
         if let name = TakeCompanions.audioName(of: url.lastPathComponent) { audio = url.deletingLastPathComponent().appendingPathComponent(name) }
         if url.lastPathComponent.hasSuffix(ExportStatement.suffix) { audio = url.deletingPathExtension() }
@@ -109,9 +111,14 @@ struct VerifyCommand: AsyncParsableCommand {
         let chain = FileManager.default.fileExists(atPath: sidecar.path) ? try Data(contentsOf: sidecar) : nil
         let reader = try decoder.openReader(at: audio)
         defer { reader.close() }
-        let verdict = try ChainVerifier.verify(reader, chain: chain, trusted: trusted)
+        var verdict = try ChainVerifier.verify(reader, chain: chain, trusted: trusted)
+        if chain == nil, let signer = take?.tags[TakeCompanions.signedTag] {
+            verdict.outcome = .brokenChain("The take was signed by key \(signer) as it was recorded (its tag \(TakeCompanions.signedTag)), but its chain \(sidecar.path) is missing. Restore it from a copy of the take (a backup, or `tapedeck pull` from the remote it was pushed to).")
+        }
         // An export of signed takes carries a signed statement of what it was made from instead.
-        let statement = chain == nil ? StatementVerdict.check(audio, trusted: trusted) : nil
-        return VerifyReport(subject: subject, audio: audio, chain: chain == nil ? nil : sidecar, verdict: verdict, statement: statement)
+        let statement = chain == nil && take?.tags[TakeCompanions.signedTag] == nil ? StatementVerdict.check(audio, trusted: trusted) : nil
+        var report = VerifyReport(subject: subject, audio: audio, chain: chain == nil ? nil : sidecar, verdict: verdict, statement: statement)
+        if let take, take.state == .complete { report.libraryFrames = take.frames }
+        return report
     }
 }

@@ -13,6 +13,8 @@ struct VerifyReport {
     var statement: StatementVerdict?
     /// For each of the verdict's time stamps: why its authority is not trusted (`nil`: trusted).
     var stampTrust: [String?] = []
+    /// The frames the library says the take finished with (a finished take in the library).
+    var libraryFrames: Int64?
 
     var status: Int32 {
         if let statement { return statement.problem == nil ? VerifyCommand.intact : VerifyCommand.failed }
@@ -54,6 +56,11 @@ struct VerifyReport {
                 ? "\(subject): nothing is proven yet: no signed checkpoint covers its audio (of \(n) checkpoint\(n == 1 ? "" : "s"))."
                 : "\(subject): intact up to checkpoint \(k) of \(n): frames 0-\(v.signedFrames) (\(time(v.signedFrames))) are as signed."]
             let unproven = v.fileFrames - v.signedFrames
+            if let recorded = libraryFrames, recorded > v.signedFrames, v.chainFrames < recorded {
+                out.append("  The library says this take finished with \(recorded) frames (\(time(recorded))), but its chain stops at \(v.chainFrames): the chain was cut back after recording.")
+            } else if let recorded = libraryFrames, recorded > v.fileFrames {
+                out.append("  The library says this take finished with \(recorded) frames (\(time(recorded))); its file holds \(v.fileFrames): it was cut short after recording.")
+            }
             if v.endUnsigned {
                 out.append("  Its end line is not signed (a chain from a Tapedeck before the end was signed, or an end added later): that the take finished is not proven.")
             } else if v.fileFrames < v.chainFrames {

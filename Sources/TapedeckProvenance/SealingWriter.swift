@@ -148,6 +148,9 @@ public struct ProvenanceSealer: TakeSealing {
     /// composition root's, with the build's decoders); `nil`: sources are not checked.
     public var sourceCheck: (@Sendable (URL) -> ChainVerdict?)?
 
+    /// The key's fingerprint: each take it seals is tagged `SIGNED=` with it.
+    public var signer: String? { key.publicKey.fingerprint }
+
     /// Signs with `key`, every `signEvery` checkpoints and at each take's end.
     public init(key: DeviceKey, signEvery: Int = 10) {
         self.key = key

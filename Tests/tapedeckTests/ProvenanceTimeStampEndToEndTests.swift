@@ -96,4 +96,43 @@ struct ProvenanceTimeStampEndToEndTests {
         let moved = try await cli.run("verify", file)
         #expect(moved.status == 65 && moved.stdout.contains("time stamp of checkpoint"), "\(moved.stdout)")
     }
+
+    @Test("a signed take says so in the library (tag SIGNED, not carried into exports): its chain deleted, it does not verify and `show` says the chain is missing; its chain and file cut back together are said to be cut after recording")
+    func signedInTheLibrary() async throws {
+        var (cli, folder) = try ProvenanceEndToEndTests.signing(signEvery: 1)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        cli.extraEnvironment["XDG_STATE_HOME"] = folder.appendingPathComponent("state").path
+        try #require(try await cli.run("keys", "init").status == 0)
+        let r = try await cli.run("record", "-d", "3s", "--session", "Kept", "--json")
+        try #require(r.status == 0, "\(r.stderr)")
+        let audio = try ProvenanceEndToEndTests.takePath(r.stdout)
+        let fingerprint = try await cli.run("keys").stdout.split(separator: "\n").first { $0.hasPrefix("Fingerprint:") }?.split(separator: " ").last.map(String.init)
+        let listed = try await cli.run("list", "--json")
+        #expect(listed.stdout.contains("\"SIGNED\"") && listed.stdout.contains(fingerprint ?? "?"), "\(listed.stdout)")
+        let exported = folder.appendingPathComponent("out.flac").path
+        #expect(try await cli.run("export", "last", "-o", exported).status == 0)
+        let tags = try await CLIHarness.tool("ffprobe", ["-v", "error", "-show_entries", "format_tags", "-of", "json", exported])
+        #expect(!tags.stdout.uppercased().contains("SIGNED"), "\(tags.stdout)")
+
+        // The chain and the file cut back together, to the first second: said, not hidden.
+        let chain = audio + ".chain"
+        let whole = try String(contentsOfFile: chain, encoding: .utf8)
+        let lines = whole.split(separator: "\n").map(String.init)
+        let firstSignature = try #require(lines.firstIndex { $0.contains("\"type\":\"signature\"") })
+        try (lines[...firstSignature].joined(separator: "\n") + "\n").write(toFile: chain, atomically: true, encoding: .utf8)
+        let original = try Data(contentsOf: URL(fileURLWithPath: audio))
+        let dataStart = try #require(original.range(of: Data("data".utf8))).upperBound + 4
+        try original.prefix(dataStart + 48_000 * 4).write(to: URL(fileURLWithPath: audio))
+        let cut = try await cli.run("verify", "last")
+        #expect(cut.status == 1 && cut.stdout.contains("chain was cut back after recording"), "\(cut.stdout)")
+        try whole.write(toFile: chain, atomically: true, encoding: .utf8)
+        try original.write(to: URL(fileURLWithPath: audio))
+
+        // The chain deleted: not "unsigned", but a signed take whose chain is missing.
+        try FileManager.default.removeItem(atPath: chain)
+        let missing = try await cli.run("verify", "last")
+        #expect(missing.status == 65 && missing.stdout.contains("chain") && missing.stdout.contains("is missing"), "\(missing.stdout)")
+        let shown = try await cli.run("show", "last")
+        #expect(shown.stdout.contains("its chain is missing"), "\(shown.stdout)")
+    }
 }

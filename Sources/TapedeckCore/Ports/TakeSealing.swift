@@ -12,12 +12,30 @@ public protocol TakeSealing: Sendable {
     /// - Throws: when the sidecar cannot be made (the take is then not recorded: a recorder
     ///   asked to sign never records unsigned).
     func seal(_ writer: any TakeWriter, takeID: String, format: AudioFormat, audioURL: URL) throws -> any TakeWriter
+
+    /// Who signs (a key's fingerprint), kept with each take it seals as the tag
+    /// ``TakeCompanions/signedTag``: a take whose chain goes missing is then known to have had
+    /// one. `nil` (the default): no tag.
+    var signer: String? { get }
+}
+
+extension TakeSealing {
+    public var signer: String? { nil }
 }
 
 /// Files a take keeps beside its audio, named after it (`TAKEFILE.chain`): stores delete them
 /// with the audio, count them as the take's (never as files no take names), and remotes carry
 /// them with it. A namespace of pure functions; any thread; never blocks.
 public enum TakeCompanions {
+    /// The tag a sealed take carries from its start: `SIGNED=FINGERPRINT` (``TakeSealing/signer``).
+    /// Not carried into exports (an export is not the signed take; its statement is its proof).
+    public static let signedTag = "SIGNED"
+
+    /// The tags a take sealed by `sealer` starts with.
+    public static func tags(sealedBy sealer: (any TakeSealing)?) -> [String: String] {
+        sealer?.signer.map { [signedTag: $0] } ?? [:]
+    }
+
     /// The suffixes of companion files: `.chain`, a take's signed hash chain.
     public static let suffixes = [".chain"]
 
