@@ -33,4 +33,13 @@ public struct ProvenanceSettings: SettingsGroup, Hashable {
         tsaEveryMinutes = settings[Self.tsaEvery]
         tsaCA = settings[Self.tsaCA].trimmingCharacters(in: .whitespaces)
     }
+
+    /// Why `tsa` is not an authority's URL (`nil`: it is, or it is empty).
+    public var tsaProblem: String? {
+        guard !tsa.isEmpty else { return nil }
+        guard let url = URL(string: tsa), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+            return "provenance.tsa is \"\(tsa)\", not an http:// or https:// URL. Give the time-stamping authority's URL (e.g. https://freetsa.org/tsr), or leave it empty for no time stamps."
+        }
+        return nil
+    }
 }

@@ -152,6 +152,9 @@ public struct ConfigurationLoader: Sendable {
                 var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: name))
                 _ = resolution.run()
                 problems += resolution.problems
+                if resolution.problems.isEmpty, let problem = ProvenanceSettings(try resolve(file: file, flags: flags, machine: name).provenanceSettings).tsaProblem {
+                    problems.append(problem + (name.map { " (machines.\($0))" } ?? ""))
+                }
             } catch let error as TapedeckError {
                 problems.append(error.message)
             } catch {

@@ -36,13 +36,8 @@ extension Studio {
     public func makeTimeStamper() throws -> TimeStamper {
         if let timeStamper { return timeStamper }
         let settings = ProvenanceSettings(configuration.provenanceSettings)
-        var authority: String?
-        if !settings.tsa.isEmpty {
-            guard let url = URL(string: settings.tsa), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
-                throw TapedeckError(.configuration, "provenance.tsa is \"\(settings.tsa)\", not an http:// or https:// URL. Give the time-stamping authority's URL (e.g. https://freetsa.org/tsr), or leave it empty for no time stamps.")
-            }
-            authority = settings.tsa
-        }
+        if let problem = settings.tsaProblem { throw TapedeckError(.configuration, problem) }
+        let authority = settings.tsa.isEmpty ? nil : settings.tsa
         let stamper = TimeStamper(authority: authority, every: settings.tsaEveryMinutes * 60,
                                   folder: paths.timeStampQueueFolder, logger: logger)
         timeStamper = stamper

@@ -450,6 +450,17 @@ provenance:
   # Sign the chain's head every this many checkpoints (one a second), and at
   # each take's end.
   sign-every: 10
+  # An RFC 3161 time-stamping authority's URL (http or https): each signed
+  # take's head is stamped at its end and every tsa-every-minutes; tokens go
+  # into its chain. Requests wait in a queue while it cannot be reached
+  # (`tapedeck keys stamp` sends them). Empty: no time stamps.
+  tsa: ""
+  # Time-stamp a long take's head every this many minutes as well as at its
+  # end; 0: only at its end.
+  tsa-every-minutes: 60
+  # A file of PEM certificates trusted to vouch for time-stamping authorities
+  # (`tapedeck verify` checks tokens against it); empty: the system's CA bundle.
+  tsa-ca: ""
 
 # Alerts that reach a person while a recording runs unattended: each rule sends
 # the events its when: names through one route (webhook, ntfy or email). Events:
