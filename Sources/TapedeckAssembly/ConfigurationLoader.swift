@@ -150,9 +150,9 @@ public struct ConfigurationLoader: Sendable {
         for name in machines {
             do {
                 var resolution = Resolution(catalog: catalog, layers: try layers(file: file, flags: flags, machine: name))
-                _ = resolution.run()
+                let configuration = resolution.run()
                 problems += resolution.problems
-                if resolution.problems.isEmpty, let problem = ProvenanceSettings(try resolve(file: file, flags: flags, machine: name).provenanceSettings).tsaProblem {
+                if resolution.problems.isEmpty, let problem = ProvenanceSettings(configuration.provenanceSettings).tsaProblem {
                     problems.append(problem + (name.map { " (machines.\($0))" } ?? ""))
                 }
             } catch let error as TapedeckError {

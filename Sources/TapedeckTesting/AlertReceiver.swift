@@ -38,7 +38,6 @@ public final class AlertReceiver: @unchecked Sendable {
     public func start() throws {
         guard pid == 0 else { return }
         let portFile = folder.appendingPathComponent("port")
-        try? FileManager.default.removeItem(at: portFile)
         let log = folder.appendingPathComponent("received.jsonl").path
         var arguments = ["python3", folder.appendingPathComponent("receiver.py").path]
         switch kind {
@@ -46,18 +45,7 @@ public final class AlertReceiver: @unchecked Sendable {
         case .smtp(let user, let password): arguments += ["smtp", portFile.path, log, user, password]
         }
         if port != 0 { arguments.append(String(port)) }
-        pid = try ChildProcess.start(arguments, environment: ProcessInfo.processInfo.environment,
-                                     output: folder.appendingPathComponent("output.txt").path)
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if let text = try? String(contentsOf: portFile, encoding: .utf8), let p = Int(text) {
-                port = p
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        stop()
-        throw ChildProcess.SpawnError(description: "The alert receiver did not start: \((try? String(contentsOf: folder.appendingPathComponent("output.txt"), encoding: .utf8)) ?? "")")
+        (pid, port) = try ChildProcess.startServer(arguments, portFile: portFile, output: folder.appendingPathComponent("output.txt"), what: "The alert receiver")
     }
 
     /// Stops it: connections are refused until ``start()``.

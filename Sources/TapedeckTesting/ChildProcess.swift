@@ -106,4 +106,19 @@ public enum ChildProcess {
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
     }
+
+    /// Starts a server that writes the port it listens on to `portFile` once it does (its
+    /// output to `output`), and waits up to 20 s for it. - Throws: when it does not start, with
+    /// what it said. - Thread: any. Blocks until then.
+    public static func startServer(_ arguments: [String], portFile: URL, output: URL, what: String) throws -> (pid: pid_t, port: Int) {
+        try? FileManager.default.removeItem(at: portFile)
+        let pid = try start(arguments, environment: ProcessInfo.processInfo.environment, output: output.path)
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let text = try? String(contentsOf: portFile, encoding: .utf8), let port = Int(text) { return (pid, port) }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        terminate(pid, SIGTERM)
+        throw SpawnError(description: "\(what) did not start: \((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+    }
 }

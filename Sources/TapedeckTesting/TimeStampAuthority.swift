@@ -40,21 +40,9 @@ public final class TimeStampAuthority: @unchecked Sendable {
     public func start() throws {
         guard pid == 0 else { return }
         let portFile = folder.appendingPathComponent("port")
-        try? FileManager.default.removeItem(at: portFile)
         var arguments = ["python3", folder.appendingPathComponent("tsa_server.py").path, folder.path, portFile.path]
         if port != 0 { arguments.append(String(port)) }
-        pid = try ChildProcess.start(arguments, environment: ProcessInfo.processInfo.environment,
-                                     output: folder.appendingPathComponent("output.txt").path)
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if let text = try? String(contentsOf: portFile, encoding: .utf8), let p = Int(text) {
-                port = p
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        stop()
-        throw ChildProcess.SpawnError(description: "The time-stamping authority did not start: \((try? String(contentsOf: folder.appendingPathComponent("output.txt"), encoding: .utf8)) ?? "")")
+        (pid, port) = try ChildProcess.startServer(arguments, portFile: portFile, output: folder.appendingPathComponent("output.txt"), what: "The time-stamping authority")
     }
 
     /// Stops it: connections are refused until ``start()``.
@@ -110,7 +98,8 @@ public final class TimeStampAuthority: @unchecked Sendable {
         }
     }
 
-    static func run(_ args: [String], in folder: URL) throws -> (status: Int32, output: String) {
+    /// Runs `args` in `folder`: the exit status and what it printed (stdout and stderr).
+    public static func run(_ args: [String], in folder: URL) throws -> (status: Int32, output: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = args

@@ -70,11 +70,9 @@ static int finish(CURL *curl, CURLcode code, tapedeck_transfer_result *result, C
     return code == CURLE_OK ? 0 : -1;
 }
 
-int tapedeck_http_post(const char *url, const char *const *headers, size_t header_count,
-                       const char *body, size_t body_length, long timeout_seconds,
-                       const char *user, const char *password, tapedeck_transfer_result *result) {
-    CURL *curl = start(result, url, timeout_seconds, "http,https");
-    if (!curl) return -1;
+// Makes `curl` a POST of `body` with the header lines; returns the list to free after the transfer.
+static struct curl_slist *post_body(CURL *curl, const char *const *headers, size_t header_count,
+                                    const char *body, size_t body_length) {
     struct curl_slist *list = NULL;
     for (size_t i = 0; i < header_count; i++) list = curl_slist_append(list, headers[i]);
     // No "Expect: 100-continue" wait before the body.
@@ -83,6 +81,15 @@ int tapedeck_http_post(const char *url, const char *const *headers, size_t heade
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+    return list;
+}
+
+int tapedeck_http_post(const char *url, const char *const *headers, size_t header_count,
+                       const char *body, size_t body_length, long timeout_seconds,
+                       const char *user, const char *password, tapedeck_transfer_result *result) {
+    CURL *curl = start(result, url, timeout_seconds, "http,https");
+    if (!curl) return -1;
+    struct curl_slist *list = post_body(curl, headers, header_count, body, body_length);
     if (user && password) {
         curl_easy_setopt(curl, CURLOPT_USERNAME, user);
         curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
@@ -117,13 +124,7 @@ int tapedeck_http_post_keeping(const char *url, const char *const *headers, size
     *answer_length = 0;
     CURL *curl = start(result, url, timeout_seconds, "http,https");
     if (!curl) return -1;
-    struct curl_slist *list = NULL;
-    for (size_t i = 0; i < header_count; i++) list = curl_slist_append(list, headers[i]);
-    list = curl_slist_append(list, "Expect:");
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+    struct curl_slist *list = post_body(curl, headers, header_count, body, body_length);
     whole_sink s = { answer, capacity, 0 };
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_all);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
