@@ -264,8 +264,7 @@ struct RecordCommand: AsyncParsableCommand {
             let (fileURL, chosen) = try checkedOutput(seconds: seconds, studio: studio)
             let recorder = try studio.makeRecorder(encoder: chosen)
             // Signed takes' time stamps (provenance.tsa) are sent as they are asked for, and queued ones too.
-            let stamper = studio.timeStamper
-            stamper?.start()
+            let stamper = studio.timeStamper?.started()
             extending?.cancel()
             // capture.resume in the config does what --resume does (not for -o: one file).
             if output == nil && recorder.settings.resume { plan.resume = true }

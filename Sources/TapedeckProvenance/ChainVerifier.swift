@@ -158,6 +158,14 @@ public enum ChainVerifier {
         // An end without its signature (an earlier Tapedeck's chain) does not prove the take finished.
         verdict.finished = verdict.end != nil && !verdict.endUnsigned
         // The audio, checkpoint by checkpoint.
+        try checkAudio(reader, marks: marks, lastSigned: lastSigned, into: &verdict)
+        return verdict
+    }
+
+    /// Hashes the audio `reader` delivers checkpoint by checkpoint up to the last signed one,
+    /// counts the frames after it, and sets the verdict's outcome.
+    static func checkAudio(_ reader: any TakeReader, marks: [(k: Int, from: Int64, to: Int64, hash: Data)], lastSigned: Int,
+                           into verdict: inout ChainVerdict) throws {
         let bytesPerFrame = reader.format.bytesPerFrame
         let chunk = 16_384
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * bytesPerFrame, alignment: 16)
@@ -181,7 +189,7 @@ public enum ChainVerifier {
             }
             guard Data(hasher.finalize()) == mark.hash else {
                 verdict.outcome = .altered(checkpoint: mark.k, from: mark.from, to: mark.to)
-                return verdict
+                return
             }
             provenUpTo = mark.k
             verdict.signedFrames = mark.to
@@ -200,7 +208,6 @@ public enum ChainVerifier {
         } else {
             verdict.outcome = .intactUpTo(checkpoint: provenUpTo, of: marks.count)
         }
-        return verdict
     }
 
     /// Checks a `timestamp` line against the heads read so far: its checkpoint is one of them,

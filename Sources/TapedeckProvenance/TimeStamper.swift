@@ -125,7 +125,14 @@ public final class TimeStamper: @unchecked Sendable {
 
     /// Starts the sender: a thread that sends requests as they are queued (and those already
     /// queued), retrying after 5 s, then longer (at most 5 min), while the authority cannot be
-    /// reached. Lives as long as the process.
+    /// reached. Lives as long as the process. Returns itself.
+    @discardableResult
+    public func started() -> TimeStamper {
+        start()
+        return self
+    }
+
+    /// ``started()``, not returning itself.
     public func start() {
         condition.lock()
         defer { condition.unlock() }
