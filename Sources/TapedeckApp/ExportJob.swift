@@ -229,7 +229,7 @@ struct ExportJob {
         let converted = UnsafeMutablePointer<Float>.allocate(capacity: capacity * channels)
         defer { converted.deallocate() }
         let converter = try resampler.makeConverter(from: reader.format.sampleRate, to: rate, channels: channels)
-        let meter = try analyzer.makeMeter(for: AudioFormat(sampleRate: rate, channels: channels, sampleFormat: .f32, layout: reader.format.layout))
+        let meter = try analyzer.makeFastMeter(for: AudioFormat(sampleRate: rate, channels: channels, sampleFormat: .f32, layout: reader.format.layout))
         _ = try reader.forEachFloatBlock(chunk: chunk, stoppingWith: partials) { floats, n in
             meter.add(converted, frames: try converter.process(floats, frames: n, into: converted, capacity: capacity))
         }
@@ -241,7 +241,7 @@ struct ExportJob {
     static func measure(_ source: ExportSource, analyzer: any LoudnessAnalyzer, partials: PartialFiles) throws -> Loudness {
         let reader = try source.open()
         defer { reader.close() }
-        let meter = try analyzer.makeMeter(for: reader.format)
+        let meter = try analyzer.makeFastMeter(for: reader.format)
         let frames = try reader.forEachBlock(stoppingWith: partials) { meter.add($0, frames: $1) }
         try source.checkLength(frames, reader.format.sampleRate)
         return meter.result()
@@ -294,7 +294,7 @@ struct ExportJob {
         let notes = WriterNotes()
         var writer = try encoder.makeWriter(at: temp, format: outFormat, metadata: metadata, options: WriterOptions(threads: threads, verifyWhileWriting: true))
         if plan.changesAudio, let analyzer {
-            writer = MeasuringTakeWriter(writer, meter: try analyzer.makeMeter(for: outFormat), notes: notes)
+            writer = MeasuringTakeWriter(writer, meter: try analyzer.makeFastMeter(for: outFormat), notes: notes)
         }
         var finished = false
         defer {

@@ -112,7 +112,7 @@ public final class LoudnessScanner {
                                                 partials: PartialFiles, take: Take? = nil) throws -> (loudness: Loudness, invalid: Int64) {
         let reader = try take.map { try openTake($0, at: url, decoder: decoder) } ?? SanitizedTakeReader(decoder.openReader(at: url))
         defer { reader.close() }
-        let meter = try analyzer.makeMeter(for: reader.format)
+        let meter = try analyzer.makeFastMeter(for: reader.format)
         let frames = try reader.forEachBlock(stoppingWith: partials) { meter.add($0, frames: $1) }
         if let take { try checkLength(take, read: frames, rate: reader.format.sampleRate, at: url) }
         return (meter.result(), reader.replacedSamples)

@@ -239,7 +239,7 @@ public struct TakeImporter: Sendable {
     private func decodeAll(_ url: URL, decoder: any AudioDecoder) throws -> (AudioFormat, Int64, String?, Loudness?, WaveformPeaks, Int64) {
         let reader = try SanitizedTakeReader(decoder.openReader(at: url))
         defer { reader.close() }
-        let meter = try? analyzer?.makeMeter(for: reader.format)
+        let meter = try? analyzer?.makeFastMeter(for: reader.format)
         let tap = WaveformTap(format: reader.format)
         let frames = try reader.forEachBlock(stoppingWith: partials) {
             meter?.add($0, frames: $1)

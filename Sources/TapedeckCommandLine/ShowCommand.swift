@@ -61,7 +61,7 @@ struct ShowCommand: AsyncParsableCommand {
                 }
                 if let url = try? storage.audioURL(for: take), let chain = ProvenanceChain.header(beside: url) {
                     print("Signed:    by \(chain.fingerprint) (tapedeck verify \(t.shortID))")
-                } else if let signer = take.tags[TakeCompanions.signedTag] {
+                } else if let signer = take.tags[TakeCompanions.signedTag], take.frames > 0 {
                     print("Signed:    by \(signer), but its chain is missing (tapedeck verify \(t.shortID))")
                 }
                 if let f = facts {

@@ -91,6 +91,16 @@ struct VerifyCommand: AsyncParsableCommand {
         if worst != 0 { throw ExitCode(worst) }
     }
 
+    /// The frames `reader` delivers from where it is to the end. - Blocks: decodes them.
+    static func countFrames(_ reader: any TakeReader) throws -> Int64 {
+        let chunk = 16_384
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk * reader.format.bytesPerFrame, alignment: 16)
+        defer { buffer.deallocate() }
+        var frames: Int64 = 0
+        while case let n = try reader.read(into: buffer, maxFrames: chunk), n > 0 { frames += Int64(n) }
+        return frames
+    }
+
     /// Extensions that make an argument a file, not a take's name, when nothing is there.
     static let fileExtensions: Set<String> = ["wav", "flac", "mp3", "ogg", "opus", "oga", "aif", "aiff", "aifc", "chain", "statement", "w64", "rf64"]
 
@@ -112,7 +122,9 @@ struct VerifyCommand: AsyncParsableCommand {
         let reader = try decoder.openReader(at: audio)
         defer { reader.close() }
         var verdict = try ChainVerifier.verify(reader, chain: chain, trusted: trusted)
-        if chain == nil, let signer = take?.tags[TakeCompanions.signedTag] {
+        // A take tagged signed gets its chain before its first frame is written: one with audio
+        // and no chain lost it (one a power cut stopped before it began has no audio to prove).
+        if chain == nil, let signer = take?.tags[TakeCompanions.signedTag], try Self.countFrames(reader) > 0 {
             verdict.outcome = .brokenChain("The take was signed by key \(signer) as it was recorded (its tag \(TakeCompanions.signedTag)), but its chain \(sidecar.path) is missing. Restore it from a copy of the take (a backup, or `tapedeck pull` from the remote it was pushed to).")
         }
         // An export of signed takes carries a signed statement of what it was made from instead.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TapedeckCore
-import TapedeckLoudness
+@testable import TapedeckLoudness
 import TapedeckTesting
 
 /// The meter against ffmpeg's own EBU R128 filter (an independent implementation), on signals
@@ -97,5 +97,63 @@ struct EBUR128AnalyzerTests {
         // Codable and storable: no infinities.
         let data = try JSONEncoder().encode(l)
         #expect(try JSONDecoder().decode(Loudness.self, from: data) == l)
+    }
+
+    /// A signal of `seconds` in `format`: a tone and noise under a moving level (deterministic).
+    static func signal(_ format: AudioFormat, seconds: Double, seed: UInt64) -> Data {
+        var rng = seed
+        func noise() -> Double {
+            rng = rng &* 6364136223846793005 &+ 1442695040888963407
+            return Double(Int64(bitPattern: rng >> 11) % (1 << 40)) / Double(1 << 40)
+        }
+        let frames = Int(seconds * Double(format.sampleRate))
+        var out = Data(capacity: frames * format.bytesPerFrame)
+        for f in 0..<frames {
+            let t = Double(f) / Double(format.sampleRate)
+            let level = 0.05 + 0.6 * (0.5 + 0.5 * sin(2 * .pi * 0.3 * t))
+            for c in 0..<format.channels {
+                let v = level * (0.7 * sin(2 * .pi * (220 + 110 * Double(c)) * t) + 0.3 * noise())
+                switch format.sampleFormat {
+                case .s16: withUnsafeBytes(of: Int16(v * 32767).littleEndian) { out.append(contentsOf: $0) }
+                case .s24:
+                    let i = Int32(v * 8_388_607)
+                    out.append(contentsOf: [UInt8(truncatingIfNeeded: i), UInt8(truncatingIfNeeded: i >> 8), UInt8(truncatingIfNeeded: i >> 16)])
+                case .s32: withUnsafeBytes(of: Int32(v * 2_147_483_647).littleEndian) { out.append(contentsOf: $0) }
+                case .f32: withUnsafeBytes(of: Float(v).bitPattern.littleEndian) { out.append(contentsOf: $0) }
+                }
+            }
+        }
+        return out
+    }
+
+    static func feed(_ meter: any LoudnessMeter, _ bytes: Data, _ format: AudioFormat, seed: Int) -> Loudness {
+        var offset = 0, piece = seed
+        bytes.withUnsafeBytes { all in
+            while offset < all.count {
+                let frames = min((all.count - offset) / format.bytesPerFrame, 131 * piece % 9001 + 1)
+                meter.add(all.baseAddress! + offset, frames: frames)
+                offset += frames * format.bytesPerFrame
+                piece += 1
+            }
+        }
+        return meter.result()
+    }
+
+    @Test("the two-thread meter and the momentary and short-term maxima made from 100 ms windows give what libebur128 asked directly gives", arguments: [
+        (48000, 2, SampleFormat.s24), (48000, 1, SampleFormat.f32), (44100, 2, SampleFormat.s16),
+        (48000, 6, SampleFormat.s32), (11025, 2, SampleFormat.s16), (96000, 3, SampleFormat.f32),
+    ])
+    func twoThreadsSameFigures(_ rate: Int, _ channels: Int, _ sample: SampleFormat) throws {
+        let format = AudioFormat(sampleRate: rate, channels: channels, sampleFormat: sample)
+        let bytes = Self.signal(format, seconds: 9, seed: UInt64(rate + channels))
+        let reference = Self.feed(try EBUR128Meter(format: format, truePeak: true, windowed: false), bytes, format, seed: 1)
+        let single = Self.feed(try EBUR128Analyzer().makeMeter(for: format), bytes, format, seed: 2)
+        let fast = Self.feed(try EBUR128Analyzer().makeFastMeter(for: format), bytes, format, seed: 3)
+        for (name, l) in [("one thread", single), ("two threads", fast)] {
+            #expect(l.integrated == reference.integrated && l.range == reference.range && l.truePeak == reference.truePeak, "\(name): \(l) vs \(reference)")
+            let m = try #require(l.maxMomentary), s = try #require(l.maxShortTerm)
+            #expect(abs(m - (reference.maxMomentary ?? 0)) < 1e-9 && abs(s - (reference.maxShortTerm ?? 0)) < 1e-9, "\(name): \(l) vs \(reference)")
+        }
+        #expect(reference.truePeak != nil && reference.integrated != nil)
     }
 }

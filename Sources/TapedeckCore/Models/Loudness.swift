@@ -54,9 +54,19 @@ public protocol LoudnessMeter: AnyObject {
 
 /// Makes loudness meters (the EBU R128 plugin is one). - Thread: any; never blocks.
 public protocol LoudnessAnalyzer: Sendable {
-    /// A meter for audio in `format`.
+    /// A meter for audio in `format`, doing its work on the thread that feeds it (a recording's
+    /// writer thread).
     /// - Throws: `.unsupportedFormat` for a format the analyzer cannot measure.
     func makeMeter(for format: AudioFormat) throws -> any LoudnessMeter
+
+    /// A meter that may also work on a thread of its own, for measuring a file as fast as the
+    /// machine allows (`tapedeck loudness`, exports): the same figures as ``makeMeter(for:)``.
+    /// The default is ``makeMeter(for:)``.
+    func makeFastMeter(for format: AudioFormat) throws -> any LoudnessMeter
+}
+
+extension LoudnessAnalyzer {
+    public func makeFastMeter(for format: AudioFormat) throws -> any LoudnessMeter { try makeMeter(for: format) }
 }
 
 /// What a take's writer learnt while it wrote, for whoever made the writer to read once the
