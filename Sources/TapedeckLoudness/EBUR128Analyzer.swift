@@ -25,10 +25,11 @@ public struct EBUR128Analyzer: LoudnessAnalyzer {
         try EBUR128Meter(format: format, truePeak: true)
     }
 
-    /// A meter that measures the true peak (libebur128's 4× oversampling, most of the work) of
-    /// some channels on a thread of its own while the caller's thread measures the rest: the
-    /// same figures as ``makeMeter(for:)`` in about half the time on two cores.
-    /// - Thread: any. Does not block; the meter's ``LoudnessMeter/result()`` waits for its thread.
+    /// A meter whose work runs on threads of its own (the loudness on one, the true peak,
+    /// libebur128's 4× oversampling and most of the work, on two: half the channels each), so
+    /// that it spreads over the cores and leaves the caller free: the same figures as
+    /// ``makeMeter(for:)``. - Thread: any. Does not block; the meter's ``LoudnessMeter/result()``
+    /// waits for its threads.
     public func makeFastMeter(for format: AudioFormat) throws -> any LoudnessMeter {
         try EBUR128SplitMeter(format: format)
     }
@@ -45,6 +46,7 @@ final class EBUR128Meter: LoudnessMeter {
     private var state: UnsafeMutablePointer<ebur128_state>?
     private let format: AudioFormat
     private let truePeak: Bool
+    var sampleRate: Int { format.sampleRate }
     /// Frames in one 100 ms step, at which momentary and short-term loudness are read.
     private let step: Int
     /// Whether the steps' energies make the momentary and short-term loudness (see above).
@@ -252,85 +254,105 @@ final class TruePeakMeter {
     }
 }
 
-/// ``EBUR128Analyzer/makeFastMeter(for:)``: the caller's thread feeds the loudness state and the
-/// true peak of the first channels (none for mono); a thread of its own the true peak of the
-/// others, from copies of the blocks handed over through a short queue (the caller waits when it
-/// is full, so memory stays a few blocks). ``result()`` waits for the thread's last block.
-/// Single owner (the caller's thread), not `Sendable`.
+/// ``EBUR128Analyzer/makeFastMeter(for:)``: threads of its own measure what the caller hands
+/// over, one the loudness (K-weighting, gating blocks, momentary and short-term) and two the true
+/// peak of half the channels each (one for mono). The caller only copies each block once (the
+/// threads share the copy), so it is free for its own work (decoding, converting, writing an
+/// export) and the operating system spreads the threads over the cores. Each thread's queue is
+/// short: the caller waits when one is full, so memory stays a few blocks.
+/// ``result()`` waits for the threads' last blocks. Single owner (the caller), not `Sendable`.
 final class EBUR128SplitMeter: LoudnessMeter {
     private let loudness: EBUR128Meter
-    private let local: TruePeakMeter?
-    private let worker: PeakWorker
+    private let peaks: [TruePeakMeter]
+    private let workers: [BlockWorker]
+    private let bytesPerFrame: Int
 
     init(format: AudioFormat) throws {
-        loudness = try EBUR128Meter(format: format, truePeak: false)
+        let loudness = try EBUR128Meter(format: format, truePeak: false)
         let half = format.channels / 2
-        local = half > 0 ? try TruePeakMeter(format: format, channels: Array(0..<half)) : nil
-        worker = PeakWorker(try TruePeakMeter(format: format, channels: Array(half..<format.channels)), bytesPerFrame: format.bytesPerFrame)
+        let groups = half > 0 ? [Array(0..<half), Array(half..<format.channels)] : [Array(0..<format.channels)]
+        let peaks = try groups.map { try TruePeakMeter(format: format, channels: $0) }
+        self.loudness = loudness
+        self.peaks = peaks
+        bytesPerFrame = format.bytesPerFrame
+        workers = [BlockWorker(name: "tapedeck-loudness", Unchecked(loudness.add))]
+            + peaks.map { BlockWorker(name: "tapedeck-true-peak", Unchecked($0.add)) }
     }
 
-    deinit { worker.finish() }
+    deinit { for worker in workers { worker.finish() } }
+
+    /// Frames gathered for the next hand-over (blocks of about 250 ms: fewer wake-ups than the
+    /// decoder's small blocks would make).
+    private var pending = Data()
+    private var pendingFrames = 0
+    private lazy var handOverFrames = max(1024, loudness.sampleRate / 4)
 
     func add(_ buffer: UnsafeRawPointer, frames: Int) {
-        worker.hand(buffer, frames: frames)
-        loudness.add(buffer, frames: frames)
-        local?.add(buffer, frames: frames)
+        guard frames > 0 else { return }
+        pending.append(buffer.assumingMemoryBound(to: UInt8.self), count: frames * bytesPerFrame)
+        pendingFrames += frames
+        if pendingFrames >= handOverFrames { handOver() }
+    }
+
+    private func handOver() {
+        guard pendingFrames > 0 else { return }
+        for worker in workers { worker.hand(pending, frames: pendingFrames) }
+        pending = Data(capacity: (handOverFrames + 8192) * bytesPerFrame)
+        pendingFrames = 0
     }
 
     func result() -> Loudness {
-        let theirs = worker.finish()
-        return loudness.result(truePeak: max(local?.peak ?? 0, theirs))
+        handOver()
+        for worker in workers { worker.finish() }
+        return loudness.result(truePeak: peaks.map(\.peak).max() ?? 0)
     }
 }
 
-/// A thread that feeds a ``TruePeakMeter`` the blocks handed to it, in order.
+/// A function that is only ever called on one thread at a time (a meter's `add`, handed to the
+/// thread that owns the meter until ``BlockWorker/finish()``).
+struct Unchecked<Function>: @unchecked Sendable {
+    let function: Function
+    init(_ function: Function) { self.function = function }
+}
+
+/// A thread that runs a function on the blocks handed to it, in order.
 /// - Thread: ``hand(_:frames:)`` and ``finish()`` from the meter's owner; blocks while the queue
-///   is full (``hand``) or until the last block is measured (``finish``).
-final class PeakWorker: @unchecked Sendable {
-    private let meter: TruePeakMeter
-    private let bytesPerFrame: Int
+///   is full (``hand``) or until the last block is done (``finish``).
+final class BlockWorker: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [(Data, Int)] = []
     private var closed = false
     private var done = false
-    private var peak = 0.0
     private static let depth = 8
 
-    init(_ meter: TruePeakMeter, bytesPerFrame: Int) {
-        self.meter = meter
-        self.bytesPerFrame = bytesPerFrame
-        let thread = Thread { [self] in run() }
-        thread.name = "tapedeck-true-peak"
+    init(name: String, _ work: Unchecked<(UnsafeRawPointer, Int) -> Void>) {
+        let thread = Thread { [self] in run(work.function) }
+        thread.name = name
         thread.start()
     }
 
-    func hand(_ buffer: UnsafeRawPointer, frames: Int) {
-        guard frames > 0 else { return }
-        let copy = Data(bytes: buffer, count: frames * bytesPerFrame)
+    func hand(_ block: Data, frames: Int) {
         condition.lock()
         while queue.count >= Self.depth { condition.wait() }
-        queue.append((copy, frames))
+        queue.append((block, frames))
         condition.broadcast()
         condition.unlock()
     }
 
-    /// Waits for every block handed over to be measured; the peak (linear). Idempotent.
-    @discardableResult
-    func finish() -> Double {
+    /// Waits for every block handed over to be done; then the thread ends. Idempotent.
+    func finish() {
         condition.lock()
         defer { condition.unlock() }
         closed = true
         condition.broadcast()
         while !done { condition.wait() }
-        return peak
     }
 
-    private func run() {
+    private func run(_ work: (UnsafeRawPointer, Int) -> Void) {
         while true {
             condition.lock()
             while queue.isEmpty && !closed { condition.wait() }
             if queue.isEmpty {
-                peak = meter.peak
                 done = true
                 condition.broadcast()
                 condition.unlock()
@@ -339,7 +361,7 @@ final class PeakWorker: @unchecked Sendable {
             let (block, frames) = queue.removeFirst()
             condition.broadcast()
             condition.unlock()
-            block.withUnsafeBytes { meter.add($0.baseAddress!, frames: frames) }
+            block.withUnsafeBytes { work($0.baseAddress!, frames) }
         }
     }
 }

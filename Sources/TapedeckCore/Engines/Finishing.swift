@@ -55,6 +55,50 @@ public final class Quantizer {
     /// Writes `frames` frames of `input` (interleaved floats, full scale ±1) into `output` in
     /// ``sampleFormat``, clipping at full scale.
     public func quantize(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutableRawPointer) {
+        let samples = frames * channels
+        guard taps.isEmpty, sampleFormat != .f32 else { return quantizeShaped(input, frames: frames, into: output) }
+        // Plain or TPDF dither: one pass over the samples with the generator's state in a local
+        // (not the object's, which Swift checks for exclusive access at every use).
+        let top = Double(scale) - 1, bottom = -Double(scale)
+        let dithered = dither != .none
+        var state = self.state
+        let format = sampleFormat
+        for i in 0..<samples {
+            var v = input[i] * scale
+            if !v.isFinite { v = v.isNaN ? 0 : (v > 0 ? scale : -scale) }  // a hostile float file
+            let d: Float = dithered ? Self.uniform(&state) + Self.uniform(&state) : 0
+            let n = Int32(min(max(Self.roundedAway(Double(v + d)), bottom), top))
+            switch format {
+            case .s16: output.storeBytes(of: Int16(clamping: n).littleEndian, toByteOffset: i * 2, as: Int16.self)
+            case .s24: Sample24.store(n, output, index: i)
+            default: output.storeBytes(of: n.littleEndian, toByteOffset: i * 4, as: Int32.self)
+            }
+        }
+        self.state = state
+    }
+
+    /// `x.rounded()` (halves away from zero) without a call into libm: truncation by conversion
+    /// to an integer, then the fraction decides. Exact for the values a sample can take.
+    @inline(__always)
+    static func roundedAway(_ x: Double) -> Double {
+        guard abs(x) < 9.0e15 else { return x.rounded() }
+        let t = Double(Int64(x))
+        let fraction = x - t
+        return fraction >= 0.5 ? t + 1 : fraction <= -0.5 ? t - 1 : t
+    }
+
+    /// A uniform value in [-0.5, 0.5) from `state` (xorshift64*), as ``uniform()``.
+    @inline(__always)
+    static func uniform(_ state: inout UInt64) -> Float {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        let bits = (state &* 0x2545_F491_4F6C_DD1D) >> 40  // 24 bits
+        return Float(bits) / 16_777_216 - 0.5
+    }
+
+    /// ``quantize(_:frames:into:)`` with noise shaping (and for f32, which is copied).
+    private func quantizeShaped(_ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutableRawPointer) {
         // In Double: 2^31 - 1 is not a Float (it rounds up to 2^31, which Int32 cannot hold).
         let top = Double(scale) - 1, bottom = -Double(scale)
         let depth = taps.count
