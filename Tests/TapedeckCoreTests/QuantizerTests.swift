@@ -62,7 +62,7 @@ struct QuantizerTests {
     func sameAsReference(format: SampleFormat, dither: Dither) {
         var rng = SystemRandomNumberGenerator()
         let step = 1 / Float(1 << (format.bitsPerSample - 1))
-        var input: [Float] = [0.5 * step, -0.5 * step, 1.5 * step, -2.5 * step, 1, -1, 2, -2, .infinity, -.infinity, .nan, 0]
+        var input: [Float] = [0.5 * step, -0.5 * step, 1.5 * step, -2.5 * step, 1, -1, 2, -2, .infinity, -.infinity, .nan, 0, 1e30, -1e30, .greatestFiniteMagnitude, 0.499_999_97 * step]
         input += (0..<20_000).map { _ in Float.random(in: -1.2...1.2, using: &rng) }
         input += (0..<2_000).map { _ in Float(Int.random(in: -400...400, using: &rng)) * step / 2 }
         let q = Quantizer(sampleFormat: format, channels: 2, sampleRate: 48_000, dither: dither)

@@ -59,32 +59,35 @@ public final class Quantizer {
         guard taps.isEmpty, sampleFormat != .f32 else { return quantizeShaped(input, frames: frames, into: output) }
         // Plain or TPDF dither: one pass over the samples with the generator's state in a local
         // (not the object's, which Swift checks for exclusive access at every use).
+        let (dithered, scale) = (dither != .none, self.scale)
         let top = Double(scale) - 1, bottom = -Double(scale)
-        let dithered = dither != .none
         var state = self.state
-        let format = sampleFormat
-        for i in 0..<samples {
-            var v = input[i] * scale
-            if !v.isFinite { v = v.isNaN ? 0 : (v > 0 ? scale : -scale) }  // a hostile float file
-            let d: Float = dithered ? Self.uniform(&state) + Self.uniform(&state) : 0
-            let n = Int32(min(max(Self.roundedAway(Double(v + d)), bottom), top))
-            switch format {
-            case .s16: output.storeBytes(of: Int16(clamping: n).littleEndian, toByteOffset: i * 2, as: Int16.self)
-            case .s24: Sample24.store(n, output, index: i)
-            default: output.storeBytes(of: n.littleEndian, toByteOffset: i * 4, as: Int32.self)
+        // One loop per format (the store chosen once, not per sample).
+        @inline(__always) func each(_ store: (Int32, Int) -> Void) {
+            for i in 0..<samples {
+                var v = input[i] * scale
+                if !v.isFinite { v = v.isNaN ? 0 : (v > 0 ? scale : -scale) }  // a hostile float file
+                let d: Float = dithered ? Self.uniform(&state) + Self.uniform(&state) : 0
+                // Held within a step of the range first: a huge finite sample must not trap the conversion.
+                let held = min(max(Double(v + d), bottom - 1), top + 1)
+                store(Int32(min(max(Self.roundedAway(held), bottom), top)), i)
             }
+        }
+        switch sampleFormat {
+        case .s16: each { n, i in output.storeBytes(of: Int16(clamping: n).littleEndian, toByteOffset: i * 2, as: Int16.self) }
+        case .s24: each { n, i in Sample24.store(n, output, index: i) }
+        default: each { n, i in output.storeBytes(of: n.littleEndian, toByteOffset: i * 4, as: Int32.self) }
         }
         self.state = state
     }
 
-    /// `x.rounded()` (halves away from zero) without a call into libm: truncation by conversion
-    /// to an integer, then the fraction decides. Exact for the values a sample can take.
+    /// `x.rounded()` (halves away from zero) without a call into libm or a branch the dither
+    /// would make unpredictable: add just under a half, away from zero, and truncate (by
+    /// conversion to an integer). Exact for |x| < 2⁵²: the addition rounds to the integer above
+    /// only when `x` is a half or more past it.
     @inline(__always)
     static func roundedAway(_ x: Double) -> Double {
-        guard abs(x) < 9.0e15 else { return x.rounded() }
-        let t = Double(Int64(x))
-        let fraction = x - t
-        return fraction >= 0.5 ? t + 1 : fraction <= -0.5 ? t - 1 : t
+        Double(Int64(x + Double(signOf: x, magnitudeOf: 0.499_999_999_999_999_94)))
     }
 
     /// A uniform value in [-0.5, 0.5) from `state` (xorshift64*), as ``uniform()``.
