@@ -275,8 +275,8 @@ final class EBUR128SplitMeter: LoudnessMeter {
         self.loudness = loudness
         self.peaks = peaks
         bytesPerFrame = format.bytesPerFrame
-        workers = [BlockWorker(name: "tapedeck-loudness", Unchecked(loudness.add))]
-            + peaks.map { BlockWorker(name: "tapedeck-true-peak", Unchecked($0.add)) }
+        workers = [BlockWorker(name: "tapedeck-lufs", Unchecked(loudness.add))]
+            + peaks.map { BlockWorker(name: "tapedeck-peak", Unchecked($0.add)) }
     }
 
     deinit { for worker in workers { worker.finish() } }
@@ -325,6 +325,7 @@ final class BlockWorker: @unchecked Sendable {
     private var done = false
     private static let depth = 8
 
+    /// `name`: the thread's, at most 15 characters (what Linux keeps).
     init(name: String, _ work: Unchecked<(UnsafeRawPointer, Int) -> Void>) {
         let thread = Thread { [self] in run(work.function) }
         thread.name = name

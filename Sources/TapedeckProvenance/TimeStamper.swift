@@ -36,6 +36,7 @@ public final class TimeStamper: @unchecked Sendable {
 
     /// What a round of sending did.
     public struct Round: Sendable, Hashable {
+        /// Requests sent (their tokens are in their chains).
         public var sent = 0
         /// Requests still queued, and why the last of them was not sent.
         public var left = 0
@@ -140,7 +141,7 @@ public final class TimeStamper: @unchecked Sendable {
         running = true
         wake = true
         let thread = Thread { [self] in loop() }
-        thread.name = "tapedeck-timestamps"
+        thread.name = "tapedeck-stamps"  // Linux keeps 15 characters of a thread's name
         thread.start()
     }
 
