@@ -79,7 +79,8 @@ struct ListCommand: AsyncParsableCommand {
                 if json {
                     // Elements of one JSON array, written as they come (not indented again: that
                     // would cost a pass over every line of a large session).
-                    StandardOutput.write((printed == 0 ? "[\n" : ",\n") + (try Terminal.json(model)))
+                    // Written by PrettyJSON: what Terminal.json prints, without the generic encoder.
+                    StandardOutput.write((printed == 0 ? "[\n" : ",\n") + PrettyJSON.text { model.write(to: &$0) })
                 } else {
                     if printed > 0 { StandardOutput.write("\n") }
                     StandardOutput.write(Self.table(model, next: next, columns: columns))
