@@ -49,7 +49,9 @@ public struct PrettyJSON {
     public mutating func field(_ key: String, _ body: (inout PrettyJSON) -> Void) {
         separate()
         string(key)
-        bytes += [0x20, 0x3A, 0x20]  // " : "
+        bytes.append(0x20)  // " : "
+        bytes.append(0x3A)
+        bytes.append(0x20)
         body(&self)
     }
 
@@ -69,48 +71,79 @@ public struct PrettyJSON {
     }
 
     private mutating func separate() {
-        if filled[filled.count - 1] { bytes += [0x2C, 0x0A] } else { filled[filled.count - 1] = true }
+        if filled[filled.count - 1] {
+            bytes.append(0x2C)
+            bytes.append(0x0A)
+        } else {
+            filled[filled.count - 1] = true
+        }
         indent()
     }
 
     private mutating func indent() {
-        for _ in 0..<depth { bytes += [0x20, 0x20] }
+        bytes.append(contentsOf: repeatElement(0x20, count: depth * 2))
     }
 
     // MARK: values
 
     public mutating func string(_ value: String) {
         bytes.append(0x22)
+        // Most strings need no escape: copied whole, from their contiguous UTF-8.
+        var text = value
+        let plain = text.withUTF8 { utf8 in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if plain {
+            bytes.append(0x22)
+            return
+        }
         for b in value.utf8 {
             switch b {
-            case 0x22: bytes += [0x5C, 0x22]
-            case 0x5C: bytes += [0x5C, 0x5C]
-            case 0x08: bytes += [0x5C, 0x62]
-            case 0x0C: bytes += [0x5C, 0x66]
-            case 0x0A: bytes += [0x5C, 0x6E]
-            case 0x0D: bytes += [0x5C, 0x72]
-            case 0x09: bytes += [0x5C, 0x74]
+            case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
+            case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
+            case 0x08: bytes.append(contentsOf: [0x5C, 0x62])
+            case 0x0C: bytes.append(contentsOf: [0x5C, 0x66])
+            case 0x0A: bytes.append(contentsOf: [0x5C, 0x6E])
+            case 0x0D: bytes.append(contentsOf: [0x5C, 0x72])
+            case 0x09: bytes.append(contentsOf: [0x5C, 0x74])
             case 0x00..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                bytes += [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
+                bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
             default: bytes.append(b)
             }
         }
         bytes.append(0x22)
     }
 
-    public mutating func integer(_ value: some BinaryInteger) { bytes += Array(String(value).utf8) }
+    public mutating func integer(_ value: some BinaryInteger) {
+        guard let small = Int64(exactly: value) else { return bytes.append(contentsOf: String(value).utf8) }
+        // The digits, written backwards into a small buffer, without making a String.
+        var magnitude = small.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: enough for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[23 - count] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            if small < 0 { bytes.append(0x2D) }
+            bytes.append(contentsOf: buffer[(24 - count)...])
+        }
+    }
 
     /// A finite number as `JSONEncoder` writes it: Swift's shortest form, without a trailing `.0`.
     public mutating func number(_ value: Double) {
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
-        bytes += Array(text.utf8)
+        bytes.append(contentsOf: text.utf8)
     }
 
-    public mutating func bool(_ value: Bool) { bytes += Array((value ? "true" : "false").utf8) }
+    public mutating func bool(_ value: Bool) { bytes.append(contentsOf: (value ? "true" : "false").utf8) }
 
-    public mutating func null() { bytes += Array("null".utf8) }
+    public mutating func null() { bytes.append(contentsOf: "null".utf8) }
 
     public mutating func date(_ value: Date) { string(value.iso8601UTC) }
 

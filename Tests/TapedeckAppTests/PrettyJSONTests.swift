@@ -75,4 +75,13 @@ struct PrettyJSONTests {
             }
         }
     }
+
+    @Test("integers of every size and sign are written as Swift prints them")
+    func integers() {
+        for v: Int64 in [0, 7, -1, -42, 10, 1_000_000, .max, .min, 123_456_789_012] {
+            #expect(PrettyJSON.text { $0.integer(v) } == String(v))
+        }
+        #expect(PrettyJSON.text { $0.integer(UInt64.max) } == String(UInt64.max))
+        #expect(PrettyJSON.text { $0.integer(UInt32.max) } == String(UInt32.max))
+    }
 }
