@@ -310,11 +310,44 @@ enum FLACFrameRenumbering {
         guard crcAt + 3 <= frame.count else { return nil }
         var out: [UInt8] = Array(frame[0..<4]) + FLACVerbatimFrame.utf8Coded(number) + frame[(4 + length)..<crcAt]
         out.append(FLACVerbatimFrame.crc8(out))
+        // The frame's CRC-16 from the old one: only the header changed, so the rest of the frame
+        // (most of its bytes) is not read again (``crc16(replacingHeader:of:with:)``).
+        let crc = crc16(replacingHeader: Array(frame[0...crcAt]), of: frame, with: out)
         out += frame[(crcAt + 1)..<(frame.count - 2)]
-        let crc = crc16(out)
         out.append(UInt8(crc >> 8))
         out.append(UInt8(crc & 0xFF))
         return out
+    }
+
+    /// The CRC-16 of `frame` (without its last two bytes, its CRC) with its first bytes `old`
+    /// replaced by `new`. CRCs are linear: crc(A ‖ B) = crc(A)·x^(8·|B|) + crc(B) (mod the
+    /// polynomial; initial value 0, nothing xored at the end, as FLAC's), so the new CRC is the
+    /// frame's stored one plus (crc(new) + crc(old))·x^(8·|B|), B the bytes after the header.
+    static func crc16(replacingHeader old: [UInt8], of frame: [UInt8], with new: [UInt8]) -> UInt16 {
+        let stored = UInt16(frame[frame.count - 2]) << 8 | UInt16(frame[frame.count - 1])
+        let tail = frame.count - 2 - old.count
+        return multiply(crc16(new) ^ crc16(old), xToThe8Times(tail)) ^ stored
+    }
+
+    /// a·b modulo the polynomial x¹⁶ + x¹⁵ + x² + 1 (bit i is the coefficient of xⁱ).
+    static func multiply(_ a: UInt16, _ b: UInt16) -> UInt16 {
+        var product: UInt16 = 0
+        for bit in stride(from: 15, through: 0, by: -1) {
+            product = product & 0x8000 != 0 ? (product << 1) ^ 0x8005 : product << 1
+            if b >> bit & 1 != 0 { product ^= a }
+        }
+        return product
+    }
+
+    /// x^(8·n) modulo the polynomial, by squaring.
+    static func xToThe8Times(_ n: Int) -> UInt16 {
+        var (result, base, n): (UInt16, UInt16, Int) = (1, 0x0100, n)
+        while n > 0 {
+            if n & 1 != 0 { result = multiply(result, base) }
+            base = multiply(base, base)
+            n >>= 1
+        }
+        return result
     }
 
     /// CRC-16 (polynomial 0x8005, initial 0) by table, for whole frames.

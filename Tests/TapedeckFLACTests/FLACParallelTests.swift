@@ -84,4 +84,17 @@ struct FLACParallelTests {
             #expect(FLACFrameRenumbering.crc16(Array(out[..<crcAt])) == FLACVerbatimFrame.crc16(Array(out[..<crcAt])))
         }
     }
+
+    @Test("a frame's CRC-16 with its header replaced, from the stored one, is the CRC of the new frame (random headers and tails of every length)")
+    func crcWithHeaderReplaced() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let old = (0..<Int.random(in: 1...16, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let new = (0..<Int.random(in: 1...16, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let tail = (0..<Int.random(in: 0...5000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let stored = FLACFrameRenumbering.crc16(old + tail)
+            let frame = old + tail + [UInt8(stored >> 8), UInt8(stored & 0xFF)]
+            #expect(FLACFrameRenumbering.crc16(replacingHeader: old, of: frame, with: new) == FLACVerbatimFrame.crc16(new + tail))
+        }
+    }
 }
