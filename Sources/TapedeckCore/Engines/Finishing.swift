@@ -42,15 +42,9 @@ public final class Quantizer {
         errors = Array(repeating: 0, count: max(1, taps.count) * channels)
     }
 
-    /// A uniform value in [-0.5, 0.5) (xorshift64*).
+    /// A uniform value in [-0.5, 0.5) (xorshift64*, ``uniform(_:)``).
     @inline(__always)
-    private func uniform() -> Float {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        let bits = (state &* 0x2545_F491_4F6C_DD1D) >> 40  // 24 bits
-        return Float(bits) / 16_777_216 - 0.5
-    }
+    private func uniform() -> Float { Self.uniform(&state) }
 
     /// Writes `frames` frames of `input` (interleaved floats, full scale ±1) into `output` in
     /// ``sampleFormat``, clipping at full scale.
