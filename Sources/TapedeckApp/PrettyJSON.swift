@@ -16,7 +16,7 @@ public struct PrettyJSON {
 
     public init(capacity: Int = 4096) { bytes.reserveCapacity(capacity) }
 
-    /// `value` as ``Terminal``'s JSON would print it, at the outermost level.
+    /// The text `write` makes, as `Terminal.json` would print the same value (the outermost level).
     public static func text(_ write: (inout PrettyJSON) -> Void) -> String {
         var json = PrettyJSON()
         write(&json)

@@ -28,7 +28,7 @@ public struct EBUR128Analyzer: LoudnessAnalyzer {
     /// A meter whose work runs on threads of its own (the loudness on one, the true peak,
     /// libebur128's 4× oversampling and most of the work, on two: half the channels each), so
     /// that it spreads over the cores and leaves the caller free: the same figures as
-    /// ``makeMeter(for:)``. - Thread: any. Does not block; the meter's ``LoudnessMeter/result()``
+    /// ``makeMeter(for:)``. - Thread: any. Does not block; the meter's `result()`
     /// waits for its threads.
     public func makeFastMeter(for format: AudioFormat) throws -> any LoudnessMeter {
         try EBUR128SplitMeter(format: format)
