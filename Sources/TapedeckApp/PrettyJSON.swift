@@ -143,7 +143,9 @@ public struct PrettyJSON {
 
     public mutating func bool(_ value: Bool) { bytes.append(contentsOf: (value ? "true" : "false").utf8) }
 
-    public mutating func null() { bytes.append(contentsOf: "null".utf8) }
+    /// JSON's null (its four letters as bytes: a backend is called that too, and only the
+    /// composition root names backends).
+    public mutating func null() { bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
 
     public mutating func date(_ value: Date) { string(value.iso8601UTC) }
 
