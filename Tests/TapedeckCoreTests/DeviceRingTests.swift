@@ -136,7 +136,8 @@ struct DeviceRingTests {
             var block = [Float](repeating: 0, count: 2 * 300)
             while next < total {
                 if random.next() % 10 == 0 {
-                    let gap = Int(random.int(1...50))
+                    // Never past the end: a gap there would leave a negative block below.
+                    let gap = min(Int(random.int(1...50)), total - next)
                     ring.lose(gap)
                     next += gap
                 }
