@@ -124,25 +124,22 @@ public final class TimeStamper: @unchecked Sendable {
         return round
     }
 
-    /// Starts the sender: a thread that sends requests as they are queued (and those already
+    /// Starts the sender, when there is something to send (an authority to ask, or requests
+    /// already queued): a thread that sends requests as they are queued (and those already
     /// queued), retrying after 5 s, then longer (at most 5 min), while the authority cannot be
     /// reached. Lives as long as the process. Returns itself.
     @discardableResult
     public func started() -> TimeStamper {
-        start()
-        return self
-    }
-
-    /// ``started()``, not returning itself.
-    public func start() {
+        guard authority != nil || !pending().isEmpty else { return self }
         condition.lock()
         defer { condition.unlock() }
-        guard !running else { return }
+        guard !running else { return self }
         running = true
         wake = true
         let thread = Thread { [self] in loop() }
         thread.name = "tapedeck-stamps"  // Linux keeps 15 characters of a thread's name
         thread.start()
+        return self
     }
 
     /// Waits up to `seconds` for the queue to empty, sending what is queued (the end of a
