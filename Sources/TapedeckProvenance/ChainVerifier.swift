@@ -73,6 +73,9 @@ public enum ChainVerifier {
         guard let chain else { return verdict }
         let (lines, _) = ProvenanceChain.read(chain)
         guard case .header(let header)? = lines.first, header.version == ProvenanceChain.version else {
+            // A power cut while the chain was being made, before any audio: nothing to prove.
+            // (Its header is durable before the first frame is written, so audio without one is not that.)
+            if lines.isEmpty, try hasNoAudio(reader) { return verdict }
             verdict.outcome = .brokenChain("The chain's first line is not its header (or a version this Tapedeck does not read).")
             return verdict
         }
@@ -160,6 +163,13 @@ public enum ChainVerifier {
         // The audio, checkpoint by checkpoint.
         try checkAudio(reader, marks: marks, lastSigned: lastSigned, into: &verdict)
         return verdict
+    }
+
+    /// Whether `reader` delivers no frame at all.
+    static func hasNoAudio(_ reader: any TakeReader) throws -> Bool {
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, reader.format.bytesPerFrame), alignment: 16)
+        defer { buffer.deallocate() }
+        return try reader.read(into: buffer, maxFrames: 1) == 0
     }
 
     /// Hashes the audio `reader` delivers checkpoint by checkpoint up to the last signed one,
