@@ -22,7 +22,7 @@ extension BundleStorage {
     ///   that seems unnamed (a delete may be between its entry and its audio).
     public func unreferencedFiles() throws -> [String] {
         var found: [String] = []
-        for scanned in try scan() {
+        for scanned in try summaries() {
             guard case .success = scanned.result else { continue }
             // The folder is listed before the manifest is read again: a take's entry is committed
             // before its file is created, so any take's file seen here is in the later manifest,

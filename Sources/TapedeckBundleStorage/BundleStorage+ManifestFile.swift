@@ -11,52 +11,6 @@ import Darwin
 extension BundleStorage {
     // MARK: manifests
 
-    /// One `.tapedeck` folder as found on disk.
-    struct Scanned {
-        var url: URL
-        var result: Result<Manifest, TapedeckError>
-    }
-
-    /// Every `.tapedeck` folder of the library (or the one bundle), sorted by folder name, each
-    /// with its manifest or why it has none. A second bundle with a session id seen already is
-    /// refused as a duplicate.
-    func scan() throws -> [Scanned] {
-        if isSingleBundle {
-            return [Scanned(url: rootURL, result: Result { try readManifest(rootURL) }.mapError(Self.typed))]
-        }
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: rootURL.path) } catch {
-            throw TapedeckError(.io, "Could not list the library \(rootURL.path): \(error.localizedDescription). Check that the folder exists and that you may read it.")
-        }
-        var out: [Scanned] = []
-        var seen: [String: String] = [:]
-        for name in names.sorted() where name.hasSuffix(Self.bundleExtension) && !name.hasPrefix(".") {
-            let url = rootURL.appendingPathComponent(name)
-            var st = stat()
-            guard lstat(url.path, &st) == 0 else { continue }
-            var result: Result<Manifest, TapedeckError>
-            switch st.st_mode & S_IFMT {
-            case S_IFDIR:
-                result = Result { try readManifest(url) }.mapError(Self.typed)
-            case S_IFLNK:
-                result = .failure(TapedeckError(.corruptFile, "\(url.path) is a symbolic link. Tapedeck does not follow links in a library; copy the bundle in instead."))
-            default:
-                result = .failure(TapedeckError(.corruptFile, "\(url.path) is not a folder, so it is not a session bundle. Rename or remove it."))
-            }
-            if case .success(let manifest) = result {
-                if let first = seen[manifest.id] {
-                    result = .failure(TapedeckError(.corruptFile,
-                        "\(url.path) holds the same session (id \(manifest.id)) as \(first). It is a copy; move one of the two out of the library."))
-                } else {
-                    seen[manifest.id] = name
-                }
-            }
-            out.append(Scanned(url: url, result: result))
-        }
-        folders.withLock { $0 = seen }
-        return out
-    }
-
     static func typed(_ error: any Error) -> TapedeckError {
         error as? TapedeckError ?? TapedeckError(.io, "\(error)")
     }
@@ -65,6 +19,12 @@ extension BundleStorage {
     /// - Throws: `.notFound` when the bundle has no manifest, `.corruptFile` naming the bundle,
     ///   the JSON path and the problem when it cannot be used.
     func readManifest(_ bundle: URL) throws -> Manifest {
+        try readManifestAndKey(bundle).manifest
+    }
+
+    /// ``readManifest(_:)``, with the key of the very file read (for its summary).
+    func readManifestAndKey(_ bundle: URL) throws -> (manifest: Manifest, key: FileKey) {
+        manifestReads.add(1, ordering: .relaxed)
         let url = bundle.appendingPathComponent(Self.manifestName)
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
@@ -98,7 +58,7 @@ extension BundleStorage {
             guard data.count <= Manifest.maxBytes else { throw corrupt(bundle, "", "manifest.json is larger than 16 MiB") }
         }
         do {
-            return try ManifestCodec.decode(data)
+            return (try ManifestCodec.decode(data), FileKey(st))
         } catch let problem as ManifestProblem {
             throw corrupt(bundle, problem.path, problem.problem)
         }
@@ -146,27 +106,37 @@ extension BundleStorage {
             throw error
         }
         try files.syncDirectory(bundle)
+        noteCommitted(manifest, in: bundle)
         try files.reached(operation, "manifest committed")
     }
 
     /// Removes manifest temporaries a dead process left (never read; under the lock, so no live
-    /// writer's file is touched).
+    /// writer's file is touched). A bundle folder unchanged since it was last found clean (its
+    /// key in the summary) is not listed again; summaries of bundles that are gone are pruned.
     func removeLeftoverTemporaries() throws {
-        var bundles: [URL] = [rootURL]
-        if !isSingleBundle {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: rootURL.path)) ?? []
-            bundles = names.sorted().filter { $0.hasSuffix(Self.bundleExtension) && !$0.hasPrefix(".") }.map { rootURL.appendingPathComponent($0) }.filter {
-                var st = stat()
-                return lstat($0.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
-            }
-        }
         func leftovers(_ bundle: URL) -> [String] {
-            ((try? FileManager.default.contentsOfDirectory(atPath: bundle.path)) ?? []).filter { $0.hasPrefix(Self.temporaryPrefix) }.sorted()
+            (Self.directoryNames(bundle.path) ?? []).filter { $0.hasPrefix(Self.temporaryPrefix) }.sorted()
         }
-        for bundle in bundles where !leftovers(bundle).isEmpty {
-            try locked(bundle) {
-                for name in leftovers(bundle) { try files.remove(try member(name, in: bundle)) }
+        func clean(_ bundle: URL) throws {
+            if !leftovers(bundle).isEmpty {
+                try locked(bundle) {
+                    for name in leftovers(bundle) { try files.remove(try member(name, in: bundle)) }
+                }
             }
         }
+        if isSingleBundle { return try clean(rootURL) }
+        let scanned = try summaries()
+        for entry in scanned {
+            var st = stat()
+            guard lstat(entry.url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { continue }
+            let folderKey = FileKey(st)
+            if folderKey.isTrustworthy, let summary = entry.summary, summary.folderKey == folderKey { continue }
+            try clean(entry.url)
+            guard var summary = entry.summary, lstat(entry.url.path, &st) == 0 else { continue }
+            // The key from before the listing: a temporary made since changes it, so it is looked for next time.
+            summary.folderKey = folderKey
+            remember(summary, for: entry.url.lastPathComponent)
+        }
+        pruneIndex(keeping: Set(scanned.map(\.url.lastPathComponent)))
     }
 }

@@ -22,22 +22,19 @@ extension BundleStorage {
             let url = rootURL.appendingPathComponent(folder)
             var st = stat()
             if lstat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-                if !verify || (try? readManifest(url))?.id == id { return url }
+                // Its summary (its manifest read again only when changed) says which session it holds.
+                if !verify || (try? summary(of: folder, at: url))?.sessionID == id { return url }
             }
         }
-        for scanned in try scan() {
-            if case .success(let manifest) = scanned.result, manifest.id == id { return scanned.url }
-        }
+        if let found = try summaries().first(where: { $0.summary?.sessionID == id }) { return found.url }
         throw Self.noSession(id)
     }
 
     /// The session and bundle holding take `id`.
     func locateTake(_ id: String) throws -> (sessionID: String, bundle: URL) {
         var found: [(String, URL)] = []
-        for scanned in try scan() {
-            if case .success(let manifest) = scanned.result, manifest.takes.contains(where: { $0.id == id }) {
-                found.append((manifest.id, scanned.url))
-            }
+        for scanned in try summaries() {
+            if let summary = scanned.summary, summary.hasTake(id) { found.append((summary.sessionID, scanned.url)) }
         }
         guard let first = found.first else { throw Self.noTake(id) }
         // Ids are unique per manifest only; a copied or hostile bundle may repeat another's. Acting

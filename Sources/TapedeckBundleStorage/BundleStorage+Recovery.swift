@@ -16,9 +16,10 @@ extension BundleStorage {
     /// - Thread: any. Blocks on disk I/O; never waits for a lock.
     public func interruptedTakes() throws -> [InterruptedTake] {
         var result: [(Date, InterruptedTake)] = []
-        for scanned in try scan() {
-            guard case .success(let manifest) = scanned.result else { continue }
+        // Only bundles whose summary names a take in state `recording` are read.
+        for scanned in try summaries() where !(scanned.summary?.recordingIDs.isEmpty ?? true) {
             let bundle = scanned.url
+            guard let manifest = try? readManifest(bundle) else { continue }
             for entry in manifest.takes where entry.state == .recording {
                 guard !liveLocks.withLock({ $0[entry.id] != nil }) else { continue }
                 // Hold the take's lock from here until its recovery is committed, so neither the

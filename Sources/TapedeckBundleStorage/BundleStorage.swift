@@ -49,6 +49,10 @@ public final class BundleStorage: LibraryMaintenance {
     let liveLocks = Mutex<[String: Int32]>([:])
     /// Bundle folder names by session id, as last seen.
     let folders = Mutex<[String: String]>([:])
+    /// Bundle summaries by folder name, as last made or read (see `summaries()`).
+    let summaryCache = Mutex<[String: BundleSummary]>([:])
+    /// How many manifests this instance has parsed (the tests' measure of what a lookup reads).
+    let manifestReads = Atomic<Int>(0)
 
     /// Opens the library at `rootURL`, creating the folder if needed; or, when `rootURL` is a
     /// `.tapedeck` folder holding `manifest.json`, that one bundle in place.
@@ -94,23 +98,6 @@ public final class BundleStorage: LibraryMaintenance {
 
     // MARK: reading
 
-    /// Every readable session, oldest first (by creation date, then id), takes by number.
-    ///
-    /// Bundles whose manifest cannot be used are skipped (see ``damagedBundles()``) so one bad
-    /// copy never hides the rest of the library; with a single bundle opened in place, a bad
-    /// manifest throws `.corruptFile`.
-    /// - Thread: any. Blocks on disk I/O; takes no lock (manifests are replaced atomically).
-    public func sessions() throws -> [Session] {
-        var out: [Session] = []
-        for scanned in try scan() {
-            switch scanned.result {
-            case .success(let manifest): out.append(session(manifest, bundle: scanned.url))
-            case .failure(let error): if isSingleBundle { throw error }
-            }
-        }
-        return out.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-    }
-
     /// The `.tapedeck` folders that are not usable sessions, with the reason: a manifest that
     /// fails validation, a missing manifest (a half-created or half-deleted bundle), a symbolic
     /// link, or a copy of a session that is in the library already. For `tapedeck doctor`.
@@ -121,7 +108,7 @@ public final class BundleStorage: LibraryMaintenance {
     /// - Throws: `TapedeckError` when the library cannot be listed, or stays busy.
     /// - Thread: any. Blocks on disk I/O, and on the library lock when a manifest is missing.
     public func damagedBundles() throws -> [(url: URL, problem: String)] {
-        let suspects: [(url: URL, error: TapedeckError)] = try scan().compactMap { scanned in
+        let suspects: [(url: URL, error: TapedeckError)] = try summaries().compactMap { scanned in
             if case .failure(let error) = scanned.result { return (scanned.url, error) }
             return nil
         }
@@ -178,7 +165,7 @@ public final class BundleStorage: LibraryMaintenance {
         }
         let chosen = try name.map { try NameRules.validate($0, what: "session") }
         return try locked(nil) {
-            let existing = try scan().compactMap { try? $0.result.get() }
+            let existing = try summaries().compactMap(\.summary)
             let finalName = try StoreNames.sessionName(chosen, taken: existing.map(\.name))
             // Creation dates only grow, so sessions list in creation order.
             var created = UTCTimestamp.quantize(Date())
@@ -210,7 +197,7 @@ public final class BundleStorage: LibraryMaintenance {
         let bundle = try bundleURL(for: id, verify: true)
         return try locked(bundle) {
             var manifest = try readSession(id, in: bundle)
-            let others = try scan().compactMap { try? $0.result.get() }.filter { $0.id != id }
+            let others = try summaries().compactMap(\.summary).filter { $0.sessionID != id }
             if others.contains(where: { $0.name == name }) {
                 throw TapedeckError(.alreadyExists, "A session named \"\(name)\" exists already. Choose another name.")
             }
@@ -246,6 +233,7 @@ public final class BundleStorage: LibraryMaintenance {
             try files.syncDirectory(bundle)
             try files.reached("deleteSession", "removal committed")
             folders.withLock { _ = $0.removeValue(forKey: id) }
+            forgetSummary(of: bundle.lastPathComponent)
             for take in manifest.takes {
                 try files.remove(try member(take.file, in: bundle))
                 if let pending = take.pendingFile { try files.remove(try member(pending, in: bundle)) }

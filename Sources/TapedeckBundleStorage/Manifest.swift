@@ -67,7 +67,7 @@ package struct ManifestProblem: Error, Sendable, Hashable {
 package enum ManifestCodec {
     // MARK: wire format
 
-    struct Wire: Codable {
+    package struct Wire: Codable, Equatable {
         var schema: Int
         var id: String
         var name: String
@@ -75,7 +75,7 @@ package enum ManifestCodec {
         var takes: [TakeWire]
     }
 
-    struct TakeWire: Codable {
+    struct TakeWire: Codable, Equatable {
         var id: String
         var name: String
         var number: Int
@@ -102,13 +102,13 @@ package enum ManifestCodec {
         var pendingFile: String?
     }
 
-    struct MarkerWire: Codable {
+    struct MarkerWire: Codable, Equatable {
         var frame: Int64
         var label: String
         var date: String
     }
 
-    struct RunWire: Codable {
+    struct RunWire: Codable, Equatable {
         var id: String
         var index: Int
         var offset: Int64?
@@ -117,7 +117,7 @@ package enum ManifestCodec {
         var ended: String?
     }
 
-    struct FormatWire: Codable {
+    struct FormatWire: Codable, Equatable {
         var sampleRate: Int
         var channels: Int
         var sampleFormat: String
@@ -126,7 +126,7 @@ package enum ManifestCodec {
         var channelMask: UInt32?
     }
 
-    struct OverrunWire: Codable {
+    struct OverrunWire: Codable, Equatable {
         var frame: Int64
         var frames: Int64
         var date: String
@@ -179,6 +179,19 @@ package enum ManifestCodec {
     /// Parses and validates untrusted manifest bytes.
     /// - Throws: ``ManifestProblem`` naming the JSON path and what is wrong.
     package static func decode(_ data: Data) throws -> Manifest {
+        if let wire = ManifestReader.read(data) { return try validate(wire) }
+        return try validate(try foundationWire(data))
+    }
+
+    /// What the direct reader makes of `data`; `nil` when it leaves the bytes to `JSONDecoder`.
+    /// (For the tests and the fuzz target that compare the two.)
+    package static func directWire(_ data: Data) -> Wire? {
+        ManifestReader.read(data)
+    }
+
+    /// The bytes through `JSONDecoder`: the schema and the number of takes first, then the rest.
+    /// - Throws: ``ManifestProblem`` naming the JSON path and what is wrong.
+    package static func foundationWire(_ data: Data) throws -> Wire {
         let decoder = JSONDecoder()
         let head: Head
         do { head = try decoder.decode(Head.self, from: data) } catch let error as DecodingError { throw problem(error) }
@@ -189,9 +202,7 @@ package enum ManifestCodec {
         if let count = head.takeCount, count > Manifest.maxTakes {
             throw ManifestProblem(path: "takes", problem: "it lists \(count) takes; a session holds at most \(Manifest.maxTakes)")
         }
-        let wire: Wire
-        do { wire = try decoder.decode(Wire.self, from: data) } catch let error as DecodingError { throw problem(error) }
-        return try validate(wire)
+        do { return try decoder.decode(Wire.self, from: data) } catch let error as DecodingError { throw problem(error) }
     }
 
     static func validate(_ wire: Wire) throws -> Manifest {
@@ -304,7 +315,7 @@ package enum ManifestCodec {
         if name == "." || name == ".." { return "the file name \(shown) is not a file name; it leads out of the bundle" }
         if name.utf8.count > 255 { return "the file name is \(name.utf8.count) bytes long; at most 255 are allowed" }
         if name == "manifest.json" { return "the file name \(shown) is the manifest itself" }
-        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if hasControlCharacter(name) {
             return "the file name \(shown) contains a control character"
         }
         if pending {
@@ -321,8 +332,18 @@ package enum ManifestCodec {
     static func labelProblem(_ label: String) -> String? {
         if label.isEmpty { return "is empty" }
         if label.utf8.count > Manifest.maxLabelBytes { return "is longer than \(Manifest.maxLabelBytes) bytes" }
-        if label.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains a control character" }
+        if hasControlCharacter(label) { return "contains a control character" }
         return nil
+    }
+
+    /// Whether `text` holds a control character (Unicode's general category Cc), on bytes for ASCII.
+    static func hasControlCharacter(_ text: String) -> Bool {
+        var ascii = true
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F { return true }
+            if byte >= 0x80 { ascii = false }
+        }
+        return !ascii && text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     static func checkName(_ name: String, what: String, path: String) throws {

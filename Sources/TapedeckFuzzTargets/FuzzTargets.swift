@@ -20,7 +20,10 @@ import TapedeckWAV
 /// - `opus`: an Ogg Opus file (what `import` and a killed Opus recording hand over) through the
 ///   decoder (libopusfile) and `repair` (Tapedeck's Ogg page walk); the same bounds and fixed point.
 /// - `manifest`: a bundle's `manifest.json` through the validating codec; what it accepts encodes
-///   to a canonical form that decodes and encodes to the same bytes.
+///   to a canonical form that decodes and encodes to the same bytes, and what the direct reader
+///   reads, `JSONDecoder` reads the same.
+/// - `bundle-summary`: a bundle's summary file (`.tapedeck-index/FOLDER`): read or refused, never
+///   a trap; what is read writes back to the same bytes.
 /// - `config`: a config file through the YAML reader and the configuration loader (problems and
 ///   resolution for this machine).
 /// - `catalog`: a directory library's `catalog.sqlite` (rows of wrong types, impossible values,
@@ -40,7 +43,7 @@ import TapedeckWAV
 /// seeds and every input that once failed.
 public enum FuzzTargets {
     /// The targets' names, in the order `scripts/fuzz` runs them.
-    public static let names = ["wav", "flac", "opus", "manifest", "config", "catalog", "remote-manifest", "stream", "rtp"]
+    public static let names = ["wav", "flac", "opus", "manifest", "bundle-summary", "config", "catalog", "remote-manifest", "stream", "rtp"]
 
     /// A broken promise found by a target (reported as ``Outcome/broken(_:)``).
     struct Finding: Error, CustomStringConvertible, Sendable {
@@ -72,6 +75,7 @@ public enum FuzzTargets {
             case "flac": read = try flac(data, scratch)
             case "opus": read = try opus(data, scratch)
             case "manifest": read = try manifest(data)
+            case "bundle-summary": read = try bundleSummary(data)
             case "config": read = try config(data)
             case "catalog": read = try catalog(data, scratch)
             case "remote-manifest": read = try remoteManifest(data)
@@ -165,6 +169,13 @@ public enum FuzzTargets {
     }
 
     static func manifest(_ data: Data) throws -> Bool {
+        // The direct reader answers only where JSONDecoder gives the same.
+        if let direct = ManifestCodec.directWire(data) {
+            guard let foundation = try? ManifestCodec.foundationWire(data) else {
+                throw Finding("the direct manifest reader accepts bytes JSONDecoder refuses")
+            }
+            if foundation != direct { throw Finding("the direct manifest reader reads other values than JSONDecoder") }
+        }
         let decoded: Manifest
         do {
             decoded = try ManifestCodec.decode(data)
@@ -181,6 +192,12 @@ public enum FuzzTargets {
         if try ManifestCodec.encode(again) != canonical {
             throw Finding("the manifest's canonical form changes when read back")
         }
+        return true
+    }
+
+    static func bundleSummary(_ data: Data) throws -> Bool {
+        guard let summary = BundleSummary.decode([UInt8](data)) else { return false }
+        if summary.encoded() != [UInt8](data) { throw Finding("a summary read does not write back to the same bytes") }
         return true
     }
 

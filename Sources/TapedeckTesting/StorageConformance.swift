@@ -370,6 +370,33 @@ public enum StorageConformance {
                 #expect(take.state != .recording, "\(context): take \"\(take.name)\" still recording after recovery")
             }
         }
+        try checkKeyedReads(store, context: context)
+    }
+
+    /// The keyed reads (a store's index, summaries or catalog queries) agree with the full read:
+    /// every session is found by its name and by each take's short id, with the same takes;
+    /// `last`, and the session a recording goes into, are the ones ``TakeStorage/sessions()``
+    /// gives. Run after every fault, so an index that a crash left behind is checked too.
+    public static func checkKeyedReads(_ store: any TakeStorage, context: String) throws {
+        let all = try store.sessions()
+        for session in all {
+            let byName = try store.sessions(matching: session.name).first { $0.id == session.id }
+            #expect(byName?.takes == session.takes, "\(context): session \"\(session.name)\" by its name")
+            for take in session.takes {
+                let byID = try store.sessions(matching: String(take.id.prefix(8))).first { $0.id == session.id }
+                #expect(byID?.takes.contains(take) == true, "\(context): take \"\(take.name)\" by its short id")
+            }
+            let forRecording = try store.findSessionForRecording(named: session.name)
+            #expect(forRecording?.id == all.first { $0.name == session.name }?.id, "\(context): recording into \"\(session.name)\"")
+        }
+        let active = all.max { a, b in
+            (a.takes.map(\.createdAt).max() ?? a.createdAt) < (b.takes.map(\.createdAt).max() ?? b.createdAt)
+        }
+        #expect(try store.findSessionForRecording(named: nil)?.id == active?.id, "\(context): the session a recording goes into")
+        if let newest = all.flatMap(\.takes).max(by: { $0.createdAt < $1.createdAt }) {
+            let last = try store.sessions(matching: "last").flatMap(\.takes)
+            #expect(last.contains { $0.createdAt == newest.createdAt }, "\(context): `last` finds the newest take")
+        }
     }
 
     /// One pass of the recorder's recovery over the takes ``TakeStorage/interruptedTakes()`` gives

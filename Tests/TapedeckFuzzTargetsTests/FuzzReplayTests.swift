@@ -47,6 +47,7 @@ struct FuzzReplayTests {
         "flac": ["tapedeck-complete"],
         "opus": ["tapedeck-complete", "opusenc-sine"],
         "manifest": ["two-takes", "pending-take"],
+        "bundle-summary": ["two-takes", "recording-take"],
         "config": ["ci.yaml", "tapedeck.yaml", "fleet.yaml"],
         "catalog": ["three-takes"],
         "remote-manifest": ["pushed"],

@@ -31,6 +31,12 @@ public enum NameRules {
     /// Checks a display name. Any Unicode is allowed except control characters (NUL included);
     /// the name is never used as a path. - Thread: any. Never blocks.
     public static func validate(_ name: String, what: String) throws -> String {
+        // Printable ASCII with one visible character (most names): nothing below can refuse it.
+        var printable = true, visible = false
+        for byte in name.utf8 {
+            if byte <= 0x20 || byte >= 0x7F { printable = printable && byte == 0x20 } else { visible = true }
+        }
+        if printable && visible && name.utf8.count <= maxNameBytes { return name }
         guard !name.unicodeScalars.allSatisfy(isBlank) else {
             throw TapedeckError(.invalidArgument, "The \(what) name is empty. Give a name with at least one visible character.")
         }

@@ -1,0 +1,234 @@
+import Foundation
+import TapedeckCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The library's summaries (`.tapedeck-index/`): one ``BundleSummary`` per bundle, so that an
+/// open of the library, a reference, a recording's start and a take's lookup read one
+/// manifest, not all of them.
+///
+/// The summaries are a cache of the manifests, never a second truth: each is used only while
+/// its manifest has the ``FileKey`` it was made from, is made again from the manifest when not
+/// (by any process that notices), and is replaced by every commit this store makes. They are
+/// written without the seam and without syncing: losing one (a crash, a full disk, a read-only
+/// library) costs one manifest read, never a take.
+extension BundleStorage {
+    static let indexFolderName = ".tapedeck-index"
+    static let indexTemporaryPrefix = ".tmp-"
+
+    /// One `.tapedeck` folder of the library with its summary, or why it is no session.
+    struct Summarized {
+        var url: URL
+        var result: Result<BundleSummary, TapedeckError>
+
+        var summary: BundleSummary? { try? result.get() }
+    }
+
+    /// Every `.tapedeck` folder of the library (or the one bundle), sorted by folder name, each
+    /// with its summary or why it has none. A second bundle with a session id seen already is
+    /// refused as a duplicate. Reads only the manifests whose summary is missing or out of date.
+    func summaries() throws -> [Summarized] {
+        if isSingleBundle {
+            return [Summarized(url: rootURL, result: Result {
+                let (manifest, key) = try readManifestAndKey(rootURL)
+                return BundleSummary(manifest: manifest, key: key)
+            }.mapError(Self.typed))]
+        }
+        var out: [Summarized] = []
+        var seen: [String: String] = [:]
+        for name in try bundleNames() {
+            let url = rootURL.appendingPathComponent(name)
+            guard var result = folderResult(url, { try summary(of: name, at: url) }) else { continue }
+            if case .success(let summary) = result {
+                if let first = seen[summary.sessionID] {
+                    result = .failure(duplicate(url, id: summary.sessionID, first: first))
+                } else {
+                    seen[summary.sessionID] = name
+                }
+            }
+            out.append(Summarized(url: url, result: result))
+        }
+        folders.withLock { $0 = seen }
+        return out
+    }
+
+    /// The usable summaries, oldest session first (by creation date, then id): ``sessions()``'s order.
+    func sessionSummaries() throws -> [(url: URL, summary: BundleSummary)] {
+        try summaries().compactMap { s in s.summary.map { (s.url, $0) } }
+            .sorted { ($0.summary.createdAt, $0.summary.sessionID) < ($1.summary.createdAt, $1.summary.sessionID) }
+    }
+
+    /// The summary of bundle `name`: from memory or its file while the manifest keeps its key,
+    /// else made from the manifest (and stored).
+    func summary(of name: String, at url: URL) throws -> BundleSummary {
+        var st = stat()
+        var known: BundleSummary?
+        if lstat(url.path + "/" + Self.manifestName, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG {
+            let key = FileKey(st)
+            known = summaryCache.withLock { $0[name] }
+            if key.isTrustworthy {
+                if let known, known.manifestKey == key { return known }
+                // Another process may have made it since this one last looked.
+                if let stored = loadSummary(name) {
+                    known = stored
+                    if stored.manifestKey == key {
+                        summaryCache.withLock { $0[name] = stored }
+                        return stored
+                    }
+                }
+            }
+        }
+        let (manifest, key) = try readManifestAndKey(url)
+        let made = BundleSummary(manifest: manifest, key: key, folderKey: known?.folderKey ?? FileKey())
+        remember(made, for: name)
+        return made
+    }
+
+    /// Keeps a summary in memory and in its file (when its key can be trusted; else forgets it).
+    func remember(_ summary: BundleSummary, for name: String) {
+        guard summary.manifestKey.isTrustworthy else {
+            forgetSummary(of: name)
+            return
+        }
+        summaryCache.withLock { $0[name] = summary }
+        if !storeSummary(summary, for: name) { unlink(indexURL(name).path) }
+    }
+
+    /// Drops bundle `name`'s summary, in memory and on disk.
+    func forgetSummary(of name: String) {
+        summaryCache.withLock { _ = $0.removeValue(forKey: name) }
+        unlink(indexURL(name).path)
+    }
+
+    /// After this store committed `manifest` in `bundle` (holding the library lock): its summary
+    /// now, so that a file system whose times could hide the change still gives the new one.
+    func noteCommitted(_ manifest: Manifest, in bundle: URL) {
+        guard !isSingleBundle else { return }
+        let name = bundle.lastPathComponent
+        var st = stat()
+        guard lstat(bundle.appendingPathComponent(Self.manifestName).path, &st) == 0 else {
+            forgetSummary(of: name)
+            return
+        }
+        let folderKey = summaryCache.withLock { $0[name]?.folderKey } ?? FileKey()
+        remember(BundleSummary(manifest: manifest, key: FileKey(st), folderKey: folderKey), for: name)
+    }
+
+    // MARK: the summary files
+
+    func indexURL(_ name: String) -> URL {
+        rootURL.appendingPathComponent(Self.indexFolderName).appendingPathComponent(name)
+    }
+
+    /// Bundle `name`'s stored summary; `nil` when there is none that can be read.
+    func loadSummary(_ name: String) -> BundleSummary? {
+        let fd = open(indexURL(name).path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int(st.st_size) <= BundleSummary.maxBytes else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            filled += n
+        }
+        return BundleSummary.decode(bytes)
+    }
+
+    /// Writes bundle `name`'s summary (a temporary renamed into place). Best effort.
+    /// - Returns: whether it was written.
+    @discardableResult
+    func storeSummary(_ summary: BundleSummary, for name: String) -> Bool {
+        let folder = rootURL.appendingPathComponent(Self.indexFolderName)
+        var st = stat()
+        if lstat(folder.path, &st) != 0 {
+            guard mkdir(folder.path, 0o755) == 0 || errno == EEXIST, lstat(folder.path, &st) == 0 else { return false }
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return false }
+        let temporary = folder.appendingPathComponent(Self.indexTemporaryPrefix + UUID().uuidString.lowercased())
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return false }
+        let bytes = summary.encoded()
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            written += n
+        }
+        close(fd)
+        guard written == bytes.count, rename(temporary.path, folder.appendingPathComponent(name).path) == 0 else {
+            unlink(temporary.path)
+            return false
+        }
+        return true
+    }
+
+    /// Removes summaries of bundles that are gone and temporaries a dead process left (older
+    /// than a minute: a live writer's is younger). Best effort.
+    func pruneIndex(keeping names: Set<String>) {
+        let folder = rootURL.appendingPathComponent(Self.indexFolderName)
+        var st = stat()
+        guard lstat(folder.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, let entries = Self.directoryNames(folder.path) else { return }
+        let now = time(nil)
+        for entry in entries {
+            let path = folder.appendingPathComponent(entry).path
+            if entry.hasPrefix(Self.indexTemporaryPrefix) {
+                if lstat(path, &st) == 0, Int(now) - Int(st.st_mtim.tv_sec) > 60 { unlink(path) }
+            } else if !names.contains(entry) {
+                summaryCache.withLock { _ = $0.removeValue(forKey: entry) }
+                unlink(path)
+            }
+        }
+    }
+
+    // MARK: listing
+
+    /// The names of the library's `.tapedeck` folders (not hidden), sorted.
+    func bundleNames() throws -> [String] {
+        guard let names = Self.directoryNames(rootURL.path) else {
+            let code = errno
+            throw TapedeckError(.io, "Could not list the library \(rootURL.path): \(String(cString: strerror(code))). Check that the folder exists and that you may read it.", systemCode: code)
+        }
+        return names.filter { $0.hasSuffix(Self.bundleExtension) && !$0.hasPrefix(".") }.sorted()
+    }
+
+    /// A folder's entries (without `.` and `..`), read with `readdir`; `nil` when it cannot be read.
+    static func directoryNames(_ path: String) -> [String]? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// What a `.tapedeck` entry of the library is: `body`'s answer for a folder, a refusal for a
+    /// link or a file, `nil` when it vanished.
+    func folderResult<T>(_ url: URL, _ body: () throws -> T) -> Result<T, TapedeckError>? {
+        var st = stat()
+        guard lstat(url.path, &st) == 0 else { return nil }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR:
+            return Result { try body() }.mapError(Self.typed)
+        case S_IFLNK:
+            return .failure(TapedeckError(.corruptFile, "\(url.path) is a symbolic link. Tapedeck does not follow links in a library; copy the bundle in instead."))
+        default:
+            return .failure(TapedeckError(.corruptFile, "\(url.path) is not a folder, so it is not a session bundle. Rename or remove it."))
+        }
+    }
+
+    func duplicate(_ url: URL, id: String, first: String) -> TapedeckError {
+        TapedeckError(.corruptFile, "\(url.path) holds the same session (id \(id)) as \(first). It is a copy; move one of the two out of the library.")
+    }
+}
