@@ -48,7 +48,7 @@ extension BundleStorage {
         let lowered = text.lowercased()
         if lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }), lowered.first?.isHexDigit == true {
             let prefix = Array(lowered.utf8)
-            for candidate in all where BundleSummary.hasPrefix(ArraySlice(candidate.summary.sessionID.utf8), prefix)
+            for candidate in all where BundleSummary.hasPrefix(candidate.summary.sessionID.utf8, prefix)
                 || candidate.summary.hasTake(prefixedBy: prefix) {
                 choose(candidate)
             }

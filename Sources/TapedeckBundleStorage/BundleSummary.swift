@@ -55,7 +55,9 @@ package struct BundleSummary: Sendable, Hashable {
     var createdAt: Date
     /// The newest take's start date; `nil` for a session without takes.
     var newestTake: Date?
-    /// Every take id, each followed by a newline (ids are letters, digits and dashes).
+    /// Every take id, each followed by a newline (ids are letters, digits and dashes). Only
+    /// compared with what is looked for, so a summary file's copy is not checked byte by byte
+    /// (its checksum tells a damaged file).
     var takeIDs: [UInt8]
     /// The ids of takes in state `recording`, each followed by a newline.
     var recordingIDs: [UInt8]
@@ -97,12 +99,13 @@ package struct BundleSummary: Sendable, Hashable {
 
     /// Whether a take has exactly this id.
     func hasTake(_ id: String) -> Bool {
-        Self.lines(takeIDs).contains { line in line.elementsEqual(id.utf8) }
+        let wanted = Array(id.utf8)
+        return anyLine(of: takeIDs) { line in line.count == wanted.count && line.elementsEqual(wanted) }
     }
 
     /// Whether a take's id starts with `prefix` (ASCII, compared without case).
     func hasTake(prefixedBy prefix: [UInt8]) -> Bool {
-        Self.lines(takeIDs).contains { Self.hasPrefix($0, prefix) }
+        anyLine(of: takeIDs) { line in Self.hasPrefix(line, prefix) }
     }
 
     /// The ids of takes in state `recording`.
@@ -110,20 +113,28 @@ package struct BundleSummary: Sendable, Hashable {
         Self.lines(recordingIDs).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Whether `test` holds for a line of `blob`, walked in place.
+    private func anyLine(of blob: [UInt8], _ test: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+        blob.withUnsafeBufferPointer { all in
+            var start = 0
+            while start < all.count {
+                var end = start
+                while end < all.count && all[end] != 0x0A { end += 1 }
+                if test(UnsafeBufferPointer(rebasing: all[start..<end])) { return true }
+                start = end + 1
+            }
+            return false
+        }
+    }
+
     static func lines(_ blob: [UInt8]) -> [ArraySlice<UInt8>] {
         blob.split(separator: 0x0A, omittingEmptySubsequences: true)
     }
 
     /// `bytes` starts with `prefix`, ASCII letters compared without case.
-    static func hasPrefix(_ bytes: ArraySlice<UInt8>, _ prefix: [UInt8]) -> Bool {
+    static func hasPrefix<C: Collection<UInt8>>(_ bytes: C, _ prefix: [UInt8]) -> Bool {
         guard bytes.count >= prefix.count else { return false }
-        var i = bytes.startIndex
-        for p in prefix {
-            var b = bytes[i]
-            if b >= 0x41 && b <= 0x5A { b += 32 }
-            if b != p { return false }
-            i += 1
-        }
+        for (b, p) in zip(bytes, prefix) where (b >= 0x41 && b <= 0x5A ? b + 32 : b) != p { return false }
         return true
     }
 
@@ -194,7 +205,7 @@ package struct BundleSummary: Sendable, Hashable {
         guard createdAt.isFinite, newestTake.isFinite,
               let sessionID = String(validating: id, as: UTF8.self), ManifestCodec.validID(sessionID),
               let sessionName = String(validating: name, as: UTF8.self),
-              isIDList(takeIDs), isIDList(recordingIDs) else { return nil }
+              takeIDs.last.map({ $0 == 0x0A }) ?? true, isIDList(recordingIDs) else { return nil }
         return BundleSummary(manifestKey: manifestKey, folderKey: folderKey, sessionID: sessionID, name: sessionName,
                              createdAt: Date(timeIntervalSinceReferenceDate: createdAt),
                              newestTake: hasNewest == 1 ? Date(timeIntervalSinceReferenceDate: newestTake) : nil,

@@ -304,6 +304,7 @@ package enum ManifestCodec {
     /// Why `name` is not a plain file name directly inside a bundle, or `nil` when it is.
     /// Audio files are visible names; pending files are hidden (`.ID.pending.EXT`).
     static func fileNameProblem(_ name: String, pending: Bool) -> String? {
+        if isPlainASCIIName(name, pending: pending) { return nil }
         let shown = quoted(name)
         if name.isEmpty { return "the file name is empty" }
         if name.utf8.contains(0) { return "the file name \(shown) contains a NUL byte" }
@@ -326,6 +327,20 @@ package enum ManifestCodec {
             return "the file name \(shown) starts with a dot; only pending files are hidden"
         }
         return nil
+    }
+
+    /// The common case of ``fileNameProblem(_:pending:)`` on bytes: printable ASCII without a
+    /// slash, at most 255 bytes, not `.`, `..` or the manifest, hidden exactly when pending.
+    static func isPlainASCIIName(_ name: String, pending: Bool) -> Bool {
+        var count = 0
+        for byte in name.utf8 {
+            guard byte >= 0x20, byte < 0x7F, byte != 0x2F else { return false }
+            count += 1
+        }
+        guard count > 0, count <= 255, name != ".", name != "..", name != "manifest.json" else { return false }
+        let hidden = name.utf8.first == 0x2E
+        if !pending { return !hidden }
+        return hidden && name.utf8.count > 9 && name.firstRange(of: ".pending.") != nil && !name.hasPrefix(".manifest.json.tmp-")
     }
 
     /// Why a short label (an encoding name, an overrun cause) is refused, or `nil`.

@@ -190,21 +190,30 @@ struct ManifestReader {
     // MARK: JSON
 
     /// An object's members in order: `body` reads each value and answers whether it could.
-    /// A key seen twice, or any body that could not, makes the object unreadable here.
+    /// A key seen twice (`JSONDecoder` keeps the first), more than 32 keys, or any body that
+    /// could not, makes the object unreadable here. Keys are told apart by a 64-bit hash kept on
+    /// the stack: two different keys with one hash only send the object to `JSONDecoder`.
     private mutating func members(_ body: (String, inout ManifestReader) -> Bool) -> Bool {
         skipSpace()
         guard take(0x7B) else { return false }
-        var seen = Set<String>()
         skipSpace()
         if take(0x7D) { return true }
-        while true {
-            skipSpace()
-            guard let key = string(), seen.insert(key).inserted else { return false }
-            skipSpace()
-            guard take(0x3A), body(key, &self) else { return false }
-            skipSpace()
-            if take(0x2C) { continue }
-            return take(0x7D)
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 32) { seen -> Bool in
+            var count = 0
+            while true {
+                skipSpace()
+                guard let key = string(), count < seen.count else { return false }
+                var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+                for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+                for i in 0..<count where seen[i] == hash { return false }
+                seen[count] = hash
+                count += 1
+                skipSpace()
+                guard take(0x3A), body(key, &self) else { return false }
+                skipSpace()
+                if take(0x2C) { continue }
+                return take(0x7D)
+            }
         }
     }
 
@@ -289,13 +298,17 @@ struct ManifestReader {
         skipSpace()
         guard take(0x22) else { return nil }
         let start = at
+        var high: UInt8 = 0
         while at < bytes.count {
             let b = bytes[at]
             if b == 0x22 {
-                let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<at])
+                // ASCII needs no check; anything else must be valid UTF-8.
+                let text = high < 0x80 ? String(decoding: raw, as: UTF8.self) : String(validating: raw, as: UTF8.self)
                 at += 1
                 return text
             }
+            high |= b
             if b == 0x5C { return escapedString(from: start) }
             if b < 0x20 { return nil }
             at += 1

@@ -74,16 +74,16 @@ struct ListCommand: AsyncParsableCommand {
             func emit(_ session: Session) throws {
                 guard let s = filtered(session) else { return }
                 let files = storage.audioFiles(of: s)
-                let model = SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
-                                        takes: s.takes.map { TakeJSON($0, session: s, file: files[$0.id]) })
                 if json {
+                    let model = SessionJSON(id: s.id, shortID: s.shortID, name: s.name, createdAt: s.createdAt,
+                                            takes: s.takes.map { TakeJSON($0, session: s, file: files[$0.id]) })
                     // Elements of one JSON array, written as they come (not indented again: that
                     // would cost a pass over every line of a large session).
                     // Written by PrettyJSON: what Terminal.json prints, without the generic encoder.
                     StandardOutput.write((printed == 0 ? "[\n" : ",\n") + PrettyJSON.text { model.write(to: &$0) })
                 } else {
                     if printed > 0 { StandardOutput.write("\n") }
-                    StandardOutput.write(Self.table(model, next: next, columns: columns))
+                    StandardOutput.write(Self.table(s, files: files, next: next, columns: columns))
                 }
                 printed += 1
             }
@@ -114,19 +114,20 @@ struct ListCommand: AsyncParsableCommand {
         }
     }
 
-    /// One session as text: its line, then its takes as a table fitted to `columns`.
-    static func table(_ s: SessionJSON, next: String?, columns: Int) -> String {
+    /// One session as text: its line, then its takes as a table fitted to `columns` (straight
+    /// from the takes: the JSON models would compute fields the table never shows).
+    static func table(_ s: Session, files: [String: AudioFileInfo], next: String?, columns: Int) -> String {
         let seconds = s.takes.reduce(0.0) { $0 + $1.seconds }
-        let bytes = s.takes.reduce(Int64(0)) { $0 + ($1.bytes ?? 0) }
+        let bytes = s.takes.reduce(Int64(0)) { $0 + (files[$1.id]?.bytes ?? 0) }
         var out = "\(s.name)  [\(s.shortID)]  \(Terminal.counted(s.takes.count, "take")), \(Terminal.clock(seconds)), \(Terminal.bytes(bytes))\(s.id == next ? "  (next record)" : "")\n"
         guard !s.takes.isEmpty else { return out }
         var header = ["ID", "NAME", "LENGTH", "FORMAT", "SIZE", "RECORDED", "STATE"]
         var rows: [[String]] = s.takes.map { t in
-            let format = "\(Terminal.kilohertz(t.format.sampleRate)) kHz \(t.format.channels)ch \(t.format.sampleFormat) \(t.encoding)"
-            var state = t.state
-            if t.overruns > 0 { state += ", \(Terminal.counted(t.overruns, "overrun"))" }
+            let format = "\(Terminal.kilohertz(t.format.sampleRate)) kHz \(t.format.channels)ch \(t.format.sampleFormat.rawValue) \(t.encoding)"
+            var state = t.state.rawValue
+            if !t.overruns.isEmpty { state += ", \(Terminal.counted(t.overruns.count, "overrun"))" }
             if t.clippedSamples > 0 { state += ", clipped" }
-            return [t.shortID, t.name, Terminal.clock(t.seconds), format, t.bytes.map(Terminal.bytes) ?? "missing",
+            return [t.shortID, t.name, Terminal.clock(t.seconds), format, files[t.id]?.bytes.map(Terminal.bytes) ?? "missing",
                     Terminal.date(t.createdAt), state].map(Terminal.safe)
         }
         fit(header: &header, rows: &rows, columns: columns)
