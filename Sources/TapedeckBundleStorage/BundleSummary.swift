@@ -108,11 +108,6 @@ package struct BundleSummary: Sendable, Hashable {
         anyLine(of: takeIDs) { line in Self.hasPrefix(line, prefix) }
     }
 
-    /// The ids of takes in state `recording`.
-    var recordingTakes: [String] {
-        Self.lines(recordingIDs).map { String(decoding: $0, as: UTF8.self) }
-    }
-
     /// Whether `test` holds for a line of `blob`, walked in place.
     private func anyLine(of blob: [UInt8], _ test: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
         blob.withUnsafeBufferPointer { all in

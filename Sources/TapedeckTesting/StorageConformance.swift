@@ -375,7 +375,7 @@ public enum StorageConformance {
 
     /// The keyed reads (a store's index, summaries or catalog queries) agree with the full read:
     /// every session is found by its name and by each take's short id, with the same takes;
-    /// `last`, and the session a recording goes into, are the ones ``TakeStorage/sessions()``
+    /// `last`, and the session a recording goes into, are the ones `TakeStorage.sessions()`
     /// gives. Run after every fault, so an index that a crash left behind is checked too.
     public static func checkKeyedReads(_ store: any TakeStorage, context: String) throws {
         let all = try store.sessions()
