@@ -148,11 +148,11 @@ extension BundleStorage {
         let folder = rootURL.appendingPathComponent(Self.indexFolderName)
         var st = stat()
         if lstat(folder.path, &st) != 0 {
-            guard mkdir(folder.path, 0o755) == 0 || errno == EEXIST, lstat(folder.path, &st) == 0 else { return false }
+            guard mkdir(folder.path, mode_t(FileModes.directory)) == 0 || errno == EEXIST, lstat(folder.path, &st) == 0 else { return false }
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return false }
         let temporary = folder.appendingPathComponent(Self.indexTemporaryPrefix + UUID().uuidString.lowercased())
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(FileModes.file))
         guard fd >= 0 else { return false }
         let bytes = summary.encoded()
         var written = 0

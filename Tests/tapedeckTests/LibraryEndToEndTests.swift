@@ -195,10 +195,13 @@ struct DoctorEndToEndTests {
         kill(p.processIdentifier, SIGKILL)
         try await CLIHarness.waitForExit(p)
 
-        // Audio, manifests and everything else a user keeps; SQLite's own files and lock files
-        // change when any process opens the library.
+        // Audio, manifests and everything else a user keeps; SQLite's own files, lock files and
+        // the bundle summaries (a cache of the manifests, remade when one changed) change when
+        // any process opens the library.
         func userFiles() -> [String: Data] {
-            LibraryEndToEndTests.tree(cli.library).filter { !$0.key.contains("catalog.sqlite") && !$0.key.hasSuffix(".lock") }
+            LibraryEndToEndTests.tree(cli.library).filter {
+                !$0.key.contains("catalog.sqlite") && !$0.key.hasSuffix(".lock") && !$0.key.hasPrefix(".tapedeck-index/")
+            }
         }
         let before = userFiles()
         let found = try await cli.run("doctor", "--json")
