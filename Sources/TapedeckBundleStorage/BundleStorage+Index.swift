@@ -94,13 +94,13 @@ extension BundleStorage {
             return
         }
         summaryCache.withLock { $0[name] = summary }
-        if !storeSummary(summary, for: name) { unlink(indexURL(name).path) }
+        if !storeSummary(summary, for: name) { removeSummaryFile(name) }
     }
 
     /// Drops bundle `name`'s summary, in memory and on disk.
     func forgetSummary(of name: String) {
         summaryCache.withLock { _ = $0.removeValue(forKey: name) }
-        unlink(indexURL(name).path)
+        removeSummaryFile(name)
     }
 
     /// After this store committed `manifest` in `bundle` (holding the library lock): its summary
@@ -119,13 +119,34 @@ extension BundleStorage {
 
     // MARK: the summary files
 
-    func indexURL(_ name: String) -> URL {
-        rootURL.appendingPathComponent(Self.indexFolderName).appendingPathComponent(name)
+    /// Every access to the summary files goes through the index folder opened without
+    /// following a link (at its own path or on the way): a link there is never written or read
+    /// through, so nothing outside the library is touched.
+    /// - Returns: the folder's descriptor (the caller closes it), or -1.
+    func openIndexFolder(creating: Bool) -> Int32 {
+        let path = rootURL.appendingPathComponent(Self.indexFolderName).path
+        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        var fd = open(path, flags)
+        if fd < 0 && errno == ENOENT && creating && (mkdir(path, mode_t(FileModes.directory)) == 0 || errno == EEXIST) {
+            fd = open(path, flags)
+        }
+        return fd
+    }
+
+    /// Removes bundle `name`'s summary file, if there is one. Best effort.
+    func removeSummaryFile(_ name: String) {
+        let folder = openIndexFolder(creating: false)
+        guard folder >= 0 else { return }
+        unlinkat(folder, name, 0)
+        close(folder)
     }
 
     /// Bundle `name`'s stored summary; `nil` when there is none that can be read.
     func loadSummary(_ name: String) -> BundleSummary? {
-        let fd = open(indexURL(name).path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let folder = openIndexFolder(creating: false)
+        guard folder >= 0 else { return nil }
+        let fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        close(folder)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
@@ -145,14 +166,11 @@ extension BundleStorage {
     /// - Returns: whether it was written.
     @discardableResult
     func storeSummary(_ summary: BundleSummary, for name: String) -> Bool {
-        let folder = rootURL.appendingPathComponent(Self.indexFolderName)
-        var st = stat()
-        if lstat(folder.path, &st) != 0 {
-            guard mkdir(folder.path, mode_t(FileModes.directory)) == 0 || errno == EEXIST, lstat(folder.path, &st) == 0 else { return false }
-        }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else { return false }
-        let temporary = folder.appendingPathComponent(Self.indexTemporaryPrefix + UUID().uuidString.lowercased())
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(FileModes.file))
+        let folder = openIndexFolder(creating: true)
+        guard folder >= 0 else { return false }
+        defer { close(folder) }
+        let temporary = Self.indexTemporaryPrefix + UUID().uuidString.lowercased()
+        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(FileModes.file))
         guard fd >= 0 else { return false }
         let bytes = summary.encoded()
         var written = 0
@@ -163,8 +181,8 @@ extension BundleStorage {
             written += n
         }
         close(fd)
-        guard written == bytes.count, rename(temporary.path, folder.appendingPathComponent(name).path) == 0 else {
-            unlink(temporary.path)
+        guard written == bytes.count, renameat(folder, temporary, folder, name) == 0 else {
+            unlinkat(folder, temporary, 0)
             return false
         }
         return true
@@ -173,17 +191,20 @@ extension BundleStorage {
     /// Removes summaries of bundles that are gone and temporaries a dead process left (older
     /// than a minute: a live writer's is younger). Best effort.
     func pruneIndex(keeping names: Set<String>) {
-        let folder = rootURL.appendingPathComponent(Self.indexFolderName)
-        var st = stat()
-        guard lstat(folder.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, let entries = Self.directoryNames(folder.path) else { return }
+        let folder = openIndexFolder(creating: false)
+        guard folder >= 0 else { return }
+        defer { close(folder) }
+        // The entries are read through a descriptor of their own (closedir closes it).
+        let listing = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard listing >= 0, let entries = Self.directoryNames(fd: listing) else { return }
         let now = time(nil)
+        var st = stat()
         for entry in entries {
-            let path = folder.appendingPathComponent(entry).path
             if entry.hasPrefix(Self.indexTemporaryPrefix) {
-                if lstat(path, &st) == 0, Int(now) - Int(st.st_mtim.tv_sec) > 60 { unlink(path) }
+                if fstatat(folder, entry, &st, AT_SYMLINK_NOFOLLOW) == 0, Int(now) - Int(st.st_mtim.tv_sec) > 60 { unlinkat(folder, entry, 0) }
             } else if !names.contains(entry) {
                 summaryCache.withLock { _ = $0.removeValue(forKey: entry) }
-                unlink(path)
+                unlinkat(folder, entry, 0)
             }
         }
     }
@@ -202,6 +223,19 @@ extension BundleStorage {
     /// A folder's entries (without `.` and `..`), read with `readdir`; `nil` when it cannot be read.
     static func directoryNames(_ path: String) -> [String]? {
         guard let dir = opendir(path) else { return nil }
+        return directoryNames(dir)
+    }
+
+    /// The entries of the folder open at `fd`, which this takes over (and closes).
+    static func directoryNames(fd: Int32) -> [String]? {
+        guard let dir = fdopendir(fd) else {
+            close(fd)
+            return nil
+        }
+        return directoryNames(dir)
+    }
+
+    private static func directoryNames(_ dir: OpaquePointer) -> [String]? {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {

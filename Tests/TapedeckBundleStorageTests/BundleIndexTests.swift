@@ -99,21 +99,24 @@ struct BundleIndexTests {
         #expect(try store.sessions().flatMap(\.takes).map(\.id).sorted() == takes.map(\.id).sorted())
         #expect(try Data(contentsOf: planted) == Data("outside".utf8), "a link is replaced, never written through")
 
-        // The index folder itself a link to a folder outside the library: never written into.
+        // The index folder itself a link to a folder outside the library, holding files named as
+        // the bundles' summaries would be: never read, written, replaced or removed through.
         try FileManager.default.removeItem(at: index)
         try FileManager.default.createSymbolicLink(at: index, withDestinationURL: outside)
-        let before = try FileManager.default.contentsOfDirectory(atPath: outside.path).sorted()
+        for name in names { try Data("not Tapedeck's".utf8).write(to: outside.appendingPathComponent(name)) }
+        let before = try BundleStorageTests.contents(of: outside)
         store = try BundleStorage(rootURL: root)
         try StorageConformance.checkKeyedReads(store, context: "index folder is a link")
         _ = try helper.record(store, try #require(try store.findSessionForRecording(named: "Session 0")), "More")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).sorted() == before)
+        try store.deleteSession(try #require(try store.findSessionForRecording(named: "Session 3")).id)
+        #expect(try BundleStorageTests.contents(of: outside) == before, "nothing outside the library changed")
 
         // No index at all (removed, or a library from before it existed): rebuilt from the manifests.
         try FileManager.default.removeItem(at: index)
         store = try BundleStorage(rootURL: root)
         try StorageConformance.checkKeyedReads(store, context: "no index")
         names = try FileManager.default.contentsOfDirectory(atPath: index.path).sorted()
-        #expect(names.count == 4)
+        #expect(names.count == 3, "one summary per bundle left: \(names)")
     }
 
     @Test("a summary names what its manifest held: read back, refused when cut or changed anywhere")
