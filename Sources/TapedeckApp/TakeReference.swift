@@ -18,7 +18,7 @@ public enum TakeReference: Sendable, Hashable {
         let lowered = text.lowercased()
         // Any unique prefix of an id, from the short id `list` prints to the full UUID `--json`
         // prints, dashes included.
-        if lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }), lowered.first?.isHexDigit == true {
+        if ReferenceKeys.canBeIDPrefix(lowered) {
             for s in sessions {
                 if s.id.lowercased().hasPrefix(lowered) { candidates.append(.session(s)) }
                 for t in s.takes where t.id.lowercased().hasPrefix(lowered) { candidates.append(.take(t, in: s)) }

@@ -151,13 +151,11 @@ extension BundleStorage {
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int(st.st_size) <= BundleSummary.maxBytes else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        var filled = 0
-        while filled < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
-            filled += n
+        let file = PositionalFile(fd: fd, path: name, kind: "summary")
+        var bytes: [UInt8] = []
+        while bytes.count < Int(st.st_size) {
+            guard let piece = try? file.read(min(PositionalFile.maxRead, Int(st.st_size) - bytes.count), at: Int64(bytes.count)) else { return nil }
+            bytes += piece
         }
         return BundleSummary.decode(bytes)
     }
@@ -172,16 +170,9 @@ extension BundleStorage {
         let temporary = Self.indexTemporaryPrefix + UUID().uuidString.lowercased()
         let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(FileModes.file))
         guard fd >= 0 else { return false }
-        let bytes = summary.encoded()
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            written += n
-        }
+        let written = (try? PositionalFile(fd: fd, path: temporary, kind: "summary").write(summary.encoded(), at: 0)) != nil
         close(fd)
-        guard written == bytes.count, renameat(folder, temporary, folder, name) == 0 else {
+        guard written, renameat(folder, temporary, folder, name) == 0 else {
             unlinkat(folder, temporary, 0)
             return false
         }

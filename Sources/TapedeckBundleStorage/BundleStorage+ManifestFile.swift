@@ -132,7 +132,7 @@ extension BundleStorage {
             let folderKey = FileKey(st)
             if folderKey.isTrustworthy, let summary = entry.summary, summary.folderKey == folderKey { continue }
             try clean(entry.url)
-            guard var summary = entry.summary, lstat(entry.url.path, &st) == 0 else { continue }
+            guard var summary = entry.summary else { continue }
             // The key from before the listing: a temporary made since changes it, so it is looked for next time.
             summary.folderKey = folderKey
             remember(summary, for: entry.url.lastPathComponent)

@@ -12,7 +12,8 @@ extension BundleStorage {
     // MARK: locating
 
     /// The bundle holding session `id`. With `verify`, a remembered folder is checked against
-    /// its manifest (and the library scanned again when it no longer matches).
+    /// its summary (so against its manifest, read again when it changed), and the library's
+    /// summaries are looked through again when it no longer matches.
     func bundleURL(for id: String, verify: Bool) throws -> URL {
         if isSingleBundle {
             if verify { _ = try readSession(id, in: rootURL) }

@@ -45,23 +45,15 @@ extension BundleStorage {
         func choose(_ candidate: (url: URL, summary: BundleSummary)) {
             if !chosen.contains(where: { $0.url == candidate.url }) { chosen.append(candidate) }
         }
-        let lowered = text.lowercased()
-        if lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }), lowered.first?.isHexDigit == true {
-            let prefix = Array(lowered.utf8)
+        let keys = ReferenceKeys(text)
+        if let prefix = keys.idPrefix.map({ Array($0.utf8) }) {
             for candidate in all where BundleSummary.hasPrefix(candidate.summary.sessionID.utf8, prefix)
                 || candidate.summary.hasTake(prefixedBy: prefix) {
                 choose(candidate)
             }
         }
-        // SESSION, or the SESSION of SESSION/TAKE at every `/` (names compared as Swift compares them).
-        var names: Set<String> = [text]
-        var index = text.startIndex
-        while let slash = text[index...].firstIndex(of: "/") {
-            names.insert(String(text[..<slash]))
-            index = text.index(after: slash)
-        }
-        for candidate in all where names.contains(candidate.summary.name) { choose(candidate) }
-        if text == "last" {
+        for candidate in all where keys.sessionNames.contains(candidate.summary.name) { choose(candidate) }
+        if keys.isLast {
             // The sessions of the newest takes (a few, in case the newest one's bundle changed meanwhile).
             let active = all.filter { $0.summary.newestTake != nil }.sorted { $0.summary.lastActive > $1.summary.lastActive }
             for candidate in active.prefix(8) { choose(candidate) }
@@ -97,7 +89,7 @@ extension BundleStorage {
         let folderPrefix = isSingleBundle ? "" : bundle.lastPathComponent + "/"
         for take in session.takes {
             guard folderFD >= 0, take.file.hasPrefix(folderPrefix), case let name = String(take.file.dropFirst(folderPrefix.count)),
-                  Self.isListableName(name) else {
+                  ManifestCodec.fileNameProblem(name, pending: false) == nil else {
                 found[take.id] = AudioFileInfo(path: nil, bytes: nil)
                 continue
             }
@@ -110,16 +102,5 @@ extension BundleStorage {
             }
         }
         return found
-    }
-
-    /// Whether an audio file name passes ``audioURL(for:)``'s rules: printable ASCII names are
-    /// checked on bytes, others by the manifest's rules.
-    static func isListableName(_ name: String) -> Bool {
-        var ascii = true
-        for byte in name.utf8 where byte < 0x20 || byte >= 0x7F { ascii = false }
-        if ascii {
-            return name.utf8.count <= 255 && LibraryPath.isPlainName(name) && !name.hasPrefix(".") && name != manifestName
-        }
-        return ManifestCodec.fileNameProblem(name, pending: false) == nil
     }
 }

@@ -17,7 +17,7 @@ extension BundleStorage {
     public func interruptedTakes() throws -> [InterruptedTake] {
         var result: [(Date, InterruptedTake)] = []
         // Only bundles whose summary names a take in state `recording` are read.
-        for scanned in try summaries() where !(scanned.summary?.recordingIDs.isEmpty ?? true) {
+        for scanned in try summaries() where (scanned.summary?.recordingTakes ?? 0) > 0 {
             let bundle = scanned.url
             guard let manifest = try? readManifest(bundle) else { continue }
             for entry in manifest.takes where entry.state == .recording {

@@ -59,40 +59,8 @@ package struct BundleSummary: Sendable, Hashable {
     /// compared with what is looked for, so a summary file's copy is not checked byte by byte
     /// (its checksum tells a damaged file).
     var takeIDs: [UInt8]
-    /// The ids of takes in state `recording`, each followed by a newline.
-    var recordingIDs: [UInt8]
-
-    init(manifest: Manifest, key: FileKey, folderKey: FileKey = FileKey()) {
-        manifestKey = key
-        self.folderKey = folderKey
-        sessionID = manifest.id
-        name = manifest.name
-        createdAt = manifest.createdAt
-        newestTake = manifest.takes.map(\.startDate).max()
-        takeIDs = []
-        recordingIDs = []
-        takeIDs.reserveCapacity(manifest.takes.count * 37)
-        for take in manifest.takes {
-            takeIDs.append(contentsOf: take.id.utf8)
-            takeIDs.append(0x0A)
-            if take.state == .recording {
-                recordingIDs.append(contentsOf: take.id.utf8)
-                recordingIDs.append(0x0A)
-            }
-        }
-    }
-
-    init(manifestKey: FileKey, folderKey: FileKey, sessionID: String, name: String, createdAt: Date, newestTake: Date?,
-         takeIDs: [UInt8], recordingIDs: [UInt8]) {
-        self.manifestKey = manifestKey
-        self.folderKey = folderKey
-        self.sessionID = sessionID
-        self.name = name
-        self.createdAt = createdAt
-        self.newestTake = newestTake
-        self.takeIDs = takeIDs
-        self.recordingIDs = recordingIDs
-    }
+    /// How many takes are in state `recording` (live, or left by a process that died).
+    var recordingTakes: Int
 
     /// When the session was last active: its newest take, or its creation.
     var lastActive: Date { newestTake ?? createdAt }
@@ -122,10 +90,6 @@ package struct BundleSummary: Sendable, Hashable {
         }
     }
 
-    static func lines(_ blob: [UInt8]) -> [ArraySlice<UInt8>] {
-        blob.split(separator: 0x0A, omittingEmptySubsequences: true)
-    }
-
     /// `bytes` starts with `prefix`, ASCII letters compared without case.
     static func hasPrefix<C: Collection<UInt8>>(_ bytes: C, _ prefix: [UInt8]) -> Bool {
         guard bytes.count >= prefix.count else { return false }
@@ -143,7 +107,7 @@ package struct BundleSummary: Sendable, Hashable {
     /// fields and a checksum of everything before it (little-endian throughout).
     package func encoded() -> [UInt8] {
         var out = Self.magic
-        out.reserveCapacity(out.count + 160 + name.utf8.count + takeIDs.count + recordingIDs.count)
+        out.reserveCapacity(out.count + 160 + name.utf8.count + takeIDs.count)
         for key in [manifestKey, folderKey] {
             for v in [Int64(bitPattern: key.device), Int64(bitPattern: key.inode), key.size, key.modified,
                       key.modifiedNanoseconds, key.changed, key.changedNanoseconds] {
@@ -153,7 +117,8 @@ package struct BundleSummary: Sendable, Hashable {
         Self.append(createdAt.timeIntervalSinceReferenceDate.bitPattern, to: &out)
         out.append(newestTake == nil ? 0 : 1)
         Self.append((newestTake?.timeIntervalSinceReferenceDate ?? 0).bitPattern, to: &out)
-        for field in [Array(sessionID.utf8), Array(name.utf8), takeIDs, recordingIDs] {
+        Self.append(UInt64(recordingTakes), to: &out)
+        for field in [Array(sessionID.utf8), Array(name.utf8), takeIDs] {
             Self.append(UInt64(field.count), to: &out)
             out.append(contentsOf: field)
         }
@@ -193,33 +158,19 @@ package struct BundleSummary: Sendable, Hashable {
         guard at < body.count else { return nil }
         let hasNewest = body[at]
         at += 1
-        guard hasNewest <= 1, let newest = word(), hasNewest == 1 || newest == 0 else { return nil }
-        guard let id = field(), let name = field(), let takeIDs = field(), let recordingIDs = field(), at == body.count else { return nil }
+        guard hasNewest <= 1, let newest = word(), hasNewest == 1 || newest == 0, let recording = word(),
+              let recordingTakes = Int(exactly: recording) else { return nil }
+        guard let id = field(), let name = field(), let takeIDs = field(), at == body.count else { return nil }
         let createdAt = Double(bitPattern: created)
         let newestTake = Double(bitPattern: newest)
         guard createdAt.isFinite, newestTake.isFinite,
               let sessionID = String(validating: id, as: UTF8.self), ManifestCodec.validID(sessionID),
               let sessionName = String(validating: name, as: UTF8.self),
-              takeIDs.last.map({ $0 == 0x0A }) ?? true, isIDList(recordingIDs) else { return nil }
+              takeIDs.last.map({ $0 == 0x0A }) ?? true else { return nil }
         return BundleSummary(manifestKey: manifestKey, folderKey: folderKey, sessionID: sessionID, name: sessionName,
                              createdAt: Date(timeIntervalSinceReferenceDate: createdAt),
                              newestTake: hasNewest == 1 ? Date(timeIntervalSinceReferenceDate: newestTake) : nil,
-                             takeIDs: takeIDs, recordingIDs: recordingIDs)
-    }
-
-    /// Newline-terminated ids of 1 to 64 letters, digits and dashes.
-    static func isIDList(_ blob: [UInt8]) -> Bool {
-        var run = 0
-        for b in blob {
-            if b == 0x0A {
-                guard run > 0 else { return false }
-                run = 0
-            } else {
-                guard (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D, run < 64 else { return false }
-                run += 1
-            }
-        }
-        return run == 0
+                             takeIDs: takeIDs, recordingTakes: recordingTakes)
     }
 
     static func append(_ v: UInt64, to out: inout [UInt8]) {
@@ -251,5 +202,20 @@ package struct BundleSummary: Sendable, Hashable {
             }
         }
         return h
+    }
+}
+
+extension BundleSummary {
+    /// The summary of `manifest`, read from a file with `key`.
+    init(manifest: Manifest, key: FileKey, folderKey: FileKey = FileKey()) {
+        var takeIDs: [UInt8] = []
+        takeIDs.reserveCapacity(manifest.takes.count * 37)
+        for take in manifest.takes {
+            takeIDs.append(contentsOf: take.id.utf8)
+            takeIDs.append(0x0A)
+        }
+        self.init(manifestKey: key, folderKey: folderKey, sessionID: manifest.id, name: manifest.name, createdAt: manifest.createdAt,
+                  newestTake: manifest.takes.map(\.startDate).max(), takeIDs: takeIDs,
+                  recordingTakes: manifest.takes.count { $0.state == .recording })
     }
 }

@@ -36,26 +36,20 @@ extension DirectoryStorage {
                     if let id = String.fromDatabaseValue(row.checked(column)), !ids.contains(id) { ids.append(id) }
                 }
             }
-            let lowered = text.lowercased()
-            if lowered.count >= 4, lowered.allSatisfy({ $0.isHexDigit || $0 == "-" }), lowered.first?.isHexDigit == true {
+            let keys = ReferenceKeys(text)
+            if let prefix = keys.idPrefix {
                 // Ids are lowercase hex and dashes, all below "~": [prefix, prefix~) is every id
                 // that starts with it.
-                let range: StatementArguments = [lowered, lowered + "~"]
+                let range: StatementArguments = [prefix, prefix + "~"]
                 add(try Row.fetchAll(db, sql: "SELECT id FROM session WHERE id >= ? AND id < ?", arguments: range), "id")
                 add(try Row.fetchAll(db, sql: "SELECT sessionId FROM take WHERE id >= ? AND id < ?", arguments: range), "sessionId")
             }
-            // SESSION, or the SESSION of SESSION/TAKE at every `/`; compared as Swift compares
-            // names (canonically equivalent spellings are one name), among the sessions only.
-            var names: Set<String> = [text]
-            var index = text.startIndex
-            while let slash = text[index...].firstIndex(of: "/") {
-                names.insert(String(text[..<slash]))
-                index = text.index(after: slash)
-            }
+            // Compared as Swift compares names (canonically equivalent spellings are one name),
+            // among the sessions only.
             add(try Row.fetchAll(db, sql: "SELECT id, name FROM session ORDER BY createdAt, rowid").filter {
-                String.fromDatabaseValue($0.checked("name")).map(names.contains) ?? false
+                String.fromDatabaseValue($0.checked("name")).map(keys.sessionNames.contains) ?? false
             }, "id")
-            if text == "last" {
+            if keys.isLast {
                 // The newest takes' sessions (a few, in case the newest row is damaged).
                 add(try Row.fetchAll(db, sql: "SELECT sessionId FROM take ORDER BY createdAt DESC LIMIT 8"), "sessionId")
             }

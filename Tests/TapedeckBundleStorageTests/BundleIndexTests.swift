@@ -127,7 +127,8 @@ struct BundleIndexTests {
         let bytes = [UInt8](try Data(contentsOf: index.appendingPathComponent(name)))
         let summary = try #require(BundleSummary.decode(bytes))
         #expect(summary.name == "Session 0")
-        #expect(BundleSummary.lines(summary.takeIDs).count == 3)
+        #expect(summary.takeIDs.count { $0 == 0x0A } == 3)
+        #expect(summary.recordingTakes == 0)
         #expect(summary.encoded() == bytes)
         for i in stride(from: 0, to: bytes.count, by: 7) {
             var changed = bytes
