@@ -78,10 +78,19 @@ extension BundleStorage {
         return false
     }
 
-    /// Bundles that cannot be used, as library-relative paths (see ``damagedBundles()``).
+    /// Bundles that cannot be used, as library-relative paths (see ``damagedBundles()``), and a
+    /// `.tapedeck-index` that is not a folder (the summaries cannot be kept: every command then
+    /// reads every manifest, which nothing else would tell).
     /// - Thread: any. Blocks on disk I/O and, when something looks damaged, on the library lock.
     public func damagedParts() throws -> [DamagedPart] {
-        try damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem, canQuarantine: true) }
+        var parts = try damagedBundles().map { DamagedPart(path: relative($0.url), problem: $0.problem, canQuarantine: true) }
+        var st = stat()
+        if !isSingleBundle, lstat(rootURL.appendingPathComponent(Self.indexFolderName).path, &st) == 0, (st.st_mode & S_IFMT) != S_IFDIR {
+            parts.append(DamagedPart(path: Self.indexFolderName, problem:
+                "\(Self.indexFolderName) is not a folder (a file or a symbolic link), so the bundles' summaries cannot be kept there and every command reads every manifest. Moving it aside (what `doctor --repair` does) lets Tapedeck make the folder again.",
+                canQuarantine: true))
+        }
+        return parts
     }
 
     /// Moves a file or an unusable bundle into `quarantine/<time>/` in the library.

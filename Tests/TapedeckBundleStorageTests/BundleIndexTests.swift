@@ -110,9 +110,16 @@ struct BundleIndexTests {
         _ = try helper.record(store, try #require(try store.findSessionForRecording(named: "Session 0")), "More")
         try store.deleteSession(try #require(try store.findSessionForRecording(named: "Session 3")).id)
         #expect(try BundleStorageTests.contents(of: outside) == before, "nothing outside the library changed")
+        // Doctor says so (nothing else would: commands only get slower), and its repair moves the link aside.
+        let part = try #require(try store.damagedParts().first { $0.path == ".tapedeck-index" })
+        #expect(part.canQuarantine && part.problem.contains("Moving it aside"))
+        _ = try store.quarantine(part.path)
+        #expect(try BundleStorageTests.contents(of: outside) == before, "the link moved, not its target")
+        #expect(try store.damagedParts().isEmpty)
 
-        // No index at all (removed, or a library from before it existed): rebuilt from the manifests.
-        try FileManager.default.removeItem(at: index)
+        // No index at all (moved aside as above, removed, or a library from before it existed):
+        // made again from the manifests.
+        #expect(!FileManager.default.fileExists(atPath: index.path))
         store = try BundleStorage(rootURL: root)
         try StorageConformance.checkKeyedReads(store, context: "no index")
         names = try FileManager.default.contentsOfDirectory(atPath: index.path).sorted()
